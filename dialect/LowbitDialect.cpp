@@ -1,0 +1,18 @@
+//===- LowbitDialect.cpp - The lowbit dialect -----------------------------===//
+
+#include "dialect/LowbitDialect.h"
+#include "dialect/LowbitOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "dialect/LowbitDialect.cpp.inc"
+
+void lowbit::dialect::LowbitDialect::initialize() {
+  // Attribute storage classes are complete only in LowbitAttrs.cpp.
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/LowbitOps.cpp.inc"
+      >();
+}

@@ -1,0 +1,270 @@
+//===- LowbitOps.cpp - lowbit quantize and dequantize ---------------------===//
+//
+// The verifiers. Shapes come from the scheme model (codesShape, scaleShape,
+// validateSchemeForShape); this file maps them onto tensor types and decides
+// which side tensors are operands and which are results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/LowbitOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace lowbit::dialect;
+
+namespace {
+
+int64_t toModelDim(int64_t dim) {
+  return ShapedType::isDynamic(dim) ? lowbit::kDynamic : dim;
+}
+
+std::string shapeText(int64_t rows, int64_t cols) {
+  auto dim = [](int64_t value) {
+    return value == lowbit::kDynamic || ShapedType::isDynamic(value)
+               ? std::string("?")
+               : std::to_string(value);
+  };
+  return dim(rows) + "x" + dim(cols);
+}
+
+/// The logical [rows, cols] of the unquantized tensor, in the model's terms.
+struct LogicalShape {
+  int64_t rows, cols;
+  explicit LogicalShape(Type type) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(type).getShape();
+    rows = toModelDim(shape[0]);
+    cols = toModelDim(shape[1]);
+  }
+  std::string text() const { return shapeText(rows, cols); }
+};
+
+/// Codes are stored in the smallest integer that holds the container.
+Type codesElementType(MLIRContext *context, const lowbit::Scheme &scheme) {
+  return IntegerType::get(context, lowbit::containerBits(scheme) <= 8 ? 8 : 16);
+}
+
+/// f32/f16/bf16 scales are stored as themselves; e8m0 and ue4m3 scales are
+/// stored as their byte codes, because MLIR's f8E8M0FNU/f8E4M3FN types
+/// have no lowering to NVVM (see TOOLCHAIN.md) and the kernels treat them as
+/// bits anyway.
+Type scalesElementType(MLIRContext *context, lowbit::ScaleType type) {
+  Builder builder(context);
+  switch (type) {
+  case lowbit::ScaleType::F32:
+    return builder.getF32Type();
+  case lowbit::ScaleType::F16:
+    return builder.getF16Type();
+  case lowbit::ScaleType::BF16:
+    return builder.getBF16Type();
+  case lowbit::ScaleType::E8M0:
+  case lowbit::ScaleType::UE4M3:
+    return builder.getI8Type();
+  }
+  return {};
+}
+
+LogicalResult checkElementType(Operation *op, StringRef what, Value value,
+                               Type expected, StringRef why) {
+  Type actual = getElementTypeOrSelf(value.getType());
+  if (actual == expected)
+    return success();
+  return op->emitOpError() << what << " must have element type " << expected
+                           << " (" << why << "), got " << actual;
+}
+
+/// Static dims must equal the model's; a dynamic dim on either side matches.
+LogicalResult checkShape(Operation *op, StringRef what, Value value,
+                         lowbit::Shape2D expected,
+                         const LogicalShape &logical) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  int64_t expectedDims[2] = {expected.rows, expected.cols};
+  for (int dim = 0; dim < 2; ++dim) {
+    if (expectedDims[dim] == lowbit::kDynamic ||
+        ShapedType::isDynamic(shape[dim]) || shape[dim] == expectedDims[dim])
+      continue;
+    return op->emitOpError()
+           << what << " shape " << shapeText(shape[0], shape[1])
+           << " does not match the scheme's "
+           << shapeText(expected.rows, expected.cols) << " for a "
+           << logical.text() << " tensor";
+  }
+  return success();
+}
+
+/// The per-tensor global scale is one f32, as tensor<1xf32> or
+/// tensor<1x1xf32>.
+LogicalResult checkGlobal(Operation *op, Value global) {
+  auto type = cast<RankedTensorType>(global.getType());
+  if (llvm::all_of(type.getShape(), [](int64_t dim) { return dim == 1; }))
+    return success();
+  return op->emitOpError() << "global scale must be tensor<1xf32> or "
+                              "tensor<1x1xf32>, got "
+                           << type;
+}
+
+/// Where a side tensor (scales, zeros, global scale) must be.
+enum class Slot { Absent, Operand, Result, OperandOrResult };
+
+LogicalResult checkSlot(Operation *op, StringRef what, Slot slot, Value operand,
+                        Value result, StringRef why) {
+  switch (slot) {
+  case Slot::Absent:
+    if (operand)
+      return op->emitOpError() << "takes no " << what << " operand: " << why;
+    if (result)
+      return op->emitOpError() << "produces no " << what << " result: " << why;
+    return success();
+  case Slot::Operand:
+    if (result)
+      return op->emitOpError() << "produces no " << what << " result: " << why;
+    if (!operand)
+      return op->emitOpError() << "needs a " << what << " operand: " << why;
+    return success();
+  case Slot::Result:
+    if (operand)
+      return op->emitOpError() << "takes no " << what << " operand: " << why;
+    if (!result)
+      return op->emitOpError()
+             << "must produce a " << what << " result: " << why;
+    return success();
+  case Slot::OperandOrResult:
+    if (operand && result)
+      return op->emitOpError()
+             << "takes the " << what
+             << " as an operand or produces it as a result, not both";
+    if (!operand && !result)
+      return op->emitOpError()
+             << "needs a " << what << " operand or result: " << why;
+    return success();
+  }
+  return success();
+}
+
+/// Checks the side tensors that exist (operand or result) against the
+/// scheme, for a logical tensor of `logical` shape.
+LogicalResult checkSideTensors(Operation *op, const lowbit::Scheme &scheme,
+                               const LogicalShape &logical, Value scales,
+                               Value zeros, Value global) {
+  MLIRContext *context = op->getContext();
+  lowbit::Shape2D scaleShape =
+      lowbit::scaleShape(scheme, logical.rows, logical.cols);
+  if (scales) {
+    std::string why =
+        std::string(lowbit::scaleTypeName(scheme.scale.type)) + " scales";
+    if (failed(checkElementType(op, "scales", scales,
+                                scalesElementType(context, scheme.scale.type),
+                                why)) ||
+        failed(checkShape(op, "scales", scales, scaleShape, logical)))
+      return failure();
+  }
+  if (zeros) {
+    if (failed(checkElementType(op, "zeros", zeros,
+                                codesElementType(context, scheme),
+                                "zero points are stored like codes")) ||
+        failed(checkShape(op, "zeros", zeros, scaleShape, logical)))
+      return failure();
+  }
+  if (global && failed(checkGlobal(op, global)))
+    return failure();
+  return success();
+}
+
+LogicalResult checkCodes(Operation *op, const lowbit::Scheme &scheme,
+                         const LogicalShape &logical, Value codes) {
+  std::string why =
+      std::to_string(lowbit::containerBits(scheme)) + "-bit container, " +
+      std::string(lowbit::packingName(scheme.packing)) + " packing";
+  if (failed(checkElementType(op, "codes", codes,
+                              codesElementType(op->getContext(), scheme), why)))
+    return failure();
+  return checkShape(op, "codes", codes,
+                    lowbit::codesShape(scheme, logical.rows, logical.cols),
+                    logical);
+}
+
+LogicalResult checkSchemeForShape(Operation *op, const lowbit::Scheme &scheme,
+                                  const LogicalShape &logical) {
+  std::string error;
+  if (lowbit::validateSchemeForShape(scheme, logical.rows, logical.cols,
+                                     &error))
+    return success();
+  return op->emitOpError() << "scheme does not fit a " << logical.text()
+                           << " tensor: " << error;
+}
+
+const char *modeReason(const lowbit::Scheme &scheme) {
+  return scheme.scale.mode == lowbit::ScaleMode::Static
+             ? "the scheme's scales are static (passed in)"
+             : "the scheme's scales are dynamic (computed by the kernel)";
+}
+
+} // namespace
+
+LogicalResult QuantizeOp::verify() {
+  Operation *op = getOperation();
+  lowbit::Scheme scheme = getScheme().getScheme();
+  LogicalShape logical(getInput().getType());
+  if (failed(checkSchemeForShape(op, scheme, logical)))
+    return failure();
+
+  bool isStatic = scheme.scale.mode == lowbit::ScaleMode::Static;
+  Slot scalesSlot = isStatic ? Slot::Operand : Slot::Result;
+  Slot zerosSlot = !scheme.scale.zeroPoint ? Slot::Absent : scalesSlot;
+  // A dynamic scheme may still be handed its global scale (vLLM passes the
+  // NVFP4 global scale in); a static one is handed everything.
+  Slot globalSlot = scheme.scale.globalScale == lowbit::GlobalScale::None
+                        ? Slot::Absent
+                    : isStatic ? Slot::Operand
+                               : Slot::OperandOrResult;
+  const char *zerosWhy = scheme.scale.zeroPoint
+                             ? modeReason(scheme)
+                             : "the scheme has no zero point";
+  const char *globalWhy = scheme.scale.globalScale == lowbit::GlobalScale::None
+                              ? "the scheme has no global scale"
+                              : modeReason(scheme);
+  if (failed(checkSlot(op, "scales", scalesSlot, getStaticScales(), getScales(),
+                       modeReason(scheme))) ||
+      failed(checkSlot(op, "zeros", zerosSlot, getStaticZeros(), getZeros(),
+                       zerosWhy)) ||
+      failed(checkSlot(op, "global scale", globalSlot, getStaticGlobal(),
+                       getGlobal(), globalWhy)))
+    return failure();
+
+  if (failed(checkCodes(op, scheme, logical, getCodes())))
+    return failure();
+  Value scales = getStaticScales() ? getStaticScales() : getScales();
+  Value zeros = getStaticZeros() ? getStaticZeros() : getZeros();
+  Value global = getStaticGlobal() ? getStaticGlobal() : getGlobal();
+  return checkSideTensors(op, scheme, logical, scales, zeros, global);
+}
+
+LogicalResult DequantizeOp::verify() {
+  Operation *op = getOperation();
+  lowbit::Scheme scheme = getScheme().getScheme();
+  LogicalShape logical(getResult().getType());
+  if (failed(checkSchemeForShape(op, scheme, logical)))
+    return failure();
+  Slot zerosSlot = scheme.scale.zeroPoint ? Slot::Operand : Slot::Absent;
+  Slot globalSlot = scheme.scale.globalScale == lowbit::GlobalScale::None
+                        ? Slot::Absent
+                        : Slot::Operand;
+  if (failed(checkSlot(op, "zeros", zerosSlot, getZeros(), Value(),
+                       scheme.scale.zeroPoint
+                           ? "the scheme has a zero point"
+                           : "the scheme has no zero point")) ||
+      failed(checkSlot(op, "global scale", globalSlot, getGlobal(), Value(),
+                       globalSlot == Slot::Absent
+                           ? "the scheme has no global scale"
+                           : "the scheme has a global scale")) ||
+      failed(checkCodes(op, scheme, logical, getCodes())))
+    return failure();
+  return checkSideTensors(op, scheme, logical, getScales(), getZeros(),
+                          getGlobal());
+}
+
+#define GET_OP_CLASSES
+#include "dialect/LowbitOps.cpp.inc"

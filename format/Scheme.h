@@ -1,0 +1,165 @@
+//===- Scheme.h - Quantization schemes: format + scales + packing -*- C++ -*-===//
+//
+// A scheme says how a tensor is quantized: the element format, how scales
+// are shared and picked, and how codes are packed. The named schemes
+// (fp8_e4m3, mxfp4, nvfp4, int4_g128, ...) are defined here once; the
+// dialect's `#lowbit.scheme<"name">` shorthand, the CLI and the lowering all
+// expand names through lookupScheme().
+//
+// Tensors are 2-D [rows, cols] in C order: rows are tokens or output
+// channels, and the last axis (cols) is the one groups and blocks run along.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_FORMAT_SCHEME_H
+#define LOWBIT_FORMAT_SCHEME_H
+
+#include "format/Format.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lowbit {
+
+/// Which elements share one scale.
+enum class Granularity : uint8_t {
+  PerTensor,  ///< one scale for the whole tensor
+  PerChannel, ///< one scale per index along `axis` (reduce the other axis)
+  PerToken,   ///< one scale per row
+  Group,      ///< groups of `groupSize` consecutive elements along `axis`
+  Block,      ///< 2-D tiles of blockRows x blockCols
+};
+
+/// Type the scale is stored in.
+enum class ScaleType : uint8_t { F32, F16, BF16, E8M0, UE4M3 };
+
+/// How a dynamic scale is picked from the group's statistics.
+enum class ScaleRule : uint8_t {
+  AbsMax,    ///< scale = amax / qmax (symmetric)
+  MinMax,    ///< scale = (max - min) / (2^b - 1), zero = rne(-min / scale)
+  E8M0Floor, ///< OCP MX: 2^(floor(log2 amax) - emax_elem)
+  E8M0RCeil, ///< cuBLAS/CUTLASS: smallest 2^k >= amax / max_elem
+};
+
+enum class ScaleMode : uint8_t { Static, Dynamic };
+
+/// Memory layout of the scale tensor.
+enum class ScaleLayout : uint8_t {
+  RowMajor,
+  Swizzle128x4, ///< the Blackwell tensor-core scale-factor tile
+};
+
+/// Meaning of NVFP4's second-level per-tensor f32 scale. Never guessed: a
+/// scheme with a global scale names its convention.
+enum class GlobalScale : uint8_t {
+  None,
+  /// torchao: g = amax / (6 * 448) is stored; dequant is q * s * g.
+  DecodeMultiplier,
+  /// vLLM, TensorRT-LLM, FlashInfer: 2688 / amax is passed; dequant divides.
+  EncodeReciprocal,
+};
+
+/// How codes are laid out in memory.
+enum class Packing : uint8_t {
+  Byte,   ///< one code per byte (FP6: the 2 high bits are zero)
+  Nibble, ///< two codes per byte, element 0 in the low nibble
+};
+
+struct ScaleSpec {
+  Granularity granularity = Granularity::PerTensor;
+  /// Axis of PerChannel and Group (0 = rows, 1 = cols).
+  int axis = 1;
+  int groupSize = 0;
+  int blockRows = 0, blockCols = 0;
+  /// Group and Block: whether the last group along an axis may be short.
+  bool allowTail = false;
+  ScaleType type = ScaleType::F32;
+  ScaleRule rule = ScaleRule::AbsMax;
+  ScaleMode mode = ScaleMode::Dynamic;
+  /// Asymmetric schemes store one integer zero point per scale.
+  bool zeroPoint = false;
+  GlobalScale globalScale = GlobalScale::None;
+  ScaleLayout layout = ScaleLayout::RowMajor;
+
+  bool operator==(const ScaleSpec &other) const = default;
+};
+
+struct Scheme {
+  std::string name; ///< empty for a scheme that is not a named one
+  Format element;
+  ScaleSpec scale;
+  Packing packing = Packing::Byte;
+
+  bool operator==(const Scheme &other) const {
+    return element == other.element && scale == other.scale &&
+           packing == other.packing;
+  }
+};
+
+/// The named schemes, in a stable order.
+const std::vector<Scheme> &namedSchemes();
+std::optional<Scheme> lookupScheme(std::string_view name,
+                                   std::string *error = nullptr);
+/// The named scheme equal to `scheme` (ignoring its name), if any.
+const Scheme *findNamedScheme(const Scheme &scheme);
+
+/// Checks the parts of a scale description that stand alone (axis, group
+/// size, block size). On failure returns false with a message in `error`.
+bool validateScaleSpec(const ScaleSpec &scale, std::string *error);
+/// Checks that a scheme can work, independent of tensor shapes. On failure
+/// returns false with a message naming the problem in `error`.
+bool validateScheme(const Scheme &scheme, std::string *error);
+/// Checks a scheme against a 2-D shape (e.g. a group size that does not
+/// divide the axis when no tail is allowed).
+bool validateSchemeForShape(const Scheme &scheme, int64_t rows, int64_t cols,
+                            std::string *error);
+
+/// Shapes of a scheme's tensors for a [rows, cols] input. A dimension of
+/// kDynamic stays dynamic.
+constexpr int64_t kDynamic = -1;
+struct Shape2D {
+  int64_t rows = 0, cols = 0;
+  bool operator==(const Shape2D &other) const = default;
+};
+/// The packed codes, in bytes: [rows, ceil(cols / 2)] for Nibble packing,
+/// else [rows, cols].
+Shape2D codesShape(const Scheme &scheme, int64_t rows, int64_t cols);
+/// The scales (and zero points, which have the same shape), in elements of
+/// the scale type: [1, 1] per tensor, [rows, 1] per token, [rows, ceil(cols
+/// / g)] for groups along the last axis, ...; for Swizzle128x4 the rows are
+/// padded to 128 and the scale columns to 4.
+Shape2D scaleShape(const Scheme &scheme, int64_t rows, int64_t cols);
+
+/// Bits of the container a code is stored in (4 for Nibble, else 8 or 16).
+int containerBits(const Scheme &scheme);
+/// The largest magnitude the element format's quantized values reach with
+/// this scheme's rule: format max for floats, qmax for symmetric ints
+/// (127 for int8: the symmetric range excludes -128), 2^b - 1 for
+/// asymmetric ints.
+double quantMax(const Scheme &scheme);
+/// The OCP MX emax of an element format: floor(log2(max)).
+int elementEmax(const Format &element);
+
+std::string_view granularityName(Granularity granularity);
+std::string_view scaleTypeName(ScaleType type);
+std::string_view scaleRuleName(ScaleRule rule);
+std::string_view scaleModeName(ScaleMode mode);
+std::string_view scaleLayoutName(ScaleLayout layout);
+std::string_view globalScaleName(GlobalScale global);
+std::string_view packingName(Packing packing);
+std::optional<Granularity> parseGranularity(std::string_view name);
+std::optional<ScaleType> parseScaleType(std::string_view name);
+std::optional<ScaleRule> parseScaleRule(std::string_view name);
+std::optional<ScaleMode> parseScaleMode(std::string_view name);
+std::optional<ScaleLayout> parseScaleLayout(std::string_view name);
+std::optional<GlobalScale> parseGlobalScale(std::string_view name);
+std::optional<Packing> parsePacking(std::string_view name);
+/// The format a scale type stores its codes in (nullopt for f32).
+std::optional<Format> scaleTypeFormat(ScaleType type);
+
+} // namespace lowbit
+
+#endif // LOWBIT_FORMAT_SCHEME_H

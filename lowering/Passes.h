@@ -1,0 +1,49 @@
+//===- Passes.h - lowbit lowering passes ------------------------*- C++ -*-===//
+
+#ifndef LOWBIT_LOWERING_PASSES_H
+#define LOWBIT_LOWERING_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+namespace arith {
+class ArithDialect;
+}
+namespace scf {
+class SCFDialect;
+}
+namespace memref {
+class MemRefDialect;
+}
+namespace math {
+class MathDialect;
+}
+namespace bufferization {
+class BufferizationDialect;
+}
+namespace vector {
+class VectorDialect;
+}
+namespace NVVM {
+class NVVMDialect;
+}
+namespace LLVM {
+class LLVMDialect;
+}
+} // namespace mlir
+
+namespace lowbit {
+
+#define GEN_PASS_DECL
+#include "lowering/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "lowering/Passes.h.inc"
+
+} // namespace lowbit
+
+#endif // LOWBIT_LOWERING_PASSES_H

@@ -1,0 +1,59 @@
+//===- Passes.td - lowbit lowering passes ------------------*- tablegen -*-===//
+//
+// One pass per file; the file name is the pass's C++ name. Target-
+// independent passes know no chip; only the GPU-tail passes (those whose
+// names say nvvm/native) read a target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_LOWERING_PASSES_TD
+#define LOWBIT_LOWERING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowbitToLoops : Pass<"lowbit-to-loops", "mlir::ModuleOp"> {
+  let summary = "Lower lowbit.quantize and lowbit.dequantize to loops";
+  let description = [{
+    Rewrites each quantize/dequantize op into scf loops over memrefs that
+    carry the scheme's indexing, scale computation (static or dynamic, every
+    granularity), zero points, packing and layouts. Format conversions are
+    emitted as scalar `lowbit.encode` / `lowbit.decode` ops, which a later
+    pass expands into arithmetic or replaces with a native instruction.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+    "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
+    "mlir::bufferization::BufferizationDialect"
+  ];
+}
+
+def LowbitExpandCodecs : Pass<"lowbit-expand-codecs"> {
+  let summary = "Expand lowbit.encode and lowbit.decode into arithmetic";
+  let description = [{
+    Replaces every scalar format conversion with plain integer and float
+    arithmetic, bit-exact to PTX cvt semantics (docs/numerics.md), built
+    from the format model's parameters. Runs on any target.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def LowbitNativeConversions : Pass<"lowbit-native-cvt"> {
+  let summary = "Use the chip's cvt instructions where it has them";
+  let description = [{
+    Replaces lowbit.encode/decode ops that the target chip and PTX version
+    can do natively (e4m3x2/e5m2x2 from sm_89 with PTX 8.1; e2m1x2, e2m3x2,
+    e3m2x2 and ue8m0x2 on sm_100a, sm_103a and sm_120a) with NVVM ops. The
+    rest are left for lowbit-expand-codecs.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"", "target chip">,
+    Option<"ptxVersion", "ptx", "unsigned", "0",
+           "PTX ISA version times ten (0: the chip's default)">
+  ];
+  let dependentDialects = [
+    "mlir::NVVM::NVVMDialect", "mlir::LLVM::LLVMDialect",
+    "mlir::arith::ArithDialect", "mlir::vector::VectorDialect"
+  ];
+}
+
+#endif // LOWBIT_LOWERING_PASSES_TD

@@ -1,0 +1,25 @@
+# lit configuration for lowbit's FileCheck tests.
+import os
+
+import lit.formats
+
+config.name = "lowbit"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.lowbit_obj_root, "tests", "lit")
+
+# lowbit's tools first, then LLVM's (FileCheck, not, count).
+config.environment["PATH"] = os.pathsep.join(
+    [config.lowbit_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]
+)
+config.substitutions.append(("%lowbit_src", config.lowbit_src_root))
+config.substitutions.append(("%python", config.python_executable))
+# `%expect-exit N cmd...`: passes if cmd exits with exactly N and prints
+# nothing on stdout; echoes cmd's stderr so FileCheck can check the message.
+# (lit's internal shell has no `$?`, and `not` accepts any non-zero code.)
+config.substitutions.append(
+    ("%expect-exit", "{} {}".format(config.python_executable,
+                                     os.path.join(config.test_source_root, "cli", "Inputs", "expect-exit.py")))
+)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what lowbit needs on a fresh Debian 12 machine of this kind, then
+# configures and builds. Sourced by tools/run-demo and tools/run-tests.
+# BUILD_DIR (default: build) and LOWBIT_JOBS (default: nproc) may be set.
+set -euo pipefail
+
+LOWBIT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$LOWBIT_ROOT/build}"
+PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools catch2
+          libfmt-dev ninja-build lld cmake g++)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "lowbit: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -S "$LOWBIT_ROOT" -B "$BUILD_DIR" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_DIR=/usr/lib/llvm-22/lib/cmake/llvm \
+    "${launcher[@]}" >/dev/null
+fi
+cmake --build "$BUILD_DIR" -j "${LOWBIT_JOBS:-$(nproc)}"

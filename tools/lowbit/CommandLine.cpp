@@ -1,0 +1,73 @@
+//===- CommandLine.cpp - Option parsing shared by the subcommands ---------===//
+
+#include "tools/lowbit/CommandLine.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+std::optional<ParsedCommandLine>
+parseCommandLine(std::string_view command,
+                 std::span<const std::string_view> args,
+                 std::span<const OptionSpec> options, std::string *error) {
+  ParsedCommandLine parsed;
+  bool operandsOnly = false;
+  for (size_t index = 0; index < args.size(); ++index) {
+    std::string_view arg = args[index];
+    if (operandsOnly || !arg.starts_with("--")) {
+      if (!operandsOnly && arg == "-h") {
+        parsed.help = true;
+        continue;
+      }
+      parsed.operands.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      operandsOnly = true;
+      continue;
+    }
+    if (arg == "--help") {
+      parsed.help = true;
+      continue;
+    }
+
+    std::string_view body = arg.substr(2);
+    std::optional<std::string_view> inlineValue;
+    if (size_t equals = body.find('='); equals != std::string_view::npos) {
+      inlineValue = body.substr(equals + 1);
+      body = body.substr(0, equals);
+    }
+    auto spec = std::find_if(
+        options.begin(), options.end(),
+        [&](const OptionSpec &option) { return option.name == body; });
+    if (spec == options.end()) {
+      *error = fmt::format("unknown option '--{}' for '{}'", body, command);
+      return std::nullopt;
+    }
+    if (parsed.values.contains(body) || parsed.flags.contains(body)) {
+      *error = fmt::format("option '--{}' given more than once", body);
+      return std::nullopt;
+    }
+    if (!spec->takesValue) {
+      if (inlineValue) {
+        *error = fmt::format("option '--{}' takes no value", body);
+        return std::nullopt;
+      }
+      parsed.flags.emplace(body);
+      continue;
+    }
+    if (!inlineValue) {
+      if (index + 1 == args.size()) {
+        *error = fmt::format("option '--{}' needs a value", body);
+        return std::nullopt;
+      }
+      inlineValue = args[++index];
+    }
+    parsed.values.emplace(std::string(body), std::string(*inlineValue));
+  }
+  return parsed;
+}
+
+} // namespace lowbit::cli

@@ -1,0 +1,50 @@
+//===- CommandLine.h - Option parsing shared by the subcommands -*- C++ -*-===//
+//
+// A deliberately small parser: long options only ("--name value" or
+// "--name=value"), because operands such as "-2.5" and "-inf" start with a
+// single dash and must stay operands.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_TOOLS_LOWBIT_COMMANDLINE_H
+#define LOWBIT_TOOLS_LOWBIT_COMMANDLINE_H
+
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lowbit::cli {
+
+struct OptionSpec {
+  std::string_view name; ///< without the leading "--"
+  bool takesValue;
+};
+
+struct ParsedCommandLine {
+  bool help = false;
+  std::map<std::string, std::string, std::less<>> values;
+  std::set<std::string, std::less<>> flags;
+  std::vector<std::string_view> operands;
+
+  const std::string *value(std::string_view name) const {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  }
+  bool flag(std::string_view name) const { return flags.contains(name); }
+};
+
+/// Parses `args` (the words after the subcommand). "-h"/"--help" set
+/// `help`; "--" makes every later word an operand. An unknown, repeated or
+/// incomplete option gives nullopt and a message in `error`.
+std::optional<ParsedCommandLine>
+parseCommandLine(std::string_view command,
+                 std::span<const std::string_view> args,
+                 std::span<const OptionSpec> options, std::string *error);
+
+} // namespace lowbit::cli
+
+#endif // LOWBIT_TOOLS_LOWBIT_COMMANDLINE_H

@@ -1,0 +1,32 @@
+//===- Commands.h - lowbit's subcommands ------------------------*- C++ -*-===//
+//
+// Each subcommand takes the words after its name and returns an error as a
+// value; main() owns the exit code. A command checks all of its arguments
+// before it prints anything, so a failed run leaves stdout empty.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_TOOLS_LOWBIT_COMMANDS_H
+#define LOWBIT_TOOLS_LOWBIT_COMMANDS_H
+
+#include "tools/lowbit/Diagnostics.h"
+
+#include <span>
+#include <string_view>
+
+namespace lowbit::cli {
+
+using Arguments = std::span<const std::string_view>;
+
+CommandResult runFormats(Arguments args);
+CommandResult runEncode(Arguments args);
+CommandResult runDecode(Arguments args);
+CommandResult runDemo(Arguments args);
+
+/// The formats table and the schemes list; `lowbit demo` prints them too.
+void printFormatsTable();
+void printSchemesList();
+
+} // namespace lowbit::cli
+
+#endif // LOWBIT_TOOLS_LOWBIT_COMMANDS_H

@@ -1,0 +1,84 @@
+//===- main.cpp - The lowbit command-line tool ----------------------------===//
+//
+// Dispatches to a subcommand and is the only place that turns an error into
+// an exit code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/lowbit/Commands.h"
+#include "tools/lowbit/Diagnostics.h"
+
+#include <cstdio>
+#include <exception>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+void printError(std::string_view message) {
+  fmt::print(stderr, "lowbit: error: {}\n", message);
+}
+
+namespace {
+
+struct Subcommand {
+  std::string_view name;
+  std::string_view summary;
+  CommandResult (*run)(Arguments);
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"formats", "list the number formats and named schemes", runFormats},
+    {"encode", "convert values to a format's codes", runEncode},
+    {"decode", "convert codes of a format to values", runDecode},
+    {"demo", "show the formats, round trips and schemes", runDemo},
+};
+
+void printUsage() {
+  fmt::print("usage: lowbit <command> [options] [arguments]\n\n"
+             "commands:\n");
+  for (const Subcommand &subcommand : kSubcommands)
+    fmt::print("  {:<9} {}\n", subcommand.name, subcommand.summary);
+  fmt::print("\n'lowbit <command> --help' describes one command.\n");
+}
+
+CommandResult dispatch(Arguments args) {
+  if (args.empty())
+    return fail("no command given; 'lowbit --help' lists them");
+  std::string_view name = args.front();
+  if (name == "--help" || name == "-h" || name == "help") {
+    printUsage();
+    return std::nullopt;
+  }
+  for (const Subcommand &subcommand : kSubcommands)
+    if (subcommand.name == name)
+      return subcommand.run(args.subspan(1));
+  if (name.starts_with("-"))
+    return fail(fmt::format("unknown option '{}'; 'lowbit --help' lists the "
+                            "commands",
+                            name));
+  return fail(fmt::format(
+      "unknown command '{}'; 'lowbit --help' lists the commands", name));
+}
+
+} // namespace
+} // namespace lowbit::cli
+
+int main(int argc, char **argv) {
+  using namespace lowbit::cli;
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  // A last resort only (e.g. out of memory): commands report every expected
+  // failure as a value, but the tool must still never abort.
+  try {
+    if (CommandResult error = dispatch(args)) {
+      printError(error->message);
+      return kExitUsage;
+    }
+  } catch (const std::exception &exception) {
+    printError(fmt::format("internal error: {}", exception.what()));
+    return 1;
+  }
+  return 0;
+}
