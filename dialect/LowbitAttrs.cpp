@@ -398,19 +398,15 @@ LogicalResult ScaleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 lowbit::ScaleRule rule, lowbit::ScaleMode mode,
                                 bool zeroPoint, lowbit::GlobalScale globalScale,
                                 lowbit::ScaleLayout layout) {
-  // These are the checks a scale can fail on its own; how it combines with
-  // an element format is validateScheme's job (see SchemeAttr::verify).
-  if (hasAxis(granularity) && axis != 0 && axis != 1)
-    return emitError() << "axis must be 0 (rows) or 1 (cols), got " << axis;
-  if (granularity == lowbit::Granularity::Group && groupSize <= 0)
-    return emitError() << "group size must be positive, got " << groupSize;
-  if (granularity == lowbit::Granularity::Block &&
-      (blockRows <= 0 || blockCols <= 0))
-    return emitError() << "block must be positive in both dimensions, got "
-                       << blockRows << "x" << blockCols;
+  // These are the checks a scale can fail on its own (the model's
+  // validateScaleSpec); how it combines with an element format is
+  // validateScheme's job (see SchemeAttr::verify).
   lowbit::ScaleSpec spec{granularity, axis,      groupSize,   blockRows,
                          blockCols,   allowTail, scaleType,   rule,
                          mode,        zeroPoint, globalScale, layout};
+  std::string error;
+  if (!lowbit::validateScaleSpec(spec, &error))
+    return emitError() << error;
   // Only C++ callers of the raw builder can get here; the parser and the
   // ScaleSpec builder always produce the canonical form.
   if (!(canonicalScale(spec) == spec))

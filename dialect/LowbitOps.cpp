@@ -266,5 +266,71 @@ LogicalResult DequantizeOp::verify() {
                           getGlobal());
 }
 
+//===----------------------------------------------------------------------===//
+// Scalar conversions
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// PTX spells the roundings rn, rz and rp; so do the ops.
+std::optional<lowbit::Rounding> parseRoundingName(StringRef name) {
+  if (name == "rn")
+    return lowbit::Rounding::NearestEven;
+  if (name == "rz")
+    return lowbit::Rounding::TowardZero;
+  if (name == "rp")
+    return lowbit::Rounding::TowardPosInf;
+  return std::nullopt;
+}
+
+/// Codes live in the smallest of i8/i16 that holds the format; anything
+/// else would leave the lowering guessing which bits are the code.
+unsigned codeWidthFor(const lowbit::Format &format) {
+  return format.bits() <= 8 ? 8 : 16;
+}
+
+/// Checks that `values` (f32 or vector of f32) and `codes` (iN or vector of
+/// iN) have the same shape and that N fits `format`.
+LogicalResult checkCodeType(Operation *op, const lowbit::Format &format,
+                            Type values, Type codes) {
+  auto valuesVector = dyn_cast<VectorType>(values);
+  auto codesVector = dyn_cast<VectorType>(codes);
+  if (bool(valuesVector) != bool(codesVector) ||
+      (valuesVector && valuesVector.getShape() != codesVector.getShape()))
+    return op->emitOpError()
+           << "values " << values << " and codes " << codes
+           << " must both be scalars or vectors of the same shape";
+  unsigned width = getElementTypeOrSelf(codes).getIntOrFloatBitWidth();
+  unsigned expected = codeWidthFor(format);
+  if (width != expected)
+    return op->emitOpError()
+           << "codes of " << format.name() << " (" << format.bits()
+           << " bits) must be i" << expected << ", got i" << width;
+  return success();
+}
+
+} // namespace
+
+lowbit::EncodeOptions EncodeOp::getEncodeOptions() {
+  lowbit::EncodeOptions options;
+  options.saturate = getSaturate();
+  options.rounding =
+      parseRoundingName(getRounding()).value_or(lowbit::Rounding::NearestEven);
+  return options;
+}
+
+LogicalResult EncodeOp::verify() {
+  if (!parseRoundingName(getRounding()))
+    return emitOpError() << "rounding must be \"rn\", \"rz\" or \"rp\", got \""
+                         << getRounding() << "\"";
+  return checkCodeType(getOperation(), getModelFormat(), getInput().getType(),
+                       getResult().getType());
+}
+
+LogicalResult DecodeOp::verify() {
+  return checkCodeType(getOperation(), getModelFormat(), getResult().getType(),
+                       getInput().getType());
+}
+
 #define GET_OP_CLASSES
 #include "dialect/LowbitOps.cpp.inc"

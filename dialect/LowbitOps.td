@@ -115,4 +115,79 @@ def Lowbit_DequantizeOp : Lowbit_Op<"dequantize",
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Scalar format conversions
+//===----------------------------------------------------------------------===//
+
+// A scalar or a 1-D vector, so that the GPU tail can hand pairs to the
+// packed cvt instructions (e4m3x2, e2m1x2, ...).
+def Lowbit_F32OrVector : AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>;
+def Lowbit_CodeOrVector : AnyTypeOf<[I8, I16,
+                                     VectorOfRankAndType<[1], [I8, I16]>]>;
+
+def Lowbit_EncodeOp : Lowbit_Op<"encode", [Pure]> {
+  let summary = "Converts f32 values to codes of a format";
+  let description = [{
+    Converts `input` (f32, or a 1-D vector of f32) to codes of `format`
+    (`#lowbit.float` or `#lowbit.int`), exactly as `lowbit::encode` does
+    (docs/numerics.md): PTX `cvt` semantics, subnormals kept.
+
+    - `saturate` (default `true`): overflow and +-inf give the signed max;
+      `false` gives inf, or NaN where the format has no inf.
+    - `rounding` (default `"rn"`): `"rn"` (nearest, ties to even), `"rz"`
+      (toward zero) or `"rp"` (toward +inf), the PTX rounding names.
+
+    The code is the result's low `bits` bits; the bits above are zero. The
+    result is `i8` for formats of up to 8 bits and `i16` for wider ones
+    (f16, bf16, parametric formats up to 16 bits), element-wise for vectors.
+    Default-valued attributes are not printed.
+
+    ```mlir
+    %code = lowbit.encode %x {format = #lowbit.float<"e4m3">} : f32 to i8
+    %pair = lowbit.encode %v {format = #lowbit.float<"e2m1">, rounding = "rn"}
+        : vector<2xf32> to vector<2xi8>
+    ```
+  }];
+  let arguments = (ins Lowbit_F32OrVector:$input,
+                       Lowbit_FormatAttrInterface:$format,
+                       DefaultValuedAttr<BoolAttr, "true">:$saturate,
+                       DefaultValuedStrAttr<StrAttr, "rn">:$rounding);
+  let results = (outs Lowbit_CodeOrVector:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `to` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The model's format.
+    ::lowbit::Format getModelFormat() { return getFormat().getFormat(); }
+    /// The model's options (saturate, rounding); the verifier guarantees
+    /// that the rounding name is valid.
+    ::lowbit::EncodeOptions getEncodeOptions();
+  }];
+  let hasVerifier = 1;
+}
+
+def Lowbit_DecodeOp : Lowbit_Op<"decode", [Pure]> {
+  let summary = "Converts codes of a format to f32 values";
+  let description = [{
+    The exact value of each code of `format` as f32 (every format value is
+    an f32), as `lowbit::Format::decode` gives it. Only the code's low
+    `bits` bits are read. Codes are `i8` for formats of up to 8 bits and
+    `i16` for wider ones, element-wise for 1-D vectors.
+
+    ```mlir
+    %x = lowbit.decode %code {format = #lowbit.float<"e8m0">} : i8 to f32
+    ```
+  }];
+  let arguments = (ins Lowbit_CodeOrVector:$input,
+                       Lowbit_FormatAttrInterface:$format);
+  let results = (outs Lowbit_F32OrVector:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `to` type($result)
+  }];
+  let extraClassDeclaration = [{
+    ::lowbit::Format getModelFormat() { return getFormat().getFormat(); }
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // LOWBIT_OPS_TD

@@ -44,7 +44,8 @@ FloatEncodeConstants makeFloatConstants(const Format &format,
   constants.overflowMagnitude = format.maxCode();
   if (!options.saturate) {
     if (params.specials == SpecialCodes::Ieee)
-      constants.overflowMagnitude = format.infCodes().front();
+      constants.overflowMagnitude = ((uint32_t(1) << params.expBits) - 1)
+                                    << params.manBits;
     else if (params.specials == SpecialCodes::AllOnesNan)
       constants.overflowMagnitude = magnitudeMask;
   }

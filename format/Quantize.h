@@ -1,4 +1,5 @@
-//===- Quantize.h - The reference quantizer, the kernels' oracle -*- C++ -*-===//
+//===- Quantize.h - The reference quantizer, the kernels' oracle -*- C++
+//-*-===//
 //
 // Plain, obviously correct quantization and dequantization of a 2-D
 // row-major [rows, cols] tensor for any valid Scheme. The JIT kernels are
@@ -21,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lowbit {
@@ -33,6 +35,8 @@ namespace lowbit {
 /// (read back from a file) and dynamic ones bit-identical; decodeScale()
 /// gives the value.
 struct QuantizedTensor {
+  explicit QuantizedTensor(Scheme scheme) : scheme(std::move(scheme)) {}
+
   Scheme scheme;
   int64_t rows = 0, cols = 0;
   /// Packed codes, codesShape(scheme, rows, cols), row-major bytes.
@@ -70,11 +74,9 @@ int64_t swizzle128x4Offset(int64_t row, int64_t scaleCol, int64_t scaleCols);
 
 /// Quantizes f32 data (rows * cols values, row-major). Scales come from
 /// `given` when the scheme is static (required then), else from the data.
-std::optional<QuantizedTensor> quantize(const Scheme &scheme,
-                                        std::span<const float> input,
-                                        int64_t rows, int64_t cols,
-                                        const StaticScales &given,
-                                        std::string *error);
+std::optional<QuantizedTensor>
+quantize(const Scheme &scheme, std::span<const float> input, int64_t rows,
+         int64_t cols, const StaticScales &given, std::string *error);
 inline std::optional<QuantizedTensor> quantize(const Scheme &scheme,
                                                std::span<const float> input,
                                                int64_t rows, int64_t cols,
@@ -85,10 +87,11 @@ inline std::optional<QuantizedTensor> quantize(const Scheme &scheme,
 /// f16 or bf16 input, given as bit patterns; widened exactly to f32 first.
 enum class HalfType : uint8_t { F16, BF16 };
 std::vector<float> widenToFloat(HalfType type, std::span<const uint16_t> bits);
-std::optional<QuantizedTensor>
-quantizeHalf(const Scheme &scheme, HalfType type,
-             std::span<const uint16_t> input, int64_t rows, int64_t cols,
-             const StaticScales &given, std::string *error);
+std::optional<QuantizedTensor> quantizeHalf(const Scheme &scheme, HalfType type,
+                                            std::span<const uint16_t> input,
+                                            int64_t rows, int64_t cols,
+                                            const StaticScales &given,
+                                            std::string *error);
 
 /// Checks that the parts of `tensor` have the sizes its scheme and shape
 /// need and that every scale it will use is finite and positive.

@@ -185,10 +185,9 @@ uint32_t Oracle::encode(float input, bool saturate, Round round) const {
     return encodeInt(value, round);
   if (std::isnan(value))
     return nanResult();
-  bool negative = std::signbit(value);
-  // Unsigned formats (e8m0, ue4m3): zero and negative inputs give code 0.
-  if (!spec_.isSigned && negative)
-    return 0;
+  // Unsigned formats (e8m0, ue4m3) encode |x|, as NVIDIA's
+  // __nv_cvt_float_to_e8m0 does; rounding then applies to the magnitude.
+  bool negative = spec_.isSigned && std::signbit(value);
   double magnitude = std::fabs(value);
   if (std::isinf(magnitude))
     return overflowCode(negative, saturate);

@@ -145,7 +145,9 @@ TEST_CASE("oracle: e8m0, ue4m3 and integers", "[oracle]") {
   CHECK(e8m0.encode(1.0f) == 0x7F);
   CHECK(e8m0.encode(0.0f) == 0x00);
   CHECK(e8m0.encode(-0.0f) == 0x00);
-  CHECK(e8m0.encode(-4.0f) == 0x00);
+  // Unsigned formats encode |x| (NVIDIA's __nv_cvt_float_to_e8m0 does).
+  CHECK(e8m0.encode(-4.0f) == 0x81);
+  CHECK(e8m0.encode(-2.1f, true, Round::TowardPosInf) == 0x81);
   CHECK(e8m0.encode(std::ldexp(1.0f, -149)) == 0x00);
   CHECK(e8m0.encode(std::ldexp(1.0f, -127)) == 0x00);
   CHECK(e8m0.encode(std::ldexp(1.0f, 127)) == 0xFE);
@@ -165,8 +167,8 @@ TEST_CASE("oracle: e8m0, ue4m3 and integers", "[oracle]") {
   CHECK(ue4m3.encode(448) == 0x7E);
   CHECK(ue4m3.encode(1000) == 0x7E);
   CHECK(ue4m3.encode(1000, false) == 0x7F);
-  CHECK(ue4m3.encode(-1) == 0x00);
-  CHECK(ue4m3.encode(-kInf) == 0x00);
+  CHECK(ue4m3.encode(-1) == 0x38);
+  CHECK(ue4m3.encode(-kInf) == 0x7E);
   CHECK(ue4m3.encode(kNan) == 0x7F);
   CHECK(ue4m3.encode(1.0f) == 0x38);
 

@@ -133,8 +133,15 @@ private:
 ///    e5m2, 0xFF for e8m0, 0x7FFF for f16/bf16) and +max for e2m1, e2m3 and
 ///    e3m2. ml_dtypes keeps the NaN's sign (e4m3 0xFF), gives 0x7E/0xFE for
 ///    e5m2, and -0/+0 for FP4/FP6; numpy keeps the payload for f16.
-///  - e8m0 zero and negative inputs: lowbit gives 0x00 (2^-127, the
-///    smallest scale); ml_dtypes gives 0xFF (NaN).
+///  - e8m0 zero gives 0x00 (2^-127, the smallest scale); ml_dtypes gives
+///    0xFF (NaN).
+///  - e8m0 negative inputs: lowbit encodes |x|, as NVIDIA's
+///    __nv_cvt_float_to_e8m0 does (NvidiaConversionTest checks that);
+///    ml_dtypes gives 0xFF (NaN). The expectation is the oracle's code for
+///    |x|, since the vector row holds no reference for |x|.
+///  - e8m0 inputs in (2^-127, 1.5 * 2^-127): ml_dtypes gives 0x01; the
+///    nearest value is 2^-127 (0x00). (Exact ties between powers of two
+///    round up in magnitude in both.)
 ///  - Saturating mode: where ml_dtypes gives inf or NaN for a non-NaN input
 ///    (overflow, +-inf), lowbit gives the signed max.
 /// Integer vectors are already made with PTX's rule (rint, clip, NaN -> 0).
@@ -145,10 +152,15 @@ inline uint32_t expectedCode(const oracle::Oracle &format, float input,
     return reference;
   if (std::isnan(input))
     return format.nanResult();
-  if (!spec.isSigned && std::signbit(input))
-    return 0; // e8m0 (ml_dtypes: 0xFF for -0, negatives and -inf).
   if (!spec.isSigned && input == 0)
-    return 0; // e8m0 (ml_dtypes: 0xFF for +0).
+    return 0; // e8m0 (ml_dtypes: 0xFF for +-0).
+  if (!spec.isSigned && std::signbit(input))
+    return format.encode(-input, saturate, oracle::Round::NearestEven);
+  if (spec.manBits == 0 && !spec.isInt && input > std::ldexp(1.0f, -127) &&
+      input < 1.5f * std::ldexp(1.0f, -127))
+    return 0; // e8m0: ml_dtypes rounds every f32 subnormal input in
+              // (2^-127, 2^-126) up to 2^-126 (0x01); the nearest value
+              // below 1.5 * 2^-127 is 2^-127 (0x00).
   if (saturate && !std::isfinite(format.decode(reference))) {
     uint32_t sign = spec.isSigned && std::signbit(input)
                         ? 1u << (format.bits() - 1)

@@ -19,9 +19,13 @@ namespace lowbit::cli {
 using Arguments = std::span<const std::string_view>;
 
 CommandResult runFormats(Arguments args);
+CommandResult runCompile(Arguments args);
 CommandResult runEncode(Arguments args);
 CommandResult runDecode(Arguments args);
 CommandResult runDemo(Arguments args);
+CommandResult runQuantize(Arguments args);
+CommandResult runDequantize(Arguments args);
+CommandResult runEval(Arguments args);
 
 /// The formats table and the schemes list; `lowbit demo` prints them too.
 void printFormatsTable();

@@ -7,6 +7,7 @@
 
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/Diagnostics.h"
+#include "tools/lowbit/JitBackend.h"
 
 #include <cstdio>
 #include <exception>
@@ -33,14 +34,21 @@ constexpr Subcommand kSubcommands[] = {
     {"formats", "list the number formats and named schemes", runFormats},
     {"encode", "convert values to a format's codes", runEncode},
     {"decode", "convert codes of a format to values", runDecode},
-    {"demo", "show the formats, round trips and schemes", runDemo},
+    {"compile", "print a kernel spec's kernel: MLIR, loops, LLVM IR or PTX",
+     runCompile},
+    {"quantize", "quantize a .npy tensor with a scheme", runQuantize},
+    {"dequantize", "turn a quantized directory back into a .npy tensor",
+     runDequantize},
+    {"eval", "error tables of the schemes on synthetic data", runEval},
+    {"demo", "JIT every scheme for the CPU and sm_90a, check it bit-exact",
+     runDemo},
 };
 
 void printUsage() {
   fmt::print("usage: lowbit <command> [options] [arguments]\n\n"
              "commands:\n");
   for (const Subcommand &subcommand : kSubcommands)
-    fmt::print("  {:<9} {}\n", subcommand.name, subcommand.summary);
+    fmt::print("  {:<10} {}\n", subcommand.name, subcommand.summary);
   fmt::print("\n'lowbit <command> --help' describes one command.\n");
 }
 
@@ -71,14 +79,17 @@ int main(int argc, char **argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   // A last resort only (e.g. out of memory): commands report every expected
   // failure as a value, but the tool must still never abort.
+  int exitCode = 0;
   try {
     if (CommandResult error = dispatch(args)) {
       printError(error->message);
-      return kExitUsage;
+      exitCode = kExitUsage;
     }
   } catch (const std::exception &exception) {
     printError(fmt::format("internal error: {}", exception.what()));
-    return 1;
+    exitCode = 1;
   }
-  return 0;
+  // JIT engines must go before LLVM's statics do (see JitBackend.h).
+  releaseJitKernels();
+  return exitCode;
 }

@@ -1,0 +1,61 @@
+//===- CpuTail.h - Loops -> LLVM dialect -> host JIT ------------*- C++ -*-===//
+//
+// The CPU target tail. It takes a module after lowbit-to-loops (memrefs,
+// scf, arith, math, lowbit.encode/decode), expands the codecs, lowers to
+// the LLVM dialect and JIT-compiles it with mlir::ExecutionEngine. The heavy
+// headers (ExecutionEngine, LLVM dialect, conversion passes) stay in
+// CpuTail.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_LOWERING_CPUTAIL_H
+#define LOWBIT_LOWERING_CPUTAIL_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+class ExecutionEngine;
+} // namespace mlir
+
+namespace lowbit {
+
+/// The dialects and LLVM IR translations the CPU tail needs.
+void registerCpuTailDialects(mlir::DialectRegistry &registry);
+
+/// Lowers a loops-level module to the LLVM dialect in place:
+/// lowbit-expand-codecs, scf -> cf, bf16 arith expansion, then arith, math,
+/// memref, func and cf to LLVM, and cast reconciliation.
+llvm::Error lowerLoopsToLlvm(mlir::ModuleOp module);
+
+/// LLVM IR text of an LLVM-dialect module.
+llvm::Expected<std::string> translateToLlvmIr(mlir::ModuleOp module);
+
+/// A JIT-compiled LLVM-dialect module.
+class HostExecutable {
+public:
+  ~HostExecutable();
+  /// Calls the C interface wrapper `_mlir_ciface_<name>` of a function
+  /// marked `llvm.emit_c_interface`; `args[i]` points at the i-th argument
+  /// (for a memref: at a pointer to its descriptor).
+  llvm::Error invoke(llvm::StringRef name, llvm::MutableArrayRef<void *> args);
+
+private:
+  friend llvm::Expected<std::unique_ptr<HostExecutable>>
+      makeHostExecutable(mlir::ModuleOp);
+  HostExecutable() = default;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+};
+
+/// JIT-compiles an LLVM-dialect module for the host (-O3).
+llvm::Expected<std::unique_ptr<HostExecutable>>
+makeHostExecutable(mlir::ModuleOp module);
+
+} // namespace lowbit
+
+#endif // LOWBIT_LOWERING_CPUTAIL_H

@@ -1,0 +1,70 @@
+//===- GpuTail.h - Loops-level module -> PTX, in process --------*- C++ -*-===//
+//
+// The only part of lowbit that knows NVIDIA (with NativeConversionTable and
+// Target): takes the module lowbit-to-loops produced (functions over memrefs
+// whose work is in scf.parallel nests with lowbit.encode/decode inside) and
+// returns PTX for one target.
+//
+//   validateTarget -> lowbit-native-cvt -> lowbit-expand-codecs
+//   -> reductions to init + atomic kernels; host stores to 1-thread loops
+//   -> tile each scf.parallel (innermost dimension by kThreadsPerBlock)
+//   -> math.absf/copysign/roundeven to bit arithmetic (no libdevice)
+//   -> gpu-map-parallel-loops -> convert-parallel-loops-to-gpu
+//   -> sink host-side loads and arithmetic into the gpu.launch that uses them
+//   -> gpu-kernel-outlining -> one gpu.module for all kernels
+//   -> nvvm-attach-target{chip, +ptxNN, O=3}
+//   -> (in gpu.module) lower-affine, convert-scf-to-cf, convert-math-to-llvm,
+//      convert-gpu-to-nvvm, reconcile-unrealized-casts
+//   -> gpu-module-to-binary{format=isa} -> the PTX string of the gpu.binary.
+// docs/gpu.md has the details and what is not done yet.
+//
+// Errors are values: the target is validated before any codegen (LLVM
+// aborts the process on a PTX version too old for the chip, or on an
+// instruction the chip lacks), and IR the tail cannot map yet (memory
+// accesses that would stay on the host) is refused with a message instead
+// of producing wrong code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_LOWERING_GPUTAIL_H
+#define LOWBIT_LOWERING_GPUTAIL_H
+
+#include "lowering/Target.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace lowbit {
+
+/// Threads per block along the innermost parallel dimension.
+constexpr int64_t kThreadsPerBlock = 128;
+
+/// Registers the dialects, translations and external models the GPU tail
+/// needs (NVVM target interface: without it gpu-module-to-binary crashes).
+/// Call on the context's registry before parsing or building the module.
+void registerGpuTailDependencies(mlir::DialectRegistry &registry);
+
+struct PtxModule {
+  std::string ptx;
+  /// The kernels in `ptx`, in launch order (gpu.launch_func order).
+  std::vector<std::string> kernelNames;
+};
+
+/// Lowers `module` (modified in place) to PTX for `target`, which must be an
+/// NVIDIA target. On failure returns failure() and a message in `error`;
+/// never aborts for a bad target. The context must have
+/// registerGpuTailDependencies' registry appended.
+mlir::FailureOr<PtxModule> lowerToPtx(mlir::ModuleOp module,
+                                      const Target &target,
+                                      std::string &error);
+
+} // namespace lowbit
+
+#endif // LOWBIT_LOWERING_GPUTAIL_H

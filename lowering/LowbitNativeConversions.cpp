@@ -1,0 +1,250 @@
+//===- LowbitNativeConversions.cpp - lowbit.encode/decode -> NVVM cvt -----===//
+//
+// Replaces the scalar conversions that the target chip can do in one
+// instruction (lowering/NativeConversionTable.h) with NVVM ops; everything
+// else is left for lowbit-expand-codecs. The table, not this file, decides
+// which conversions are native, so this pass never emits an instruction the
+// chip lacks (LLVM would abort the process on it).
+//
+// Packing, which is where native and codec paths could disagree:
+//   - the f32x2 -> f8x2/f6x2/f4x2 cvt puts its FIRST operand `a` in the HIGH
+//     byte (nibble). A scalar is passed as `b` (low byte) with a = 0; a pair
+//     [x0, x1] is passed as a = x1, b = x0 so that element 0 lands in the
+//     low byte, which is element 0 of the vector<2xi8> result;
+//   - decodes broadcast one code into both halves of the packed source, so
+//     which half the instruction reads first cannot matter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/Passes.h"
+
+#include "dialect/LowbitOps.h"
+#include "lowering/NativeConversionTable.h"
+#include "lowering/Target.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "lowbit-native-cvt"
+
+namespace lowbit {
+#define GEN_PASS_DEF_LOWBITNATIVECONVERSIONS
+#include "lowering/Passes.h.inc"
+} // namespace lowbit
+
+using namespace mlir;
+using lowbit::NativeConversion;
+using lowbit::NativeInstruction;
+
+namespace {
+
+/// The MLIR float type NVVM's convert ops name as their destination/source.
+Type nvvmFormatType(MLIRContext *context, std::string_view formatName) {
+  Builder builder(context);
+  if (formatName == "e4m3" || formatName == "ue4m3")
+    return builder.getType<Float8E4M3FNType>();
+  if (formatName == "e5m2")
+    return builder.getType<Float8E5M2Type>();
+  if (formatName == "e8m0")
+    return builder.getType<Float8E8M0FNUType>();
+  if (formatName == "e2m3")
+    return builder.getType<Float6E2M3FNType>();
+  if (formatName == "e3m2")
+    return builder.getType<Float6E3M2FNType>();
+  if (formatName == "e2m1")
+    return builder.getType<Float4E2M1FNType>();
+  return {};
+}
+
+Value i8Const(ImplicitLocOpBuilder &b, int value) {
+  return b.create<arith::ConstantOp>(b.getI8IntegerAttr(value));
+}
+
+/// Converts the pair (hi, lo) with one cvt; returns the codes as
+/// vector<2xi8> = [code(lo), code(hi)].
+Value encodePair(ImplicitLocOpBuilder &b, const NativeConversion &row,
+                 Value hi, Value lo) {
+  Type formatType = nvvmFormatType(b.getContext(), row.formatName);
+  auto pairType = VectorType::get({2}, b.getI8Type());
+  switch (row.instruction) {
+  case NativeInstruction::F32x2ToF8x2: {
+    NVVM::FPRoundingMode rounding =
+        row.rounding == lowbit::Rounding::TowardZero   ? NVVM::FPRoundingMode::RZ
+        : row.rounding == lowbit::Rounding::TowardPosInf ? NVVM::FPRoundingMode::RP
+                                                         : NVVM::FPRoundingMode::RN;
+    return b.create<NVVM::ConvertF32x2ToF8x2Op>(
+        pairType, hi, lo, rounding, NVVM::SaturationMode::SATFINITE,
+        /*relu=*/false, formatType);
+  }
+  case NativeInstruction::F32x2ToF6x2:
+    return b.create<NVVM::ConvertF32x2ToF6x2Op>(pairType, hi, lo,
+                                                /*relu=*/false, formatType);
+  case NativeInstruction::F32x2ToF4x2: {
+    // One byte: hi in the high nibble, lo in the low nibble.
+    Value packed = b.create<NVVM::ConvertF32x2ToF4x2Op>(
+        b.getI8Type(), hi, lo, /*relu=*/false, formatType);
+    Value low = b.create<arith::AndIOp>(packed, i8Const(b, 0x0f));
+    Value high = b.create<arith::ShRUIOp>(packed, i8Const(b, 4));
+    return b.create<vector::FromElementsOp>(pairType, ValueRange{low, high});
+  }
+  default:
+    return {};
+  }
+}
+
+/// Unsigned formats encode |x|: clear the sign bit (a NaN stays NaN).
+Value magnitudeOf(ImplicitLocOpBuilder &b, Value value) {
+  Type bitsType = b.getI32Type();
+  if (auto vectorType = dyn_cast<VectorType>(value.getType()))
+    bitsType = VectorType::get(vectorType.getShape(), b.getI32Type());
+  Value bits = b.create<arith::BitcastOp>(bitsType, value);
+  Attribute mask = b.getI32IntegerAttr(0x7fffffff);
+  if (auto vectorType = dyn_cast<VectorType>(bitsType))
+    mask = DenseElementsAttr::get(vectorType, mask);
+  Value cleared = b.create<arith::AndIOp>(
+      bits, b.create<arith::ConstantOp>(cast<TypedAttr>(mask)));
+  return b.create<arith::BitcastOp>(value.getType(), cleared);
+}
+
+void rewriteEncode(lowbit::dialect::EncodeOp op, const NativeConversion &row) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  Value input = op.getInput();
+  if (row.encodeMagnitude)
+    input = magnitudeOf(b, input);
+  auto vectorType = dyn_cast<VectorType>(input.getType());
+  if (!vectorType) {
+    Value zero = b.create<arith::ConstantOp>(b.getF32FloatAttr(0.0f));
+    Value pair = encodePair(b, row, /*hi=*/zero, /*lo=*/input);
+    Value code = b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{0});
+    op.replaceAllUsesWith(code);
+    op.erase();
+    return;
+  }
+  // Pairs of elements; an odd last element is paired with 0.
+  int64_t count = vectorType.getNumElements();
+  SmallVector<Value> codes;
+  Value zero = b.create<arith::ConstantOp>(b.getF32FloatAttr(0.0f));
+  for (int64_t index = 0; index < count; index += 2) {
+    Value lo = b.create<vector::ExtractOp>(input, ArrayRef<int64_t>{index});
+    Value hi = index + 1 < count
+                   ? Value(b.create<vector::ExtractOp>(
+                         input, ArrayRef<int64_t>{index + 1}))
+                   : zero;
+    Value pair = encodePair(b, row, hi, lo);
+    codes.push_back(b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{0}));
+    if (index + 1 < count)
+      codes.push_back(b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{1}));
+  }
+  Value result = b.create<vector::FromElementsOp>(
+      cast<VectorType>(op.getType()), codes);
+  op.replaceAllUsesWith(result);
+  op.erase();
+}
+
+/// Decodes one i8 code to f32 through the chip's f16x2 cvt.
+Value decodeScalar(ImplicitLocOpBuilder &b, const NativeConversion &row,
+                   int formatBits, Value code) {
+  Type formatType = nvvmFormatType(b.getContext(), row.formatName);
+  auto halfPair = VectorType::get({2}, b.getF16Type());
+  auto bytePair = VectorType::get({2}, b.getI8Type());
+  // Only the format's low bits are the code.
+  if (formatBits < 8)
+    code = b.create<arith::AndIOp>(code, i8Const(b, (1 << formatBits) - 1));
+  Value halves;
+  switch (row.instruction) {
+  case NativeInstruction::F8x2ToF16x2:
+    halves = b.create<NVVM::ConvertF8x2ToF16x2Op>(
+        halfPair, b.create<vector::BroadcastOp>(bytePair, code),
+        /*relu=*/false, formatType);
+    break;
+  case NativeInstruction::F6x2ToF16x2:
+    halves = b.create<NVVM::ConvertF6x2ToF16x2Op>(
+        halfPair, b.create<vector::BroadcastOp>(bytePair, code),
+        /*relu=*/false, formatType);
+    break;
+  case NativeInstruction::F4x2ToF16x2: {
+    Value both = b.create<arith::OrIOp>(
+        code, b.create<arith::ShLIOp>(code, i8Const(b, 4)));
+    halves = b.create<NVVM::ConvertF4x2ToF16x2Op>(halfPair, both,
+                                                  /*relu=*/false, formatType);
+    break;
+  }
+  default:
+    return {};
+  }
+  Value half = b.create<vector::ExtractOp>(halves, ArrayRef<int64_t>{0});
+  // Every value of these formats is an f16, and f16 -> f32 is exact.
+  return b.create<arith::ExtFOp>(b.getF32Type(), half);
+}
+
+void rewriteDecode(lowbit::dialect::DecodeOp op, const NativeConversion &row) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  int formatBits = op.getModelFormat().bits();
+  Value input = op.getInput();
+  auto vectorType = dyn_cast<VectorType>(input.getType());
+  if (!vectorType) {
+    op.replaceAllUsesWith(decodeScalar(b, row, formatBits, input));
+    op.erase();
+    return;
+  }
+  SmallVector<Value> values;
+  for (int64_t index = 0; index < vectorType.getNumElements(); ++index)
+    values.push_back(decodeScalar(
+        b, row, formatBits,
+        b.create<vector::ExtractOp>(input, ArrayRef<int64_t>{index})));
+  op.replaceAllUsesWith(
+      b.create<vector::FromElementsOp>(cast<VectorType>(op.getType()), values)
+          .getResult());
+  op.erase();
+}
+
+struct LowbitNativeConversions
+    : lowbit::impl::LowbitNativeConversionsBase<LowbitNativeConversions> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::string error;
+    const lowbit::ChipInfo *chipInfo = lowbit::lookupChip(chip);
+    if (!lowbit::validateTarget(chip, ptxVersion, &error)) {
+      getOperation()->emitError() << "lowbit-native-cvt: " << error;
+      return signalPassFailure();
+    }
+    lowbit::Target target{lowbit::Target::Kind::Nvidia, chip,
+                          ptxVersion ? unsigned(ptxVersion)
+                                     : lowbit::defaultPtxVersion(*chipInfo)};
+    SmallVector<Operation *> conversions;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<lowbit::dialect::EncodeOp, lowbit::dialect::DecodeOp>(op))
+        conversions.push_back(op);
+    });
+    for (Operation *op : conversions) {
+      if (auto encode = dyn_cast<lowbit::dialect::EncodeOp>(op)) {
+        lowbit::EncodeOptions options = encode.getEncodeOptions();
+        const NativeConversion *row = lowbit::findNativeConversion(
+            target, encode.getModelFormat(),
+            lowbit::ConversionDirection::Encode, options.rounding,
+            options.saturate);
+        LLVM_DEBUG(llvm::dbgs() << "encode " << encode.getModelFormat().name()
+                                << (row ? ": native " : ": codec ")
+                                << (row ? row->ptxMnemonic : "") << "\n");
+        if (row)
+          rewriteEncode(encode, *row);
+        continue;
+      }
+      auto decode = cast<lowbit::dialect::DecodeOp>(op);
+      const NativeConversion *row = lowbit::findNativeConversion(
+          target, decode.getModelFormat(), lowbit::ConversionDirection::Decode,
+          lowbit::Rounding::NearestEven, true);
+      if (row)
+        rewriteDecode(decode, *row);
+    }
+  }
+};
+
+} // namespace

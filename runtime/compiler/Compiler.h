@@ -1,0 +1,108 @@
+//===- Compiler.h - Kernel spec -> MLIR -> loops -> host code -----*- C++
+//-*-===//
+//
+// The compile entry point. A KernelSpec becomes an MLIR module with one
+// kernel function in the lowbit dialect (the form of kernels_spec/), is
+// lowered to loops (lowbit-to-loops), and then goes to a target tail: the
+// CPU tail here (lowering/CpuTail.h), or the GPU tail (lowering/GpuTail.h).
+// The kernel ABI is in docs/kernel-abi.md.
+//
+// Errors are values: a scheme or shape the verifier refuses comes back as
+// an llvm::Error carrying the verifier's message. Nothing here aborts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_COMPILER_COMPILER_H
+#define LOWBIT_RUNTIME_COMPILER_COMPILER_H
+
+#include "lowering/GpuTail.h"
+#include "lowering/Target.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class MLIRContext;
+class DialectRegistry;
+} // namespace mlir
+
+namespace lowbit::compiler {
+
+/// The kernel function's name in every module the compiler builds.
+inline constexpr const char *kKernelName = "kernel";
+
+/// Registers what the compiler's modules use (lowbit, func, arith, math,
+/// memref, scf, bufferization, cf, llvm and their LLVM translations).
+void registerCompilerDialects(mlir::DialectRegistry &registry);
+/// A context with those dialects loaded.
+std::unique_ptr<mlir::MLIRContext> makeContext();
+
+/// One kernel parameter of the ABI, in order.
+struct KernelParam {
+  enum class Role { Input, Scales, Zeros, Global, Codes, Output };
+  Role role;
+  bool isResult;           ///< written by the kernel
+  std::string elementType; ///< "f32", "f16", "bf16", "i8"
+};
+/// The parameter list of a spec's kernel (docs/kernel-abi.md).
+std::vector<KernelParam> kernelParams(const KernelSpec &spec);
+
+/// The module with one kernel function, verified.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildKernelModule(mlir::MLIRContext &context, const KernelSpec &spec);
+
+/// Runs lowbit-to-loops on `module`; on failure the diagnostics are the
+/// error's message.
+llvm::Error lowerToLoops(mlir::ModuleOp module);
+
+enum class Stage { Mlir, Loops, Llvm };
+std::optional<Stage> parseStage(std::string_view name);
+
+/// The text of `spec`'s kernel at `stage` for the CPU target: the lowbit
+/// dialect (mlir), scf loops (loops), or LLVM IR (llvm).
+llvm::Expected<std::string> emit(const KernelSpec &spec, Stage stage);
+
+/// PTX of `spec`'s kernel for an NVIDIA `target`: buildKernelModule,
+/// lowerToLoops, then the GPU tail's lowerToPtx (lowering/GpuTail.h), which
+/// validates the target first and refuses loop nests it cannot map yet.
+llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
+                                       const Target &target);
+
+/// A 2-D row-major host buffer: `data` points at rows x cols elements of
+/// the parameter's element type (the global scale is 1 x 1).
+struct HostBuffer {
+  void *data = nullptr;
+  int64_t rows = 0, cols = 0;
+};
+
+/// A kernel JIT-compiled for the host CPU. run() takes one buffer per
+/// kernelParams() entry, in order.
+class CpuKernel {
+public:
+  virtual ~CpuKernel();
+  virtual llvm::Error run(const std::vector<HostBuffer> &buffers) = 0;
+  const KernelSpec &spec() const { return kernelSpec; }
+
+protected:
+  explicit CpuKernel(KernelSpec spec) : kernelSpec(std::move(spec)) {}
+  KernelSpec kernelSpec;
+};
+
+llvm::Expected<std::unique_ptr<CpuKernel>>
+compileForCpu(const KernelSpec &spec);
+
+/// The host buffers' shapes a spec's kernel needs for a [rows, cols] tensor
+/// (codesShape, scaleShape, [1, 1] for the global scale), in ABI order.
+std::vector<Shape2D> bufferShapes(const KernelSpec &spec, int64_t rows,
+                                  int64_t cols);
+
+} // namespace lowbit::compiler
+
+#endif // LOWBIT_RUNTIME_COMPILER_COMPILER_H

@@ -1,0 +1,81 @@
+//===- KernelSpec.h - What one kernel computes, as data and text -*- C++
+//-*-===//
+//
+// The kernel spec is the input of the compiler and part of the cache key:
+// the op, the scheme, the value dtype, where the scales come from, and the
+// shape (static sizes or dynamic). It has no MLIR dependency so that the
+// CLI and the MLIR-free runtime can parse and print it.
+//
+// Text form (one line, tokens separated by spaces):
+//   quantize   SCHEME [from=f32|f16|bf16] [scale=static|dynamic]
+//              [global=computed|given] [rows=N cols=N | dynamic]
+//   dequantize SCHEME [to=f32|f16|bf16] [scale=static|dynamic]
+//              [rows=N cols=N | dynamic]
+// SCHEME is a named scheme (mxfp4, nvfp4, ...) or the compact form
+//   scheme(format=e2m1,scale=group(32;axis=1),tail=true,type=e8m0,
+//          rule=floor,zero_point=false,global=none,layout=row_major,
+//          packing=nibble)
+// whose omitted keys take lowbit::ScaleSpec's defaults.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_SPEC_KERNELSPEC_H
+#define LOWBIT_RUNTIME_SPEC_KERNELSPEC_H
+
+#include "format/Scheme.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace lowbit {
+
+enum class KernelOp : uint8_t { Quantize, Dequantize };
+
+/// The dtype of the unquantized side: quantize's input, dequantize's output.
+enum class ValueType : uint8_t { F32, F16, BF16 };
+
+/// For dynamic schemes with a second-level scale: computed from the
+/// tensor's amax in the kernel, or passed in by the caller (vLLM's NVFP4).
+enum class GlobalSource : uint8_t { Computed, Given };
+
+struct KernelSpec {
+  KernelOp op = KernelOp::Quantize;
+  /// The scheme; its scale.mode says static or dynamic. (Scheme has no
+  /// default constructor; the first named scheme stands in.)
+  Scheme scheme = namedSchemes().front();
+  ValueType valueType = ValueType::F32;
+  GlobalSource globalSource = GlobalSource::Computed;
+  /// kDynamic, or the static size.
+  int64_t rows = kDynamic, cols = kDynamic;
+
+  bool hasGlobal() const {
+    return scheme.scale.globalScale != GlobalScale::None;
+  }
+  bool isStatic() const { return scheme.scale.mode == ScaleMode::Static; }
+  bool operator==(const KernelSpec &other) const = default;
+};
+
+/// Parses the one-line text form. On failure returns nullopt and a message
+/// naming the bad token in `error`.
+std::optional<KernelSpec> parseKernelSpec(std::string_view text,
+                                          std::string *error = nullptr);
+/// The canonical text: every key spelled out, in a fixed order, so equal
+/// specs print equal (the cache key uses it). parseKernelSpec reads it back.
+std::string printKernelSpec(const KernelSpec &spec);
+/// Named scheme name, or the compact `scheme(...)` form.
+std::string printSchemeText(const Scheme &scheme);
+std::optional<Scheme> parseSchemeText(std::string_view text,
+                                      std::string *error = nullptr);
+
+std::string_view valueTypeName(ValueType type);
+std::optional<ValueType> parseValueType(std::string_view name);
+
+/// Checks the spec as a whole: the scheme is valid for the shape, and
+/// `global=given` only appears where a dynamic scheme has a global scale.
+bool validateKernelSpec(const KernelSpec &spec, std::string *error);
+
+} // namespace lowbit
+
+#endif // LOWBIT_RUNTIME_SPEC_KERNELSPEC_H

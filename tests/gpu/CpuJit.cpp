@@ -1,0 +1,116 @@
+//===- CpuJit.cpp - A minimal JIT for loops-level test functions ----------===//
+
+#include "CpuJit.h"
+
+#include "dialect/LowbitOps.h"
+#include "format/Format.h"
+#include "lowering/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace lowbit::test {
+
+struct CpuJit::Impl {
+  mlir::MLIRContext context;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+};
+
+CpuJit::CpuJit() : impl(std::make_unique<Impl>()) {}
+CpuJit::~CpuJit() = default;
+
+std::unique_ptr<CpuJit> CpuJit::compile(const std::string &moduleText,
+                                        std::string &error) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+
+  std::unique_ptr<CpuJit> jit(new CpuJit());
+  mlir::MLIRContext &context = jit->impl->context;
+  mlir::DialectRegistry registry;
+  registry.insert<lowbit::dialect::LowbitDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect, mlir::scf::SCFDialect,
+                  mlir::memref::MemRefDialect, mlir::cf::ControlFlowDialect,
+                  mlir::LLVM::LLVMDialect>();
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  context.appendDialectRegistry(registry);
+
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    llvm::raw_string_ostream(diagnostics) << diag << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(moduleText, &context);
+  if (!module) {
+    error = "parse failed: " + diagnostics;
+    return nullptr;
+  }
+  mlir::PassManager pm(&context);
+  pm.addPass(lowbit::createLowbitExpandCodecs());
+  pm.addPass(mlir::createSCFToControlFlowPass());
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(mlir::createConvertFuncToLLVMPass());
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  if (mlir::failed(pm.run(*module))) {
+    error = "lowering failed: " + diagnostics;
+    return nullptr;
+  }
+  mlir::ExecutionEngineOptions options;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Default;
+  auto engine = mlir::ExecutionEngine::create(*module, options);
+  if (!engine) {
+    error = "JIT failed: " + llvm::toString(engine.takeError());
+    return nullptr;
+  }
+  jit->impl->engine = std::move(*engine);
+  return jit;
+}
+
+void *CpuJit::lookup(const std::string &name) {
+  auto symbol = impl->engine->lookup("_mlir_ciface_" + name);
+  if (!symbol) {
+    llvm::consumeError(symbol.takeError());
+    return nullptr;
+  }
+  return *symbol;
+}
+
+std::string formatAttrText(const std::string &formatName) {
+  mlir::MLIRContext context;
+  context.loadDialect<lowbit::dialect::LowbitDialect>();
+  std::optional<lowbit::Format> format = lowbit::lookupFormat(formatName);
+  if (!format)
+    return "<unknown format " + formatName + ">";
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << lowbit::dialect::toFormatAttr(&context, *format);
+  return text;
+}
+
+} // namespace lowbit::test

@@ -1,0 +1,248 @@
+//===- CompileCommand.cpp - `lowbit compile`: a spec's kernel at a stage --===//
+//
+// Runs the compiler's stages one by one (rather than compiler::emit or
+// compileToPtx) so that LOWBIT_DUMP_DIR can receive every stage the
+// compile went through, as Triton's TRITON_DUMP_DIR does; a compile that
+// fails at a later stage still leaves the earlier ones there to look at.
+//
+// The target is validated before any code generation: LLVM aborts the
+// process on a PTX version too old for the chip, and this tool must not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/CpuTail.h"
+#include "lowering/GpuTail.h"
+#include "lowering/Target.h"
+#include "runtime/cache/Hash.h"
+#include "runtime/compiler/Compiler.h"
+#include "runtime/core/AtomicFile.h"
+#include "runtime/spec/KernelSpec.h"
+#include "tools/lowbit/CommandLine.h"
+#include "tools/lowbit/Commands.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: lowbit compile SPEC [--target cpu|sm_80|sm_89|sm_90a|sm_100a|"
+    "sm_120a]\n"
+    "         [--emit mlir|loops|llvm|ptx]\n\n"
+    "Prints the kernel SPEC describes at one stage of the compiler: the\n"
+    "lowbit dialect (mlir), scf loops after lowbit-to-loops (loops), LLVM IR\n"
+    "for the host CPU (llvm, --target cpu only) or PTX (ptx, NVIDIA targets\n"
+    "only). SPEC is the one-line kernel spec, e.g.\n"
+    "  \"quantize mxfp4 from=bf16 scale=dynamic\"\n"
+    "A target may name its PTX version: sm_89+ptx81. Defaults: --target cpu,\n"
+    "--emit llvm for the CPU and ptx for NVIDIA targets.\n\n"
+    "LOWBIT_DUMP_DIR=DIR also writes every stage the compile went through to\n"
+    "DIR/<kernel>.<stage>.mlir|.ll|.ptx.\n";
+
+constexpr std::array<OptionSpec, 2> kOptions = {{
+    {"target", true},
+    {"emit", true},
+}};
+
+enum class EmitStage { Mlir, Loops, Llvm, Ptx };
+
+std::optional<EmitStage> parseEmitStage(std::string_view name) {
+  if (name == "mlir")
+    return EmitStage::Mlir;
+  if (name == "loops")
+    return EmitStage::Loops;
+  if (name == "llvm")
+    return EmitStage::Llvm;
+  if (name == "ptx")
+    return EmitStage::Ptx;
+  return std::nullopt;
+}
+
+/// The dump files' common name: readable op, scheme and target, then a
+/// hash of the canonical spec and target so that two custom schemes (or
+/// two sizes of one) never overwrite each other's files.
+std::string dumpBaseName(const KernelSpec &spec, const Target &target) {
+  std::string canonical = printKernelSpec(spec) + "|" + target.str();
+  std::string name = fmt::format(
+      "{}_{}_{}", spec.op == KernelOp::Quantize ? "quantize" : "dequantize",
+      spec.scheme.name.empty() ? "custom" : spec.scheme.name,
+      target.isCpu() ? "cpu" : target.chip);
+  for (char &c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+      c = '_';
+  uint64_t hash = runtime::xxh64(canonical.data(), canonical.size(), 0);
+  return name + "_" + runtime::toHex64(hash).substr(0, 8);
+}
+
+/// Collects the stages' text and writes each to LOWBIT_DUMP_DIR if set.
+class StageDumper {
+public:
+  StageDumper(const char *directory, std::string baseName)
+      : directory(directory ? directory : ""), baseName(std::move(baseName)) {}
+
+  bool record(std::string_view stage, std::string_view extension,
+              const std::string &text, std::string *error) {
+    if (directory.empty())
+      return true;
+    std::error_code code;
+    std::filesystem::create_directories(directory, code);
+    if (code) {
+      *error = fmt::format("LOWBIT_DUMP_DIR: cannot create '{}': {}",
+                           directory, code.message());
+      return false;
+    }
+    std::string path = (std::filesystem::path(directory) /
+                        fmt::format("{}.{}.{}", baseName, stage, extension))
+                           .string();
+    std::string reason;
+    if (!runtime::writeFileAtomically(path, text, &reason)) {
+      *error = "LOWBIT_DUMP_DIR: " + reason;
+      return false;
+    }
+    return true;
+  }
+
+private:
+  std::string directory, baseName;
+};
+
+std::string printModule(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module.print(stream);
+  return text;
+}
+
+/// Runs the stages up to `last`; returns the text of `last`.
+std::optional<std::string> compileStages(const KernelSpec &spec,
+                                         const Target &target, EmitStage last,
+                                         StageDumper &dumper,
+                                         std::string *error) {
+  std::unique_ptr<mlir::MLIRContext> context = compiler::makeContext();
+  // Whatever a pass reports goes into the error, not onto stderr beside it.
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(
+      context.get(), [&](mlir::Diagnostic &diagnostic) {
+        diagnostics += (diagnostics.empty() ? "" : "\n") + diagnostic.str();
+        return mlir::success();
+      });
+  auto module = compiler::buildKernelModule(*context, spec);
+  if (!module) {
+    *error = llvm::toString(module.takeError());
+    return std::nullopt;
+  }
+  std::string text = printModule(**module);
+  if (!dumper.record("mlir", "mlir", text, error))
+    return std::nullopt;
+  if (last == EmitStage::Mlir)
+    return text;
+
+  if (llvm::Error lowerError = compiler::lowerToLoops(**module)) {
+    *error = llvm::toString(std::move(lowerError));
+    return std::nullopt;
+  }
+  text = printModule(**module);
+  if (!dumper.record("loops", "mlir", text, error))
+    return std::nullopt;
+  if (last == EmitStage::Loops)
+    return text;
+
+  if (last == EmitStage::Ptx) {
+    std::string reason;
+    mlir::FailureOr<PtxModule> ptx = lowerToPtx(**module, target, reason);
+    if (mlir::failed(ptx)) {
+      *error = fmt::format("cannot compile for {}: {}", target.chip,
+                           reason.empty() ? diagnostics : reason);
+      return std::nullopt;
+    }
+    if (!dumper.record("ptx", "ptx", ptx->ptx, error))
+      return std::nullopt;
+    return ptx->ptx;
+  }
+
+  if (llvm::Error lowerError = lowerLoopsToLlvm(**module)) {
+    *error = llvm::toString(std::move(lowerError));
+    return std::nullopt;
+  }
+  auto llvmIr = translateToLlvmIr(**module);
+  if (!llvmIr) {
+    *error = llvm::toString(llvmIr.takeError());
+    return std::nullopt;
+  }
+  if (!dumper.record("llvm", "ll", *llvmIr, error))
+    return std::nullopt;
+  return std::move(*llvmIr);
+}
+
+} // namespace
+
+CommandResult runCompile(Arguments args) {
+  std::string error;
+  auto parsed = parseCommandLine("compile", args, kOptions, &error);
+  if (!parsed)
+    return fail(error);
+  if (parsed->help) {
+    fmt::print("{}", kUsage);
+    return std::nullopt;
+  }
+  if (parsed->operands.size() != 1)
+    return fail(parsed->operands.empty()
+                    ? "'compile' needs a kernel spec, e.g. "
+                      "\"quantize mxfp4 from=f32\""
+                    : fmt::format("'compile' takes one kernel spec; quote "
+                                  "it as one argument (got '{}' after it)",
+                                  parsed->operands[1]));
+
+  std::optional<KernelSpec> spec =
+      parseKernelSpec(parsed->operands.front(), &error);
+  if (!spec)
+    return fail(fmt::format("bad kernel spec: {}", error));
+  if (!validateKernelSpec(*spec, &error))
+    return fail(fmt::format("bad kernel spec: {}", error));
+
+  const std::string *targetText = parsed->value("target");
+  std::optional<Target> target =
+      parseTarget(targetText ? *targetText : "cpu", &error);
+  if (!target)
+    return fail(fmt::format("--target: {}", error));
+  if (!validateTarget(*target, &error))
+    return fail(fmt::format("--target: {}", error));
+
+  EmitStage stage = target->isCpu() ? EmitStage::Llvm : EmitStage::Ptx;
+  if (const std::string *emit = parsed->value("emit")) {
+    std::optional<EmitStage> requested = parseEmitStage(*emit);
+    if (!requested)
+      return fail(fmt::format(
+          "unknown --emit '{}': expected mlir, loops, llvm or ptx", *emit));
+    stage = *requested;
+  }
+  if (stage == EmitStage::Ptx && target->isCpu())
+    return fail("--emit ptx needs an NVIDIA --target (sm_80, sm_89, sm_90a, "
+                "sm_100a, sm_120a)");
+  if (stage == EmitStage::Llvm && target->isNvidia())
+    return fail(fmt::format("--emit llvm is the CPU tail's LLVM IR; for {} "
+                            "use --emit ptx (or mlir, loops)",
+                            target->chip));
+
+  StageDumper dumper(std::getenv("LOWBIT_DUMP_DIR"),
+                     dumpBaseName(*spec, *target));
+  std::optional<std::string> text =
+      compileStages(*spec, *target, stage, dumper, &error);
+  if (!text)
+    return fail(error);
+  fmt::print("{}", *text);
+  if (!text->empty() && text->back() != '\n')
+    fmt::print("\n");
+  return std::nullopt;
+}
+
+} // namespace lowbit::cli

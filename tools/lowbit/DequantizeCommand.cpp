@@ -1,0 +1,119 @@
+//===- DequantizeCommand.cpp - `lowbit dequantize` ------------------------===//
+
+#include "format/Quantize.h"
+#include "runtime/core/Npy.h"
+#include "tools/lowbit/CommandLine.h"
+#include "tools/lowbit/Commands.h"
+#include "tools/lowbit/JitBackend.h"
+#include "tools/lowbit/QuantizedFiles.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: lowbit dequantize --in DIR --out y.npy [--to f32|f16|bf16]\n"
+    "         [--backend auto|cpu|reference]\n\n"
+    "Reads a directory written by 'lowbit quantize' (meta.json and the\n"
+    "arrays, each checked against the scheme) and writes the dequantized\n"
+    "tensor: float32, float16, or bf16 as uint16 bit patterns. f16 and bf16\n"
+    "are the f32 result rounded to nearest even. --backend as for\n"
+    "'lowbit quantize': the JIT-compiled CPU kernel or the reference; both\n"
+    "give the same values.\n";
+
+constexpr std::array<OptionSpec, 4> kOptions = {{
+    {"in", true},
+    {"out", true},
+    {"to", true},
+    {"backend", true},
+}};
+
+} // namespace
+
+CommandResult runDequantize(Arguments args) {
+  std::string error;
+  auto parsed = parseCommandLine("dequantize", args, kOptions, &error);
+  if (!parsed)
+    return fail(error);
+  if (parsed->help) {
+    fmt::print("{}", kUsage);
+    return std::nullopt;
+  }
+  if (!parsed->operands.empty())
+    return fail(fmt::format("'dequantize' takes no operands, got '{}'",
+                            parsed->operands.front()));
+  for (const char *required : {"in", "out"})
+    if (!parsed->value(required))
+      return fail(fmt::format("'dequantize' needs --{}", required));
+  std::string to = "f32";
+  if (const std::string *value = parsed->value("to"))
+    to = *value;
+  if (to != "f32" && to != "f16" && to != "bf16")
+    return fail(fmt::format("unknown --to type '{}': expected f32, f16 or "
+                            "bf16",
+                            to));
+
+  std::string backend = "auto";
+  if (const std::string *value = parsed->value("backend"))
+    backend = *value;
+  if (backend != "auto" && backend != "cpu" && backend != "reference")
+    return fail(fmt::format(
+        "unknown backend '{}' (available: auto, cpu, reference)", backend));
+
+  const std::string &directory = *parsed->value("in");
+  std::optional<QuantizedTensor> tensor =
+      readQuantizedDirectory(directory, &error);
+  if (!tensor)
+    return fail(fmt::format("{}: {}", directory, error));
+  std::vector<int64_t> shape = {tensor->rows, tensor->cols};
+  npy::Array output;
+  ValueType valueType = to == "f32"   ? ValueType::F32
+                        : to == "f16" ? ValueType::F16
+                                      : ValueType::BF16;
+  if (backend != "reference") {
+    KernelSpec spec;
+    spec.op = KernelOp::Dequantize;
+    spec.scheme = tensor->scheme;
+    spec.valueType = valueType;
+    std::string compileError;
+    if (compileCpuKernel(spec, &compileError))
+      backend = "cpu";
+    else if (backend == "cpu")
+      return fail(fmt::format("the CPU backend cannot compile this scheme: {}",
+                              compileError));
+    else
+      backend = "reference";
+  }
+  if (backend == "cpu") {
+    auto bytes = jitDequantize(*tensor, valueType, &error);
+    if (!bytes)
+      return fail(error);
+    output.dtype = to == "f32"   ? npy::DType::F32
+                   : to == "f16" ? npy::DType::F16
+                                 : npy::DType::U16;
+    output.shape = shape;
+    output.bytes = std::move(*bytes);
+  } else if (to == "f32") {
+    auto values = dequantize(*tensor, &error);
+    if (!values)
+      return fail(error);
+    output = npy::Array::fromValues<float>(npy::DType::F32, shape, *values);
+  } else {
+    bool half = to == "f16";
+    auto bits =
+        dequantizeHalf(*tensor, half ? HalfType::F16 : HalfType::BF16, &error);
+    if (!bits)
+      return fail(error);
+    output = npy::Array::fromValues<uint16_t>(
+        half ? npy::DType::F16 : npy::DType::U16, shape, *bits);
+  }
+  if (!npy::writeNpy(*parsed->value("out"), output, &error))
+    return fail(error);
+  return std::nullopt;
+}
+
+} // namespace lowbit::cli

@@ -1,0 +1,85 @@
+//===- JitBackend.h - The CLI's view of the JIT compiler --------*- C++ -*-===//
+//
+// The CLI's commands (quantize, dequantize, demo) and the benchmarks reach
+// the compiler only through this header. It holds no MLIR or LLVM types, so
+// that only JitBackend.cpp and CompileCommand.cpp pay for MLIR's headers
+// and the rest of the tool stays quick to build.
+//
+// The CPU backend follows docs/kernel-abi.md: one host buffer per
+// kernelParams() entry, sized by bufferShapes(), scales stored as their
+// code bytes (e8m0, ue4m3) or as themselves (f32, f16, bf16). Its results
+// are the reference quantizer's representation (QuantizedTensor), so the
+// same writer serves both backends and the files are equal byte for byte.
+//
+// Compiled kernels live in a process-wide cache keyed by the canonical
+// spec. The JIT engines must be destroyed before LLVM's own statics are
+// (static destruction of an engine crashed a test binary), so main() calls
+// releaseJitKernels() before it returns; a process that never calls it
+// leaks the engines, which is also safe.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_TOOLS_LOWBIT_JITBACKEND_H
+#define LOWBIT_TOOLS_LOWBIT_JITBACKEND_H
+
+#include "format/Quantize.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lowbit::cli {
+
+/// Wall-clock time of the steps of one JIT call, in milliseconds. A kernel
+/// found in the cache costs 0 to compile.
+struct JitTiming {
+  double compileMillis = 0;
+  double runMillis = 0;
+};
+
+/// Compiles `spec` for the CPU (or finds it in the cache). On failure
+/// returns false with the compiler's message (verifier, lowering) in
+/// `error`.
+bool compileCpuKernel(const KernelSpec &spec, std::string *error,
+                      double *compileMillis = nullptr);
+
+/// The spec of the quantize kernel that computes what the reference
+/// quantize(scheme, ..., given) computes, for `valueType` input.
+KernelSpec quantizeSpecFor(const Scheme &scheme, ValueType valueType,
+                           const StaticScales &given);
+
+/// Quantizes with the CPU kernel. `input` holds rows * cols values of
+/// `valueType`: f32, or f16/bf16 bit patterns. `given` as for the
+/// reference quantize (static scales, a fixed global scale).
+std::optional<QuantizedTensor>
+jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
+            int64_t rows, int64_t cols, const StaticScales &given,
+            std::string *error, JitTiming *timing = nullptr);
+
+/// Dequantizes with the CPU kernel: rows * cols values of `valueType` as
+/// little-endian bytes (f32, or f16/bf16 bit patterns).
+std::optional<std::vector<uint8_t>>
+jitDequantize(const QuantizedTensor &tensor, ValueType valueType,
+              std::string *error, JitTiming *timing = nullptr);
+
+/// PTX for an NVIDIA target such as "sm_90a" or "sm_89+ptx81"; the
+/// target is validated before any code generation.
+struct PtxBuild {
+  std::string ptx;
+  std::vector<std::string> kernelNames;
+  double compileMillis = 0;
+};
+std::optional<PtxBuild> jitCompilePtx(const KernelSpec &spec,
+                                      std::string_view target,
+                                      std::string *error);
+
+/// Destroys every cached kernel (and its JIT engine). Call before main()
+/// returns.
+void releaseJitKernels();
+
+} // namespace lowbit::cli
+
+#endif // LOWBIT_TOOLS_LOWBIT_JITBACKEND_H

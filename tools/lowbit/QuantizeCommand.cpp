@@ -1,0 +1,324 @@
+//===- QuantizeCommand.cpp - `lowbit quantize` ----------------------------===//
+//
+// Reads a 2-D .npy tensor, quantizes it with a scheme and writes the
+// directory described in QuantizedFiles.h. Every input is read and checked
+// and the whole result computed before anything is written, and the files
+// are renamed into place together, so a failed run leaves no partial
+// output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "format/Codec.h"
+#include "format/Quantize.h"
+#include "runtime/core/Npy.h"
+#include "tools/lowbit/CommandLine.h"
+#include "tools/lowbit/Commands.h"
+#include "tools/lowbit/JitBackend.h"
+#include "tools/lowbit/QuantizedFiles.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: lowbit quantize --scheme NAME --input x.npy --out DIR\n"
+    "         [--from f32|f16|bf16] [--rule floor|rceil]\n"
+    "         [--global decode|encode] [--layout row_major|swizzle_128x4]\n"
+    "         [--scale dynamic|static --scale-file s.npy [--zero-file z.npy]]\n"
+    "         [--global-scale-file g.npy] [--backend auto|cpu|reference]\n\n"
+    "Quantizes a C-order 2-D .npy tensor (float32, float16, or uint16 bit\n"
+    "patterns with --from bf16 or --from f16) and writes DIR/q.npy (uint8\n"
+    "packed codes), DIR/scales.npy (float32 for f32 scales, float16 for\n"
+    "f16, uint16 bits for bf16, uint8 codes for e8m0 and ue4m3),\n"
+    "DIR/zeros.npy and DIR/global_scale.npy where the scheme has them, and\n"
+    "DIR/meta.json. --rule, --global and --layout change the named scheme.\n"
+    "--scale static quantizes with the given scales (the files a dynamic run\n"
+    "writes); --global-scale-file fixes NVFP4's global scale in either mode.\n"
+    "The semantics are in docs/quantization.md.\n\n"
+    "--backend cpu runs a kernel JIT-compiled for this CPU; reference runs\n"
+    "the reference quantizer. Both write the same bytes. The default, auto,\n"
+    "uses the CPU kernel when the JIT compiles the scheme, else reference.\n";
+
+constexpr std::array<OptionSpec, 12> kOptions = {{
+    {"scheme", true},
+    {"input", true},
+    {"out", true},
+    {"from", true},
+    {"rule", true},
+    {"global", true},
+    {"layout", true},
+    {"scale", true},
+    {"scale-file", true},
+    {"zero-file", true},
+    {"global-scale-file", true},
+    {"backend", true},
+}};
+
+/// The element type of the input tensor.
+enum class InputType { F32, F16, BF16 };
+
+std::string_view inputTypeName(InputType type) {
+  switch (type) {
+  case InputType::F32:
+    return "f32";
+  case InputType::F16:
+    return "f16";
+  case InputType::BF16:
+    return "bf16";
+  }
+  return "";
+}
+
+/// Which input type a .npy dtype holds, given --from.
+std::optional<InputType> resolveInputType(npy::DType dtype,
+                                          const std::string *from,
+                                          std::string *error) {
+  std::optional<InputType> requested;
+  if (from) {
+    if (*from == "f32")
+      requested = InputType::F32;
+    else if (*from == "f16")
+      requested = InputType::F16;
+    else if (*from == "bf16")
+      requested = InputType::BF16;
+    else {
+      *error = fmt::format("unknown --from type '{}': expected f32, f16 or "
+                           "bf16",
+                           *from);
+      return std::nullopt;
+    }
+  }
+  switch (dtype) {
+  case npy::DType::F32:
+    if (!requested || *requested == InputType::F32)
+      return InputType::F32;
+    break;
+  case npy::DType::F16:
+    if (!requested || *requested == InputType::F16)
+      return InputType::F16;
+    break;
+  case npy::DType::U16:
+    if (!requested) {
+      *error = "the input is uint16: say what it holds with --from bf16 or "
+               "--from f16";
+      return std::nullopt;
+    }
+    if (*requested != InputType::F32)
+      return requested;
+    break;
+  default:
+    *error = fmt::format("the input must be float32, float16 or uint16 "
+                         "(bf16/f16 bits), got {}",
+                         npy::dtypeName(dtype));
+    return std::nullopt;
+  }
+  *error = fmt::format("the input is {} but --from says {}",
+                       npy::dtypeName(dtype), inputTypeName(*requested));
+  return std::nullopt;
+}
+
+/// Applies --rule, --global and --layout to the named scheme.
+CommandResult adjustScheme(Scheme &scheme, const ParsedCommandLine &parsed) {
+  if (const std::string *rule = parsed.value("rule")) {
+    if (scheme.scale.type != ScaleType::E8M0)
+      return fail(fmt::format("--rule applies to e8m0-scaled (MX) schemes; "
+                              "'{}' has {} scales",
+                              scheme.name, scaleTypeName(scheme.scale.type)));
+    if (*rule == "floor")
+      scheme.scale.rule = ScaleRule::E8M0Floor;
+    else if (*rule == "rceil")
+      scheme.scale.rule = ScaleRule::E8M0RCeil;
+    else
+      return fail(
+          fmt::format("unknown --rule '{}': expected floor or rceil", *rule));
+  }
+  if (const std::string *global = parsed.value("global")) {
+    if (scheme.scale.globalScale == GlobalScale::None)
+      return fail(fmt::format("--global applies to schemes with a "
+                              "second-level scale; '{}' has none",
+                              scheme.name));
+    if (*global == "decode")
+      scheme.scale.globalScale = GlobalScale::DecodeMultiplier;
+    else if (*global == "encode")
+      scheme.scale.globalScale = GlobalScale::EncodeReciprocal;
+    else
+      return fail(fmt::format(
+          "unknown --global '{}': expected decode or encode", *global));
+  }
+  if (const std::string *layout = parsed.value("layout")) {
+    std::optional<ScaleLayout> parsedLayout = parseScaleLayout(*layout);
+    if (!parsedLayout)
+      return fail(fmt::format("unknown --layout '{}': expected row_major or "
+                              "swizzle_128x4",
+                              *layout));
+    scheme.scale.layout = *parsedLayout;
+    std::string error;
+    if (!validateScheme(scheme, &error))
+      return fail(fmt::format("--layout {}: {}", *layout, error));
+  }
+  return std::nullopt;
+}
+
+/// Reads the --scale-file, --zero-file and --global-scale-file inputs.
+CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
+                              int64_t rows, int64_t cols, StaticScales &given) {
+  std::string error;
+  const std::string *mode = parsed.value("scale");
+  bool isStatic = false;
+  if (mode) {
+    if (*mode != "static" && *mode != "dynamic")
+      return fail(fmt::format("unknown --scale '{}': expected dynamic or "
+                              "static",
+                              *mode));
+    isStatic = *mode == "static";
+  }
+  const std::string *scaleFile = parsed.value("scale-file");
+  const std::string *zeroFile = parsed.value("zero-file");
+  const std::string *globalFile = parsed.value("global-scale-file");
+  if (!isStatic && (scaleFile || zeroFile))
+    return fail(fmt::format("--{} needs --scale static",
+                            scaleFile ? "scale-file" : "zero-file"));
+  if (isStatic) {
+    scheme.scale.mode = ScaleMode::Static;
+    if (!scaleFile)
+      return fail("--scale static needs --scale-file");
+    auto array = npy::readNpy(*scaleFile, &error);
+    if (!array)
+      return fail(error);
+    auto codes = scalesFromArray(*array, scheme, rows, cols, &error);
+    if (!codes)
+      return fail(fmt::format("{}: {}", *scaleFile, error));
+    given.scaleCodes = std::move(*codes);
+    if (scheme.scale.zeroPoint != bool(zeroFile))
+      return fail(scheme.scale.zeroPoint
+                      ? fmt::format("scheme '{}' has zero points: static "
+                                    "mode needs --zero-file",
+                                    scheme.name)
+                      : fmt::format("scheme '{}' has no zero points; drop "
+                                    "--zero-file",
+                                    scheme.name));
+    if (zeroFile) {
+      auto zeros = npy::readNpy(*zeroFile, &error);
+      if (!zeros)
+        return fail(error);
+      auto values = zerosFromArray(*zeros, scheme, rows, cols, &error);
+      if (!values)
+        return fail(fmt::format("{}: {}", *zeroFile, error));
+      given.zeros = std::move(*values);
+    }
+    if (scheme.scale.globalScale != GlobalScale::None && !globalFile)
+      return fail(fmt::format("scheme '{}' has a global scale: static mode "
+                              "needs --global-scale-file",
+                              scheme.name));
+  }
+  if (globalFile) {
+    if (scheme.scale.globalScale == GlobalScale::None)
+      return fail(fmt::format("scheme '{}' has no global scale; drop "
+                              "--global-scale-file",
+                              scheme.name));
+    auto array = npy::readNpy(*globalFile, &error);
+    if (!array)
+      return fail(error);
+    auto value = globalFromArray(*array, &error);
+    if (!value)
+      return fail(fmt::format("{}: {}", *globalFile, error));
+    given.globalScale = *value;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+CommandResult runQuantize(Arguments args) {
+  std::string error;
+  auto parsed = parseCommandLine("quantize", args, kOptions, &error);
+  if (!parsed)
+    return fail(error);
+  if (parsed->help) {
+    fmt::print("{}", kUsage);
+    return std::nullopt;
+  }
+  if (!parsed->operands.empty())
+    return fail(fmt::format("'quantize' takes no operands, got '{}'",
+                            parsed->operands.front()));
+  for (const char *required : {"scheme", "input", "out"})
+    if (!parsed->value(required))
+      return fail(fmt::format("'quantize' needs --{}", required));
+  std::string backend = "auto";
+  if (const std::string *value = parsed->value("backend"))
+    backend = *value;
+  if (backend != "auto" && backend != "cpu" && backend != "reference")
+    return fail(fmt::format(
+        "unknown backend '{}' (available: auto, cpu, reference)", backend));
+
+  std::optional<Scheme> scheme = lookupScheme(*parsed->value("scheme"), &error);
+  if (!scheme)
+    return fail(error);
+  if (CommandResult adjusted = adjustScheme(*scheme, *parsed))
+    return adjusted;
+
+  const std::string &inputPath = *parsed->value("input");
+  std::optional<npy::Array> input = npy::readNpy(inputPath, &error);
+  if (!input)
+    return fail(error);
+  if (input->shape.size() != 2)
+    return fail(fmt::format("{}: the input must be 2-D [rows, cols], got "
+                            "shape {}",
+                            inputPath, input->shapeText()));
+  if (input->elementCount() == 0)
+    return fail(fmt::format("{}: the input is empty (shape {})", inputPath,
+                            input->shapeText()));
+  std::optional<InputType> inputType =
+      resolveInputType(input->dtype, parsed->value("from"), &error);
+  if (!inputType)
+    return fail(fmt::format("{}: {}", inputPath, error));
+  int64_t rows = input->shape[0], cols = input->shape[1];
+
+  StaticScales given;
+  if (CommandResult scalesError =
+          readGivenScales(*scheme, *parsed, rows, cols, given))
+    return scalesError;
+
+  ValueType valueType = *inputType == InputType::F32   ? ValueType::F32
+                        : *inputType == InputType::F16 ? ValueType::F16
+                                                       : ValueType::BF16;
+  if (backend != "reference") {
+    // The reference quantizer checks these itself; the kernel must not be
+    // handed scales that do not fit the shape.
+    if (!validateSchemeForShape(*scheme, rows, cols, &error))
+      return fail(error);
+    std::string compileError;
+    if (compileCpuKernel(quantizeSpecFor(*scheme, valueType, given),
+                         &compileError))
+      backend = "cpu";
+    else if (backend == "cpu")
+      return fail(fmt::format("the CPU backend cannot compile this scheme: {}",
+                              compileError));
+    else
+      backend = "reference";
+  }
+
+  std::optional<QuantizedTensor> tensor;
+  if (backend == "cpu")
+    tensor = jitQuantize(*scheme, valueType, input->bytes.data(), rows, cols,
+                         given, &error);
+  else if (*inputType == InputType::F32)
+    tensor =
+        quantize(*scheme, input->values<float>(), rows, cols, given, &error);
+  else
+    tensor = quantizeHalf(
+        *scheme, *inputType == InputType::F16 ? HalfType::F16 : HalfType::BF16,
+        input->values<uint16_t>(), rows, cols, given, &error);
+  if (!tensor)
+    return fail(error);
+  if (!writeQuantizedDirectory(*parsed->value("out"), *tensor,
+                               inputTypeName(*inputType), &error))
+    return fail(error);
+  return std::nullopt;
+}
+
+} // namespace lowbit::cli
