@@ -108,8 +108,7 @@ int main(int argc, char **argv) {
     bool same = jitResult->codes == refResult->codes &&
                 jitResult->scaleCodes == refResult->scaleCodes &&
                 jitResult->zeros == refResult->zeros;
-    double bytes =
-        double(rows * cols * 4) + double(outputBytes(*refResult));
+    double bytes = double(rows * cols * 4) + double(outputBytes(*refResult));
     std::printf("%-12s %10.1f %10.2f %10.1f %10.2f %8.2fx %6.0fms%s\n",
                 named.name.c_str(), jitBest * 1e3, bytes / jitBest / 1e9,
                 refBest * 1e3, bytes / refBest / 1e9, refBest / jitBest,

@@ -162,13 +162,13 @@ int main(int argc, char **argv) {
       continue;
     }
     double freshMedian = median(fresh);
-    std::printf("%-18s %9.1f %9.1f %9.1f %9.1f %9.1f %12s\n", c.label, first,
-                freshMedian, median(reused), nvrtcFirst, nvrtcLater,
-                nvrtcLater > 0
-                    ? (std::to_string(freshMedian / nvrtcLater).substr(0, 5) +
-                       "x")
-                          .c_str()
-                    : "-");
+    std::printf(
+        "%-18s %9.1f %9.1f %9.1f %9.1f %9.1f %12s\n", c.label, first,
+        freshMedian, median(reused), nvrtcFirst, nvrtcLater,
+        nvrtcLater > 0
+            ? (std::to_string(freshMedian / nvrtcLater).substr(0, 5) + "x")
+                  .c_str()
+            : "-");
     if (!nvrtcNote.empty())
       std::printf("  nvrtc: %s\n", nvrtcNote.c_str());
   }

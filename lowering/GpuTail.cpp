@@ -41,17 +41,17 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -64,10 +64,9 @@ namespace lowbit {
 void registerGpuTailDependencies(DialectRegistry &registry) {
   registry.insert<dialect::LowbitDialect, arith::ArithDialect,
                   affine::AffineDialect, bufferization::BufferizationDialect,
-                  cf::ControlFlowDialect, func::FuncDialect,
-                  gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
-                  memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
-                  vector::VectorDialect>();
+                  cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
+                  LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
+                  NVVM::NVVMDialect, scf::SCFDialect, vector::VectorDialect>();
   // gpu-module-to-binary needs the NVVM target's external model; without it
   // it crashes without a message.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
@@ -142,10 +141,11 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
       auto initLoop = builder.create<scf::ParallelOp>(
           loc, ValueRange{zero}, ValueRange{one}, ValueRange{one});
       OpBuilder initBuilder = OpBuilder::atBlockBegin(initLoop.getBody());
-      Value buffer = initBuilder.create<memref::GetGlobalOp>(
-          loc, globalType, name);
+      Value buffer =
+          initBuilder.create<memref::GetGlobalOp>(loc, globalType, name);
       initBuilder.create<memref::StoreOp>(
-          loc, initBuilder.create<arith::BitcastOp>(loc, builder.getI32Type(), init),
+          loc,
+          initBuilder.create<arith::BitcastOp>(loc, builder.getI32Type(), init),
           buffer, ValueRange{zero});
     }
 
@@ -167,8 +167,7 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
           loc, buffer, ValueRange{zero});
       Region &combiner = reduce.getReductions()[index];
       Block &combinerBlock = combiner.front();
-      OpBuilder atomicBuilder =
-          OpBuilder::atBlockBegin(atomic.getBody());
+      OpBuilder atomicBuilder = OpBuilder::atBlockBegin(atomic.getBody());
       IRMapping combinerMapping;
       // scf.reduce's region combines (accumulated, new).
       Type valueType = combinerBlock.getArgument(0).getType();
@@ -179,8 +178,7 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
                           mapping.lookupOrDefault(operand));
       for (Operation &op : combinerBlock.without_terminator())
         atomicBuilder.clone(op, combinerMapping);
-      auto combined =
-          cast<scf::ReduceReturnOp>(combinerBlock.getTerminator());
+      auto combined = cast<scf::ReduceReturnOp>(combinerBlock.getTerminator());
       atomicBuilder.create<memref::AtomicYieldOp>(
           loc, atomicBuilder.create<arith::BitcastOp>(
                    loc, builder.getI32Type(),
@@ -189,9 +187,10 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
 
     // Step 3: the results are the globals' values after the loop.
     for (auto [result, global] : llvm::zip(parallel.getResults(), globals)) {
-      Value buffer = builder.create<memref::GetGlobalOp>(
-          loc, global.getType(), global.getSymName());
-      Value bits = builder.create<memref::LoadOp>(loc, buffer, ValueRange{zero});
+      Value buffer = builder.create<memref::GetGlobalOp>(loc, global.getType(),
+                                                         global.getSymName());
+      Value bits =
+          builder.create<memref::LoadOp>(loc, buffer, ValueRange{zero});
       result.replaceAllUsesWith(
           builder.create<arith::BitcastOp>(loc, result.getType(), bits));
     }
@@ -316,8 +315,7 @@ void mergeGpuModules(ModuleOp module) {
   llvm::StringMap<std::string> kernelRenames; // "module::kernel" -> name
   for (gpu::GPUModuleOp gpuModule : gpuModules) {
     for (auto kernel : gpuModule.getOps<gpu::GPUFuncOp>()) {
-      std::string key =
-          (gpuModule.getName() + "::" + kernel.getName()).str();
+      std::string key = (gpuModule.getName() + "::" + kernel.getName()).str();
       kernelRenames[key] = gpuModule.getName().str();
       SymbolTable::setSymbolName(kernel, gpuModule.getNameAttr());
     }
@@ -336,8 +334,8 @@ void mergeGpuModules(ModuleOp module) {
     source.erase();
   }
   module.walk([&](gpu::LaunchFuncOp launch) {
-    std::string key = (launch.getKernelModuleName().getValue() + "::" +
-                       launch.getKernelName().getValue())
+    std::string key = (launch.getKernelModuleName().getValue() +
+                       "::" + launch.getKernelName().getValue())
                           .str();
     auto renamed = kernelRenames.find(key);
     StringRef kernelName = renamed != kernelRenames.end()
@@ -396,8 +394,7 @@ void expandLibdeviceMathOps(ModuleOp module) {
       Value twoTo23 = toFloat(constant(0x4b000000u));
       Value rounded = b.create<arith::SubFOp>(
           b.create<arith::AddFOp>(toFloat(magnitude), twoTo23), twoTo23);
-      Value signedRounded =
-          b.create<arith::OrIOp>(toBits(rounded), sign);
+      Value signedRounded = b.create<arith::OrIOp>(toBits(rounded), sign);
       Value alreadyIntegral = b.create<arith::CmpIOp>(
           arith::CmpIPredicate::uge, magnitude, constant(0x4b000000u));
       result = b.create<arith::SelectOp>(alreadyIntegral, bits, signedRounded);

@@ -62,8 +62,7 @@ struct PtxModule {
 /// never aborts for a bad target. The context must have
 /// registerGpuTailDependencies' registry appended.
 mlir::FailureOr<PtxModule> lowerToPtx(mlir::ModuleOp module,
-                                      const Target &target,
-                                      std::string &error);
+                                      const Target &target, std::string &error);
 
 } // namespace lowbit
 

@@ -100,12 +100,11 @@ Value encodeFloat(CodecBuilder &cb, const lowbit::FloatEncodeConstants &c,
   Value f32Subnormal = cb.cmp(P::ult, magnitudeBits, cb.u32(0x00800000u));
   // Scaling an f32 subnormal by 2^64 is exact and makes it normal; arith
   // float ops keep subnormals on both targets (no flush-to-zero flag).
-  Value scaled = cb.toBits(cb.b.create<arith::MulFOp>(
-      cb.toFloat(magnitudeBits), cb.f32Const(0x1p64f)));
+  Value scaled = cb.toBits(cb.b.create<arith::MulFOp>(cb.toFloat(magnitudeBits),
+                                                      cb.f32Const(0x1p64f)));
   Value normalized = cb.select(f32Subnormal, scaled, magnitudeBits);
-  Value exponent =
-      cb.sub(cb.sub(cb.lshr(normalized, cb.u32(23)), cb.u32(127)),
-             cb.select(f32Subnormal, cb.u32(64), cb.u32(0)));
+  Value exponent = cb.sub(cb.sub(cb.lshr(normalized, cb.u32(23)), cb.u32(127)),
+                          cb.select(f32Subnormal, cb.u32(64), cb.u32(0)));
   Value t = cb.sub(cb.sub(normalized, cb.s32(c.rebias)),
                    cb.select(f32Subnormal, cb.u32(1u << 29), cb.u32(0)));
   Value roundUp = c.rounding == lowbit::Rounding::TowardPosInf
@@ -117,17 +116,17 @@ Value encodeFloat(CodecBuilder &cb, const lowbit::FloatEncodeConstants &c,
   Value dropped = cb.u32(c.droppedBits);
   Value increment = cb.u32(0);
   if (c.rounding == lowbit::Rounding::NearestEven)
-    increment = cb.add(
-        cb.u32(droppedMask >> 1),
-        cb.bor(cb.band(cb.lshr(t, dropped), cb.u32(c.parityMask)),
-               cb.u32(c.parityForce)));
+    increment =
+        cb.add(cb.u32(droppedMask >> 1),
+               cb.bor(cb.band(cb.lshr(t, dropped), cb.u32(c.parityMask)),
+                      cb.u32(c.parityForce)));
   else if (c.rounding == lowbit::Rounding::TowardPosInf)
     increment = cb.band(cb.u32(droppedMask), cb.sub(cb.u32(0), roundUp));
   Value normalCode = cb.lshr(cb.add(t, increment), dropped);
 
   // Subnormal range: the 24-bit significand shifted onto the format's grid.
-  Value significand = cb.bor(cb.band(normalized, cb.u32(0x007fffffu)),
-                             cb.u32(0x00800000u));
+  Value significand =
+      cb.bor(cb.band(normalized, cb.u32(0x007fffffu)), cb.u32(0x00800000u));
   Value shiftSigned = cb.sub(cb.s32(c.subnormalShiftBase), exponent);
   Value shift = cb.b.create<arith::MinSIOp>(
       cb.b.create<arith::MaxSIOp>(shiftSigned, cb.u32(1)), cb.u32(31));
@@ -145,8 +144,8 @@ Value encodeFloat(CodecBuilder &cb, const lowbit::FloatEncodeConstants &c,
 
   Value magnitude = cb.select(cb.cmp(P::sge, t, cb.s32(c.minNormalT)),
                               normalCode, subnormalCode);
-  magnitude = cb.select(cb.cmp(P::eq, magnitudeBits, cb.u32(0)), cb.u32(0),
-                        magnitude);
+  magnitude =
+      cb.select(cb.cmp(P::eq, magnitudeBits, cb.u32(0)), cb.u32(0), magnitude);
   magnitude = cb.select(cb.cmp(P::ugt, magnitude, cb.u32(c.maxMagnitude)),
                         cb.u32(c.overflowMagnitude), magnitude);
   Value code = cb.bor(magnitude, cb.shl(sign, cb.u32(c.signShift)));
@@ -195,20 +194,20 @@ Value encodeInt(CodecBuilder &cb, const lowbit::Format &format,
 /// added instead and the float is scaled by 2^-64, exactly.
 Value scaleSignificand(CodecBuilder &cb, Value significand, Value exponentK) {
   using P = arith::CmpIPredicate;
-  Value asFloat = cb.toBits(cb.b.create<arith::UIToFPOp>(cb.f32(), significand));
+  Value asFloat =
+      cb.toBits(cb.b.create<arith::UIToFPOp>(cb.f32(), significand));
   Value fieldAfter = cb.add(cb.lshr(asFloat, cb.u32(23)), exponentK);
   Value normal = cb.add(asFloat, cb.shl(exponentK, cb.u32(23)));
-  Value lifted = cb.add(asFloat, cb.shl(cb.add(exponentK, cb.u32(64)),
-                                        cb.u32(23)));
-  Value subnormal = cb.toBits(cb.b.create<arith::MulFOp>(
-      cb.toFloat(lifted), cb.f32Const(0x1p-64f)));
-  Value bits = cb.select(cb.cmp(P::sge, fieldAfter, cb.u32(1)), normal,
-                         subnormal);
+  Value lifted =
+      cb.add(asFloat, cb.shl(cb.add(exponentK, cb.u32(64)), cb.u32(23)));
+  Value subnormal = cb.toBits(
+      cb.b.create<arith::MulFOp>(cb.toFloat(lifted), cb.f32Const(0x1p-64f)));
+  Value bits =
+      cb.select(cb.cmp(P::sge, fieldAfter, cb.u32(1)), normal, subnormal);
   return cb.select(cb.cmp(P::eq, significand, cb.u32(0)), cb.u32(0), bits);
 }
 
-Value decodeFloat(CodecBuilder &cb, const lowbit::Format &format,
-                  Value code) {
+Value decodeFloat(CodecBuilder &cb, const lowbit::Format &format, Value code) {
   using P = arith::CmpIPredicate;
   const lowbit::FloatParams &params = format.floatParams();
   uint32_t magnitudeBits = uint32_t(params.expBits + params.manBits);
@@ -227,9 +226,8 @@ Value decodeFloat(CodecBuilder &cb, const lowbit::Format &format,
   Value significand =
       cb.select(isSubnormal, mantissa,
                 cb.bor(mantissa, cb.u32(uint32_t(1) << params.manBits)));
-  Value exponentK = cb.sub(
-      cb.select(isSubnormal, cb.u32(1), exponentField),
-      cb.s32(params.bias + params.manBits));
+  Value exponentK = cb.sub(cb.select(isSubnormal, cb.u32(1), exponentField),
+                           cb.s32(params.bias + params.manBits));
   Value bits = scaleSignificand(cb, significand, exponentK);
 
   if (params.specials == lowbit::SpecialCodes::Ieee) {

@@ -68,19 +68,20 @@ Value i8Const(ImplicitLocOpBuilder &b, int value) {
 
 /// Converts the pair (hi, lo) with one cvt; returns the codes as
 /// vector<2xi8> = [code(lo), code(hi)].
-Value encodePair(ImplicitLocOpBuilder &b, const NativeConversion &row,
-                 Value hi, Value lo) {
+Value encodePair(ImplicitLocOpBuilder &b, const NativeConversion &row, Value hi,
+                 Value lo) {
   Type formatType = nvvmFormatType(b.getContext(), row.formatName);
   auto pairType = VectorType::get({2}, b.getI8Type());
   switch (row.instruction) {
   case NativeInstruction::F32x2ToF8x2: {
     NVVM::FPRoundingMode rounding =
-        row.rounding == lowbit::Rounding::TowardZero   ? NVVM::FPRoundingMode::RZ
-        : row.rounding == lowbit::Rounding::TowardPosInf ? NVVM::FPRoundingMode::RP
-                                                         : NVVM::FPRoundingMode::RN;
-    return b.create<NVVM::ConvertF32x2ToF8x2Op>(
-        pairType, hi, lo, rounding, NVVM::SaturationMode::SATFINITE,
-        /*relu=*/false, formatType);
+        row.rounding == lowbit::Rounding::TowardZero ? NVVM::FPRoundingMode::RZ
+        : row.rounding == lowbit::Rounding::TowardPosInf
+            ? NVVM::FPRoundingMode::RP
+            : NVVM::FPRoundingMode::RN;
+    return b.create<NVVM::ConvertF32x2ToF8x2Op>(pairType, hi, lo, rounding,
+                                                NVVM::SaturationMode::SATFINITE,
+                                                /*relu=*/false, formatType);
   }
   case NativeInstruction::F32x2ToF6x2:
     return b.create<NVVM::ConvertF32x2ToF6x2Op>(pairType, hi, lo,
@@ -132,17 +133,16 @@ void rewriteEncode(lowbit::dialect::EncodeOp op, const NativeConversion &row) {
   Value zero = b.create<arith::ConstantOp>(b.getF32FloatAttr(0.0f));
   for (int64_t index = 0; index < count; index += 2) {
     Value lo = b.create<vector::ExtractOp>(input, ArrayRef<int64_t>{index});
-    Value hi = index + 1 < count
-                   ? Value(b.create<vector::ExtractOp>(
-                         input, ArrayRef<int64_t>{index + 1}))
-                   : zero;
+    Value hi = index + 1 < count ? Value(b.create<vector::ExtractOp>(
+                                       input, ArrayRef<int64_t>{index + 1}))
+                                 : zero;
     Value pair = encodePair(b, row, hi, lo);
     codes.push_back(b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{0}));
     if (index + 1 < count)
       codes.push_back(b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{1}));
   }
-  Value result = b.create<vector::FromElementsOp>(
-      cast<VectorType>(op.getType()), codes);
+  Value result =
+      b.create<vector::FromElementsOp>(cast<VectorType>(op.getType()), codes);
   op.replaceAllUsesWith(result);
   op.erase();
 }
@@ -226,10 +226,10 @@ struct LowbitNativeConversions
     for (Operation *op : conversions) {
       if (auto encode = dyn_cast<lowbit::dialect::EncodeOp>(op)) {
         lowbit::EncodeOptions options = encode.getEncodeOptions();
-        const NativeConversion *row = lowbit::findNativeConversion(
-            target, encode.getModelFormat(),
-            lowbit::ConversionDirection::Encode, options.rounding,
-            options.saturate);
+        const NativeConversion *row =
+            lowbit::findNativeConversion(target, encode.getModelFormat(),
+                                         lowbit::ConversionDirection::Encode,
+                                         options.rounding, options.saturate);
         LLVM_DEBUG(llvm::dbgs() << "encode " << encode.getModelFormat().name()
                                 << (row ? ": native " : ": codec ")
                                 << (row ? row->ptxMnemonic : "") << "\n");

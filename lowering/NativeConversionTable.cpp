@@ -86,8 +86,7 @@ bool targetHas(const Target &target, const NativeConversion &row) {
 const NativeConversion *findNativeConversion(const Target &target,
                                              const Format &format,
                                              ConversionDirection direction,
-                                             Rounding rounding,
-                                             bool saturate) {
+                                             Rounding rounding, bool saturate) {
   for (const NativeConversion &row : nativeConversionTable()) {
     if (row.formatName != format.name() || row.direction != direction ||
         row.rounding != rounding || row.saturate != saturate)

@@ -33,12 +33,12 @@ enum class ConversionDirection { Encode, Decode };
 
 /// The NVVM op a row emits (see LowbitNativeConversions.cpp).
 enum class NativeInstruction {
-  F32x2ToF8x2,  ///< nvvm.convert.f32x2.to.f8x2 (e4m3, e5m2, ue8m0)
-  F32x2ToF6x2,  ///< nvvm.convert.f32x2.to.f6x2 (e2m3, e3m2)
-  F32x2ToF4x2,  ///< nvvm.convert.f32x2.to.f4x2 (e2m1)
-  F8x2ToF16x2,  ///< nvvm.convert.f8x2.to.f16x2 (e4m3, e5m2)
-  F6x2ToF16x2,  ///< nvvm.convert.f6x2.to.f16x2 (e2m3, e3m2)
-  F4x2ToF16x2,  ///< nvvm.convert.f4x2.to.f16x2 (e2m1)
+  F32x2ToF8x2, ///< nvvm.convert.f32x2.to.f8x2 (e4m3, e5m2, ue8m0)
+  F32x2ToF6x2, ///< nvvm.convert.f32x2.to.f6x2 (e2m3, e3m2)
+  F32x2ToF4x2, ///< nvvm.convert.f32x2.to.f4x2 (e2m1)
+  F8x2ToF16x2, ///< nvvm.convert.f8x2.to.f16x2 (e4m3, e5m2)
+  F6x2ToF16x2, ///< nvvm.convert.f6x2.to.f16x2 (e2m3, e3m2)
+  F4x2ToF16x2, ///< nvvm.convert.f4x2.to.f16x2 (e2m1)
 };
 
 /// Which chips have an instruction, at which PTX version.
@@ -77,8 +77,7 @@ bool targetHas(const Target &target, const NativeConversion &row);
 const NativeConversion *findNativeConversion(const Target &target,
                                              const Format &format,
                                              ConversionDirection direction,
-                                             Rounding rounding,
-                                             bool saturate);
+                                             Rounding rounding, bool saturate);
 
 /// "cvt.rn.satfinite.e4m3x2.f32 on sm_89 (PTX >= 8.1)" style text of what
 /// `target` would use for each row: for docs, the CLI and tests.

@@ -98,9 +98,9 @@ std::optional<Target> parseTarget(std::string_view text, std::string *error) {
   if (separator == std::string_view::npos)
     return target;
   unsigned version = 0;
-  auto [end, status] = std::from_chars(
-      ptxText.data() + std::min<size_t>(3, ptxText.size()),
-      ptxText.data() + ptxText.size(), version);
+  auto [end, status] =
+      std::from_chars(ptxText.data() + std::min<size_t>(3, ptxText.size()),
+                      ptxText.data() + ptxText.size(), version);
   if (ptxText.substr(0, 3) != "ptx" || status != std::errc() ||
       end != ptxText.data() + ptxText.size() || ptxText.size() <= 3) {
     setError(error, "malformed PTX version '" + std::string(ptxText) +
@@ -117,14 +117,14 @@ bool validateTarget(const Target &target, std::string *error) {
     return true;
   const ChipInfo *chip = lookupChip(target.chip);
   if (!chip) {
-    setError(error, "unknown chip '" + target.chip + "'; known: " +
-                        knownChipList());
+    setError(error,
+             "unknown chip '" + target.chip + "'; known: " + knownChipList());
     return false;
   }
   if (target.ptxVersion < chip->minPtxVersion) {
-    setError(error, target.chip + " needs PTX >= " +
-                        ptxVersionText(chip->minPtxVersion) + "; asked for " +
-                        ptxVersionText(target.ptxVersion));
+    setError(error, target.chip +
+                        " needs PTX >= " + ptxVersionText(chip->minPtxVersion) +
+                        "; asked for " + ptxVersionText(target.ptxVersion));
     return false;
   }
   if (target.ptxVersion > kMaxPtxVersion) {

@@ -1,4 +1,5 @@
-//===- Target.h - Code generation targets: chips and PTX versions -*- C++ -*-===//
+//===- Target.h - Code generation targets: chips and PTX versions -*- C++
+//-*-===//
 //
 // The one table of chips lowbit generates code for, with the PTX versions
 // LLVM 22's NVPTX backend accepts for each. LLVM aborts the process (LLVM

@@ -105,8 +105,9 @@ size_t countEncodeMismatches(CpuJit &jit, const Format &format,
   std::vector<CodeT> codes(inputs.size(), 0);
   auto in = viewOf(const_cast<float *>(inputs.data()), int64_t(inputs.size()));
   auto out = viewOf(codes.data(), int64_t(codes.size()));
-  auto encode = reinterpret_cast<void (*)(MemRef1D<float> *, MemRef1D<CodeT> *)>(
-      jit.lookup("encode"));
+  auto encode =
+      reinterpret_cast<void (*)(MemRef1D<float> *, MemRef1D<CodeT> *)>(
+          jit.lookup("encode"));
   REQUIRE(encode);
   encode(&in, &out);
   Codec codec(format, options);
@@ -119,8 +120,8 @@ size_t countEncodeMismatches(CpuJit &jit, const Format &format,
       char buffer[160];
       std::snprintf(buffer, sizeof buffer,
                     "input %a (0x%08x): expansion 0x%x, codec 0x%x",
-                    double(inputs[i]), floatBits(inputs[i]),
-                    unsigned(codes[i]), expected);
+                    double(inputs[i]), floatBits(inputs[i]), unsigned(codes[i]),
+                    expected);
       firstMismatch = buffer;
     }
   }
@@ -141,22 +142,23 @@ size_t countDecodeMismatches(CpuJit &jit, const Format &format,
   std::vector<float> values(codes.size(), 0.0f);
   auto in = viewOf(codes.data(), int64_t(codes.size()));
   auto out = viewOf(values.data(), int64_t(values.size()));
-  auto decode = reinterpret_cast<void (*)(MemRef1D<CodeT> *, MemRef1D<float> *)>(
-      jit.lookup("decode"));
+  auto decode =
+      reinterpret_cast<void (*)(MemRef1D<CodeT> *, MemRef1D<float> *)>(
+          jit.lookup("decode"));
   REQUIRE(decode);
   decode(&in, &out);
   Codec codec(format);
   size_t mismatches = 0;
   for (size_t i = 0; i < codes.size(); ++i) {
     float expected = codec.decode(codes[i]);
-    bool same = std::isnan(expected) ? std::isnan(values[i])
-                                     : floatBits(expected) == floatBits(values[i]);
+    bool same = std::isnan(expected)
+                    ? std::isnan(values[i])
+                    : floatBits(expected) == floatBits(values[i]);
     if (same)
       continue;
     if (mismatches++ == 0) {
       char buffer[160];
-      std::snprintf(buffer, sizeof buffer,
-                    "code 0x%x: expansion %a, codec %a",
+      std::snprintf(buffer, sizeof buffer, "code 0x%x: expansion %a, codec %a",
                     unsigned(codes[i]), double(values[i]), double(expected));
       firstMismatch = buffer;
     }
@@ -167,8 +169,8 @@ size_t countDecodeMismatches(CpuJit &jit, const Format &format,
 std::vector<Format> formatsUnderTest() {
   std::vector<Format> formats = namedFormats();
   for (const char *name : {"e3m4", "e4m3b11-ieee", "ue5m3", "e5m3", "e6m2-fn",
-                           "e8m3", "e8m1b130-finite", "e2m2-finite", "e3m2b1-finite", "uint2",
-                           "int12", "e1m2"}) {
+                           "e8m3-ieee", "e8m5b127-ieee", "e7m3b70", "e2m2-finite",
+                           "e3m2b1-finite", "uint2", "int12", "e1m2"}) {
     std::string error;
     std::optional<Format> format = lookupFormat(name, &error);
     if (format)
@@ -194,16 +196,16 @@ TEST_CASE("codec expansion is bit-exact to format/Codec", "[codec]") {
         INFO(format.name() << ": " << error);
         REQUIRE(jit);
         std::string firstMismatch;
-        size_t mismatches =
-            format.bits() <= 8
-                ? countEncodeMismatches<uint8_t>(*jit, format, options,
-                                                 firstMismatch)
-                : countEncodeMismatches<uint16_t>(*jit, format, options,
-                                                  firstMismatch);
-        std::printf("codec-expansion: %s %s %s: %zu checked, %zu mismatches%s%s\n",
-                    format.name().c_str(), saturate ? "sat" : "nosat",
-                    roundingName(rounding), testInputs().size(), mismatches,
-                    mismatches ? "; first: " : "", firstMismatch.c_str());
+        size_t mismatches = format.bits() <= 8
+                                ? countEncodeMismatches<uint8_t>(
+                                      *jit, format, options, firstMismatch)
+                                : countEncodeMismatches<uint16_t>(
+                                      *jit, format, options, firstMismatch);
+        std::printf(
+            "codec-expansion: %s %s %s: %zu checked, %zu mismatches%s%s\n",
+            format.name().c_str(), saturate ? "sat" : "nosat",
+            roundingName(rounding), testInputs().size(), mismatches,
+            mismatches ? "; first: " : "", firstMismatch.c_str());
         totalChecked += testInputs().size();
         totalMismatches += mismatches;
         CHECK(mismatches == 0);
@@ -217,10 +219,10 @@ TEST_CASE("codec expansion is bit-exact to format/Codec", "[codec]") {
                                                    firstDecodeMismatch)
                   : countDecodeMismatches<uint16_t>(*jit, format,
                                                     firstDecodeMismatch);
-          std::printf("codec-expansion: %s decode: %u codes, %zu mismatches%s%s\n",
-                      format.name().c_str(), format.codeCount(),
-                      decodeMismatches, decodeMismatches ? "; first: " : "",
-                      firstDecodeMismatch.c_str());
+          std::printf(
+              "codec-expansion: %s decode: %u codes, %zu mismatches%s%s\n",
+              format.name().c_str(), format.codeCount(), decodeMismatches,
+              decodeMismatches ? "; first: " : "", firstDecodeMismatch.c_str());
           CHECK(decodeMismatches == 0);
         }
       }

@@ -57,20 +57,20 @@ std::string encodeFunction(const std::string &name,
                            const std::string &formatName, bool saturate,
                            const std::string &rounding) {
   std::string code = codeType(formatName);
-  return elementwise(name, "f32", code,
-                     "lowbit.encode %x {format = " +
-                         formatAttrText(formatName) + ", saturate = " +
-                         (saturate ? "true" : "false") + ", rounding = \"" +
-                         rounding + "\"} : f32 to " + code);
+  return elementwise(
+      name, "f32", code,
+      "lowbit.encode %x {format = " + formatAttrText(formatName) +
+          ", saturate = " + (saturate ? "true" : "false") + ", rounding = \"" +
+          rounding + "\"} : f32 to " + code);
 }
 
 std::string decodeFunction(const std::string &name,
                            const std::string &formatName) {
   std::string code = codeType(formatName);
-  return elementwise(name, code, "f32",
-                     "lowbit.decode %x {format = " +
-                         formatAttrText(formatName) + "} : " + code +
-                         " to f32");
+  return elementwise(
+      name, code, "f32",
+      "lowbit.decode %x {format = " + formatAttrText(formatName) +
+          "} : " + code + " to f32");
 }
 
 bool compileToPtx(const std::string &moduleText, const std::string &targetText,

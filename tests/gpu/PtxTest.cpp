@@ -150,8 +150,8 @@ TEST_CASE("refused GPU requests return errors instead of aborting",
   REQUIRE(compileToPtx(module, "sm_89+ptx78", result));
   CHECK(result.find("e4m3x2") == std::string::npos);
   // e2m1 on sm_90a and on plain sm_100 (LLVM would abort): the codec.
-  std::string fp4 = encodeFunction("enc", "e2m1", true, "rn") +
-                    decodeFunction("dec", "e2m1");
+  std::string fp4 =
+      encodeFunction("enc", "e2m1", true, "rn") + decodeFunction("dec", "e2m1");
   for (const char *target : {"sm_90a", "sm_100", "sm_89"}) {
     INFO(target);
     REQUIRE(compileToPtx(fp4, target, result));
@@ -163,7 +163,6 @@ TEST_CASE("refused GPU requests return errors instead of aborting",
   REQUIRE(compileToPtx(encodeFunction("enc", "e8m0", true, "rz"), "sm_90a",
                        result));
   CHECK(result.find("ue8m0x2") == std::string::npos);
-
 }
 
 TEST_CASE("a reduction becomes init + atomic kernels; host stores move to "
@@ -224,8 +223,8 @@ TEST_CASE("every conversion's PTX assembles, native exactly where the "
                                 Rounding::TowardPosInf}) {
         std::string name = "enc_" + formatName + (saturate ? "_sat_" : "_") +
                            roundingName(rounding);
-        module += encodeFunction(name, formatName, saturate,
-                                 roundingName(rounding));
+        module +=
+            encodeFunction(name, formatName, saturate, roundingName(rounding));
         kernels.push_back({name + "_kernel", formatName,
                            ConversionDirection::Encode, saturate, rounding});
       }
@@ -266,7 +265,9 @@ TEST_CASE("every conversion's PTX assembles, native exactly where the "
     std::printf("ptx: %s: %zu kernels (%zu native cvt), %zu bytes of PTX, "
                 "ptxas %s\n",
                 arch, kernels.size(), nativeCount, ptx.size(),
-                !havePtxas ? "skipped" : assembles ? "ok" : "FAILED");
+                !havePtxas  ? "skipped"
+                : assembles ? "ok"
+                            : "FAILED");
     INFO(log);
     CHECK(assembles);
   }

@@ -40,9 +40,9 @@ TEST_CASE("every named scheme's kernel lowers to PTX that assembles",
       KernelSpec spec;
       spec.op = op;
       spec.scheme = scheme;
-      std::string what = scheme.name + (op == KernelOp::Quantize
-                                            ? " quantize"
-                                            : " dequantize");
+      std::string what =
+          scheme.name +
+          (op == KernelOp::Quantize ? " quantize" : " dequantize");
       INFO(what);
       auto module = compiler::buildKernelModule(context, spec);
       if (!module) {
@@ -78,9 +78,11 @@ TEST_CASE("every named scheme's kernel lowers to PTX that assembles",
         CHECK(assembles);
         std::printf("scheme-ptx: %-12s %-10s %-7s %zu kernel(s), ptxas %s\n",
                     scheme.name.c_str(),
-                    op == KernelOp::Quantize ? "quantize" : "dequantize",
-                    arch, ptx->kernelNames.size(),
-                    !havePtxas ? "skipped" : assembles ? "ok" : "FAILED");
+                    op == KernelOp::Quantize ? "quantize" : "dequantize", arch,
+                    ptx->kernelNames.size(),
+                    !havePtxas  ? "skipped"
+                    : assembles ? "ok"
+                                : "FAILED");
         ++compiled;
       }
     }

@@ -31,8 +31,9 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input.mlir>"),
 static cl::opt<std::string> targetText("target",
                                        cl::desc("sm_90a, sm_89+ptx81, ..."),
                                        cl::init("sm_90a"));
-static cl::opt<bool> listNative(
-    "list-native", cl::desc("print the target's native conversions and exit"));
+static cl::opt<bool>
+    listNative("list-native",
+               cl::desc("print the target's native conversions and exit"));
 static cl::opt<bool> printKernels("print-kernels",
                                   cl::desc("print kernel names to stderr"));
 
@@ -41,7 +42,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "lowbit GPU tail driver\n");
 
   std::string error;
-  std::optional<lowbit::Target> target = lowbit::parseTarget(targetText, &error);
+  std::optional<lowbit::Target> target =
+      lowbit::parseTarget(targetText, &error);
   if (!target || !lowbit::validateTarget(*target, &error)) {
     llvm::errs() << "lowbit-ptx: " << error << "\n";
     return 1;

@@ -96,8 +96,8 @@ public:
     std::error_code code;
     std::filesystem::create_directories(directory, code);
     if (code) {
-      *error = fmt::format("LOWBIT_DUMP_DIR: cannot create '{}': {}",
-                           directory, code.message());
+      *error = fmt::format("LOWBIT_DUMP_DIR: cannot create '{}': {}", directory,
+                           code.message());
       return false;
     }
     std::string path = (std::filesystem::path(directory) /

@@ -163,9 +163,8 @@ std::optional<std::string> ptxasRegisters(const std::string &ptxas,
   }
   // Paths are ours (temp dir, scheme name) and the toolkit's; quoted all
   // the same.
-  std::string command =
-      fmt::format("'{}' -arch={} -v -o /dev/null '{}' 2>&1", ptxas, kDemoChip,
-                  file.string());
+  std::string command = fmt::format("'{}' -arch={} -v -o /dev/null '{}' 2>&1",
+                                    ptxas, kDemoChip, file.string());
   std::string output;
   if (FILE *pipe = popen(command.c_str(), "r")) {
     std::array<char, 4096> buffer;
@@ -189,8 +188,8 @@ std::optional<std::string> ptxasRegisters(const std::string &ptxas,
     size_t end = output.find(" registers", at);
     if (end == std::string::npos)
       continue;
-    registers += (registers.empty() ? "" : "/") +
-                 output.substr(at + 5, end - at - 5);
+    registers +=
+        (registers.empty() ? "" : "/") + output.substr(at + 5, end - at - 5);
   }
   return registers.empty() ? std::string("?") : registers;
 }
@@ -209,7 +208,8 @@ std::vector<float> demoInput(int64_t rows, int64_t cols, uint32_t seed) {
 
 bool sameTensor(const QuantizedTensor &a, const QuantizedTensor &b) {
   return a.codes == b.codes && a.scaleCodes == b.scaleCodes &&
-         a.zeros == b.zeros && floatBits(a.globalScale) == floatBits(b.globalScale);
+         a.zeros == b.zeros &&
+         floatBits(a.globalScale) == floatBits(b.globalScale);
 }
 
 /// Signal-to-quantization-noise ratio of `tensor` against `input`, in dB.
@@ -260,8 +260,8 @@ SchemeResult runScheme(const Scheme &named, const std::vector<float> &input,
     result.notes = "reference: " + error;
     return result;
   }
-  result.bitsPerElement =
-      fmt::format("{:.3f}", double(storageBits(*expected)) / double(rows * cols));
+  result.bitsPerElement = fmt::format("{:.3f}", double(storageBits(*expected)) /
+                                                    double(rows * cols));
 
   JitTiming timing;
   std::optional<QuantizedTensor> got = jitQuantize(
@@ -337,8 +337,8 @@ std::optional<int64_t> positiveOption(const ParsedCommandLine &parsed,
   char *end = nullptr;
   long long value = std::strtoll(text->c_str(), &end, 10);
   if (text->empty() || *end != '\0' || value < 1 || value > limit) {
-    *error = fmt::format("--{} must be an integer from 1 to {}, got '{}'",
-                         name, limit, *text);
+    *error = fmt::format("--{} must be an integer from 1 to {}, got '{}'", name,
+                         limit, *text);
     return std::nullopt;
   }
   return value;
@@ -387,6 +387,10 @@ CommandResult runDemo(Arguments args) {
   fmt::print("\n{}/{} bit-exact against the reference quantizer; {}/{} "
              "compiled to PTX for {}\n",
              exact, results.size(), compiled, results.size(), kDemoChip);
+  fmt::print("(bits/elem counts scales, zero points and the global scale; "
+             "CPU/PTX ms: first compile of\nthe kernel in this process; "
+             "regs: per kernel of the module, a/b/c when the scheme needs\n"
+             "several launches, e.g. amax then quantize)\n");
   return std::nullopt;
 }
 

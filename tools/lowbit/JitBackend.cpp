@@ -102,8 +102,7 @@ void writeScales(Storage &storage, const std::vector<uint32_t> &codes,
     std::memcpy(storage.bytes.data() + i * bytesPerScale, &codes[i],
                 bytesPerScale);
 }
-std::vector<uint32_t> readScales(const Storage &storage,
-                                 size_t bytesPerScale) {
+std::vector<uint32_t> readScales(const Storage &storage, size_t bytesPerScale) {
   std::vector<uint32_t> codes(storage.bytes.size() / bytesPerScale, 0);
   for (size_t i = 0; i < codes.size(); ++i)
     std::memcpy(&codes[i], storage.bytes.data() + i * bytesPerScale,
@@ -163,8 +162,8 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
                     "global scale where it has them)");
     return std::nullopt;
   }
-  CpuKernel *kernel = cachedKernel(
-      spec, error, timing ? &timing->compileMillis : nullptr);
+  CpuKernel *kernel =
+      cachedKernel(spec, error, timing ? &timing->compileMillis : nullptr);
   if (!kernel)
     return std::nullopt;
 
@@ -249,15 +248,16 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
   return tensor;
 }
 
-std::optional<std::vector<uint8_t>>
-jitDequantize(const QuantizedTensor &tensor, ValueType valueType,
-              std::string *error, JitTiming *timing) {
+std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
+                                                  ValueType valueType,
+                                                  std::string *error,
+                                                  JitTiming *timing) {
   KernelSpec spec;
   spec.op = KernelOp::Dequantize;
   spec.scheme = tensor.scheme;
   spec.valueType = valueType;
-  CpuKernel *kernel = cachedKernel(
-      spec, error, timing ? &timing->compileMillis : nullptr);
+  CpuKernel *kernel =
+      cachedKernel(spec, error, timing ? &timing->compileMillis : nullptr);
   if (!kernel)
     return std::nullopt;
 

@@ -61,9 +61,10 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
 
 /// Dequantizes with the CPU kernel: rows * cols values of `valueType` as
 /// little-endian bytes (f32, or f16/bf16 bit patterns).
-std::optional<std::vector<uint8_t>>
-jitDequantize(const QuantizedTensor &tensor, ValueType valueType,
-              std::string *error, JitTiming *timing = nullptr);
+std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
+                                                  ValueType valueType,
+                                                  std::string *error,
+                                                  JitTiming *timing = nullptr);
 
 /// PTX for an NVIDIA target such as "sm_90a" or "sm_89+ptx81"; the
 /// target is validated before any code generation.

@@ -327,7 +327,8 @@ std::optional<float> globalFromArray(const npy::Array &array,
   return array.values<float>()[0];
 }
 
-JsonObject makeMeta(const QuantizedTensor &tensor, std::string_view inputDType) {
+JsonObject makeMeta(const QuantizedTensor &tensor,
+                    std::string_view inputDType) {
   const Scheme &scheme = tensor.scheme;
   const ScaleSpec &scale = scheme.scale;
   return {
