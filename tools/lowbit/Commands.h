@@ -26,6 +26,8 @@ CommandResult runDemo(Arguments args);
 CommandResult runQuantize(Arguments args);
 CommandResult runDequantize(Arguments args);
 CommandResult runEval(Arguments args);
+CommandResult runAot(Arguments args);
+CommandResult runCache(Arguments args);
 
 /// The formats table and the schemes list; `lowbit demo` prints them too.
 void printFormatsTable();

@@ -18,6 +18,7 @@
 #include "runtime/core/AtomicFile.h"
 #include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/CommandLine.h"
+#include "lowbit/Jit.h"
 #include "tools/lowbit/Commands.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -232,6 +233,22 @@ CommandResult runCompile(Arguments args) {
     return fail(fmt::format("--emit llvm is the CPU tail's LLVM IR; for {} "
                             "use --emit ptx (or mlir, loops)",
                             target->chip));
+
+  // PTX goes through lowbit::Jit and its cache (LOWBIT_CACHE_DIR,
+  // LOWBIT_CACHE), unless every stage is to be dumped.
+  if (stage == EmitStage::Ptx && !std::getenv("LOWBIT_DUMP_DIR")) {
+    Expected<std::unique_ptr<Jit>> jit = Jit::create();
+    if (!jit)
+      return fail(jit.error().message);
+    Expected<Kernel> kernel = (*jit)->get(*spec, *target);
+    if (!kernel)
+      return fail(kernel.error().message);
+    std::string_view ptx = kernel->ptx();
+    fmt::print("{}", ptx);
+    if (!ptx.empty() && ptx.back() != '\n')
+      fmt::print("\n");
+    return std::nullopt;
+  }
 
   StageDumper dumper(std::getenv("LOWBIT_DUMP_DIR"),
                      dumpBaseName(*spec, *target));

@@ -1,9 +1,10 @@
 //===- DemoCommand.cpp - `lowbit demo`, the tour of what lowbit knows -----===//
 //
 // `lowbit demo` JIT-compiles every named scheme's quantize kernel for this
-// CPU and as PTX for sm_90a, runs the CPU kernel on a fixed-seed input and
-// checks it bit for bit against the reference quantizer (format/Quantize.h),
-// in one table. `lowbit demo --formats` is the format model's tour: the
+// CPU and, through lowbit::Jit (a fresh temporary cache, so the first get is
+// a real compile), as PTX + cubin for sm_90a, runs the CPU kernel on a
+// fixed-seed input and checks it bit for bit against the reference
+// quantizer (format/Quantize.h), in one table. `lowbit demo --formats` is the format model's tour: the
 // formats table, round trips per format, and the schemes.
 //
 // Deterministic except for the timings: the input is a fixed function of
@@ -20,8 +21,11 @@
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/ValueFormatting.h"
 
+#include "lowbit/Jit.h"
+
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -44,12 +48,15 @@ constexpr std::string_view kUsage =
     "usage: lowbit demo [--rows N] [--cols N] [--seed N]\n"
     "       lowbit demo --formats\n\n"
     "For every named scheme: JIT-compiles its quantize kernel for this CPU\n"
-    "and as PTX for sm_90a, runs the CPU kernel on a fixed-seed normal input\n"
-    "(256 x 4096 f32 by default) and checks codes, scales, zero points and\n"
-    "global scale bit for bit against the reference quantizer. The table\n"
-    "shows bits per element (scales included), the SQNR of quantize ->\n"
-    "dequantize, both compile times, and the registers ptxas reports for the\n"
-    "PTX (when ptxas is in $CUDA_HOME/bin or /usr/local/cuda/bin).\n\n"
+    "and, through lowbit::Jit with a fresh temporary cache, as PTX (+ cubin\n"
+    "when nvJitLink is available) for sm_90a, runs the CPU kernel on a\n"
+    "fixed-seed normal input (256 x 4096 f32 by default) and checks codes,\n"
+    "scales, zero points and global scale bit for bit against the reference\n"
+    "quantizer. The table shows bits per element (scales included), the SQNR\n"
+    "of quantize -> dequantize, the compile times, the latency of a second\n"
+    "get of the same kernel (a memory-cache hit), and the registers ptxas\n"
+    "reports (ptxas -v when ptxas is in $CUDA_HOME/bin or\n"
+    "/usr/local/cuda/bin, else nvJitLink's info log).\n\n"
     "--formats prints the formats table, a few round trips per named format\n"
     "(value -> code -> decoded value, saturating, round to nearest even)\n"
     "and the named schemes instead.\n";
@@ -124,7 +131,8 @@ void printRoundTrips(const Format &format) {
 struct SchemeResult {
   std::string scheme;
   std::string bitsPerElement = "-", sqnr = "-", bitExact = "no";
-  std::string cpuMillis = "-", ptxMillis = "-", registers = "-";
+  std::string cpuMillis = "-", ptxMillis = "-", cachedMillis = "-";
+  std::string registers = "-";
   std::string notes;
 };
 
@@ -230,8 +238,15 @@ std::string sqnrText(const QuantizedTensor &tensor,
   return fmt::format("{:.2f}", 10 * std::log10(signal / noise));
 }
 
+double millisSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 SchemeResult runScheme(const Scheme &named, const std::vector<float> &input,
-                       int64_t rows, int64_t cols, const std::string &ptxas) {
+                       int64_t rows, int64_t cols, const std::string &ptxas,
+                       Jit &jit, const Target &gpu) {
   SchemeResult result;
   result.scheme = named.name;
   std::vector<std::string> notes;
@@ -275,18 +290,34 @@ SchemeResult runScheme(const Scheme &named, const std::vector<float> &input,
     result.sqnr = sqnrText(*expected, input);
   }
 
+  // Cold: the first get compiles (PTX, and a cubin through nvJitLink when
+  // it is there) into the demo's empty cache. Cached: the same get again,
+  // a memory hit; wall time of the call.
   KernelSpec spec = quantizeSpecFor(named, ValueType::F32, given);
-  std::optional<PtxBuild> ptx = jitCompilePtx(spec, kDemoChip, &error);
-  if (!ptx) {
-    notes.push_back(fmt::format("{}: {}", kDemoChip, firstLine(error)));
+  auto start = std::chrono::steady_clock::now();
+  Expected<Kernel> kernel = jit.get(spec, gpu);
+  double coldMillis = millisSince(start);
+  if (!kernel) {
+    notes.push_back(
+        fmt::format("{}: {}", kDemoChip, firstLine(kernel.error().message)));
   } else {
-    result.ptxMillis = fmt::format("{:.0f}", ptx->compileMillis);
+    result.ptxMillis = fmt::format("{:.0f}", coldMillis);
+    start = std::chrono::steady_clock::now();
+    Expected<Kernel> again = jit.get(spec, gpu);
+    double cachedMillis = millisSince(start);
+    if (again)
+      result.cachedMillis = fmt::format("{:.3f}", cachedMillis);
+    else
+      notes.push_back("cached get: " + firstLine(again.error().message));
     if (!ptxas.empty()) {
-      auto registers = ptxasRegisters(ptxas, ptx->ptx, named.name, &error);
+      auto registers = ptxasRegisters(ptxas, std::string(kernel->ptx()),
+                                      named.name, &error);
       if (registers)
         result.registers = *registers;
       else
         notes.push_back(error);
+    } else if (int registers = kernel->resources().registers; registers >= 0) {
+      result.registers = std::to_string(registers);
     }
   }
   for (const std::string &note : notes)
@@ -295,23 +326,24 @@ SchemeResult runScheme(const Scheme &named, const std::vector<float> &input,
 }
 
 void printTable(const std::vector<SchemeResult> &results) {
-  std::vector<std::array<std::string, 8>> lines = {
-      {"scheme", "bits/elem", "SQNR dB", "bit-exact", "CPU ms", "PTX ms",
-       "regs", "notes"}};
+  std::vector<std::array<std::string, 9>> lines = {
+      {"scheme", "bits/elem", "SQNR dB", "bit-exact", "CPU ms", "PTX cold ms",
+       "cached ms", "regs", "notes"}};
   for (const SchemeResult &r : results)
     lines.push_back({r.scheme, r.bitsPerElement, r.sqnr, r.bitExact,
-                     r.cpuMillis, r.ptxMillis, r.registers, r.notes});
-  std::array<size_t, 8> widths = {};
+                     r.cpuMillis, r.ptxMillis, r.cachedMillis, r.registers,
+                     r.notes});
+  std::array<size_t, 9> widths = {};
   for (const auto &line : lines)
     for (size_t i = 0; i < line.size(); ++i)
       widths[i] = std::max(widths[i], line[i].size());
   for (const auto &line : lines) {
     // Text columns left, numbers right, as a reader scans them.
     std::string text = fmt::format("{:<{}}", line[0], widths[0]);
-    for (size_t i = 1; i < 7; ++i)
+    for (size_t i = 1; i < 8; ++i)
       text += fmt::format("  {:>{}}", line[i], widths[i]);
-    if (!line[7].empty())
-      text += "  " + line[7];
+    if (!line[8].empty())
+      text += "  " + line[8];
     fmt::print("{}\n", text);
   }
 }
@@ -369,16 +401,44 @@ CommandResult runDemo(Arguments args) {
     return fail(error);
 
   std::string ptxas = findPtxas();
+  std::optional<Target> gpu = parseTarget(kDemoChip, &error);
+  if (!gpu)
+    return fail(error);
+  // A fresh cache directory, so that the first get of each kernel is a
+  // real compile; removed at the end.
+  std::string cacheTemplate =
+      (std::filesystem::temp_directory_path() / "lowbit-demo-cache-XXXXXX")
+          .string();
+  if (!mkdtemp(cacheTemplate.data()))
+    return fail("cannot create a temporary cache directory under " +
+                std::filesystem::temp_directory_path().string());
+  std::string cacheDirectory = cacheTemplate;
+  struct RemoveDirectory {
+    std::string path;
+    ~RemoveDirectory() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } removeCache{cacheDirectory};
+  JitOptions jitOptions;
+  jitOptions.cacheDirectory = cacheDirectory;
+  jitOptions.cacheMode = runtime::CacheMode::ReadWrite;
+  jitOptions.target = *gpu;
+  Expected<std::unique_ptr<Jit>> jit = Jit::create(jitOptions);
+  if (!jit)
+    return fail("lowbit::Jit: " + jit.error().message);
   std::vector<float> input = demoInput(*rows, *cols, uint32_t(*seed));
   fmt::print("lowbit demo: every named scheme JIT-compiled for this CPU and "
              "for {} (PTX),\nthe CPU kernel checked bit for bit against the "
              "reference quantizer\n(input {}x{} f32, normal(0, 1) with "
              "outliers, seed {}; registers from {})\n\n",
              kDemoChip, *rows, *cols, *seed,
-             ptxas.empty() ? "ptxas: not found" : ptxas + " -v");
+             ptxas.empty() ? "nvJitLink's info log (ptxas: not found)"
+                           : ptxas + " -v");
   std::vector<SchemeResult> results;
   for (const Scheme &scheme : namedSchemes())
-    results.push_back(runScheme(scheme, input, *rows, *cols, ptxas));
+    results.push_back(
+        runScheme(scheme, input, *rows, *cols, ptxas, **jit, *gpu));
   printTable(results);
   size_t exact = std::count_if(results.begin(), results.end(),
                                [](auto &r) { return r.bitExact == "yes"; });
@@ -388,9 +448,11 @@ CommandResult runDemo(Arguments args) {
              "compiled to PTX for {}\n",
              exact, results.size(), compiled, results.size(), kDemoChip);
   fmt::print("(bits/elem counts scales, zero points and the global scale; "
-             "CPU/PTX ms: first compile of\nthe kernel in this process; "
-             "regs: per kernel of the module, a/b/c when the scheme needs\n"
-             "several launches, e.g. amax then quantize)\n");
+             "CPU ms: first compile of\nthe kernel in this process; PTX cold "
+             "ms: first lowbit::Jit get, PTX + cubin (nvJitLink)\ninto an "
+             "empty cache; cached ms: a second get of the same kernel, a "
+             "memory hit;\nregs: per kernel of the module, a/b/c when the "
+             "scheme needs several launches,\ne.g. amax then quantize)\n");
   return std::nullopt;
 }
 

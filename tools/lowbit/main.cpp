@@ -40,8 +40,11 @@ constexpr Subcommand kSubcommands[] = {
     {"dequantize", "turn a quantized directory back into a .npy tensor",
      runDequantize},
     {"eval", "error tables of the schemes on synthetic data", runEval},
+    {"aot", "write PTX/cubin bundles with a manifest for the MLIR-free runtime",
+     runAot},
     {"demo", "JIT every scheme for the CPU and sm_90a, check it bit-exact",
      runDemo},
+    {"cache", "show, list or clear the disk kernel cache", runCache},
 };
 
 void printUsage() {

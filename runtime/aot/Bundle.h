@@ -1,0 +1,139 @@
+//===- Bundle.h - AOT bundles: manifest model, reader, writer ---*- C++ -*-===//
+//
+// An AOT bundle is a directory: PTX (and cubin) files, optional .npy data
+// and manifest.json, which says everything a loader needs to run the
+// kernels without MLIR or LLVM: the parameter list (docs/kernel-abi.md),
+// the kernels of each spec in launch order, and each launch's grid and
+// block sizes and operands as small expressions over the buffers' shapes.
+//
+// The expressions exist because the GPU tail computes the grid on the host
+// from the memref descriptors' sizes (gpu.launch_func operands); lowbit aot
+// records that host arithmetic instead of a number, so one bundle serves
+// every tensor size. Syntax (prefix, integers are i64):
+//   128 | (dim P D) | (OP A B) | (select C A B) | (cmp PRED A B)
+// where (dim P D) is dimension D of parameter P's shape and OP is one of
+// add sub mul divsi divui ceildivsi ceildivui floordivsi remsi remui maxsi
+// minsi maxui minui; PRED is arith.cmpi's (eq ne slt sle sgt sge ult ule
+// ugt uge). docs/aot.md describes the whole layout.
+//
+// MLIR-free: the GPU runner compiles this file with a plain C++ compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_AOT_BUNDLE_H
+#define LOWBIT_RUNTIME_AOT_BUNDLE_H
+
+#include "runtime/aot/Json.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lowbit::aot {
+
+inline constexpr std::string_view kManifestFormat = "lowbit-aot-bundle";
+inline constexpr int kManifestVersion = 1;
+
+using Shape = std::array<int64_t, 2>;
+
+/// One kernel parameter (docs/kernel-abi.md), in ABI order.
+struct ParamInfo {
+  std::string role;    ///< input, scales, zeros, global, codes, output
+  std::string element; ///< f32, f16, bf16, i8
+  bool written = false;
+};
+
+/// A launch operand: a host-function parameter passed as an expanded
+/// rank-2 memref descriptor (7 kernel parameters: allocated, aligned,
+/// offset, size0, size1, stride0, stride1), or an i64 scalar expression.
+struct Operand {
+  int memref = -1;    ///< parameter index, or -1
+  std::string scalar; ///< expression, when memref < 0
+};
+
+/// What ptxas reported for one kernel (-1: unknown).
+struct Resources {
+  int registers = -1, spillStoreBytes = -1, spillLoadBytes = -1,
+      stackBytes = -1, sharedBytes = -1;
+};
+
+struct Launch {
+  std::string entry;
+  std::array<std::string, 3> grid{"1", "1", "1"}, block{"1", "1", "1"};
+  std::vector<Operand> operands;
+  Resources resources;
+};
+
+/// Concrete buffer shapes for one tensor size (the shape rules live in the
+/// format model, which the runner does not link).
+struct SizeInstance {
+  int64_t rows = 0, cols = 0;
+  std::vector<Shape> shapes; ///< one per parameter
+};
+
+struct BundleData {
+  SizeInstance size;
+  /// Per parameter: the input file (read parameters) or the expected
+  /// output file (written parameters), relative to the bundle.
+  std::vector<std::string> files;
+};
+
+struct BundleEntry {
+  std::string name; ///< file stem, unique in the bundle
+  std::string spec; ///< canonical spec text
+  std::string key;  ///< hash of spec, target and PTX
+  std::string op, scheme, valueType;
+  std::string ptxFile, cubinFile; ///< cubinFile empty: PTX only
+  std::vector<ParamInfo> params;
+  std::vector<Launch> launches; ///< in launch order
+  std::optional<BundleData> data;
+  std::optional<SizeInstance> bench;
+};
+
+struct Manifest {
+  std::string target;
+  std::string lowbitVersion;
+  std::vector<BundleEntry> entries;
+};
+
+JsonValue toJson(const Manifest &manifest);
+std::optional<Manifest> manifestFromJson(const JsonValue &json,
+                                         std::string *error);
+/// Reads DIR/manifest.json.
+std::optional<Manifest> readManifest(const std::string &bundleDirectory,
+                                     std::string *error);
+
+/// Evaluates a launch expression against the parameters' shapes.
+std::optional<int64_t> evaluateExpression(std::string_view expression,
+                                          std::span<const Shape> shapes,
+                                          std::string *error);
+
+/// Bytes of one element of a parameter type (f32 4, f16/bf16 2, i8 1).
+size_t elementBytes(std::string_view element);
+
+/// The kernel parameters of one launch, packed as cuLaunchKernel wants
+/// them: every slot is 8 bytes (pointers and i64), `pointers[i]` points at
+/// slot i. `addresses[p]` is parameter p's device address.
+struct PackedArguments {
+  std::vector<uint64_t> slots;
+  std::vector<void *> pointers;
+};
+std::optional<PackedArguments>
+packArguments(const Launch &launch, std::span<const uint64_t> addresses,
+              std::span<const Shape> shapes, std::string *error);
+
+/// Grid and block sizes of a launch for these shapes.
+struct LaunchSizes {
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+};
+std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
+                                          std::span<const Shape> shapes,
+                                          std::string *error);
+
+} // namespace lowbit::aot
+
+#endif // LOWBIT_RUNTIME_AOT_BUNDLE_H

@@ -1,0 +1,148 @@
+//===- Jit.h - lowbit's C++ API: spec + target -> Kernel -> run ---*- C++ -*-===//
+//
+// The one public header of the JIT. A caller names a kernel by its spec
+// (runtime/spec/KernelSpec.h, or its one-line text) and a target (host CPU
+// or an NVIDIA chip), and gets a Kernel:
+//
+//   auto jit = lowbit::Jit::create();                      // env: LOWBIT_CACHE*
+//   auto kernel = (*jit)->get("quantize mxfp4 dynamic", target);
+//   kernel->run(hostPointers, rows, cols);                 // CPU
+//   kernel->launch(stream, devicePointers, rows, cols);    // CUDA
+//
+// Every call that can fail returns lowbit::Expected / lowbit::Status
+// (lowbit/Expected.h); nothing here throws, exits or aborts.
+//
+// Specialization (docs/runtime.md, "C++ API"): the cache key is the
+// canonical spec text, the chip and its features, static sizes (or
+// "dynamic"), the 16-byte alignment class of each buffer, the value dtype,
+// the lowbit and LLVM versions and the pass-pipeline hash. get() compiles
+// for the spec's sizes and 16-byte-aligned buffers; run()/launch() compute
+// the key from their arguments (no allocation) and find that binary in
+// memory, compiling only when the key differs (a misaligned buffer, or a
+// size of a static spec). A size declared dynamic never recompiles.
+//
+// GPU kernels (PTX + cubin + launch plan) are cached in memory and on disk
+// (LOWBIT_CACHE_DIR); CPU kernels are JIT'd engines, cached in memory only
+// (lowbit does not serialize host object code yet).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_JIT_H
+#define LOWBIT_JIT_H
+
+#include "lowbit/Expected.h"
+#include "lowering/Target.h"
+#include "runtime/cache/KernelCache.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace lowbit {
+
+struct JitOptions {
+  /// Directory of the disk cache. Empty: LOWBIT_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/lowbit or ~/.cache/lowbit.
+  std::string cacheDirectory;
+  /// Cache mode. nullopt: LOWBIT_CACHE (on | readonly | off | must-hit).
+  std::optional<runtime::CacheMode> cacheMode;
+  /// The target of get() calls that name none. Default: the host CPU.
+  Target target;
+};
+
+/// Resource usage of a GPU kernel, from ptxas (nvJitLink's info log). -1:
+/// unknown (CPU kernels, or PTX-only entries when nvJitLink is missing).
+struct KernelResources {
+  int registers = -1;
+  int spillStoreBytes = -1;
+  int spillLoadBytes = -1;
+  int sharedBytes = -1;
+  int stackBytes = -1;
+};
+
+struct JitStats {
+  /// Compiler invocations by this Jit (CPU engines + GPU PTX/cubin builds).
+  uint64_t compiles = 0;
+  uint64_t cpuCompiles = 0;
+  uint64_t gpuCompiles = 0;
+  /// The GPU kernel cache's counters (memory/disk hits, corrupt entries...).
+  runtime::CacheStats cache;
+};
+
+class Jit;
+
+/// A compiled kernel. Cheap to copy (shared state); safe to use from many
+/// threads; may outlive the Jit that made it.
+class Kernel {
+public:
+  const KernelSpec &spec() const;
+  const Target &target() const;
+  /// Buffers run()/launch() take, in docs/kernel-abi.md's order.
+  size_t bufferCount() const;
+  /// The PTX (empty for a CPU kernel).
+  std::string_view ptx() const;
+  KernelResources resources() const;
+  /// True if get() found the kernel in the disk cache (no compile).
+  bool loadedFromDisk() const;
+  /// Wall time of get()'s compile in this process (0 for a cache hit).
+  double compileMillis() const;
+
+  /// Runs a CPU kernel. `buffers` holds bufferCount() host pointers, each
+  /// to a row-major buffer of compiler::bufferShapes(spec, rows, cols).
+  Status run(std::span<void *const> buffers, int64_t rows, int64_t cols) const;
+
+  /// Launches a GPU kernel on `stream` (a CUstream; nullptr: the default
+  /// stream) with bufferCount() device pointers (CUdeviceptr values).
+  /// Asynchronous. Errors: LibraryNotFound (no libcuda), NoDevice,
+  /// CudaError, Unsupported (a kernel whose launch plan the JIT could not
+  /// derive), InvalidArgument.
+  Status launch(void *stream, std::span<const uint64_t> buffers, int64_t rows,
+                int64_t cols) const;
+
+  struct State;
+
+private:
+  friend class Jit;
+  explicit Kernel(std::shared_ptr<const State> state)
+      : state(std::move(state)) {}
+  std::shared_ptr<const State> state;
+};
+
+class Jit {
+public:
+  /// Reads the environment for what `options` leaves unset. An invalid
+  /// LOWBIT_CACHE value is an InvalidArgument error.
+  static Expected<std::unique_ptr<Jit>> create(JitOptions options = {});
+  ~Jit();
+  Jit(const Jit &) = delete;
+  Jit &operator=(const Jit &) = delete;
+
+  /// The kernel for `spec` on `target`, compiled on first request (once,
+  /// however many threads ask) or found in the cache. In must-hit mode a
+  /// kernel in neither cache is a CacheMiss error.
+  Expected<Kernel> get(const KernelSpec &spec, const Target &target);
+  Expected<Kernel> get(std::string_view specText, const Target &target);
+  /// With the options' target.
+  Expected<Kernel> get(std::string_view specText);
+
+  JitStats stats() const;
+  const runtime::CacheOptions &cacheOptions() const;
+
+  struct Impl;
+
+private:
+  explicit Jit(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl;
+};
+
+/// The pass-pipeline description whose hash is in every key (with the
+/// lowbit version): bump it when the pipeline changes.
+std::string_view jitPipelineDescription();
+
+} // namespace lowbit
+
+#endif // LOWBIT_JIT_H

@@ -1,0 +1,595 @@
+//===- main.cpp - lowbit-gpu-runner: run an AOT bundle on a GPU -----------===//
+//
+// Loads a bundle written by `lowbit aot` with the MLIR-free runtime only
+// (runtime/driver, runtime/aot, runtime/core), so it builds on the GPU test
+// machine with plain g++/nvcc and cmake. For each entry it launches the
+// kernels in manifest order with the recorded launch expressions and
+// memref-descriptor packing, compares every written buffer bit for bit
+// with the expected outputs computed by the CPU JIT, and times the
+// kernels on the bundle's bench size (>= 256 MiB) next to a device-to-
+// device copy of the same bytes, the bandwidth ceiling.
+//
+//   lowbit-gpu-runner BUNDLE [--out results.json] [--iterations N]
+//                     [--no-bench] [--only NAME]
+//
+// Exit codes: 0 all correct, 1 a mismatch or a failed entry, 2 usage,
+// 3 no driver or no device (the message says which).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/aot/Bundle.h"
+#include "runtime/core/AtomicFile.h"
+#include "runtime/core/Npy.h"
+#include "runtime/driver/CudaDriver.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+#include <vector>
+
+using namespace lowbit;
+using namespace lowbit::runtime;
+using aot::JsonValue;
+using aot::Shape;
+
+namespace {
+
+struct Options {
+  std::string bundle, out;
+  int iterations = 25;
+  bool bench = true;
+  bool checkOnly = false;
+  std::string only;
+};
+
+/// Driver entry points the runtime's CudaDriverApi does not bind (the copy
+/// ceiling); bound from the same libcuda handle.
+struct ExtraApi {
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t,
+                                CUstream) = nullptr;
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule,
+                                const char *) = nullptr;
+};
+
+ExtraApi bindExtra(const CudaDriverApi &api) {
+  ExtraApi extra;
+  void *handle = dlopen(api.libraryPath.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    handle = dlopen(api.libraryPath.c_str(), RTLD_NOW);
+  if (!handle)
+    return extra;
+  extra.cuMemcpyDtoDAsync = reinterpret_cast<decltype(extra.cuMemcpyDtoDAsync)>(
+      dlsym(handle, "cuMemcpyDtoDAsync_v2"));
+  return extra;
+}
+
+std::string check(const CudaDriverApi &api, CUresult result,
+                  const char *call) {
+  if (result == kCudaSuccess)
+    return {};
+  return describeCudaError(api, result, call);
+}
+
+size_t bytesOf(const aot::ParamInfo &param, const Shape &shape) {
+  return size_t(shape[0] * shape[1]) * aot::elementBytes(param.element);
+}
+
+/// A loaded module with one function per launch: one module per entry, so
+/// the kernels share the module's device globals (the reduction results).
+struct LoadedEntry {
+  const CudaDriverApi *api = nullptr;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> functions;
+  ~LoadedEntry() {
+    if (module)
+      api->cuModuleUnload(module);
+  }
+};
+
+std::string load(const CudaContext &context, const std::string &bundle,
+                 const aot::BundleEntry &entry, const std::string &target,
+                 LoadedEntry &loaded, std::string &imageKind) {
+  const CudaDriverApi &api = context.api();
+  loaded.api = &api;
+  // A cubin only loads on its own chip family; sm_90a's runs on sm_90.
+  std::string chip = context.chip();
+  bool cubinFits = !entry.cubinFile.empty() && target.rfind(chip, 0) == 0;
+  std::string image, error;
+  std::string file = bundle + "/" + (cubinFits ? entry.cubinFile : entry.ptxFile);
+  if (!readFile(file, image, &error))
+    return file + ": " + error;
+  imageKind = cubinFits ? "cubin" : "ptx";
+  if (std::string e =
+          check(api, api.cuModuleLoadData(&loaded.module, image.c_str()),
+                "cuModuleLoadData");
+      !e.empty())
+    return e;
+  for (const aot::Launch &launch : entry.launches) {
+    CUfunction function = nullptr;
+    if (std::string e = check(api,
+                              api.cuModuleGetFunction(&function, loaded.module,
+                                                      launch.entry.c_str()),
+                              "cuModuleGetFunction");
+        !e.empty())
+      return e + " (" + launch.entry + ")";
+    loaded.functions.push_back(function);
+  }
+  return {};
+}
+
+struct Buffers {
+  std::vector<DeviceBuffer> device;
+  std::vector<uint64_t> addresses;
+  std::vector<Shape> shapes;
+};
+
+std::string allocate(const CudaContext &context, const aot::BundleEntry &entry,
+                     const std::vector<Shape> &shapes, Buffers &buffers) {
+  buffers.shapes = shapes;
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    // At least one byte, so that every parameter has a distinct address.
+    Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(
+        context, std::max<size_t>(1, bytesOf(entry.params[i], shapes[i])));
+    if (!buffer)
+      return buffer.error().message;
+    buffers.addresses.push_back(buffer->address());
+    buffers.device.push_back(std::move(*buffer));
+  }
+  return {};
+}
+
+/// Launches every kernel of the entry in manifest order on the default
+/// stream.
+std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
+                      const LoadedEntry &loaded, const Buffers &buffers,
+                      std::vector<float> *perLaunchMillis = nullptr) {
+  for (size_t k = 0; k < entry.launches.size(); ++k) {
+    const aot::Launch &launch = entry.launches[k];
+    std::string error;
+    std::optional<aot::LaunchSizes> sizes =
+        aot::evaluateLaunch(launch, buffers.shapes, &error);
+    if (!sizes)
+      return error;
+    std::optional<aot::PackedArguments> arguments = aot::packArguments(
+        launch, buffers.addresses, buffers.shapes, &error);
+    if (!arguments)
+      return error;
+    if (sizes->grid[0] == 0 || sizes->grid[1] == 0 || sizes->grid[2] == 0)
+      continue;
+    auto work = [&]() -> Status {
+      CUresult result = api.cuLaunchKernel(
+          loaded.functions[k], unsigned(sizes->grid[0]),
+          unsigned(sizes->grid[1]), unsigned(sizes->grid[2]),
+          unsigned(sizes->block[0]), unsigned(sizes->block[1]),
+          unsigned(sizes->block[2]), 0, nullptr, arguments->pointers.data(),
+          nullptr);
+      if (result != kCudaSuccess)
+        return makeError(ErrorCode::CudaError,
+                         describeCudaError(api, result, "cuLaunchKernel") +
+                             " (" + launch.entry + ")");
+      return Status::success();
+    };
+    if (perLaunchMillis) {
+      Expected<float> millis = timeOnStream(api, nullptr, work);
+      if (!millis)
+        return millis.error().message;
+      perLaunchMillis->push_back(*millis);
+    } else if (Status status = work(); !status) {
+      return status.error().message;
+    }
+  }
+  return {};
+}
+
+JsonValue correctness(const CudaContext &context, const Options &options,
+                      const aot::BundleEntry &entry,
+                      const LoadedEntry &loaded, bool &allCorrect) {
+  JsonValue result = JsonValue::object();
+  const CudaDriverApi &api = context.api();
+  auto failWith = [&](const std::string &message) {
+    result.set("correct", JsonValue::boolean(false));
+    result.set("error", JsonValue::string(message));
+    allCorrect = false;
+    return result;
+  };
+  const aot::BundleData &data = *entry.data;
+  Buffers buffers;
+  if (std::string e = allocate(context, entry, data.size.shapes, buffers);
+      !e.empty())
+    return failWith(e);
+  std::vector<std::vector<uint8_t>> expected(entry.params.size());
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    std::string error;
+    std::optional<npy::Array> array =
+        npy::readNpy(options.bundle + "/" + data.files[i], &error);
+    if (!array)
+      return failWith(error);
+    size_t bytes = bytesOf(entry.params[i], data.size.shapes[i]);
+    if (array->bytes.size() != bytes)
+      return failWith(data.files[i] + ": size does not match the manifest");
+    if (entry.params[i].written) {
+      expected[i] = std::move(array->bytes);
+      // Garbage first: every byte of a written parameter must be written.
+      std::vector<uint8_t> garbage(bytes, 0xA5);
+      if (Status s = buffers.device[i].upload(garbage.data(), bytes); !s)
+        return failWith(s.error().message);
+    } else if (Status s = buffers.device[i].upload(array->bytes.data(), bytes);
+               !s) {
+      return failWith(s.error().message);
+    }
+  }
+  if (std::string e = launchAll(api, entry, loaded, buffers); !e.empty())
+    return failWith(e);
+  if (std::string e = check(api, api.cuCtxSynchronize(), "cuCtxSynchronize");
+      !e.empty())
+    return failWith(e);
+  int64_t mismatches = 0, compared = 0;
+  JsonValue firstMismatches = JsonValue::array();
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    if (!entry.params[i].written)
+      continue;
+    std::vector<uint8_t> got(expected[i].size());
+    if (Status s = buffers.device[i].download(got.data(), got.size()); !s)
+      return failWith(s.error().message);
+    compared += int64_t(got.size());
+    for (size_t b = 0; b < got.size(); ++b) {
+      if (got[b] == expected[i][b])
+        continue;
+      if (mismatches++ < 8) {
+        JsonValue m = JsonValue::object();
+        m.set("param", JsonValue::number(int64_t(i)));
+        m.set("role", JsonValue::string(entry.params[i].role));
+        m.set("byte", JsonValue::number(int64_t(b)));
+        m.set("got", JsonValue::number(int64_t(got[b])));
+        m.set("expected", JsonValue::number(int64_t(expected[i][b])));
+        firstMismatches.push(std::move(m));
+      }
+    }
+  }
+  result.set("correct", JsonValue::boolean(mismatches == 0));
+  result.set("rows", JsonValue::number(data.size.rows));
+  result.set("cols", JsonValue::number(data.size.cols));
+  result.set("bytes_compared", JsonValue::number(compared));
+  result.set("mismatched_bytes", JsonValue::number(mismatches));
+  result.set("first_mismatches", std::move(firstMismatches));
+  if (mismatches)
+    allCorrect = false;
+  return result;
+}
+
+float median(std::vector<float> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+/// Bench inputs: finite f32/f16/bf16 values of mixed magnitude, random
+/// code bytes, and scales of 1.0 (f32/f16/bf16) or random bytes (e8m0,
+/// ue4m3 codes), so no kernel takes a NaN shortcut.
+std::vector<uint8_t> benchInput(const aot::ParamInfo &param, size_t bytes) {
+  std::vector<uint8_t> data(bytes);
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto next = [&]() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  bool isFloat = param.element != "i8";
+  if (!isFloat) {
+    for (size_t i = 0; i + 8 <= bytes; i += 8) {
+      uint64_t r = next();
+      std::memcpy(&data[i], &r, 8);
+    }
+    return data;
+  }
+  bool ones = param.role != "input";
+  if (param.element == "f32") {
+    for (size_t i = 0; i + 4 <= bytes; i += 4) {
+      float v = ones ? 1.0f
+                     : float(int64_t(next() % 2000001) - 1000000) * 1e-4f;
+      std::memcpy(&data[i], &v, 4);
+    }
+  } else {
+    // 1.0 is 0x3C00 (f16) / 0x3F80 (bf16); inputs: exponent near 1.
+    uint16_t one = param.element == "f16" ? 0x3C00 : 0x3F80;
+    for (size_t i = 0; i + 2 <= bytes; i += 2) {
+      uint16_t v = ones ? one : uint16_t(one ^ (next() & 0x83FF));
+      std::memcpy(&data[i], &v, 2);
+    }
+  }
+  return data;
+}
+
+JsonValue bench(const CudaContext &context, const Options &options,
+                const ExtraApi &extra, const aot::BundleEntry &entry,
+                const LoadedEntry &loaded) {
+  JsonValue result = JsonValue::object();
+  const CudaDriverApi &api = context.api();
+  auto failWith = [&](const std::string &message) {
+    result.set("error", JsonValue::string(message));
+    return result;
+  };
+  const aot::SizeInstance &size = *entry.bench;
+  Buffers buffers;
+  if (std::string e = allocate(context, entry, size.shapes, buffers);
+      !e.empty())
+    return failWith(e);
+  size_t totalBytes = 0;
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    size_t bytes = bytesOf(entry.params[i], size.shapes[i]);
+    totalBytes += bytes;
+    if (entry.params[i].written)
+      continue;
+    std::vector<uint8_t> input = benchInput(entry.params[i], bytes);
+    if (Status s = buffers.device[i].upload(input.data(), bytes); !s)
+      return failWith(s.error().message);
+  }
+  for (int warm = 0; warm < 3; ++warm)
+    if (std::string e = launchAll(api, entry, loaded, buffers); !e.empty())
+      return failWith(e);
+  std::vector<float> whole;
+  std::vector<std::vector<float>> perLaunch(entry.launches.size());
+  for (int run = 0; run < options.iterations; ++run) {
+    Expected<float> millis = timeOnStream(api, nullptr, [&]() -> Status {
+      std::string e = launchAll(api, entry, loaded, buffers);
+      if (!e.empty())
+        return makeError(ErrorCode::CudaError, e);
+      return Status::success();
+    });
+    if (!millis)
+      return failWith(millis.error().message);
+    whole.push_back(*millis);
+  }
+  // Per-kernel medians, timed one launch at a time (less accurate for
+  // tiny kernels; the whole-sequence median is the headline number).
+  for (int run = 0; run < options.iterations; ++run) {
+    std::vector<float> one;
+    if (std::string e = launchAll(api, entry, loaded, buffers, &one);
+        !e.empty())
+      return failWith(e);
+    for (size_t k = 0; k < one.size() && k < perLaunch.size(); ++k)
+      perLaunch[k].push_back(one[k]);
+  }
+  float kernelMillis = median(whole);
+  result.set("rows", JsonValue::number(size.rows));
+  result.set("cols", JsonValue::number(size.cols));
+  result.set("bytes", JsonValue::number(int64_t(totalBytes)));
+  result.set("iterations", JsonValue::number(int64_t(options.iterations)));
+  result.set("median_ms", JsonValue::number(double(kernelMillis)));
+  result.set("gbps", JsonValue::number(kernelMillis > 0
+                                           ? totalBytes / (kernelMillis * 1e6)
+                                           : 0.0));
+  JsonValue launches = JsonValue::array();
+  for (size_t k = 0; k < perLaunch.size(); ++k) {
+    JsonValue l = JsonValue::object();
+    l.set("entry", JsonValue::string(entry.launches[k].entry));
+    l.set("median_ms", JsonValue::number(double(median(perLaunch[k]))));
+    launches.push(std::move(l));
+  }
+  result.set("launches", std::move(launches));
+
+  // The ceiling: a copy that reads and writes totalBytes in all.
+  if (extra.cuMemcpyDtoDAsync) {
+    size_t half = totalBytes / 2;
+    Expected<DeviceBuffer> from = DeviceBuffer::allocate(context, half);
+    Expected<DeviceBuffer> to = DeviceBuffer::allocate(context, half);
+    if (!from || !to)
+      return failWith("copy ceiling: allocation failed");
+    auto copy = [&]() -> Status {
+      CUresult r =
+          extra.cuMemcpyDtoDAsync(to->address(), from->address(), half, nullptr);
+      if (r != kCudaSuccess)
+        return makeError(ErrorCode::CudaError,
+                         describeCudaError(api, r, "cuMemcpyDtoDAsync"));
+      return Status::success();
+    };
+    std::vector<float> copies;
+    for (int run = 0; run < options.iterations + 3; ++run) {
+      Expected<float> millis = timeOnStream(api, nullptr, copy);
+      if (!millis)
+        return failWith(millis.error().message);
+      if (run >= 3)
+        copies.push_back(*millis);
+    }
+    float copyMillis = median(copies);
+    result.set("copy_median_ms", JsonValue::number(double(copyMillis)));
+    result.set("copy_gbps",
+               JsonValue::number(copyMillis > 0 ? 2.0 * half / (copyMillis * 1e6)
+                                                : 0.0));
+  }
+  return result;
+}
+
+/// --check: everything short of the GPU. Every launch expression
+/// evaluates on the data and bench shapes, the operands pack, and every
+/// data file exists with the manifest's size. Runs without a driver.
+int checkBundle(const Options &options, const aot::Manifest &manifest) {
+  int failures = 0;
+  for (const aot::BundleEntry &entry : manifest.entries) {
+    std::string error;
+    auto fail = [&](const std::string &message) {
+      std::printf("%-28s FAIL %s\n", entry.name.c_str(), message.c_str());
+      ++failures;
+    };
+    std::string image;
+    if (!readFile(options.bundle + "/" + entry.ptxFile, image, &error)) {
+      fail(error);
+      continue;
+    }
+    std::vector<const aot::SizeInstance *> sizes;
+    if (entry.data)
+      sizes.push_back(&entry.data->size);
+    if (entry.bench)
+      sizes.push_back(&*entry.bench);
+    bool ok = true;
+    std::string summary;
+    for (const aot::SizeInstance *size : sizes) {
+      std::vector<uint64_t> addresses(entry.params.size(), 0x10000);
+      for (const aot::Launch &launch : entry.launches) {
+        auto dims = aot::evaluateLaunch(launch, size->shapes, &error);
+        auto packed = dims ? aot::packArguments(launch, addresses,
+                                                size->shapes, &error)
+                           : std::nullopt;
+        if (!packed) {
+          fail(error);
+          ok = false;
+          break;
+        }
+        summary += " " + launch.entry + "<<<" + std::to_string(dims->grid[0]) +
+                   "x" + std::to_string(dims->grid[1]) + "x" +
+                   std::to_string(dims->grid[2]) + "," +
+                   std::to_string(dims->block[0]) + "x" +
+                   std::to_string(dims->block[1]) + ">>>@" +
+                   std::to_string(size->rows) + "x" +
+                   std::to_string(size->cols);
+      }
+    }
+    if (entry.data)
+      for (size_t i = 0; ok && i < entry.params.size(); ++i) {
+        auto array =
+            npy::readNpy(options.bundle + "/" + entry.data->files[i], &error);
+        if (!array ||
+            array->bytes.size() !=
+                bytesOf(entry.params[i], entry.data->size.shapes[i])) {
+          fail(array ? entry.data->files[i] + ": size mismatch" : error);
+          ok = false;
+        }
+      }
+    if (ok)
+      std::printf("%-28s ok%s\n", entry.name.c_str(), summary.c_str());
+  }
+  return failures ? 1 : 0;
+}
+
+int usage(const char *message) {
+  std::fprintf(stderr,
+               "lowbit-gpu-runner: %s\nusage: lowbit-gpu-runner BUNDLE "
+               "[--out results.json] [--iterations N] [--no-bench] "
+               "[--only NAME] [--check]\n",
+               message);
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if ((arg == "--out" || arg == "--iterations" || arg == "--only") &&
+        i + 1 >= argc)
+      return usage("option needs a value");
+    if (arg == "--out")
+      options.out = argv[++i];
+    else if (arg == "--iterations")
+      options.iterations = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--only")
+      options.only = argv[++i];
+    else if (arg == "--no-bench")
+      options.bench = false;
+    else if (arg == "--check")
+      options.checkOnly = true;
+    else if (arg.rfind("--", 0) == 0)
+      return usage(("unknown option " + arg).c_str());
+    else
+      options.bundle = arg;
+  }
+  if (options.bundle.empty())
+    return usage("no bundle directory given");
+
+  std::string error;
+  std::optional<aot::Manifest> manifest =
+      aot::readManifest(options.bundle, &error);
+  if (!manifest) {
+    std::fprintf(stderr, "lowbit-gpu-runner: %s\n", error.c_str());
+    return 1;
+  }
+  if (options.checkOnly)
+    return checkBundle(options, *manifest);
+  // The bundle is read first so that a broken bundle is reported even on
+  // a machine without a GPU; then the driver.
+  Expected<const CudaDriverApi *> driver = cudaDriver();
+  if (!driver) {
+    std::fprintf(stderr, "lowbit-gpu-runner: libcuda not found: %s\n",
+                 driver.error().message.c_str());
+    return 3;
+  }
+  Expected<CudaContext> context = CudaContext::open(**driver);
+  if (!context) {
+    const std::string &message = context.error().message;
+    std::fprintf(stderr, "lowbit-gpu-runner: %s%s\n",
+                 message.rfind("no CUDA device", 0) == 0 ? ""
+                                                         : "no CUDA device: ",
+                 message.c_str());
+    return 3;
+  }
+  const CudaDriverApi &api = context->api();
+  ExtraApi extra = bindExtra(api);
+  int driverVersion = 0;
+  api.cuDriverGetVersion(&driverVersion);
+
+  JsonValue results = JsonValue::object();
+  results.set("device", JsonValue::string(context->deviceName()));
+  results.set("chip", JsonValue::string(context->chip()));
+  results.set("driver_version", JsonValue::number(int64_t(driverVersion)));
+  results.set("bundle_target", JsonValue::string(manifest->target));
+  results.set("lowbit_version", JsonValue::string(manifest->lowbitVersion));
+  JsonValue entries = JsonValue::array();
+  bool allCorrect = true;
+  for (const aot::BundleEntry &entry : manifest->entries) {
+    if (!options.only.empty() && entry.name != options.only)
+      continue;
+    JsonValue out = JsonValue::object();
+    out.set("name", JsonValue::string(entry.name));
+    out.set("spec", JsonValue::string(entry.spec));
+    out.set("op", JsonValue::string(entry.op));
+    out.set("scheme", JsonValue::string(entry.scheme));
+    LoadedEntry loaded;
+    std::string imageKind;
+    if (std::string e = load(*context, options.bundle, entry, manifest->target,
+                             loaded, imageKind);
+        !e.empty()) {
+      out.set("error", JsonValue::string(e));
+      allCorrect = false;
+      entries.push(std::move(out));
+      std::printf("%-28s LOAD FAILED: %s\n", entry.name.c_str(), e.c_str());
+      continue;
+    }
+    out.set("image", JsonValue::string(imageKind));
+    std::string line = entry.name;
+    line.resize(std::max<size_t>(line.size(), 28), ' ');
+    if (entry.data) {
+      JsonValue c = correctness(*context, options, entry, loaded, allCorrect);
+      const JsonValue *ok = c.get("correct");
+      line += ok && ok->asBool() ? " bit-exact" : " MISMATCH";
+      out.set("correctness", std::move(c));
+    }
+    if (options.bench && entry.bench) {
+      JsonValue b = bench(*context, options, extra, entry, loaded);
+      if (const JsonValue *gbps = b.get("gbps"))
+        line += "  " + gbps->text().substr(0, 7) + " GB/s";
+      if (const JsonValue *copy = b.get("copy_gbps"))
+        line += " (copy " + copy->text().substr(0, 7) + ")";
+      if (const JsonValue *e = b.get("error"))
+        line += "  bench error: " + e->text();
+      out.set("bench", std::move(b));
+    }
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    entries.push(std::move(out));
+  }
+  results.set("all_correct", JsonValue::boolean(allCorrect));
+  results.set("entries", std::move(entries));
+  if (!options.out.empty()) {
+    std::string writeError;
+    if (!writeFileAtomically(options.out, results.serialize(), &writeError)) {
+      std::fprintf(stderr, "lowbit-gpu-runner: %s\n", writeError.c_str());
+      return 1;
+    }
+  }
+  return allCorrect ? 0 : 1;
+}

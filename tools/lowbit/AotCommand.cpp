@@ -1,0 +1,738 @@
+//===- AotCommand.cpp - lowbit aot: PTX/cubin bundles for the runtime -----===//
+//
+// Compiles kernel specs ahead of time into a bundle directory (PTX, cubin,
+// manifest.json, optional .npy data) that the MLIR-free runtime and
+// tools/gpu-runner load. Besides the PTX, the GPU tail leaves host
+// functions whose gpu.launch_func ops say how to launch each kernel; the
+// grid is computed there from the memref descriptors' sizes, so this file
+// turns that host arithmetic into the manifest's launch expressions
+// (runtime/aot/Bundle.h) instead of freezing one tensor size.
+//
+// With --with-data the expected outputs are computed here by the CPU JIT
+// backend and must equal the reference quantizer (format/Quantize.h) bit
+// for bit before anything is written, so a GPU mismatch later can only be
+// the GPU's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "format/Quantize.h"
+#include "lowering/GpuTail.h"
+#include "lowering/Target.h"
+#include "runtime/aot/Bundle.h"
+#include "runtime/cache/Hash.h"
+#include "runtime/cache/KernelKey.h"
+#include "runtime/compiler/Compiler.h"
+#include "runtime/core/AtomicFile.h"
+#include "runtime/core/Npy.h"
+#include "runtime/driver/NvJitLink.h"
+#include "runtime/spec/KernelSpec.h"
+#include "tools/lowbit/Commands.h"
+#include "tools/lowbit/JitBackend.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+using aot::BundleData;
+using aot::BundleEntry;
+using aot::Launch;
+using aot::Shape;
+using aot::SizeInstance;
+
+/// The size the runner times: 8192 x 8192 f32 is 256 MiB of input, large
+/// enough that launch overhead and L2 (50 MiB on H200) do not count.
+constexpr int64_t kBenchRows = 8192, kBenchCols = 8192;
+
+constexpr std::string_view kUsage =
+    "usage: lowbit aot (SPEC... | --all) [--target CHIP] --out DIR\n"
+    "                  [--with-data ROWSxCOLS] [--bench ROWSxCOLS] "
+    "[--no-cubin]\n"
+    "  SPEC       a kernel spec in quotes, e.g. 'quantize mxfp4'\n"
+    "  --all      every named scheme, quantize and dequantize, f32\n"
+    "  --target   NVIDIA target (default sm_90a)\n"
+    "  --with-data  also write inputs and expected outputs (.npy) computed\n"
+    "             by the CPU JIT, checked equal to the reference quantizer\n"
+    "  --bench    the size the runner times (default 8192x8192)\n"
+    "  --no-cubin PTX only (the driver JIT-compiles it at load)\n";
+
+bool parseSize(std::string_view text, int64_t &rows, int64_t &cols) {
+  size_t x = text.find('x');
+  if (x == std::string_view::npos)
+    return false;
+  auto number = [](std::string_view part, int64_t &value) {
+    auto [end, ec] =
+        std::from_chars(part.data(), part.data() + part.size(), value);
+    return ec == std::errc() && end == part.data() + part.size() && value > 0;
+  };
+  return number(text.substr(0, x), rows) && number(text.substr(x + 1), cols);
+}
+
+// --- launch extraction ------------------------------------------------------
+
+/// An affine expression as a prefix expression; `operands` are the map's
+/// dims, then its symbols.
+std::optional<std::string> affineText(mlir::AffineExpr expr, unsigned numDims,
+                                      const std::vector<std::string> &operands,
+                                      std::string &error) {
+  using namespace mlir;
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return std::to_string(constant.getValue());
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return operands[dim.getPosition()];
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return operands[numDims + symbol.getPosition()];
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  auto lhs = affineText(binary.getLHS(), numDims, operands, error);
+  auto rhs = lhs ? affineText(binary.getRHS(), numDims, operands, error)
+                 : std::nullopt;
+  if (!rhs)
+    return std::nullopt;
+  std::string_view name;
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    name = "add";
+    break;
+  case AffineExprKind::Mul:
+    name = "mul";
+    break;
+  case AffineExprKind::FloorDiv:
+    name = "floordivsi";
+    break;
+  case AffineExprKind::CeilDiv:
+    name = "ceildivsi";
+    break;
+  case AffineExprKind::Mod:
+    // Affine mod is non-negative for a positive divisor.
+    return fmt::format("(remsi (add (remsi {0} {1}) {1}) {1})", *lhs, *rhs);
+  default:
+    error = "unsupported affine expression in a launch size";
+    return std::nullopt;
+  }
+  return fmt::format("({} {} {})", name, *lhs, *rhs);
+}
+
+/// The prefix expression (Bundle.h) of an index value of the host function:
+/// constants, dims of the function's memref parameters and integer
+/// arithmetic. Anything else is refused by name, never guessed.
+std::optional<std::string> expressionOf(mlir::Value value,
+                                        mlir::func::FuncOp host,
+                                        std::string &error, int depth = 0) {
+  using namespace mlir;
+  if (depth > 64) {
+    error = "launch size expression too deep";
+    return std::nullopt;
+  }
+  Operation *op = value.getDefiningOp();
+  if (!op) {
+    error = "launch size is a block argument (not a memref dim)";
+    return std::nullopt;
+  }
+  auto sub = [&](Value operand) {
+    return expressionOf(operand, host, error, depth + 1);
+  };
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    if (auto integer = dyn_cast<IntegerAttr>(constant.getValue()))
+      return std::to_string(integer.getValue().getSExtValue());
+    error = "non-integer constant in a launch size";
+    return std::nullopt;
+  }
+  if (auto dim = dyn_cast<memref::DimOp>(op)) {
+    auto argument = dyn_cast<BlockArgument>(dim.getSource());
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (!argument || argument.getOwner() != &host.getBody().front() ||
+        !index) {
+      error = "memref.dim of something other than a kernel parameter";
+      return std::nullopt;
+    }
+    return fmt::format("(dim {} {})", argument.getArgNumber(), *index);
+  }
+  if (auto apply = dyn_cast<affine::AffineApplyOp>(op)) {
+    // Tiling leaves ceildiv-style maps; their operands are dims and
+    // symbols in operand order.
+    std::vector<std::string> operands;
+    for (Value operand : apply.getMapOperands()) {
+      std::optional<std::string> text = sub(operand);
+      if (!text)
+        return std::nullopt;
+      operands.push_back(*text);
+    }
+    return affineText(apply.getAffineMap().getResult(0),
+                      apply.getAffineMap().getNumDims(), operands, error);
+  }
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+          arith::ExtUIOp, arith::TruncIOp>(op))
+    return sub(op->getOperand(0));
+  std::string_view name;
+  if (isa<arith::AddIOp>(op))
+    name = "add";
+  else if (isa<arith::SubIOp>(op))
+    name = "sub";
+  else if (isa<arith::MulIOp>(op))
+    name = "mul";
+  else if (isa<arith::DivSIOp>(op))
+    name = "divsi";
+  else if (isa<arith::DivUIOp>(op))
+    name = "divui";
+  else if (isa<arith::CeilDivSIOp>(op))
+    name = "ceildivsi";
+  else if (isa<arith::CeilDivUIOp>(op))
+    name = "ceildivui";
+  else if (isa<arith::FloorDivSIOp>(op))
+    name = "floordivsi";
+  else if (isa<arith::RemSIOp>(op))
+    name = "remsi";
+  else if (isa<arith::RemUIOp>(op))
+    name = "remui";
+  else if (isa<arith::MaxSIOp>(op))
+    name = "maxsi";
+  else if (isa<arith::MinSIOp>(op))
+    name = "minsi";
+  else if (isa<arith::MaxUIOp>(op))
+    name = "maxui";
+  else if (isa<arith::MinUIOp>(op))
+    name = "minui";
+  if (!name.empty()) {
+    auto lhs = sub(op->getOperand(0));
+    auto rhs = lhs ? sub(op->getOperand(1)) : std::nullopt;
+    if (!rhs)
+      return std::nullopt;
+    return fmt::format("({} {} {})", name, *lhs, *rhs);
+  }
+  if (auto select = dyn_cast<arith::SelectOp>(op)) {
+    auto c = sub(select.getCondition());
+    auto a = c ? sub(select.getTrueValue()) : std::nullopt;
+    auto b = a ? sub(select.getFalseValue()) : std::nullopt;
+    if (!b)
+      return std::nullopt;
+    return fmt::format("(select {} {} {})", *c, *a, *b);
+  }
+  if (auto compare = dyn_cast<arith::CmpIOp>(op)) {
+    auto a = sub(compare.getLhs());
+    auto b = a ? sub(compare.getRhs()) : std::nullopt;
+    if (!b)
+      return std::nullopt;
+    return fmt::format("(cmp {} {} {})",
+                       arith::stringifyCmpIPredicate(compare.getPredicate())
+                           .str(),
+                       *a, *b);
+  }
+  error = "launch size computed by '" +
+          op->getName().getStringRef().str() +
+          "', which the manifest cannot express";
+  return std::nullopt;
+}
+
+std::optional<std::vector<Launch>> extractLaunches(mlir::ModuleOp module,
+                                                   std::string &error) {
+  using namespace mlir;
+  std::vector<Launch> launches;
+  bool failed = false;
+  module.walk([&](gpu::LaunchFuncOp launchOp) {
+    if (failed)
+      return;
+    auto host = launchOp->getParentOfType<func::FuncOp>();
+    Launch launch;
+    launch.entry = launchOp.getKernelName().getValue().str();
+    gpu::KernelDim3 grid = launchOp.getGridSizeOperandValues();
+    gpu::KernelDim3 block = launchOp.getBlockSizeOperandValues();
+    Value sizes[6] = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
+    for (int i = 0; i < 6 && !failed; ++i) {
+      std::optional<std::string> text = expressionOf(sizes[i], host, error);
+      if (!text) {
+        failed = true;
+        break;
+      }
+      (i < 3 ? launch.grid[size_t(i)] : launch.block[size_t(i - 3)]) = *text;
+    }
+    for (Value operand : launchOp.getKernelOperands()) {
+      if (failed)
+        break;
+      aot::Operand entry;
+      if (auto memref = dyn_cast<MemRefType>(operand.getType())) {
+        auto argument = dyn_cast<BlockArgument>(operand);
+        if (memref.getRank() != 2 || !argument ||
+            argument.getOwner() != &host.getBody().front()) {
+          error = "kernel operand is a memref that is not a rank-2 kernel "
+                  "parameter";
+          failed = true;
+          break;
+        }
+        entry.memref = int(argument.getArgNumber());
+      } else if (operand.getType().isIntOrIndex()) {
+        std::optional<std::string> text = expressionOf(operand, host, error);
+        if (!text) {
+          failed = true;
+          break;
+        }
+        entry.scalar = *text;
+      } else {
+        error = "kernel operand of a type the runner cannot pass";
+        failed = true;
+        break;
+      }
+      launch.operands.push_back(std::move(entry));
+    }
+    if (!failed)
+      launches.push_back(std::move(launch));
+  });
+  if (failed)
+    return std::nullopt;
+  return launches;
+}
+
+/// The PTX entry's parameter count must equal what the manifest's operands
+/// expand to (7 per memref, 1 per scalar), all 64-bit: the runner packs
+/// every slot as 8 bytes, so a mismatch here would be a silent misread
+/// there.
+bool checkPtxSignature(const std::string &ptx, const Launch &launch,
+                       std::string &error) {
+  std::string marker = ".entry " + launch.entry + "(";
+  size_t start = ptx.find(marker);
+  if (start == std::string::npos) {
+    error = "entry '" + launch.entry + "' not found in the PTX";
+    return false;
+  }
+  size_t end = ptx.find(')', start);
+  std::string_view signature(ptx.data() + start, end - start);
+  size_t params = 0, wide = 0;
+  for (size_t at = signature.find(".param"); at != std::string_view::npos;
+       at = signature.find(".param", at + 1)) {
+    ++params;
+    std::string_view type = signature.substr(at + 6, 5);
+    if (type == " .u64" || type == " .b64" || type == " .s64")
+      ++wide;
+  }
+  size_t expected = 0;
+  for (const aot::Operand &operand : launch.operands)
+    expected += operand.memref >= 0 ? 7 : 1;
+  if (params != expected || wide != params) {
+    error = fmt::format("entry '{}' has {} parameters ({} of 64 bits); the "
+                        "manifest's operands expand to {}",
+                        launch.entry, params, wide, expected);
+    return false;
+  }
+  return true;
+}
+
+// --- data -------------------------------------------------------------------
+
+/// Test input: values over 9 binades per row, signs mixed, an exact zero
+/// every 97 elements, from a fixed seed (the files, not the generator, are
+/// the reference).
+std::vector<float> makeInput(int64_t rows, int64_t cols) {
+  std::mt19937 generator(20240601u);
+  std::vector<float> values(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      uint32_t bits = generator();
+      float unit = float(bits >> 8) * (1.0f / 16777216.0f); // [0, 1)
+      float magnitude = std::ldexp(unit, int(r % 9) - 4);
+      size_t i = size_t(r * cols + c);
+      values[i] = (i % 97 == 0) ? 0.0f : ((bits & 1) ? -magnitude : magnitude);
+    }
+  return values;
+}
+
+bool sameTensor(const QuantizedTensor &a, const QuantizedTensor &b) {
+  return a.codes == b.codes && a.scaleCodes == b.scaleCodes &&
+         a.zeros == b.zeros &&
+         std::memcmp(&a.globalScale, &b.globalScale, 4) == 0;
+}
+
+npy::DType npyType(const std::string &element) {
+  if (element == "f32")
+    return npy::DType::F32;
+  if (element == "f16")
+    return npy::DType::F16;
+  if (element == "bf16")
+    return npy::DType::U16;
+  return npy::DType::U8;
+}
+
+/// The ABI bytes of one parameter (docs/kernel-abi.md) from a quantized
+/// tensor, or from the f32 values for input/output.
+std::vector<uint8_t> parameterBytes(const compiler::KernelParam &param,
+                                    const Shape2D &shape,
+                                    const QuantizedTensor &tensor,
+                                    const std::vector<float> &values) {
+  using Role = compiler::KernelParam::Role;
+  size_t count = size_t(shape.rows * shape.cols);
+  std::vector<uint8_t> bytes(count * aot::elementBytes(param.elementType), 0);
+  auto copy = [&](const void *source, size_t size) {
+    std::memcpy(bytes.data(), source, std::min(size, bytes.size()));
+  };
+  switch (param.role) {
+  case Role::Input:
+  case Role::Output:
+    copy(values.data(), values.size() * 4);
+    break;
+  case Role::Codes:
+    copy(tensor.codes.data(), tensor.codes.size());
+    break;
+  case Role::Zeros:
+    copy(tensor.zeros.data(), tensor.zeros.size());
+    break;
+  case Role::Global:
+    copy(&tensor.globalScale, 4);
+    break;
+  case Role::Scales: {
+    size_t width = size_t(scaleStorageBits(tensor.scheme.scale.type) / 8);
+    for (size_t i = 0; i < std::min(count, tensor.scaleCodes.size()); ++i)
+      std::memcpy(bytes.data() + i * width, &tensor.scaleCodes[i], width);
+    break;
+  }
+  }
+  return bytes;
+}
+
+std::string_view roleName(compiler::KernelParam::Role role) {
+  using Role = compiler::KernelParam::Role;
+  switch (role) {
+  case Role::Input:
+    return "input";
+  case Role::Scales:
+    return "scales";
+  case Role::Zeros:
+    return "zeros";
+  case Role::Global:
+    return "global";
+  case Role::Codes:
+    return "codes";
+  case Role::Output:
+    return "output";
+  }
+  return "?";
+}
+
+SizeInstance sizeInstance(const KernelSpec &spec, int64_t rows, int64_t cols) {
+  SizeInstance size{rows, cols, {}};
+  for (const Shape2D &shape : compiler::bufferShapes(spec, rows, cols))
+    size.shapes.push_back({shape.rows, shape.cols});
+  return size;
+}
+
+/// Inputs and expected outputs for `spec` at rows x cols; files are staged
+/// under `directory` with `stem`. The CPU JIT and the reference quantizer
+/// must agree bit for bit, or nothing is written.
+std::optional<BundleData> makeData(const KernelSpec &spec,
+                                   const std::string &directory,
+                                   const std::string &stem, int64_t rows,
+                                   int64_t cols, runtime::StagedFiles &staged,
+                                   std::string &error) {
+  if (spec.valueType != ValueType::F32) {
+    error = "--with-data covers f32 kernels only";
+    return std::nullopt;
+  }
+  if (!validateSchemeForShape(spec.scheme, rows, cols, &error))
+    return std::nullopt;
+  std::vector<float> input = makeInput(rows, cols);
+
+  // Static scales (and a given global scale) come from the dynamic
+  // reference quantizer of the same data, so they are valid ones.
+  StaticScales given;
+  if (spec.isStatic() || spec.globalSource == GlobalSource::Given) {
+    Scheme dynamic = spec.scheme;
+    dynamic.scale.mode = ScaleMode::Dynamic;
+    std::optional<QuantizedTensor> source =
+        quantize(dynamic, input, rows, cols, &error);
+    if (!source)
+      return std::nullopt;
+    if (spec.isStatic()) {
+      given.scaleCodes = source->scaleCodes;
+      if (spec.scheme.scale.zeroPoint)
+        given.zeros = source->zeros;
+    }
+    if (spec.hasGlobal())
+      given.globalScale = source->globalScale;
+  }
+  std::optional<QuantizedTensor> reference =
+      quantize(spec.scheme, input, rows, cols, given, &error);
+  if (!reference)
+    return std::nullopt;
+  std::vector<float> output;
+  if (spec.op == KernelOp::Quantize) {
+    std::optional<QuantizedTensor> jit = jitQuantize(
+        spec.scheme, spec.valueType, input.data(), rows, cols, given, &error);
+    if (!jit)
+      return std::nullopt;
+    if (!sameTensor(*jit, *reference)) {
+      error = "the CPU JIT and the reference quantizer disagree";
+      return std::nullopt;
+    }
+  } else {
+    std::optional<std::vector<float>> expected =
+        dequantize(*reference, &error);
+    std::optional<std::vector<uint8_t>> jit =
+        jitDequantize(*reference, spec.valueType, &error);
+    if (!expected || !jit)
+      return std::nullopt;
+    if (jit->size() != expected->size() * 4 ||
+        std::memcmp(jit->data(), expected->data(), jit->size()) != 0) {
+      error = "the CPU JIT and the reference dequantizer disagree";
+      return std::nullopt;
+    }
+    output = std::move(*expected);
+  }
+
+  std::vector<compiler::KernelParam> params = compiler::kernelParams(spec);
+  std::vector<Shape2D> shapes = compiler::bufferShapes(spec, rows, cols);
+  BundleData data;
+  data.size = sizeInstance(spec, rows, cols);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto &param = params[i];
+    std::string file = fmt::format("{}.{}.{}.{}.npy", stem, i,
+                                   roleName(param.role),
+                                   param.isResult ? "expected" : "in");
+    std::vector<uint8_t> bytes = parameterBytes(
+        param, shapes[i], *reference,
+        param.role == compiler::KernelParam::Role::Output ? output : input);
+    npy::Array array;
+    array.dtype = npyType(param.elementType);
+    array.shape = {shapes[i].rows, shapes[i].cols};
+    array.bytes = std::move(bytes);
+    std::optional<std::string> serialized = npy::serializeNpy(array, &error);
+    if (!serialized || !staged.stage(directory + "/" + file, *serialized,
+                                     &error))
+      return std::nullopt;
+    data.files.push_back(file);
+  }
+  return data;
+}
+
+// --- one spec ---------------------------------------------------------------
+
+std::string stemFor(const KernelSpec &spec, const std::string &key,
+                    std::set<std::string> &used) {
+  std::string stem = fmt::format(
+      "{}-{}-{}", spec.op == KernelOp::Quantize ? "quantize" : "dequantize",
+      spec.scheme.name.empty() ? "custom" : spec.scheme.name,
+      valueTypeName(spec.valueType));
+  if (spec.isStatic())
+    stem += "-static";
+  if (spec.globalSource == GlobalSource::Given && spec.hasGlobal())
+    stem += "-given";
+  if (!used.insert(stem).second || spec.scheme.name.empty() ||
+      spec.rows != kDynamic) {
+    stem += "-" + key.substr(0, 8);
+    used.insert(stem);
+  }
+  return stem;
+}
+
+struct AotOptions {
+  Target target;
+  std::string outDirectory;
+  bool cubin = true;
+  std::optional<std::pair<int64_t, int64_t>> dataSize;
+  int64_t benchRows = kBenchRows, benchCols = kBenchCols;
+};
+
+std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
+                                      const AotOptions &options,
+                                      std::set<std::string> &usedStems,
+                                      runtime::StagedFiles &staged,
+                                      std::string &error) {
+  std::unique_ptr<mlir::MLIRContext> context = compiler::makeContext();
+  auto module = compiler::buildKernelModule(*context, spec);
+  if (!module) {
+    error = llvm::toString(module.takeError());
+    return std::nullopt;
+  }
+  if (llvm::Error lowered = compiler::lowerToLoops(**module)) {
+    error = llvm::toString(std::move(lowered));
+    return std::nullopt;
+  }
+  mlir::FailureOr<PtxModule> ptx =
+      lowerToPtx(**module, options.target, error);
+  if (mlir::failed(ptx))
+    return std::nullopt;
+  std::optional<std::vector<Launch>> launches =
+      extractLaunches(**module, error);
+  if (!launches)
+    return std::nullopt;
+  for (const Launch &launch : *launches)
+    if (!checkPtxSignature(ptx->ptx, launch, error))
+      return std::nullopt;
+
+  BundleEntry entry;
+  entry.spec = printKernelSpec(spec);
+  std::string keyText = entry.spec + "\n" + options.target.str() + "\n" +
+                        std::string(runtime::lowbitVersion()) + "\n" + ptx->ptx;
+  entry.key = runtime::toHex64(
+      runtime::xxh64(keyText.data(), keyText.size(), /*seed=*/0));
+  entry.name = stemFor(spec, entry.key, usedStems);
+  entry.op = spec.op == KernelOp::Quantize ? "quantize" : "dequantize";
+  entry.scheme = printSchemeText(spec.scheme);
+  entry.valueType = std::string(valueTypeName(spec.valueType));
+  entry.launches = std::move(*launches);
+  for (const compiler::KernelParam &param : compiler::kernelParams(spec))
+    entry.params.push_back(
+        {std::string(roleName(param.role)), param.elementType, param.isResult});
+
+  std::string directory = options.outDirectory;
+  entry.ptxFile = entry.name + ".ptx";
+  if (!staged.stage(directory + "/" + entry.ptxFile, ptx->ptx, &error))
+    return std::nullopt;
+  if (options.cubin) {
+    lowbit::Expected<runtime::Cubin> cubin =
+        runtime::linkPtx(ptx->ptx, options.target.chip);
+    if (!cubin) {
+      error = "nvJitLink: " + cubin.error().message +
+              " (--no-cubin writes PTX only)";
+      return std::nullopt;
+    }
+    entry.cubinFile = entry.name + ".cubin";
+    if (!staged.stage(directory + "/" + entry.cubinFile, cubin->bytes, &error))
+      return std::nullopt;
+    for (Launch &launch : entry.launches)
+      for (const runtime::KernelResources &r : cubin->allKernels)
+        if (r.function == launch.entry)
+          launch.resources = {r.registers, r.spillStoreBytes, r.spillLoadBytes,
+                              r.stackBytes, r.sharedBytes};
+  }
+  if (spec.rows == kDynamic)
+    entry.bench = sizeInstance(spec, options.benchRows, options.benchCols);
+  if (options.dataSize) {
+    std::optional<BundleData> data =
+        makeData(spec, directory, entry.name, options.dataSize->first,
+                 options.dataSize->second, staged, error);
+    if (!data)
+      return std::nullopt;
+    entry.data = std::move(*data);
+  }
+  return entry;
+}
+
+} // namespace
+
+CommandResult runAot(Arguments args) {
+  AotOptions options;
+  std::string targetText = "sm_90a";
+  bool all = false;
+  std::vector<std::string_view> specTexts;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    auto value = [&]() -> std::optional<std::string_view> {
+      if (i + 1 >= args.size())
+        return std::nullopt;
+      return args[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      fmt::print("{}", kUsage);
+      return std::nullopt;
+    }
+    if (arg == "--all") {
+      all = true;
+    } else if (arg == "--no-cubin") {
+      options.cubin = false;
+    } else if (arg == "--target" || arg == "--out" || arg == "--with-data" ||
+               arg == "--bench") {
+      std::optional<std::string_view> text = value();
+      if (!text)
+        return fail(fmt::format("{} needs a value", arg));
+      if (arg == "--target") {
+        targetText = *text;
+      } else if (arg == "--out") {
+        options.outDirectory = *text;
+      } else {
+        int64_t rows = 0, cols = 0;
+        if (!parseSize(*text, rows, cols))
+          return fail(fmt::format("{}: expected ROWSxCOLS, got '{}'", arg,
+                                  *text));
+        if (arg == "--bench") {
+          options.benchRows = rows;
+          options.benchCols = cols;
+        } else {
+          options.dataSize = std::make_pair(rows, cols);
+        }
+      }
+    } else if (arg.starts_with("--")) {
+      return fail(fmt::format("aot: unknown option '{}'\n{}", arg, kUsage));
+    } else {
+      specTexts.push_back(arg);
+    }
+  }
+  if (options.outDirectory.empty())
+    return fail(fmt::format("aot: --out DIR is required\n{}", kUsage));
+  if (all == !specTexts.empty())
+    return fail(fmt::format("aot: give SPECs or --all (not both)\n{}",
+                            kUsage));
+  std::string error;
+  std::optional<Target> target = parseTarget(targetText, &error);
+  if (!target)
+    return fail(error);
+  if (!target->isNvidia())
+    return fail("aot: the target must be an NVIDIA chip, got '" +
+                target->str() + "'");
+  if (!validateTarget(*target, &error))
+    return fail(error);
+  options.target = *target;
+
+  // Every spec is checked before anything is compiled or written.
+  std::vector<KernelSpec> specs;
+  if (all) {
+    for (const Scheme &scheme : namedSchemes())
+      for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
+        KernelSpec spec;
+        spec.op = op;
+        spec.scheme = scheme;
+        specs.push_back(spec);
+      }
+  }
+  for (std::string_view text : specTexts) {
+    std::optional<KernelSpec> spec = parseKernelSpec(text, &error);
+    if (!spec)
+      return fail(fmt::format("spec '{}': {}", text, error));
+    if (!validateKernelSpec(*spec, &error))
+      return fail(fmt::format("spec '{}': {}", text, error));
+    specs.push_back(*spec);
+  }
+
+  std::error_code created;
+  std::filesystem::create_directories(options.outDirectory, created);
+  if (created)
+    return fail(fmt::format("{}: {}", options.outDirectory, created.message()));
+
+  aot::Manifest manifest;
+  manifest.target = options.target.chip;
+  manifest.lowbitVersion = std::string(runtime::lowbitVersion());
+  runtime::StagedFiles staged;
+  std::set<std::string> usedStems;
+  for (const KernelSpec &spec : specs) {
+    std::optional<BundleEntry> entry =
+        buildEntry(spec, options, usedStems, staged, error);
+    if (!entry)
+      return fail(fmt::format("'{}': {}", printKernelSpec(spec), error));
+    manifest.entries.push_back(std::move(*entry));
+  }
+  // The manifest is staged last and everything is renamed together: a
+  // reader never sees a manifest naming files that are not there yet.
+  if (!staged.stage(options.outDirectory + "/manifest.json",
+                    aot::toJson(manifest).serialize(), &error) ||
+      !staged.commit(&error))
+    return fail(error);
+  for (const BundleEntry &entry : manifest.entries)
+    fmt::print("{:<28} {} kernel(s){}{}\n", entry.name, entry.launches.size(),
+               entry.cubinFile.empty() ? "" : ", cubin",
+               entry.data ? ", data" : "");
+  fmt::print("wrote {} entries to {}/manifest.json\n", manifest.entries.size(),
+             options.outDirectory);
+  return std::nullopt;
+}
+
+} // namespace lowbit::cli
