@@ -33,6 +33,8 @@ TEST_CASE("every named scheme's kernel lowers to PTX that assembles",
   registerGpuTailDependencies(registry);
   mlir::MLIRContext context(registry);
   bool havePtxas = !test::ptxasPath().empty();
+  INFO("ptxas not found (CUDA_HOME/bin/ptxas); the CUDA toolkit is required");
+  REQUIRE(havePtxas);
 
   size_t compiled = 0, refused = 0;
   for (const Scheme &scheme : namedSchemes()) {
