@@ -23,7 +23,7 @@
 #ifndef LOWBIT_RUNTIME_AOT_BUNDLE_H
 #define LOWBIT_RUNTIME_AOT_BUNDLE_H
 
-#include "runtime/aot/Json.h"
+#include "runtime/core/Json.h"
 
 #include <array>
 #include <cstdint>
@@ -34,6 +34,10 @@
 #include <vector>
 
 namespace lowbit::aot {
+
+/// The manifest is read and written with the shared JSON model.
+using json::JsonValue;
+using json::parseJson;
 
 inline constexpr std::string_view kManifestFormat = "lowbit-aot-bundle";
 inline constexpr int kManifestVersion = 1;

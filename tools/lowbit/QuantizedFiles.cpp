@@ -5,8 +5,8 @@
 #include "format/Codec.h"
 #include "runtime/core/AtomicFile.h"
 
-#include <cctype>
 #include <filesystem>
+#include <type_traits>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -18,123 +18,6 @@ void setError(std::string *error, std::string message) {
   if (error)
     *error = std::move(message);
 }
-
-std::string quoteJson(std::string_view text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      quoted += '\\';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
-class JsonParser {
-public:
-  explicit JsonParser(std::string_view text) : text(text) {}
-
-  std::optional<JsonObject> parse(std::string *error) {
-    JsonObject object;
-    skipSpace();
-    if (!consume('{'))
-      return failed(error, "expected '{'");
-    skipSpace();
-    if (!consume('}')) {
-      while (true) {
-        skipSpace();
-        std::optional<std::string> key = parseString();
-        if (!key)
-          return failed(error, "expected a quoted key");
-        skipSpace();
-        if (!consume(':'))
-          return failed(error, "expected ':' after \"" + *key + "\"");
-        skipSpace();
-        std::optional<JsonValue> value = parseValue();
-        if (!value)
-          return failed(error, "the value of \"" + *key +
-                                   "\" is not a string, integer or boolean");
-        if (!object.emplace(*key, *value).second)
-          return failed(error, "\"" + *key + "\" appears twice");
-        skipSpace();
-        if (consume('}'))
-          break;
-        if (!consume(','))
-          return failed(error, "expected ',' or '}'");
-      }
-    }
-    skipSpace();
-    if (position != text.size())
-      return failed(error, "unexpected text after the object");
-    return object;
-  }
-
-private:
-  std::string_view text;
-  size_t position = 0;
-
-  std::optional<JsonObject> failed(std::string *error, std::string message) {
-    setError(error, message + " at offset " + std::to_string(position));
-    return std::nullopt;
-  }
-  void skipSpace() {
-    while (position < text.size() &&
-           std::isspace(static_cast<unsigned char>(text[position])))
-      ++position;
-  }
-  bool consume(char expected) {
-    if (position < text.size() && text[position] == expected) {
-      ++position;
-      return true;
-    }
-    return false;
-  }
-  std::optional<std::string> parseString() {
-    if (!consume('"'))
-      return std::nullopt;
-    std::string value;
-    while (position < text.size() && text[position] != '"') {
-      char c = text[position++];
-      if (c == '\\') {
-        if (position == text.size())
-          return std::nullopt;
-        char escaped = text[position++];
-        if (escaped != '"' && escaped != '\\' && escaped != '/')
-          return std::nullopt; // meta.json never needs other escapes
-        c = escaped;
-      }
-      value += c;
-    }
-    if (!consume('"'))
-      return std::nullopt;
-    return value;
-  }
-  std::optional<JsonValue> parseValue() {
-    if (position < text.size() && text[position] == '"') {
-      std::optional<std::string> value = parseString();
-      return value ? std::optional<JsonValue>(*value) : std::nullopt;
-    }
-    if (text.substr(position, 4) == "true") {
-      position += 4;
-      return JsonValue(true);
-    }
-    if (text.substr(position, 5) == "false") {
-      position += 5;
-      return JsonValue(false);
-    }
-    bool negative = consume('-');
-    size_t start = position;
-    int64_t value = 0;
-    while (position < text.size() &&
-           std::isdigit(static_cast<unsigned char>(text[position]))) {
-      if (value > (INT64_MAX - 9) / 10)
-        return std::nullopt;
-      value = value * 10 + (text[position++] - '0');
-    }
-    if (position == start)
-      return std::nullopt;
-    return JsonValue(negative ? -value : value);
-  }
-};
 
 std::string shapeText(Shape2D shape) {
   return fmt::format("({}, {})", shape.rows, shape.cols);
@@ -156,23 +39,36 @@ bool checkArray(const npy::Array &array, npy::DType dtype, Shape2D shape,
   return true;
 }
 
+using json::JsonValue;
+
+/// The value of `key` in meta.json, which must be a T (std::string, int64_t
+/// or bool).
 template <typename T>
-std::optional<T> field(const JsonObject &meta, std::string_view key,
+std::optional<T> field(const JsonValue &meta, std::string_view key,
                        std::string *error) {
-  auto it = meta.find(key);
-  if (it == meta.end()) {
+  const JsonValue *value = meta.get(key);
+  if (!value) {
     setError(error, fmt::format("meta.json lacks \"{}\"", key));
     return std::nullopt;
   }
-  if (const T *value = std::get_if<T>(&it->second))
-    return *value;
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (value->isString())
+      return value->text();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (value->kind() == JsonValue::Kind::Bool)
+      return value->asBool();
+  } else {
+    static_assert(std::is_same_v<T, int64_t>);
+    if (std::optional<int64_t> number = value->asInt())
+      return number;
+  }
   setError(error, fmt::format("meta.json: \"{}\" has the wrong type", key));
   return std::nullopt;
 }
 
 /// Parses an enum field of meta.json with the scheme model's own parser.
 template <typename Enum>
-std::optional<Enum> enumField(const JsonObject &meta, std::string_view key,
+std::optional<Enum> enumField(const JsonValue &meta, std::string_view key,
                               std::optional<Enum> (*parse)(std::string_view),
                               std::string *error) {
   std::optional<std::string> text = field<std::string>(meta, key, error);
@@ -184,7 +80,7 @@ std::optional<Enum> enumField(const JsonObject &meta, std::string_view key,
   return value;
 }
 
-std::optional<Scheme> schemeFromMeta(const JsonObject &meta,
+std::optional<Scheme> schemeFromMeta(const JsonValue &meta,
                                      std::string *error) {
   auto element = field<std::string>(meta, "element", error);
   if (!element)
@@ -239,26 +135,6 @@ std::string pathIn(const std::string &directory, const char *name) {
 }
 
 } // namespace
-
-std::string writeJson(const JsonObject &object) {
-  std::string text = "{\n";
-  size_t index = 0;
-  for (const auto &[key, value] : object) {
-    text += "  " + quoteJson(key) + ": ";
-    if (const auto *string = std::get_if<std::string>(&value))
-      text += quoteJson(*string);
-    else if (const auto *number = std::get_if<int64_t>(&value))
-      text += std::to_string(*number);
-    else
-      text += std::get<bool>(value) ? "true" : "false";
-    text += ++index == object.size() ? "\n" : ",\n";
-  }
-  return text + "}\n";
-}
-
-std::optional<JsonObject> parseJson(std::string_view text, std::string *error) {
-  return JsonParser(text).parse(error);
-}
 
 npy::DType scaleFileDType(ScaleType type) {
   switch (type) {
@@ -327,30 +203,33 @@ std::optional<float> globalFromArray(const npy::Array &array,
   return array.values<float>()[0];
 }
 
-JsonObject makeMeta(const QuantizedTensor &tensor,
-                    std::string_view inputDType) {
+JsonValue makeMeta(const QuantizedTensor &tensor, std::string_view inputDType) {
   const Scheme &scheme = tensor.scheme;
   const ScaleSpec &scale = scheme.scale;
-  return {
-      {"scheme", scheme.name},
-      {"element", scheme.element.name()},
-      {"packing", std::string(packingName(scheme.packing))},
-      {"granularity", std::string(granularityName(scale.granularity))},
-      {"axis", int64_t(scale.axis)},
-      {"group_size", int64_t(scale.groupSize)},
-      {"block_rows", int64_t(scale.blockRows)},
-      {"block_cols", int64_t(scale.blockCols)},
-      {"allow_tail", scale.allowTail},
-      {"scale_type", std::string(scaleTypeName(scale.type))},
-      {"scale_rule", std::string(scaleRuleName(scale.rule))},
-      {"scale_mode", std::string(scaleModeName(scale.mode))},
-      {"scale_layout", std::string(scaleLayoutName(scale.layout))},
-      {"zero_point", scale.zeroPoint},
-      {"global_scale", std::string(globalScaleName(scale.globalScale))},
-      {"rows", tensor.rows},
-      {"cols", tensor.cols},
-      {"input_dtype", std::string(inputDType)},
+  auto text = [](std::string_view value) {
+    return JsonValue::string(std::string(value));
   };
+  // Alphabetical, as meta.json has always been written.
+  JsonValue meta = JsonValue::object();
+  meta.set("allow_tail", JsonValue::boolean(scale.allowTail));
+  meta.set("axis", JsonValue::number(int64_t(scale.axis)));
+  meta.set("block_cols", JsonValue::number(int64_t(scale.blockCols)));
+  meta.set("block_rows", JsonValue::number(int64_t(scale.blockRows)));
+  meta.set("cols", JsonValue::number(int64_t(tensor.cols)));
+  meta.set("element", text(scheme.element.name()));
+  meta.set("global_scale", text(globalScaleName(scale.globalScale)));
+  meta.set("granularity", text(granularityName(scale.granularity)));
+  meta.set("group_size", JsonValue::number(int64_t(scale.groupSize)));
+  meta.set("input_dtype", text(inputDType));
+  meta.set("packing", text(packingName(scheme.packing)));
+  meta.set("rows", JsonValue::number(int64_t(tensor.rows)));
+  meta.set("scale_layout", text(scaleLayoutName(scale.layout)));
+  meta.set("scale_mode", text(scaleModeName(scale.mode)));
+  meta.set("scale_rule", text(scaleRuleName(scale.rule)));
+  meta.set("scale_type", text(scaleTypeName(scale.type)));
+  meta.set("scheme", text(scheme.name));
+  meta.set("zero_point", JsonValue::boolean(scale.zeroPoint));
+  return meta;
 }
 
 bool writeQuantizedDirectory(const std::string &directory,
@@ -392,7 +271,7 @@ bool writeQuantizedDirectory(const std::string &directory,
   }
   // meta.json last, so a reader that finds it finds the arrays too.
   if (!staged.stage(pathIn(directory, "meta.json"),
-                    writeJson(makeMeta(tensor, inputDType)), error) ||
+                    makeMeta(tensor, inputDType).serialize(), error) ||
       !staged.commit(error))
     return false;
   if (!tensor.scheme.scale.zeroPoint)
@@ -408,9 +287,13 @@ readQuantizedDirectory(const std::string &directory, std::string *error) {
   if (!runtime::readFile(pathIn(directory, "meta.json"), text, error))
     return std::nullopt;
   std::string reason;
-  std::optional<JsonObject> meta = parseJson(text, &reason);
+  std::optional<JsonValue> meta = json::parseJson(text, &reason);
   if (!meta) {
     setError(error, "malformed meta.json: " + reason);
+    return std::nullopt;
+  }
+  if (!meta->isObject()) {
+    setError(error, "malformed meta.json: not a JSON object");
     return std::nullopt;
   }
   std::optional<Scheme> scheme = schemeFromMeta(*meta, error);

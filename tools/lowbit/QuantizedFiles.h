@@ -16,21 +16,13 @@
 #define LOWBIT_TOOLS_LOWBIT_QUANTIZEDFILES_H
 
 #include "format/Quantize.h"
+#include "runtime/core/Json.h"
 #include "runtime/core/Npy.h"
 
-#include <map>
 #include <optional>
 #include <string>
-#include <variant>
 
 namespace lowbit::cli {
-
-/// A flat JSON object: string, integer and boolean values only.
-using JsonValue = std::variant<std::string, int64_t, bool>;
-using JsonObject = std::map<std::string, JsonValue, std::less<>>;
-
-std::string writeJson(const JsonObject &object);
-std::optional<JsonObject> parseJson(std::string_view text, std::string *error);
 
 /// The dtype scales of `type` are stored with in scales.npy.
 npy::DType scaleFileDType(ScaleType type);
@@ -48,10 +40,11 @@ std::optional<std::vector<uint8_t>> zerosFromArray(const npy::Array &array,
 std::optional<float> globalFromArray(const npy::Array &array,
                                      std::string *error);
 
-/// meta.json of a quantized tensor. It does not name the backend that
-/// computed it: the backends agree bit for bit, and a directory must not
-/// depend on which one ran (scripts compare and cache them by content).
-JsonObject makeMeta(const QuantizedTensor &tensor, std::string_view inputDType);
+/// meta.json of a quantized tensor: a flat object of string, integer and
+/// boolean values, keys in alphabetical order. It does not name the backend
+/// that computed it: the backends agree bit for bit, and a directory must
+/// not depend on which one ran (scripts compare and cache them by content).
+json::JsonValue makeMeta(const QuantizedTensor &tensor, std::string_view inputDType);
 
 /// Writes the directory: everything is staged to temporary files and
 /// renamed at the end, and files of a previous run that this scheme does

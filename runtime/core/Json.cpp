@@ -1,12 +1,12 @@
-//===- Json.cpp - The small JSON subset AOT manifests use -----------------===//
+//===- Json.cpp - The small JSON subset lowbit's files use ----------------===//
 
-#include "runtime/aot/Json.h"
+#include "runtime/core/Json.h"
 
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 
-namespace lowbit::aot {
+namespace lowbit::json {
 
 JsonValue JsonValue::boolean(bool value) {
   JsonValue v;
@@ -390,4 +390,4 @@ std::optional<JsonValue> parseJson(std::string_view text, std::string *error) {
   return Parser(text).document(error);
 }
 
-} // namespace lowbit::aot
+} // namespace lowbit::json

@@ -1,7 +1,8 @@
-//===- Json.h - The small JSON subset AOT manifests use ---------*- C++ -*-===//
+//===- Json.h - The small JSON subset lowbit's files use --------*- C++ -*-===//
 //
-// The bundle manifest is JSON so that people, Python (the GPU check's
-// report) and the runner read the same file. The runner must build with a
+// The AOT bundle manifest and a quantized directory's meta.json are JSON so
+// that people, Python (the GPU check's report, the lit tests) and lowbit's
+// tools read the same files. The GPU runner must build with a
 // plain compiler on the GPU machine, with no third-party library, so this
 // is a minimal value type, writer and strict reader: objects keep their
 // key order (the manifest reads top to bottom), numbers are kept as their
@@ -10,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOWBIT_RUNTIME_AOT_JSON_H
-#define LOWBIT_RUNTIME_AOT_JSON_H
+#ifndef LOWBIT_RUNTIME_CORE_JSON_H
+#define LOWBIT_RUNTIME_CORE_JSON_H
 
 #include <cstdint>
 #include <optional>
@@ -20,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace lowbit::aot {
+namespace lowbit::json {
 
 class JsonValue {
 public:
@@ -72,6 +73,6 @@ private:
 /// Parses a whole document; trailing garbage is an error.
 std::optional<JsonValue> parseJson(std::string_view text, std::string *error);
 
-} // namespace lowbit::aot
+} // namespace lowbit::json
 
-#endif // LOWBIT_RUNTIME_AOT_JSON_H
+#endif // LOWBIT_RUNTIME_CORE_JSON_H
