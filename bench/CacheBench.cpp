@@ -9,6 +9,8 @@
 
 #include "runtime/cache/KernelCache.h"
 
+#include "BenchTiming.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,18 +23,9 @@
 
 using namespace lowbit;
 using namespace lowbit::runtime;
-using Clock = std::chrono::steady_clock;
+using namespace lowbit::bench;
 
 namespace {
-
-double nanosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 std::shared_ptr<const PreparedSignature> signatureFor(int index) {
   KernelSignature signature;

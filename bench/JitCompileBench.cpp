@@ -34,6 +34,8 @@
 #include "runtime/driver/Nvrtc.h"
 #include "runtime/nvrtc/ReferenceKernels.h"
 
+#include "BenchTiming.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,19 +47,9 @@
 #include <unistd.h>
 
 using namespace lowbit;
-using Clock = std::chrono::steady_clock;
+using namespace lowbit::bench;
 
 namespace {
-
-double millisSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start)
-      .count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
-}
 
 struct Case {
   const char *label;

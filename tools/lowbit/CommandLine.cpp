@@ -70,4 +70,24 @@ parseCommandLine(std::string_view command,
   return parsed;
 }
 
+std::optional<ParsedCommandLine>
+parseCommandLineOrHelp(std::string_view command,
+                       std::span<const std::string_view> args,
+                       std::span<const OptionSpec> options,
+                       std::string_view usage, CommandResult *done) {
+  std::string error;
+  std::optional<ParsedCommandLine> parsed =
+      parseCommandLine(command, args, options, &error);
+  if (!parsed) {
+    *done = fail(error);
+    return std::nullopt;
+  }
+  if (parsed->help) {
+    fmt::print("{}", usage);
+    *done = std::nullopt;
+    return std::nullopt;
+  }
+  return parsed;
+}
+
 } // namespace lowbit::cli

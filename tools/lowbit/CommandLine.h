@@ -9,6 +9,8 @@
 #ifndef LOWBIT_TOOLS_LOWBIT_COMMANDLINE_H
 #define LOWBIT_TOOLS_LOWBIT_COMMANDLINE_H
 
+#include "tools/lowbit/Diagnostics.h"
+
 #include <map>
 #include <optional>
 #include <set>
@@ -44,6 +46,15 @@ std::optional<ParsedCommandLine>
 parseCommandLine(std::string_view command,
                  std::span<const std::string_view> args,
                  std::span<const OptionSpec> options, std::string *error);
+
+/// The prologue every command shares: parses `args` and answers --help by
+/// printing `usage`. Returns nullopt when the command is done already;
+/// `*done` then holds the error to report, or nothing after the usage.
+std::optional<ParsedCommandLine>
+parseCommandLineOrHelp(std::string_view command,
+                       std::span<const std::string_view> args,
+                       std::span<const OptionSpec> options,
+                       std::string_view usage, CommandResult *done);
 
 } // namespace lowbit::cli
 

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowbit/Jit.h"
 #include "lowering/CpuTail.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
@@ -18,7 +19,6 @@
 #include "runtime/core/AtomicFile.h"
 #include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/CommandLine.h"
-#include "lowbit/Jit.h"
 #include "tools/lowbit/Commands.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -188,13 +188,11 @@ std::optional<std::string> compileStages(const KernelSpec &spec,
 
 CommandResult runCompile(Arguments args) {
   std::string error;
-  auto parsed = parseCommandLine("compile", args, kOptions, &error);
+  CommandResult done;
+  auto parsed =
+      parseCommandLineOrHelp("compile", args, kOptions, kUsage, &done);
   if (!parsed)
-    return fail(error);
-  if (parsed->help) {
-    fmt::print("{}", kUsage);
-    return std::nullopt;
-  }
+    return done;
   if (parsed->operands.size() != 1)
     return fail(parsed->operands.empty()
                     ? "'compile' needs a kernel spec, e.g. "

@@ -31,13 +31,10 @@ constexpr std::array<OptionSpec, 2> kOptions = {{
 
 CommandResult runDecode(Arguments args) {
   std::string error;
-  auto parsed = parseCommandLine("decode", args, kOptions, &error);
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("decode", args, kOptions, kUsage, &done);
   if (!parsed)
-    return fail(error);
-  if (parsed->help) {
-    fmt::print("{}", kUsage);
-    return std::nullopt;
-  }
+    return done;
 
   const std::string *formatName = parsed->value("format");
   if (!formatName)

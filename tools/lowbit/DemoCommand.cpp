@@ -4,8 +4,9 @@
 // CPU and, through lowbit::Jit (a fresh temporary cache, so the first get is
 // a real compile), as PTX + cubin for sm_90a, runs the CPU kernel on a
 // fixed-seed input and checks it bit for bit against the reference
-// quantizer (format/Quantize.h), in one table. `lowbit demo --formats` is the format model's tour: the
-// formats table, round trips per format, and the schemes.
+// quantizer (format/Quantize.h), in one table. `lowbit demo --formats` is the
+// format model's tour: the formats table, round trips per format, and the
+// schemes.
 //
 // Deterministic except for the timings: the input is a fixed function of
 // the seed, and a scheme the GPU tail cannot compile yet shows the tail's
@@ -310,8 +311,8 @@ SchemeResult runScheme(const Scheme &named, const std::vector<float> &input,
     else
       notes.push_back("cached get: " + firstLine(again.error().message));
     if (!ptxas.empty()) {
-      auto registers = ptxasRegisters(ptxas, std::string(kernel->ptx()),
-                                      named.name, &error);
+      auto registers =
+          ptxasRegisters(ptxas, std::string(kernel->ptx()), named.name, &error);
       if (registers)
         result.registers = *registers;
       else
@@ -380,13 +381,10 @@ std::optional<int64_t> positiveOption(const ParsedCommandLine &parsed,
 
 CommandResult runDemo(Arguments args) {
   std::string error;
-  auto parsed = parseCommandLine("demo", args, kOptions, &error);
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("demo", args, kOptions, kUsage, &done);
   if (!parsed)
-    return fail(error);
-  if (parsed->help) {
-    fmt::print("{}", kUsage);
-    return std::nullopt;
-  }
+    return done;
   if (!parsed->operands.empty())
     return fail(fmt::format("'demo' takes no arguments, got '{}'",
                             parsed->operands.front()));

@@ -36,13 +36,11 @@ constexpr std::array<OptionSpec, 4> kOptions = {{
 
 CommandResult runDequantize(Arguments args) {
   std::string error;
-  auto parsed = parseCommandLine("dequantize", args, kOptions, &error);
+  CommandResult done;
+  auto parsed =
+      parseCommandLineOrHelp("dequantize", args, kOptions, kUsage, &done);
   if (!parsed)
-    return fail(error);
-  if (parsed->help) {
-    fmt::print("{}", kUsage);
-    return std::nullopt;
-  }
+    return done;
   if (!parsed->operands.empty())
     return fail(fmt::format("'dequantize' takes no operands, got '{}'",
                             parsed->operands.front()));

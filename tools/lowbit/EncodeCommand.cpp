@@ -35,13 +35,10 @@ constexpr std::array<OptionSpec, 3> kOptions = {{
 
 CommandResult runEncode(Arguments args) {
   std::string error;
-  auto parsed = parseCommandLine("encode", args, kOptions, &error);
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("encode", args, kOptions, kUsage, &done);
   if (!parsed)
-    return fail(error);
-  if (parsed->help) {
-    fmt::print("{}", kUsage);
-    return std::nullopt;
-  }
+    return done;
 
   const std::string *formatName = parsed->value("format");
   if (!formatName)

@@ -171,13 +171,10 @@ std::optional<int64_t> parseSize(const ParsedCommandLine &parsed,
 
 CommandResult runEval(Arguments args) {
   std::string error;
-  auto parsed = parseCommandLine("eval", args, kOptions, &error);
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("eval", args, kOptions, kUsage, &done);
   if (!parsed)
-    return fail(error);
-  if (parsed->help) {
-    fmt::print("{}", kUsage);
-    return std::nullopt;
-  }
+    return done;
   if (!parsed->operands.empty())
     return fail(fmt::format("'eval' takes no operands, got '{}'",
                             parsed->operands.front()));

@@ -122,14 +122,10 @@ void printSchemesList() {
 }
 
 CommandResult runFormats(Arguments args) {
-  std::string error;
-  auto parsed = parseCommandLine("formats", args, {}, &error);
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("formats", args, {}, kUsage, &done);
   if (!parsed)
-    return fail(error);
-  if (parsed->help) {
-    fmt::print("{}", kUsage);
-    return std::nullopt;
-  }
+    return done;
   if (!parsed->operands.empty())
     return fail(fmt::format("'formats' takes no arguments, got '{}'",
                             parsed->operands.front()));

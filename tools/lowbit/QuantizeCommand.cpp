@@ -235,13 +235,11 @@ CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
 
 CommandResult runQuantize(Arguments args) {
   std::string error;
-  auto parsed = parseCommandLine("quantize", args, kOptions, &error);
+  CommandResult done;
+  auto parsed =
+      parseCommandLineOrHelp("quantize", args, kOptions, kUsage, &done);
   if (!parsed)
-    return fail(error);
-  if (parsed->help) {
-    fmt::print("{}", kUsage);
-    return std::nullopt;
-  }
+    return done;
   if (!parsed->operands.empty())
     return fail(fmt::format("'quantize' takes no operands, got '{}'",
                             parsed->operands.front()));
