@@ -123,8 +123,8 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
     Location loc = parallel.getLoc();
     MLIRContext *context = module.getContext();
     OpBuilder builder(parallel);
-    Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
-    Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+    Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+    Value one = arith::ConstantIndexOp::create(builder, loc, 1);
 
     // Step 1: one device global per reduced value, initialized by a
     // one-thread loop.
@@ -135,24 +135,24 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
       // Held as i32 bits: LLVM's cmpxchg takes integers only.
       auto globalType = MemRefType::get({1}, builder.getI32Type());
       std::string name = "lowbit_reduction_" + std::to_string(globalIndex++);
-      globals.push_back(moduleBuilder.create<memref::GlobalOp>(
-          loc, name, moduleBuilder.getStringAttr("private"), globalType,
-          Attribute(), /*constant=*/false, IntegerAttr()));
-      auto initLoop = builder.create<scf::ParallelOp>(
-          loc, ValueRange{zero}, ValueRange{one}, ValueRange{one});
+      globals.push_back(memref::GlobalOp::create(
+          moduleBuilder, loc, name, moduleBuilder.getStringAttr("private"),
+          globalType, Attribute(), /*constant=*/false, IntegerAttr()));
+      auto initLoop = scf::ParallelOp::create(builder, loc, ValueRange{zero},
+                                              ValueRange{one}, ValueRange{one});
       OpBuilder initBuilder = OpBuilder::atBlockBegin(initLoop.getBody());
       Value buffer =
-          initBuilder.create<memref::GetGlobalOp>(loc, globalType, name);
-      initBuilder.create<memref::StoreOp>(
-          loc,
-          initBuilder.create<arith::BitcastOp>(loc, builder.getI32Type(), init),
-          buffer, ValueRange{zero});
+          memref::GetGlobalOp::create(initBuilder, loc, globalType, name);
+      memref::StoreOp::create(initBuilder, loc,
+                              arith::BitcastOp::create(
+                                  initBuilder, loc, builder.getI32Type(), init),
+                              buffer, ValueRange{zero});
     }
 
     // Step 2: the same loop, folding into the globals atomically.
-    auto atomicLoop = builder.create<scf::ParallelOp>(
-        loc, parallel.getLowerBound(), parallel.getUpperBound(),
-        parallel.getStep());
+    auto atomicLoop =
+        scf::ParallelOp::create(builder, loc, parallel.getLowerBound(),
+                                parallel.getUpperBound(), parallel.getStep());
     IRMapping mapping;
     mapping.map(parallel.getInductionVars(), atomicLoop.getInductionVars());
     OpBuilder bodyBuilder = OpBuilder::atBlockBegin(atomicLoop.getBody());
@@ -161,10 +161,10 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
     auto reduce = cast<scf::ReduceOp>(parallel.getBody()->getTerminator());
     for (auto [index, operand] : llvm::enumerate(reduce.getOperands())) {
       memref::GlobalOp global = globals[index];
-      Value buffer = bodyBuilder.create<memref::GetGlobalOp>(
-          loc, global.getType(), global.getSymName());
-      auto atomic = bodyBuilder.create<memref::GenericAtomicRMWOp>(
-          loc, buffer, ValueRange{zero});
+      Value buffer = memref::GetGlobalOp::create(
+          bodyBuilder, loc, global.getType(), global.getSymName());
+      auto atomic = memref::GenericAtomicRMWOp::create(bodyBuilder, loc, buffer,
+                                                       ValueRange{zero});
       Region &combiner = reduce.getReductions()[index];
       Block &combinerBlock = combiner.front();
       OpBuilder atomicBuilder = OpBuilder::atBlockBegin(atomic.getBody());
@@ -172,27 +172,29 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
       // scf.reduce's region combines (accumulated, new).
       Type valueType = combinerBlock.getArgument(0).getType();
       combinerMapping.map(combinerBlock.getArgument(0),
-                          atomicBuilder.create<arith::BitcastOp>(
-                              loc, valueType, atomic.getCurrentValue()));
+                          arith::BitcastOp::create(atomicBuilder, loc,
+                                                   valueType,
+                                                   atomic.getCurrentValue()));
       combinerMapping.map(combinerBlock.getArgument(1),
                           mapping.lookupOrDefault(operand));
       for (Operation &op : combinerBlock.without_terminator())
         atomicBuilder.clone(op, combinerMapping);
       auto combined = cast<scf::ReduceReturnOp>(combinerBlock.getTerminator());
-      atomicBuilder.create<memref::AtomicYieldOp>(
-          loc, atomicBuilder.create<arith::BitcastOp>(
-                   loc, builder.getI32Type(),
-                   combinerMapping.lookupOrDefault(combined.getResult())));
+      memref::AtomicYieldOp::create(
+          atomicBuilder, loc,
+          arith::BitcastOp::create(
+              atomicBuilder, loc, builder.getI32Type(),
+              combinerMapping.lookupOrDefault(combined.getResult())));
     }
 
     // Step 3: the results are the globals' values after the loop.
     for (auto [result, global] : llvm::zip(parallel.getResults(), globals)) {
-      Value buffer = builder.create<memref::GetGlobalOp>(loc, global.getType(),
-                                                         global.getSymName());
+      Value buffer = memref::GetGlobalOp::create(builder, loc, global.getType(),
+                                                 global.getSymName());
       Value bits =
-          builder.create<memref::LoadOp>(loc, buffer, ValueRange{zero});
+          memref::LoadOp::create(builder, loc, buffer, ValueRange{zero});
       result.replaceAllUsesWith(
-          builder.create<arith::BitcastOp>(loc, result.getType(), bits));
+          arith::BitcastOp::create(builder, loc, result.getType(), bits));
     }
     parallel.erase();
     (void)context;
@@ -212,10 +214,10 @@ void wrapHostStores(ModuleOp module) {
   for (memref::StoreOp store : hostStores) {
     OpBuilder builder(store);
     Location loc = store.getLoc();
-    Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
-    Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
-    auto loop = builder.create<scf::ParallelOp>(
-        loc, ValueRange{zero}, ValueRange{one}, ValueRange{one});
+    Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+    Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+    auto loop = scf::ParallelOp::create(builder, loc, ValueRange{zero},
+                                        ValueRange{one}, ValueRange{one});
     store->moveBefore(loop.getBody()->getTerminator());
   }
 }
@@ -374,30 +376,31 @@ void expandLibdeviceMathOps(ModuleOp module) {
       Attribute attr = b.getI32IntegerAttr(int32_t(value));
       if (auto vectorType = dyn_cast<VectorType>(bitsType))
         attr = DenseElementsAttr::get(vectorType, attr);
-      return b.create<arith::ConstantOp>(cast<TypedAttr>(attr));
+      return arith::ConstantOp::create(b, cast<TypedAttr>(attr));
     };
     auto toBits = [&](Value value) -> Value {
-      return b.create<arith::BitcastOp>(bitsType, value);
+      return arith::BitcastOp::create(b, bitsType, value);
     };
     auto toFloat = [&](Value bits) -> Value {
-      return b.create<arith::BitcastOp>(floatType, bits);
+      return arith::BitcastOp::create(b, floatType, bits);
     };
     Value bits = toBits(op->getOperand(0));
-    Value magnitude = b.create<arith::AndIOp>(bits, constant(0x7fffffffu));
-    Value sign = b.create<arith::AndIOp>(bits, constant(0x80000000u));
+    Value magnitude = arith::AndIOp::create(b, bits, constant(0x7fffffffu));
+    Value sign = arith::AndIOp::create(b, bits, constant(0x80000000u));
     Value result = magnitude;
     if (isa<math::CopySignOp>(op)) {
-      result = b.create<arith::OrIOp>(
-          magnitude, b.create<arith::AndIOp>(toBits(op->getOperand(1)),
-                                             constant(0x80000000u)));
+      result = arith::OrIOp::create(
+          b, magnitude,
+          arith::AndIOp::create(b, toBits(op->getOperand(1)),
+                                constant(0x80000000u)));
     } else if (isa<math::RoundEvenOp>(op)) {
       Value twoTo23 = toFloat(constant(0x4b000000u));
-      Value rounded = b.create<arith::SubFOp>(
-          b.create<arith::AddFOp>(toFloat(magnitude), twoTo23), twoTo23);
-      Value signedRounded = b.create<arith::OrIOp>(toBits(rounded), sign);
-      Value alreadyIntegral = b.create<arith::CmpIOp>(
-          arith::CmpIPredicate::uge, magnitude, constant(0x4b000000u));
-      result = b.create<arith::SelectOp>(alreadyIntegral, bits, signedRounded);
+      Value rounded = arith::SubFOp::create(
+          b, arith::AddFOp::create(b, toFloat(magnitude), twoTo23), twoTo23);
+      Value signedRounded = arith::OrIOp::create(b, toBits(rounded), sign);
+      Value alreadyIntegral = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::uge, magnitude, constant(0x4b000000u));
+      result = arith::SelectOp::create(b, alreadyIntegral, bits, signedRounded);
     }
     op->getResult(0).replaceAllUsesWith(toFloat(result));
     op->erase();
@@ -412,10 +415,10 @@ std::string collectDiagnostics(const std::string &diagnostics,
 
 } // namespace
 
-FailureOr<PtxModule> lowerToPtx(ModuleOp module, const Target &target,
-                                std::string &error) {
+LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
+                          std::string &error) {
   if (!target.isNvidia()) {
-    error = "lowerToPtx needs an NVIDIA target, got '" + target.str() + "'";
+    error = "the GPU tail needs an NVIDIA target, got '" + target.str() + "'";
     return failure();
   }
   // Before any codegen: LLVM aborts on a PTX version the chip rejects.
@@ -482,6 +485,25 @@ FailureOr<PtxModule> lowerToPtx(ModuleOp module, const Target &target,
   kernels.addPass(createConvertMathToLLVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(pm.run(module))) {
+    error = collectDiagnostics(diagnostics, "lowering kernels to NVVM");
+    return failure();
+  }
+  return success();
+}
+
+FailureOr<PtxModule> lowerToPtx(ModuleOp module, const Target &target,
+                                std::string &error) {
+  if (failed(lowerToNvvm(module, target, error)))
+    return failure();
+
+  MLIRContext *context = module.getContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(context, [&](Diagnostic &diagnostic) {
+    llvm::raw_string_ostream(diagnostics) << diagnostic << "\n";
+    return success();
+  });
+  PassManager pm(context);
   GpuModuleToBinaryPassOptions binaryOptions;
   binaryOptions.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(binaryOptions));

@@ -57,6 +57,15 @@ struct PtxModule {
   std::vector<std::string> kernelNames;
 };
 
+/// Lowers `module` (modified in place) up to, not including, serialization:
+/// afterwards its gpu.module holds the kernels as LLVM dialect with NVVM ops
+/// (thread ids, barriers, shuffles, atomics, native cvt), and the host
+/// functions hold the gpu.launch_func ops in launch order. This is the
+/// module the GPU emulator executes and lowerToPtx serializes. Same error
+/// rules as lowerToPtx.
+mlir::LogicalResult lowerToNvvm(mlir::ModuleOp module, const Target &target,
+                                std::string &error);
+
 /// Lowers `module` (modified in place) to PTX for `target`, which must be an
 /// NVIDIA target. On failure returns failure() and a message in `error`;
 /// never aborts for a bad target. The context must have

@@ -55,36 +55,38 @@ public:
     Attribute attr = b.getI32IntegerAttr(int32_t(value));
     if (vectorType)
       attr = DenseElementsAttr::get(cast<ShapedType>(i32()), attr);
-    return b.create<arith::ConstantOp>(cast<TypedAttr>(attr));
+    return arith::ConstantOp::create(b, cast<TypedAttr>(attr));
   }
   Value s32(int32_t value) { return u32(uint32_t(value)); }
   Value f32Const(float value) {
     Attribute attr = b.getF32FloatAttr(value);
     if (vectorType)
       attr = DenseElementsAttr::get(cast<ShapedType>(f32()), attr);
-    return b.create<arith::ConstantOp>(cast<TypedAttr>(attr));
+    return arith::ConstantOp::create(b, cast<TypedAttr>(attr));
   }
 
-  Value add(Value x, Value y) { return b.create<arith::AddIOp>(x, y); }
-  Value sub(Value x, Value y) { return b.create<arith::SubIOp>(x, y); }
-  Value band(Value x, Value y) { return b.create<arith::AndIOp>(x, y); }
-  Value bor(Value x, Value y) { return b.create<arith::OrIOp>(x, y); }
-  Value bxor(Value x, Value y) { return b.create<arith::XOrIOp>(x, y); }
-  Value shl(Value x, Value y) { return b.create<arith::ShLIOp>(x, y); }
-  Value lshr(Value x, Value y) { return b.create<arith::ShRUIOp>(x, y); }
-  Value ashr(Value x, Value y) { return b.create<arith::ShRSIOp>(x, y); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value band(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value bor(Value x, Value y) { return arith::OrIOp::create(b, x, y); }
+  Value bxor(Value x, Value y) { return arith::XOrIOp::create(b, x, y); }
+  Value shl(Value x, Value y) { return arith::ShLIOp::create(b, x, y); }
+  Value lshr(Value x, Value y) { return arith::ShRUIOp::create(b, x, y); }
+  Value ashr(Value x, Value y) { return arith::ShRSIOp::create(b, x, y); }
   Value cmp(arith::CmpIPredicate predicate, Value x, Value y) {
-    return b.create<arith::CmpIOp>(predicate, x, y);
+    return arith::CmpIOp::create(b, predicate, x, y);
   }
   Value cmpf(arith::CmpFPredicate predicate, Value x, Value y) {
-    return b.create<arith::CmpFOp>(predicate, x, y);
+    return arith::CmpFOp::create(b, predicate, x, y);
   }
   Value select(Value condition, Value x, Value y) {
-    return b.create<arith::SelectOp>(condition, x, y);
+    return arith::SelectOp::create(b, condition, x, y);
   }
-  Value zext(Value flag) { return b.create<arith::ExtUIOp>(i32(), flag); }
-  Value toBits(Value value) { return b.create<arith::BitcastOp>(i32(), value); }
-  Value toFloat(Value bits) { return b.create<arith::BitcastOp>(f32(), bits); }
+  Value zext(Value flag) { return arith::ExtUIOp::create(b, i32(), flag); }
+  Value toBits(Value value) {
+    return arith::BitcastOp::create(b, i32(), value);
+  }
+  Value toFloat(Value bits) { return arith::BitcastOp::create(b, f32(), bits); }
 
   ImplicitLocOpBuilder &b;
   VectorType vectorType;
@@ -100,8 +102,8 @@ Value encodeFloat(CodecBuilder &cb, const lowbit::FloatEncodeConstants &c,
   Value f32Subnormal = cb.cmp(P::ult, magnitudeBits, cb.u32(0x00800000u));
   // Scaling an f32 subnormal by 2^64 is exact and makes it normal; arith
   // float ops keep subnormals on both targets (no flush-to-zero flag).
-  Value scaled = cb.toBits(cb.b.create<arith::MulFOp>(cb.toFloat(magnitudeBits),
-                                                      cb.f32Const(0x1p64f)));
+  Value scaled = cb.toBits(arith::MulFOp::create(
+      cb.b, cb.toFloat(magnitudeBits), cb.f32Const(0x1p64f)));
   Value normalized = cb.select(f32Subnormal, scaled, magnitudeBits);
   Value exponent = cb.sub(cb.sub(cb.lshr(normalized, cb.u32(23)), cb.u32(127)),
                           cb.select(f32Subnormal, cb.u32(64), cb.u32(0)));
@@ -128,8 +130,8 @@ Value encodeFloat(CodecBuilder &cb, const lowbit::FloatEncodeConstants &c,
   Value significand =
       cb.bor(cb.band(normalized, cb.u32(0x007fffffu)), cb.u32(0x00800000u));
   Value shiftSigned = cb.sub(cb.s32(c.subnormalShiftBase), exponent);
-  Value shift = cb.b.create<arith::MinSIOp>(
-      cb.b.create<arith::MaxSIOp>(shiftSigned, cb.u32(1)), cb.u32(31));
+  Value shift = arith::MinSIOp::create(
+      cb.b, arith::MaxSIOp::create(cb.b, shiftSigned, cb.u32(1)), cb.u32(31));
   Value shiftMask = cb.sub(cb.shl(cb.u32(1), shift), cb.u32(1));
   Value subnormalIncrement = cb.u32(0);
   if (c.rounding == lowbit::Rounding::NearestEven)
@@ -167,19 +169,19 @@ Value encodeInt(CodecBuilder &cb, const lowbit::Format &format,
   clamped = cb.select(cb.cmpf(F::OLT, clamped, lowest), lowest, clamped);
   clamped = cb.select(cb.cmpf(F::OGT, clamped, highest), highest, clamped);
   // fptosi truncates toward zero; the fraction it drops is exact in f32.
-  Value truncated = cb.b.create<arith::FPToSIOp>(cb.i32(), clamped);
-  Value fraction = cb.b.create<arith::SubFOp>(
-      clamped, cb.b.create<arith::SIToFPOp>(cb.f32(), truncated));
+  Value truncated = arith::FPToSIOp::create(cb.b, cb.i32(), clamped);
+  Value fraction = arith::SubFOp::create(
+      cb.b, clamped, arith::SIToFPOp::create(cb.b, cb.f32(), truncated));
   Value rounded = truncated;
   if (rounding == lowbit::Rounding::NearestEven) {
     Value odd = cb.cmp(P::ne, cb.band(truncated, cb.u32(1)), cb.u32(0));
     Value half = cb.f32Const(0.5f), minusHalf = cb.f32Const(-0.5f);
-    Value up = cb.b.create<arith::OrIOp>(
-        cb.cmpf(F::OGT, fraction, half),
-        cb.b.create<arith::AndIOp>(cb.cmpf(F::OEQ, fraction, half), odd));
-    Value down = cb.b.create<arith::OrIOp>(
-        cb.cmpf(F::OLT, fraction, minusHalf),
-        cb.b.create<arith::AndIOp>(cb.cmpf(F::OEQ, fraction, minusHalf), odd));
+    Value up = arith::OrIOp::create(
+        cb.b, cb.cmpf(F::OGT, fraction, half),
+        arith::AndIOp::create(cb.b, cb.cmpf(F::OEQ, fraction, half), odd));
+    Value down = arith::OrIOp::create(
+        cb.b, cb.cmpf(F::OLT, fraction, minusHalf),
+        arith::AndIOp::create(cb.b, cb.cmpf(F::OEQ, fraction, minusHalf), odd));
     rounded = cb.sub(cb.add(truncated, cb.zext(up)), cb.zext(down));
   } else if (rounding == lowbit::Rounding::TowardPosInf) {
     rounded = cb.add(truncated,
@@ -195,13 +197,13 @@ Value encodeInt(CodecBuilder &cb, const lowbit::Format &format,
 Value scaleSignificand(CodecBuilder &cb, Value significand, Value exponentK) {
   using P = arith::CmpIPredicate;
   Value asFloat =
-      cb.toBits(cb.b.create<arith::UIToFPOp>(cb.f32(), significand));
+      cb.toBits(arith::UIToFPOp::create(cb.b, cb.f32(), significand));
   Value fieldAfter = cb.add(cb.lshr(asFloat, cb.u32(23)), exponentK);
   Value normal = cb.add(asFloat, cb.shl(exponentK, cb.u32(23)));
   Value lifted =
       cb.add(asFloat, cb.shl(cb.add(exponentK, cb.u32(64)), cb.u32(23)));
   Value subnormal = cb.toBits(
-      cb.b.create<arith::MulFOp>(cb.toFloat(lifted), cb.f32Const(0x1p-64f)));
+      arith::MulFOp::create(cb.b, cb.toFloat(lifted), cb.f32Const(0x1p-64f)));
   Value bits =
       cb.select(cb.cmp(P::sge, fieldAfter, cb.u32(1)), normal, subnormal);
   return cb.select(cb.cmp(P::eq, significand, cb.u32(0)), cb.u32(0), bits);
@@ -248,12 +250,12 @@ Value decodeFloat(CodecBuilder &cb, const lowbit::Format &format, Value code) {
 
 Value decodeInt(CodecBuilder &cb, const lowbit::Format &format, Value code) {
   if (!format.isSigned())
-    return cb.b.create<arith::UIToFPOp>(
-        cb.f32(), cb.band(code, cb.u32(format.codeMask())));
+    return arith::UIToFPOp::create(cb.b, cb.f32(),
+                                   cb.band(code, cb.u32(format.codeMask())));
   // Sign-extend the format's bits from the top of the word.
   Value shift = cb.u32(32 - format.bits());
-  return cb.b.create<arith::SIToFPOp>(cb.f32(),
-                                      cb.ashr(cb.shl(code, shift), shift));
+  return arith::SIToFPOp::create(cb.b, cb.f32(),
+                                 cb.ashr(cb.shl(code, shift), shift));
 }
 
 void expandEncode(lowbit::dialect::EncodeOp op) {
@@ -266,7 +268,7 @@ void expandEncode(lowbit::dialect::EncodeOp op) {
           ? encodeInt(cb, format, options.rounding, op.getInput())
           : encodeFloat(cb, lowbit::makeEncodeConstants(format, options),
                         op.getInput());
-  Value result = builder.create<arith::TruncIOp>(op.getType(), code);
+  Value result = arith::TruncIOp::create(builder, op.getType(), code);
   op.replaceAllUsesWith(result);
   op.erase();
 }
@@ -275,7 +277,7 @@ void expandDecode(lowbit::dialect::DecodeOp op) {
   ImplicitLocOpBuilder builder(op.getLoc(), op);
   CodecBuilder cb(builder, op.getType());
   lowbit::Format format = op.getModelFormat();
-  Value code = builder.create<arith::ExtUIOp>(cb.i32(), op.getInput());
+  Value code = arith::ExtUIOp::create(builder, cb.i32(), op.getInput());
   Value result = format.isInt() ? decodeInt(cb, format, code)
                                 : decodeFloat(cb, format, code);
   op.replaceAllUsesWith(result);

@@ -63,7 +63,7 @@ Type nvvmFormatType(MLIRContext *context, std::string_view formatName) {
 }
 
 Value i8Const(ImplicitLocOpBuilder &b, int value) {
-  return b.create<arith::ConstantOp>(b.getI8IntegerAttr(value));
+  return arith::ConstantOp::create(b, b.getI8IntegerAttr(value));
 }
 
 /// Converts the pair (hi, lo) with one cvt; returns the codes as
@@ -79,20 +79,20 @@ Value encodePair(ImplicitLocOpBuilder &b, const NativeConversion &row, Value hi,
         : row.rounding == lowbit::Rounding::TowardPosInf
             ? NVVM::FPRoundingMode::RP
             : NVVM::FPRoundingMode::RN;
-    return b.create<NVVM::ConvertF32x2ToF8x2Op>(pairType, hi, lo, rounding,
-                                                NVVM::SaturationMode::SATFINITE,
-                                                /*relu=*/false, formatType);
+    return NVVM::ConvertF32x2ToF8x2Op::create(b, pairType, hi, lo, rounding,
+                                              NVVM::SaturationMode::SATFINITE,
+                                              /*relu=*/false, formatType);
   }
   case NativeInstruction::F32x2ToF6x2:
-    return b.create<NVVM::ConvertF32x2ToF6x2Op>(pairType, hi, lo,
-                                                /*relu=*/false, formatType);
+    return NVVM::ConvertF32x2ToF6x2Op::create(b, pairType, hi, lo,
+                                              /*relu=*/false, formatType);
   case NativeInstruction::F32x2ToF4x2: {
     // One byte: hi in the high nibble, lo in the low nibble.
-    Value packed = b.create<NVVM::ConvertF32x2ToF4x2Op>(
-        b.getI8Type(), hi, lo, /*relu=*/false, formatType);
-    Value low = b.create<arith::AndIOp>(packed, i8Const(b, 0x0f));
-    Value high = b.create<arith::ShRUIOp>(packed, i8Const(b, 4));
-    return b.create<vector::FromElementsOp>(pairType, ValueRange{low, high});
+    Value packed = NVVM::ConvertF32x2ToF4x2Op::create(
+        b, b.getI8Type(), hi, lo, /*relu=*/false, formatType);
+    Value low = arith::AndIOp::create(b, packed, i8Const(b, 0x0f));
+    Value high = arith::ShRUIOp::create(b, packed, i8Const(b, 4));
+    return vector::FromElementsOp::create(b, pairType, ValueRange{low, high});
   }
   default:
     return {};
@@ -104,13 +104,13 @@ Value magnitudeOf(ImplicitLocOpBuilder &b, Value value) {
   Type bitsType = b.getI32Type();
   if (auto vectorType = dyn_cast<VectorType>(value.getType()))
     bitsType = VectorType::get(vectorType.getShape(), b.getI32Type());
-  Value bits = b.create<arith::BitcastOp>(bitsType, value);
+  Value bits = arith::BitcastOp::create(b, bitsType, value);
   Attribute mask = b.getI32IntegerAttr(0x7fffffff);
   if (auto vectorType = dyn_cast<VectorType>(bitsType))
     mask = DenseElementsAttr::get(vectorType, mask);
-  Value cleared = b.create<arith::AndIOp>(
-      bits, b.create<arith::ConstantOp>(cast<TypedAttr>(mask)));
-  return b.create<arith::BitcastOp>(value.getType(), cleared);
+  Value cleared = arith::AndIOp::create(
+      b, bits, arith::ConstantOp::create(b, cast<TypedAttr>(mask)));
+  return arith::BitcastOp::create(b, value.getType(), cleared);
 }
 
 void rewriteEncode(lowbit::dialect::EncodeOp op, const NativeConversion &row) {
@@ -120,9 +120,9 @@ void rewriteEncode(lowbit::dialect::EncodeOp op, const NativeConversion &row) {
     input = magnitudeOf(b, input);
   auto vectorType = dyn_cast<VectorType>(input.getType());
   if (!vectorType) {
-    Value zero = b.create<arith::ConstantOp>(b.getF32FloatAttr(0.0f));
+    Value zero = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
     Value pair = encodePair(b, row, /*hi=*/zero, /*lo=*/input);
-    Value code = b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{0});
+    Value code = vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0});
     op.replaceAllUsesWith(code);
     op.erase();
     return;
@@ -130,19 +130,19 @@ void rewriteEncode(lowbit::dialect::EncodeOp op, const NativeConversion &row) {
   // Pairs of elements; an odd last element is paired with 0.
   int64_t count = vectorType.getNumElements();
   SmallVector<Value> codes;
-  Value zero = b.create<arith::ConstantOp>(b.getF32FloatAttr(0.0f));
+  Value zero = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
   for (int64_t index = 0; index < count; index += 2) {
-    Value lo = b.create<vector::ExtractOp>(input, ArrayRef<int64_t>{index});
-    Value hi = index + 1 < count ? Value(b.create<vector::ExtractOp>(
-                                       input, ArrayRef<int64_t>{index + 1}))
+    Value lo = vector::ExtractOp::create(b, input, ArrayRef<int64_t>{index});
+    Value hi = index + 1 < count ? Value(vector::ExtractOp::create(
+                                       b, input, ArrayRef<int64_t>{index + 1}))
                                  : zero;
     Value pair = encodePair(b, row, hi, lo);
-    codes.push_back(b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{0}));
+    codes.push_back(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}));
     if (index + 1 < count)
-      codes.push_back(b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{1}));
+      codes.push_back(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1}));
   }
   Value result =
-      b.create<vector::FromElementsOp>(cast<VectorType>(op.getType()), codes);
+      vector::FromElementsOp::create(b, cast<VectorType>(op.getType()), codes);
   op.replaceAllUsesWith(result);
   op.erase();
 }
@@ -155,32 +155,32 @@ Value decodeScalar(ImplicitLocOpBuilder &b, const NativeConversion &row,
   auto bytePair = VectorType::get({2}, b.getI8Type());
   // Only the format's low bits are the code.
   if (formatBits < 8)
-    code = b.create<arith::AndIOp>(code, i8Const(b, (1 << formatBits) - 1));
+    code = arith::AndIOp::create(b, code, i8Const(b, (1 << formatBits) - 1));
   Value halves;
   switch (row.instruction) {
   case NativeInstruction::F8x2ToF16x2:
-    halves = b.create<NVVM::ConvertF8x2ToF16x2Op>(
-        halfPair, b.create<vector::BroadcastOp>(bytePair, code),
+    halves = NVVM::ConvertF8x2ToF16x2Op::create(
+        b, halfPair, vector::BroadcastOp::create(b, bytePair, code),
         /*relu=*/false, formatType);
     break;
   case NativeInstruction::F6x2ToF16x2:
-    halves = b.create<NVVM::ConvertF6x2ToF16x2Op>(
-        halfPair, b.create<vector::BroadcastOp>(bytePair, code),
+    halves = NVVM::ConvertF6x2ToF16x2Op::create(
+        b, halfPair, vector::BroadcastOp::create(b, bytePair, code),
         /*relu=*/false, formatType);
     break;
   case NativeInstruction::F4x2ToF16x2: {
-    Value both = b.create<arith::OrIOp>(
-        code, b.create<arith::ShLIOp>(code, i8Const(b, 4)));
-    halves = b.create<NVVM::ConvertF4x2ToF16x2Op>(halfPair, both,
-                                                  /*relu=*/false, formatType);
+    Value both = arith::OrIOp::create(
+        b, code, arith::ShLIOp::create(b, code, i8Const(b, 4)));
+    halves = NVVM::ConvertF4x2ToF16x2Op::create(b, halfPair, both,
+                                                /*relu=*/false, formatType);
     break;
   }
   default:
     return {};
   }
-  Value half = b.create<vector::ExtractOp>(halves, ArrayRef<int64_t>{0});
+  Value half = vector::ExtractOp::create(b, halves, ArrayRef<int64_t>{0});
   // Every value of these formats is an f16, and f16 -> f32 is exact.
-  return b.create<arith::ExtFOp>(b.getF32Type(), half);
+  return arith::ExtFOp::create(b, b.getF32Type(), half);
 }
 
 void rewriteDecode(lowbit::dialect::DecodeOp op, const NativeConversion &row) {
@@ -197,9 +197,9 @@ void rewriteDecode(lowbit::dialect::DecodeOp op, const NativeConversion &row) {
   for (int64_t index = 0; index < vectorType.getNumElements(); ++index)
     values.push_back(decodeScalar(
         b, row, formatBits,
-        b.create<vector::ExtractOp>(input, ArrayRef<int64_t>{index})));
+        vector::ExtractOp::create(b, input, ArrayRef<int64_t>{index})));
   op.replaceAllUsesWith(
-      b.create<vector::FromElementsOp>(cast<VectorType>(op.getType()), values)
+      vector::FromElementsOp::create(b, cast<VectorType>(op.getType()), values)
           .getResult());
   op.erase();
 }

@@ -7,7 +7,7 @@ set -euo pipefail
 LOWBIT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$LOWBIT_ROOT/build}"
 PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools catch2
-          libfmt-dev ninja-build lld cmake g++)
+          libfmt-dev ninja-build lld cmake g++ python3-venv)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -22,14 +22,35 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The tests' Python packages live in the build's own environment, so the
+# result never depends on what happens to be installed in the python3 on
+# PATH (which may be a bare interpreter: .ci/run checks exactly that). The
+# stamp holds the requirements' text, so a changed pin reinstalls.
+PYENV="$BUILD_DIR/pyenv"
+requirements="$LOWBIT_ROOT/tools/python-requirements.txt"
+if ! cmp -s "$requirements" "$PYENV/.lowbit-requirements" 2>/dev/null; then
+  mkdir -p "$BUILD_DIR"
+  rm -rf "$PYENV"
+  # A Debian python3 without ensurepip cannot make a venv with pip; the
+  # system interpreter with python3-venv (installed above) can.
+  python3 -m venv "$PYENV" 2>/dev/null || /usr/bin/python3 -m venv "$PYENV"
+  echo "lowbit: installing the tests' Python packages into $PYENV" >&2
+  "$PYENV/bin/python" -m pip install -q --disable-pip-version-check \
+    -r "$requirements"
+  cp "$requirements" "$PYENV/.lowbit-requirements"
+fi
+
 export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+if [ ! -f "$BUILD_DIR/build.ninja" ] ||
+   ! grep -qx "Python3_EXECUTABLE:FILEPATH=$PYENV/bin/python" \
+     "$BUILD_DIR/CMakeCache.txt"; then
   cmake -S "$LOWBIT_ROOT" -B "$BUILD_DIR" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_DIR=/usr/lib/llvm-22/lib/cmake/llvm \
+    -DPython3_EXECUTABLE="$PYENV/bin/python" \
     "${launcher[@]}" >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j "${LOWBIT_JOBS:-$(nproc)}"
