@@ -329,6 +329,26 @@ lowbit::ScaleSpec canonicalScale(lowbit::ScaleSpec spec) {
   return spec;
 }
 
+/// Sizes and the axis are read as int64 and bounded by the model before
+/// they are narrowed to ScaleSpec's int (never truncated).
+ParseResult parseBounded(AsmParser &parser, int &result,
+                         std::optional<int> (*narrow)(int64_t, std::string *)) {
+  SMLoc loc = parser.getCurrentLocation();
+  int64_t value = 0;
+  if (parser.parseInteger(value))
+    return failure();
+  std::string error;
+  std::optional<int> narrowed = narrow(value, &error);
+  if (!narrowed)
+    return parser.emitError(loc) << error;
+  result = *narrowed;
+  return success();
+}
+
+std::optional<int> groupSizeFromInt64(int64_t value, std::string *error) {
+  return lowbit::scaleExtentFromInt64("group size", value, error);
+}
+
 ParseResult parseGranularitySpec(AsmParser &parser, lowbit::ScaleSpec &spec) {
   if (parseModelKeyword<lowbit::Granularity>(
           parser, lowbit::parseGranularity, lowbit::granularityName,
@@ -336,7 +356,7 @@ ParseResult parseGranularitySpec(AsmParser &parser, lowbit::ScaleSpec &spec) {
     return failure();
   auto parseAxis = [&]() -> ParseResult {
     return failure(parser.parseKeyword("axis") || parser.parseEqual() ||
-                   parser.parseInteger(spec.axis));
+                   parseBounded(parser, spec.axis, lowbit::axisFromInt64));
   };
   switch (spec.granularity) {
   case lowbit::Granularity::PerTensor:
@@ -345,7 +365,8 @@ ParseResult parseGranularitySpec(AsmParser &parser, lowbit::ScaleSpec &spec) {
   case lowbit::Granularity::PerChannel:
     return failure(parser.parseLParen() || parseAxis() || parser.parseRParen());
   case lowbit::Granularity::Group:
-    if (parser.parseLParen() || parser.parseInteger(spec.groupSize))
+    if (parser.parseLParen() ||
+        parseBounded(parser, spec.groupSize, groupSizeFromInt64))
       return failure();
     if (succeeded(parser.parseOptionalComma()) && parseAxis())
       return failure();
@@ -362,8 +383,13 @@ ParseResult parseGranularitySpec(AsmParser &parser, lowbit::ScaleSpec &spec) {
     if (dims.size() != 2)
       return parser.emitError(dimsLoc) << "a block is <rows>x<cols>, got "
                                        << dims.size() << " dimension(s)";
-    if (dims[0] > INT_MAX || dims[1] > INT_MAX)
-      return parser.emitError(dimsLoc) << "block dimensions are too large";
+    // Zero is left to the verifier ("positive in both dimensions"); a size
+    // past the bound is refused here, before it is narrowed.
+    std::string error;
+    for (auto [dim, what] : {std::pair{dims[0], "block height"},
+                             std::pair{dims[1], "block width"}})
+      if (dim > 0 && !lowbit::scaleExtentFromInt64(what, dim, &error))
+        return parser.emitError(dimsLoc) << error;
     spec.blockRows = int(dims[0]);
     spec.blockCols = int(dims[1]);
     return success();

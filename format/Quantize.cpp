@@ -576,10 +576,19 @@ dequantizeHalf(const QuantizedTensor &tensor, HalfType type,
   std::optional<std::vector<float>> values = dequantize(tensor, error);
   if (!values)
     return std::nullopt;
+  // A NaN result (0 * inf of an overflowing scale, a NaN code) becomes the
+  // canonical NaN 0x7fff of both types, whatever its sign: what the GPU's
+  // cvt.rn.f16.f32 / cvt.rn.bf16.f32 and CUDA's host __float2half_rn /
+  // __float2bfloat16_rn give, and what every backend writes
+  // (docs/numerics.md).
+  constexpr uint16_t kCanonicalNaN = 0x7fff;
   std::vector<uint16_t> bits(values->size());
-  for (size_t index = 0; index < bits.size(); ++index)
-    bits[index] = type == HalfType::F16 ? floatToHalf((*values)[index])
-                                        : floatToBFloat16((*values)[index]);
+  for (size_t index = 0; index < bits.size(); ++index) {
+    float value = (*values)[index];
+    bits[index] = std::isnan(value)       ? kCanonicalNaN
+                  : type == HalfType::F16 ? floatToHalf(value)
+                                          : floatToBFloat16(value);
+  }
   return bits;
 }
 

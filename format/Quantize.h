@@ -100,7 +100,8 @@ bool validateQuantized(const QuantizedTensor &tensor, std::string *error);
 /// Back to f32 (rows * cols values).
 std::optional<std::vector<float>> dequantize(const QuantizedTensor &tensor,
                                              std::string *error);
-/// Back to f16 or bf16 bits: the f32 result rounded to nearest even.
+/// Back to f16 or bf16 bits: the f32 result rounded to nearest even; a NaN
+/// becomes the canonical NaN 0x7fff (docs/numerics.md).
 std::optional<std::vector<uint16_t>>
 dequantizeHalf(const QuantizedTensor &tensor, HalfType type,
                std::string *error);

@@ -3,6 +3,7 @@
 #include "format/Scheme.h"
 
 #include <cmath>
+#include <utility>
 
 namespace lowbit {
 namespace {
@@ -12,8 +13,9 @@ void setError(std::string *error, std::string message) {
     *error = std::move(message);
 }
 
+/// For value >= 0 and divisor > 0; cannot overflow, whatever the sizes.
 int64_t ceilDiv(int64_t value, int64_t divisor) {
-  return (value + divisor - 1) / divisor;
+  return value / divisor + (value % divisor != 0);
 }
 
 int64_t roundUp(int64_t value, int64_t multiple) {
@@ -91,8 +93,8 @@ std::optional<Scheme> lookupScheme(std::string_view name, std::string *error) {
   std::string known;
   for (const Scheme &scheme : namedSchemes())
     known += (known.empty() ? "" : ", ") + scheme.name;
-  setError(error, "unknown scheme '" + std::string(name) + "' (known: " +
-                      known + ")");
+  setError(error,
+           "unknown scheme '" + std::string(name) + "' (known: " + known + ")");
   return std::nullopt;
 }
 
@@ -107,6 +109,53 @@ int containerBits(const Scheme &scheme) {
   if (scheme.packing == Packing::Nibble)
     return 4;
   return 8;
+}
+
+std::optional<int> scaleExtentFromInt64(std::string_view what, int64_t value,
+                                        std::string *error) {
+  if (value >= 1 && value <= kMaxScaleExtent)
+    return int(value);
+  setError(error, value < 1 ? std::string(what) + " must be positive, got " +
+                                  std::to_string(value)
+                            : std::string(what) + " " + std::to_string(value) +
+                                  " is larger than the maximum 2^30 (" +
+                                  std::to_string(kMaxScaleExtent) + ")");
+  return std::nullopt;
+}
+
+std::optional<int> axisFromInt64(int64_t value, std::string *error) {
+  if (value == 0 || value == 1)
+    return int(value);
+  setError(error,
+           "axis must be 0 (rows) or 1 (cols), got " + std::to_string(value));
+  return std::nullopt;
+}
+
+bool validateShape(int64_t rows, int64_t cols, std::string *error) {
+  for (auto [dim, name] : {std::pair{rows, "rows"}, std::pair{cols, "cols"}}) {
+    if (dim == kDynamic)
+      continue;
+    if (dim < 1) {
+      setError(error, std::string(name) + " " + std::to_string(dim) +
+                          " must be positive");
+      return false;
+    }
+    if (dim > kMaxDimension) {
+      setError(error, std::string(name) + " " + std::to_string(dim) +
+                          " is larger than the maximum dimension 2^40 (" +
+                          std::to_string(kMaxDimension) + ")");
+      return false;
+    }
+  }
+  // Both are at most 2^40 here, so the product fits in int64.
+  if (rows != kDynamic && cols != kDynamic && rows * cols > kMaxElements) {
+    setError(error, std::to_string(rows) + "x" + std::to_string(cols) +
+                        " has " + std::to_string(rows * cols) +
+                        " elements, more than the maximum 2^40 (" +
+                        std::to_string(kMaxElements) + ")");
+    return false;
+  }
+  return true;
 }
 
 bool validateScaleSpec(const ScaleSpec &scale, std::string *error) {
@@ -126,6 +175,9 @@ bool validateScaleSpec(const ScaleSpec &scale, std::string *error) {
                           std::to_string(scale.groupSize));
       return false;
     }
+    if (scale.granularity == Granularity::Group &&
+        !scaleExtentFromInt64("group size", scale.groupSize, error))
+      return false;
     break;
   case Granularity::Block:
     if (scale.blockRows <= 0 || scale.blockCols <= 0) {
@@ -134,6 +186,9 @@ bool validateScaleSpec(const ScaleSpec &scale, std::string *error) {
                           std::to_string(scale.blockCols));
       return false;
     }
+    if (!scaleExtentFromInt64("block height", scale.blockRows, error) ||
+        !scaleExtentFromInt64("block width", scale.blockCols, error))
+      return false;
     break;
   }
   return true;
@@ -143,17 +198,17 @@ bool validateScheme(const Scheme &scheme, std::string *error) {
   const Format &element = scheme.element;
   const ScaleSpec &scale = scheme.scale;
   if (element.bits() > containerBits(scheme)) {
-    setError(error, "format " + element.name() + " has " +
-                        std::to_string(element.bits()) + " bits, more than its " +
-                        std::to_string(containerBits(scheme)) +
-                        "-bit container (" +
-                        std::string(packingName(scheme.packing)) + " packing)");
+    setError(error,
+             "format " + element.name() + " has " +
+                 std::to_string(element.bits()) + " bits, more than its " +
+                 std::to_string(containerBits(scheme)) + "-bit container (" +
+                 std::string(packingName(scheme.packing)) + " packing)");
     return false;
   }
   if (!validateScaleSpec(scale, error))
     return false;
-  bool e8m0Rule = scale.rule == ScaleRule::E8M0Floor ||
-                  scale.rule == ScaleRule::E8M0RCeil;
+  bool e8m0Rule =
+      scale.rule == ScaleRule::E8M0Floor || scale.rule == ScaleRule::E8M0RCeil;
   if (scale.type == ScaleType::E8M0 && !e8m0Rule) {
     setError(error, "an e8m0 scale is a power of two: its rule must be floor "
                     "or rceil, not " +
@@ -228,6 +283,12 @@ bool validateSchemeForShape(const Scheme &scheme, int64_t rows, int64_t cols,
                             std::string *error) {
   if (!validateScheme(scheme, error))
     return false;
+  // Non-positive sizes are the callers' to refuse ("empty"); the upper
+  // bounds are checked here, where every shape passes.
+  if ((rows > 0 || cols > 0) &&
+      !validateShape(rows > 0 ? rows : kDynamic, cols > 0 ? cols : kDynamic,
+                     error))
+    return false;
   const ScaleSpec &scale = scheme.scale;
   auto checkDivides = [&](int64_t size, int64_t dim, const char *what,
                           const char *dimName) {
@@ -274,8 +335,9 @@ Shape2D scaleShape(const Scheme &scheme, int64_t rows, int64_t cols) {
     break;
   }
   case Granularity::Block:
-    shape = {mapDim(rows, [&](int64_t d) { return ceilDiv(d, scale.blockRows); }),
-             mapDim(cols, [&](int64_t d) { return ceilDiv(d, scale.blockCols); })};
+    shape = {
+        mapDim(rows, [&](int64_t d) { return ceilDiv(d, scale.blockRows); }),
+        mapDim(cols, [&](int64_t d) { return ceilDiv(d, scale.blockCols); })};
     break;
   }
   if (scale.layout == ScaleLayout::Swizzle128x4) {

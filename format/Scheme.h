@@ -1,4 +1,5 @@
-//===- Scheme.h - Quantization schemes: format + scales + packing -*- C++ -*-===//
+//===- Scheme.h - Quantization schemes: format + scales + packing -*- C++
+//-*-===//
 //
 // A scheme says how a tensor is quantized: the element format, how scales
 // are shared and picked, and how codes are packed. The named schemes
@@ -105,6 +106,27 @@ std::optional<Scheme> lookupScheme(std::string_view name,
                                    std::string *error = nullptr);
 /// The named scheme equal to `scheme` (ignoring its name), if any.
 const Scheme *findNamedScheme(const Scheme &scheme);
+
+/// Bounds on every size lowbit accepts, wherever it is read (the kernel
+/// spec, the dialect's attributes, meta.json, a .npy shape). Sizes are read
+/// as int64 and refused past these, never narrowed (docs/quantization.md,
+/// "Sizes"): a dimension and a tensor's element count are at most 2^40, so
+/// byte counts of any dtype and `size + divisor` fit in int64 with room to
+/// spare; a group size or block dimension is at most 2^30, so it fits
+/// ScaleSpec's int (and the attribute's i32) with the same headroom.
+constexpr int64_t kMaxDimension = int64_t(1) << 40;
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+constexpr int64_t kMaxScaleExtent = int64_t(1) << 30;
+
+/// `value` as a group size or block dimension (`what` names it in the
+/// message): in [1, kMaxScaleExtent], else nullopt and a message naming it.
+std::optional<int> scaleExtentFromInt64(std::string_view what, int64_t value,
+                                        std::string *error);
+/// `value` as an axis: 0 or 1, else nullopt and a message naming it.
+std::optional<int> axisFromInt64(int64_t value, std::string *error);
+/// A static [rows, cols] (kDynamic passes): each dimension in
+/// [1, kMaxDimension] and rows * cols at most kMaxElements.
+bool validateShape(int64_t rows, int64_t cols, std::string *error);
 
 /// Checks the parts of a scale description that stand alone (axis, group
 /// size, block size). On failure returns false with a message in `error`.

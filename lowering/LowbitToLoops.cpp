@@ -255,8 +255,19 @@ public:
     auto storeOne = [&](Value col, Value code) {
       GroupParams params = loadParams(row, col, globalValue);
       Value value = dequantizeValue(code, params);
-      if (outputType != b.getF32Type())
-        value = arith::TruncFOp::create(b, outputType, value);
+      if (outputType != b.getF32Type()) {
+        // A NaN becomes the canonical 0x7fff that the GPU's cvt.rn and
+        // CUDA's host conversions give, on every backend (docs/numerics.md).
+        Value isNan =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, value, value);
+        auto halfType = cast<FloatType>(outputType);
+        Value canonicalNan = arith::ConstantOp::create(
+            b, b.getFloatAttr(halfType, APFloat(halfType.getFloatSemantics(),
+                                                APInt(16, 0x7fff))));
+        value = arith::SelectOp::create(
+            b, isNan, canonicalNan,
+            arith::TruncFOp::create(b, outputType, value));
+      }
       memref::StoreOp::create(b, value, output, ValueRange{row, col});
     };
     if (scheme.packing == lowbit::Packing::Byte) {

@@ -1,7 +1,9 @@
 //===- AtomicFile.cpp - Writes that never leave half a file ---------------===//
 
 #include "runtime/core/AtomicFile.h"
+#include "runtime/core/FileIo.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <fstream>
 #include <system_error>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace lowbit::runtime {
@@ -21,32 +24,32 @@ void setError(std::string *error, std::string message) {
 }
 
 /// A name in the destination's directory (rename is atomic only within one
-/// file system), unique per process and call.
+/// file system), unique per process and call: "<path>.tmp.<pid>.<n>".
 std::string temporaryNameFor(const std::string &path) {
   static std::atomic<unsigned> counter{0};
   return path + ".tmp." + std::to_string(::getpid()) + "." +
          std::to_string(counter++);
 }
 
-bool writeWhole(const std::string &path, std::string_view bytes,
-                std::string *error) {
-  std::ofstream stream(path, std::ios::binary | std::ios::trunc);
-  if (!stream) {
-    setError(error, "cannot create '" + path + "': " + std::strerror(errno));
-    return false;
-  }
-  stream.write(bytes.data(), std::streamsize(bytes.size()));
-  stream.close();
-  if (!stream) {
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);
-    setError(error, "cannot write '" + path + "'");
-    return false;
-  }
-  return true;
+std::string parentOf(const std::string &path) {
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
 }
 
 } // namespace
+
+void sweepStaleTemporaries(const std::string &path) {
+  std::filesystem::path target(path);
+  std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code code;
+  std::filesystem::directory_iterator entries(parentOf(path), code), end;
+  for (; !code && entries != end; entries.increment(code)) {
+    if (!isDeadWritersTemporary(entries->path().filename().string(), prefix))
+      continue;
+    std::error_code ignored;
+    std::filesystem::remove(entries->path(), ignored);
+  }
+}
 
 bool writeFileAtomically(const std::string &path, std::string_view bytes,
                          std::string *error) {
@@ -63,25 +66,30 @@ StagedFiles::~StagedFiles() {
 
 bool StagedFiles::stage(const std::string &path, std::string_view bytes,
                         std::string *error) {
+  sweepStaleTemporaries(path);
   std::string temporary = temporaryNameFor(path);
-  if (!writeWhole(temporary, bytes, error))
+  if (!writeNewFile(AT_FDCWD, temporary, bytes, temporary, error))
     return false;
   entries.push_back({temporary, path});
   return true;
 }
 
 bool StagedFiles::commit(std::string *error) {
+  std::vector<std::string> directories;
   while (!entries.empty()) {
     const Entry &entry = entries.front();
-    std::error_code code;
-    std::filesystem::rename(entry.temporary, entry.destination, code);
-    if (code) {
-      setError(error, "cannot rename '" + entry.temporary + "' to '" +
-                          entry.destination + "': " + code.message());
+    if (!renamePath(entry.temporary, entry.destination, error))
       return false; // the destructor removes the rest
-    }
+    directories.push_back(parentOf(entry.destination));
     entries.erase(entries.begin());
   }
+  // The renames are durable once their directories are synced (best
+  // effort: the files are in place and are the result by now).
+  std::sort(directories.begin(), directories.end());
+  directories.erase(std::unique(directories.begin(), directories.end()),
+                    directories.end());
+  for (const std::string &directory : directories)
+    syncDirectoryBestEffort(directory);
   return true;
 }
 

@@ -4,7 +4,9 @@
 // renamed into place only once it is complete, so a reader (or a crashed
 // run) sees the old file or the whole new one, never a prefix. StagedFiles
 // does the same for a set of files: a command stages everything it will
-// write and renames it all only when every write has succeeded.
+// write and renames it all only when every write has succeeded. Each file
+// is fsynced before its rename and the directory after, errors carry the
+// system's reason, and the steps go through FileIo.h (and its test hook).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +44,10 @@ private:
   };
   std::vector<Entry> entries;
 };
+
+/// Removes "<path>.tmp.<pid>.<n>" files whose writer process is gone (a
+/// crash or kill between staging and rename). stage() calls it.
+void sweepStaleTemporaries(const std::string &path);
 
 /// Reads a whole file.
 bool readFile(const std::string &path, std::string &bytes, std::string *error);

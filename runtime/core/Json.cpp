@@ -272,9 +272,8 @@ private:
         // Manifests are ASCII; only \u00XX (what the writer emits) is read.
         unsigned code = 0;
         auto digits = text.substr(position, 4);
-        auto [end, ec] = std::from_chars(digits.data(),
-                                         digits.data() + digits.size(), code,
-                                         16);
+        auto [end, ec] = std::from_chars(
+            digits.data(), digits.data() + digits.size(), code, 16);
         if (ec != std::errc() || end != digits.data() + 4 || code > 0x7f) {
           fail("unsupported \\u escape");
           return std::nullopt;
@@ -312,9 +311,16 @@ private:
       if (consume('}'))
         return object;
       do {
+        size_t keyPosition = position;
         std::optional<std::string> key = parseString();
         if (!key)
           return std::nullopt;
+        // Two values for one key: which one a reader takes is a guess.
+        if (object.get(*key)) {
+          position = keyPosition;
+          fail("duplicate key \"" + *key + "\"");
+          return std::nullopt;
+        }
         if (!consume(':')) {
           fail("expected ':'");
           return std::nullopt;

@@ -6,8 +6,9 @@
 // plain compiler on the GPU machine, with no third-party library, so this
 // is a minimal value type, writer and strict reader: objects keep their
 // key order (the manifest reads top to bottom), numbers are kept as their
-// text so 64-bit sizes round-trip exactly, and a malformed file is an error
-// naming the byte offset, never a guess.
+// text so 64-bit sizes round-trip exactly, a key given twice is refused
+// (which value a reader takes would be a guess), and a malformed file is an
+// error naming the byte offset, never a guess.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,7 +2,9 @@
 
 #include "runtime/spec/KernelSpec.h"
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 #include <vector>
 
 namespace lowbit {
@@ -70,7 +72,9 @@ std::optional<bool> parseBool(std::string_view text) {
 
 /// `group(32;axis=1)`, `block(2x64)`, `per_channel(axis=0)`, `per_token`,
 /// `per_tensor` (';' separates arguments inside the compact scheme form,
-/// whose fields are separated by ',').
+/// whose fields are separated by ','). Every number is read as int64 and
+/// bounded before it is narrowed to ScaleSpec's int; an argument the
+/// granularity does not take, or one given twice, is refused.
 bool parseGranularityText(std::string_view text, ScaleSpec &scale,
                           std::string *error) {
   std::string_view name = text, args;
@@ -85,12 +89,28 @@ bool parseGranularityText(std::string_view text, ScaleSpec &scale,
   if (!granularity)
     return fail(error, "unknown granularity '" + std::string(name) + "'");
   scale.granularity = *granularity;
+  bool takesAxis = *granularity == Granularity::PerChannel ||
+                   *granularity == Granularity::Group;
+  bool haveAxis = false, haveSize = false;
   for (std::string_view arg : split(args, ';')) {
+    std::string argText(arg);
+    auto once = [&](bool &seen) {
+      if (!seen)
+        return seen = true;
+      return !fail(error, "'" + argText + "' repeats an argument of '" +
+                              std::string(text) + "'");
+    };
     if (arg.substr(0, 5) == "axis=") {
-      std::optional<int64_t> axis = parseInt(arg.substr(5));
-      if (!axis)
-        return fail(error, "bad axis '" + std::string(arg) + "'");
-      scale.axis = int(*axis);
+      if (!takesAxis)
+        return fail(error, "'" + argText + "': " + std::string(name) +
+                               " takes no axis");
+      std::optional<int64_t> value = parseInt(arg.substr(5));
+      if (!value)
+        return fail(error, "bad axis '" + argText + "'");
+      std::optional<int> axis = axisFromInt64(*value, error);
+      if (!axis || !once(haveAxis))
+        return false;
+      scale.axis = *axis;
     } else if (*granularity == Granularity::Block) {
       size_t x = arg.find('x');
       std::optional<int64_t> blockRows, blockCols;
@@ -99,14 +119,26 @@ bool parseGranularityText(std::string_view text, ScaleSpec &scale,
         blockCols = parseInt(arg.substr(x + 1));
       }
       if (!blockRows || !blockCols)
-        return fail(error,
-                    "bad block size '" + std::string(arg) + "' (want RxC)");
-      scale.blockRows = int(*blockRows);
-      scale.blockCols = int(*blockCols);
-    } else if (std::optional<int64_t> size = parseInt(arg)) {
-      scale.groupSize = int(*size);
+        return fail(error, "bad block size '" + argText + "' (want RxC)");
+      std::optional<int> height =
+          scaleExtentFromInt64("block height", *blockRows, error);
+      std::optional<int> width =
+          height ? scaleExtentFromInt64("block width", *blockCols, error)
+                 : std::nullopt;
+      if (!width || !once(haveSize))
+        return false;
+      scale.blockRows = *height;
+      scale.blockCols = *width;
+    } else if (std::optional<int64_t> value = parseInt(arg);
+               value && *granularity == Granularity::Group) {
+      std::optional<int> size =
+          scaleExtentFromInt64("group size", *value, error);
+      if (!size || !once(haveSize))
+        return false;
+      scale.groupSize = *size;
     } else {
-      return fail(error, "bad granularity argument '" + std::string(arg) + "'");
+      return fail(error,
+                  "bad " + std::string(name) + " argument '" + argText + "'");
     }
   }
   return true;
@@ -181,6 +213,7 @@ std::optional<Scheme> parseSchemeText(std::string_view text,
   scheme.scale = ScaleSpec{};
   scheme.packing = Packing::Byte;
   bool haveFormat = false;
+  std::vector<std::string_view> seenKeys;
   for (std::string_view field : split(body, ',')) {
     size_t equals = field.find('=');
     if (equals == std::string_view::npos) {
@@ -189,6 +222,12 @@ std::optional<Scheme> parseSchemeText(std::string_view text,
     }
     std::string_view key = field.substr(0, equals);
     std::string_view value = field.substr(equals + 1);
+    if (std::find(seenKeys.begin(), seenKeys.end(), key) != seenKeys.end()) {
+      fail(error, "scheme field '" + std::string(field) + "' repeats key '" +
+                      std::string(key) + "'");
+      return std::nullopt;
+    }
+    seenKeys.push_back(key);
     auto bad = [&]() {
       fail(error, "bad value '" + std::string(value) + "' for scheme key '" +
                       std::string(key) + "'");
@@ -288,10 +327,29 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
   if (!scheme)
     return std::nullopt;
   spec.scheme = *scheme;
+  // A compact scheme may spell its mode out; scale= must then agree.
+  bool schemeNamesMode = tokens[1].starts_with("scheme(") &&
+                         (tokens[1].find(",mode=") != std::string_view::npos ||
+                          tokens[1].find("(mode=") != std::string_view::npos);
+  // Each key once: a repeat (even with the same value) and `dynamic` beside
+  // rows=/cols= contradict, and the spec text is a cache key that must have
+  // one spelling.
+  std::map<std::string, std::string, std::less<>> seen;
+  auto firstTime = [&](std::string_view key, std::string_view token) {
+    auto [it, inserted] = seen.emplace(std::string(key), std::string(token));
+    if (!inserted)
+      fail(error, "'" + std::string(token) + "' contradicts '" + it->second +
+                      "': each key is given once");
+    return inserted;
+  };
   bool haveRows = false, haveCols = false;
+  std::optional<std::string> globalToken, scaleToken;
   for (size_t i = 2; i < tokens.size(); ++i) {
     std::string_view token = tokens[i];
     if (token == "dynamic") {
+      // rows, cols and dynamic are one setting: the shape.
+      if (!firstTime("shape", token))
+        return std::nullopt;
       spec.rows = spec.cols = kDynamic;
       continue;
     }
@@ -303,6 +361,8 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
     std::string_view key = token.substr(0, equals);
     std::string_view value = token.substr(equals + 1);
     std::string valueText(value);
+    if (!firstTime(key, token))
+      return std::nullopt;
     const char *dtypeKey = spec.op == KernelOp::Quantize ? "from" : "to";
     if (key == dtypeKey) {
       std::optional<ValueType> type = parseValueType(value);
@@ -318,7 +378,15 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
              "bad scale mode '" + valueText + "' (want static or dynamic)");
         return std::nullopt;
       }
+      if (schemeNamesMode && *mode != scheme->scale.mode) {
+        fail(error, "'" + std::string(token) +
+                        "' contradicts the scheme's "
+                        "mode=" +
+                        std::string(scaleModeName(scheme->scale.mode)));
+        return std::nullopt;
+      }
       spec.scheme.scale.mode = *mode;
+      scaleToken = std::string(token);
     } else if (key == "global") {
       if (value != "computed" && value != "given") {
         fail(error, "bad global '" + valueText + "' (want computed or given)");
@@ -326,11 +394,23 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
       }
       spec.globalSource =
           value == "given" ? GlobalSource::Given : GlobalSource::Computed;
+      globalToken = std::string(token);
     } else if (key == "rows" || key == "cols") {
       std::optional<int64_t> size = parseInt(value);
       if (!size || *size <= 0) {
         fail(error, "bad " + std::string(key) + " '" + valueText +
                         "' (want a positive integer)");
+        return std::nullopt;
+      }
+      if (*size > kMaxDimension) {
+        fail(error, "'" + std::string(token) +
+                        "' is larger than the maximum dimension 2^40 (" +
+                        std::to_string(kMaxDimension) + ")");
+        return std::nullopt;
+      }
+      if (seen.count("shape")) {
+        fail(error, "'" + std::string(token) + "' contradicts '" +
+                        seen["shape"] + "'");
         return std::nullopt;
       }
       (key == "rows" ? spec.rows : spec.cols) = *size;
@@ -340,8 +420,24 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
       return std::nullopt;
     }
   }
+  if ((haveRows || haveCols) && seen.count("shape")) {
+    fail(error,
+         "'" + seen[haveRows ? "rows" : "cols"] + "' contradicts 'dynamic'");
+    return std::nullopt;
+  }
   if (haveRows != haveCols) {
     fail(error, haveRows ? "rows= needs cols=" : "cols= needs rows=");
+    return std::nullopt;
+  }
+  // global= says where a dynamic scheme's second-level scale comes from; a
+  // static scheme takes it as an argument and a scheme without one has none.
+  if (globalToken &&
+      (spec.op != KernelOp::Quantize || !spec.hasGlobal() || spec.isStatic())) {
+    fail(error, "'" + *globalToken + "' applies only to quantizing with a " +
+                    "dynamic scheme that has a global scale" +
+                    (scaleToken && spec.isStatic()
+                         ? " (the spec says '" + *scaleToken + "')"
+                         : std::string()));
     return std::nullopt;
   }
   // A mode override can make a named scheme unnamed (e.g. static mxfp4).

@@ -17,6 +17,14 @@
 //          packing=nibble)
 // whose omitted keys take lowbit::ScaleSpec's defaults.
 //
+// The text is a cache key and must have one meaning, so contradictions are
+// refused with a message naming the token: a key given twice (even with
+// the same value), `dynamic` beside rows=/cols=, global= where the scheme
+// is static or has no global scale, a compact scheme's mode= that scale=
+// contradicts, a granularity argument it does not take (per_tensor(axis=0))
+// or gives twice. Sizes are int64, bounded as format/Scheme.h says
+// (kMaxDimension, kMaxScaleExtent), never narrowed.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef LOWBIT_RUNTIME_SPEC_KERNELSPEC_H

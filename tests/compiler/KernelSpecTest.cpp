@@ -64,3 +64,112 @@ TEST_CASE("kernel spec: errors name the problem", "[spec]") {
     CHECK(error.find(c.message) != std::string::npos);
   }
 }
+
+namespace {
+
+/// The message parseKernelSpec gives for `text` ("" if it parses).
+std::string specError(const std::string &text) {
+  std::string error;
+  if (parseKernelSpec(text, &error))
+    return "";
+  return error;
+}
+
+} // namespace
+
+TEST_CASE("kernel spec: sizes are bounded, never narrowed", "[spec][bounds]") {
+  struct Case {
+    const char *text, *message;
+  } cases[] = {
+      // Was accepted and printed memref<1x-4611686018427387904xi8>.
+      {"quantize mxfp4 rows=1 cols=9223372036854775807",
+       "'cols=9223372036854775807' is larger than the maximum dimension 2^40 "
+       "(1099511627776)"},
+      {"quantize int8 rows=1099511627777 cols=1",
+       "'rows=1099511627777' is larger than the maximum dimension 2^40"},
+      {"quantize int8 rows=1048576 cols=1048577",
+       "1048576x1048577 has 1099512676352 elements, more than the maximum "
+       "2^40"},
+      {"quantize int8 rows=99999999999999999999 cols=1", "bad rows"},
+      // Was group(32): 4294967328 = 2^32 + 32 narrowed to int.
+      {"quantize scheme(format=e4m3,scale=group(4294967328),type=e8m0,"
+       "rule=floor)",
+       "group size 4294967328 is larger than the maximum 2^30 (1073741824)"},
+      {"quantize scheme(format=e4m3,scale=group(1073741825),type=e8m0,"
+       "rule=floor)",
+       "group size 1073741825 is larger than the maximum 2^30"},
+      // Was block(1x1).
+      {"quantize scheme(format=int8,scale=block(4294967297x4294967297))",
+       "block height 4294967297 is larger than the maximum 2^30"},
+      {"quantize scheme(format=int8,scale=block(2x4294967297))",
+       "block width 4294967297 is larger than the maximum 2^30"},
+      {"quantize scheme(format=int8,scale=per_channel(axis=4294967297))",
+       "axis must be 0 (rows) or 1 (cols), got 4294967297"},
+      {"quantize scheme(format=int8,scale=group(0))",
+       "group size must be positive, got 0"},
+  };
+  for (const Case &c : cases) {
+    std::string error = specError(c.text);
+    INFO(c.text << " -> " << error);
+    CHECK(error.find(c.message) != std::string::npos);
+  }
+  // The largest sizes within the bounds are taken as written.
+  std::optional<KernelSpec> largest =
+      parseKernelSpec("quantize scheme(format=int8,scale=group(1073741824),"
+                      "tail=true) rows=1 cols=1099511627776");
+  REQUIRE(largest);
+  CHECK(largest->scheme.scale.groupSize == 1073741824);
+  CHECK(largest->cols == kMaxDimension);
+  // Shape arithmetic at the bound does not overflow.
+  CHECK(scaleShape(largest->scheme, 1, kMaxDimension) == Shape2D{1, 1024});
+}
+
+TEST_CASE("kernel spec: contradictory options are refused, naming the token",
+          "[spec][contradictions]") {
+  struct Case {
+    const char *text, *message;
+  } cases[] = {
+      {"quantize mxfp4 from=f32 from=f16",
+       "'from=f16' contradicts 'from=f32': each key is given once"},
+      {"quantize mxfp4 scale=static scale=dynamic",
+       "'scale=dynamic' contradicts 'scale=static'"},
+      {"quantize mxfp4 rows=4 rows=8 cols=32", "'rows=8' contradicts 'rows=4'"},
+      {"quantize mxfp4 dynamic rows=4 cols=32",
+       "'rows=4' contradicts 'dynamic'"},
+      {"quantize mxfp4 rows=4 cols=32 dynamic",
+       "'rows=4' contradicts 'dynamic'"},
+      {"quantize mxfp4 dynamic dynamic", "'dynamic' contradicts 'dynamic'"},
+      // global= is for a dynamic scheme with a global scale only.
+      {"quantize nvfp4 scale=static global=computed",
+       "'global=computed' applies only to quantizing with a dynamic scheme "
+       "that has a global scale (the spec says 'scale=static')"},
+      {"quantize nvfp4 scale=static global=given", "'global=given'"},
+      {"quantize mxfp4 global=computed", "'global=computed' applies only"},
+      {"quantize nvfp4 global=given global=computed",
+       "'global=computed' contradicts 'global=given'"},
+      // Inside the compact scheme form.
+      {"quantize scheme(format=int8,format=e4m3)",
+       "scheme field 'format=e4m3' repeats key 'format'"},
+      {"quantize scheme(format=int8,mode=static) scale=dynamic",
+       "'scale=dynamic' contradicts the scheme's mode=static"},
+      {"quantize scheme(format=int8,scale=per_tensor(axis=0))",
+       "'axis=0': per_tensor takes no axis"},
+      {"quantize scheme(format=int8,scale=block(2x2;axis=1))",
+       "'axis=1': block takes no axis"},
+      {"quantize scheme(format=int8,scale=per_channel(32))",
+       "bad per_channel argument '32'"},
+      {"quantize scheme(format=int8,scale=group(32;64))",
+       "'64' repeats an argument of 'group(32;64)'"},
+      {"quantize scheme(format=int8,scale=group(32;axis=0;axis=1))",
+       "'axis=1' repeats an argument"},
+  };
+  for (const Case &c : cases) {
+    std::string error = specError(c.text);
+    INFO(c.text << " -> " << error);
+    CHECK(error.find(c.message) != std::string::npos);
+  }
+  // Agreeing spellings still parse: a static scheme with scale=static.
+  CHECK(specError("quantize scheme(format=int8,mode=static) scale=static") ==
+        "");
+  CHECK(specError("quantize nvfp4 scale=dynamic global=computed") == "");
+}

@@ -335,6 +335,28 @@ TEST_CASE("dequantize to f16 and bf16 rounds to nearest even",
   CHECK((*bf16)[0] == 0x3EAB);
 }
 
+TEST_CASE("a dequantized f16 or bf16 NaN is the canonical 0x7fff",
+          "[quantize][output][nan]") {
+  // fp8_e5m2 with a static scale: codes 0xff and 0x7f are NaNs; the 16-bit
+  // outputs are 0x7fff, as cvt.rn.{f16,bf16}.f32 and CUDA's host
+  // conversions give (a quiet NaN's 0x7fc0/0xffc0 were written before).
+  Scheme scheme = named("fp8_e5m2");
+  scheme.scale.mode = ScaleMode::Static;
+  StaticScales given;
+  given.scaleCodes = std::vector<uint32_t>{floatBits(1.0f)};
+  QuantizedTensor tensor =
+      quantizeOrFail(scheme, {1.0f, 2.0f, 3.0f}, 1, 3, given);
+  tensor.codes = {0xff, 0x7f, 0x3c}; // -NaN, +NaN, 1.0
+  std::string error;
+  for (HalfType type : {HalfType::F16, HalfType::BF16}) {
+    auto bits = dequantizeHalf(tensor, type, &error);
+    REQUIRE(bits);
+    CHECK((*bits)[0] == 0x7fff);
+    CHECK((*bits)[1] == 0x7fff);
+    CHECK((*bits)[2] == (type == HalfType::F16 ? 0x3c00 : 0x3f80));
+  }
+}
+
 TEST_CASE("errors are values that name the problem", "[quantize][errors]") {
   std::string error;
   std::vector<float> data(40, 1.0f);

@@ -2,7 +2,10 @@
 
 #include "tools/lowbit/CommandLine.h"
 
+#include "runtime/cache/KernelCache.h"
+
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
@@ -88,6 +91,34 @@ parseCommandLineOrHelp(std::string_view command,
     return std::nullopt;
   }
   return parsed;
+}
+
+CommandResult checkCacheEnvironment() {
+  Expected<runtime::CacheOptions> options =
+      runtime::CacheOptions::fromEnvironment();
+  if (!options)
+    return fail(options.error().message);
+  return std::nullopt;
+}
+
+std::optional<int64_t> integerOption(const ParsedCommandLine &parsed,
+                                     std::string_view name, int64_t fallback,
+                                     int64_t minimum, int64_t maximum,
+                                     std::string *error) {
+  const std::string *text = parsed.value(name);
+  if (!text)
+    return fallback;
+  int64_t value = 0;
+  auto [end, status] =
+      std::from_chars(text->data(), text->data() + text->size(), value);
+  if (text->empty() || status != std::errc() ||
+      end != text->data() + text->size() || value < minimum ||
+      value > maximum) {
+    *error = fmt::format("--{} must be an integer from {} to {}, got '{}'",
+                         name, minimum, maximum, *text);
+    return std::nullopt;
+  }
+  return value;
 }
 
 } // namespace lowbit::cli

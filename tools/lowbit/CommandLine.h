@@ -11,6 +11,7 @@
 
 #include "tools/lowbit/Diagnostics.h"
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -55,6 +56,20 @@ parseCommandLineOrHelp(std::string_view command,
                        std::span<const std::string_view> args,
                        std::span<const OptionSpec> options,
                        std::string_view usage, CommandResult *done);
+
+/// LOWBIT_CACHE and the cache directory, read as lowbit::Jit reads them
+/// (runtime::CacheOptions::fromEnvironment): an unknown value is an error
+/// naming it, not a silent default. main() checks it before every command
+/// that compiles kernels or manages the cache.
+CommandResult checkCacheEnvironment();
+
+/// The integer option --`name`: decimal, in [minimum, maximum], else an
+/// error naming the option, the range and the text; `fallback` when the
+/// option is absent. Never wraps or narrows.
+std::optional<int64_t> integerOption(const ParsedCommandLine &parsed,
+                                     std::string_view name, int64_t fallback,
+                                     int64_t minimum, int64_t maximum,
+                                     std::string *error);
 
 } // namespace lowbit::cli
 

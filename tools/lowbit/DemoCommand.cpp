@@ -28,6 +28,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -361,22 +362,6 @@ CommandResult runFormatsTour() {
   return std::nullopt;
 }
 
-std::optional<int64_t> positiveOption(const ParsedCommandLine &parsed,
-                                      std::string_view name, int64_t fallback,
-                                      int64_t limit, std::string *error) {
-  const std::string *text = parsed.value(name);
-  if (!text)
-    return fallback;
-  char *end = nullptr;
-  long long value = std::strtoll(text->c_str(), &end, 10);
-  if (text->empty() || *end != '\0' || value < 1 || value > limit) {
-    *error = fmt::format("--{} must be an integer from 1 to {}, got '{}'", name,
-                         limit, *text);
-    return std::nullopt;
-  }
-  return value;
-}
-
 } // namespace
 
 CommandResult runDemo(Arguments args) {
@@ -390,10 +375,11 @@ CommandResult runDemo(Arguments args) {
                             parsed->operands.front()));
   if (parsed->flag("formats"))
     return runFormatsTour();
-  auto rows = positiveOption(*parsed, "rows", 256, 1 << 16, &error);
-  auto cols = rows ? positiveOption(*parsed, "cols", 4096, 1 << 16, &error)
+  auto rows = integerOption(*parsed, "rows", 256, 1, 1 << 16, &error);
+  auto cols = rows ? integerOption(*parsed, "cols", 4096, 1, 1 << 16, &error)
                    : std::nullopt;
-  auto seed = cols ? positiveOption(*parsed, "seed", 1, 1LL << 31, &error)
+  // std::mt19937 takes 32 bits; larger seeds are refused, not truncated.
+  auto seed = cols ? integerOption(*parsed, "seed", 1, 1, UINT32_MAX, &error)
                    : std::nullopt;
   if (!seed)
     return fail(error);

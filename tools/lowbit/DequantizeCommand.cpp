@@ -18,8 +18,9 @@ namespace {
 constexpr std::string_view kUsage =
     "usage: lowbit dequantize --in DIR --out y.npy [--to f32|f16|bf16]\n"
     "         [--backend auto|cpu|reference]\n\n"
-    "Reads a directory written by 'lowbit quantize' (meta.json and the\n"
-    "arrays, each checked against the scheme) and writes the dequantized\n"
+    "Reads a directory written by 'lowbit quantize' (each file checked\n"
+    "against manifest.json, the arrays against meta.json's scheme, the\n"
+    "codes against the formats) and writes the dequantized\n"
     "tensor: float32, float16, or bf16 as uint16 bit patterns. f16 and bf16\n"
     "are the f32 result rounded to nearest even. --backend as for\n"
     "'lowbit quantize': the JIT-compiled CPU kernel or the reference; both\n"

@@ -10,7 +10,6 @@
 #include "format/Quantize.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
-#include "tools/lowbit/NumberParsing.h"
 
 #include <array>
 #include <cmath>
@@ -152,21 +151,6 @@ Scheme int4Scheme(const char *name, Granularity granularity, int axis,
   return scheme;
 }
 
-std::optional<int64_t> parseSize(const ParsedCommandLine &parsed,
-                                 std::string_view name, int64_t fallback,
-                                 std::string *error) {
-  const std::string *text = parsed.value(name);
-  if (!text)
-    return fallback;
-  std::optional<uint64_t> value = parseCode(*text, error);
-  if (!value || *value == 0 || *value > (1u << 20)) {
-    *error = fmt::format("--{} must be an integer in 1..{}, got '{}'", name,
-                         1u << 20, *text);
-    return std::nullopt;
-  }
-  return int64_t(*value);
-}
-
 } // namespace
 
 CommandResult runEval(Arguments args) {
@@ -178,23 +162,25 @@ CommandResult runEval(Arguments args) {
   if (!parsed->operands.empty())
     return fail(fmt::format("'eval' takes no operands, got '{}'",
                             parsed->operands.front()));
-  auto rows = parseSize(*parsed, "rows", 1024, &error);
-  auto cols = rows ? parseSize(*parsed, "cols", 1024, &error) : std::nullopt;
+  constexpr int64_t kMaxSize = 1 << 20;
+  auto rows = integerOption(*parsed, "rows", 1024, 1, kMaxSize, &error);
+  auto cols = rows ? integerOption(*parsed, "cols", 1024, 1, kMaxSize, &error)
+                   : std::nullopt;
   auto weightRows =
-      cols ? parseSize(*parsed, "weight-rows", 4096, &error) : std::nullopt;
-  auto weightCols = weightRows ? parseSize(*parsed, "weight-cols", 4096, &error)
+      cols ? integerOption(*parsed, "weight-rows", 4096, 1, kMaxSize, &error)
+           : std::nullopt;
+  auto weightCols = weightRows ? integerOption(*parsed, "weight-cols", 4096, 1,
+                                               kMaxSize, &error)
                                : std::nullopt;
-  if (!weightCols)
+  // The data sets use seed .. seed + 4: bounded so none of them wraps.
+  auto seedValue =
+      weightCols
+          ? integerOption(*parsed, "seed", 1, 0,
+                          std::numeric_limits<int64_t>::max() - 4, &error)
+          : std::nullopt;
+  if (!seedValue)
     return fail(error);
-  uint64_t seed = 1;
-  if (const std::string *text = parsed->value("seed")) {
-    std::optional<uint64_t> value = parseCode(*text, &error);
-    if (!value)
-      return fail(fmt::format("--seed must be a non-negative integer, got "
-                              "'{}'",
-                              *text));
-    seed = *value;
-  }
+  uint64_t seed = uint64_t(*seedValue);
   // A multiplication overflow guard for the element counts below.
   if (*rows * *cols > (int64_t(1) << 28) ||
       *weightRows * *weightCols > (int64_t(1) << 28))

@@ -2,9 +2,10 @@
 //
 // Reads a 2-D .npy tensor, quantizes it with a scheme and writes the
 // directory described in QuantizedFiles.h. Every input is read and checked
-// and the whole result computed before anything is written, and the files
-// are renamed into place together, so a failed run leaves no partial
-// output.
+// and the whole result computed before anything is written, and the
+// directory is replaced as one unit (a sibling temporary directory swapped
+// in), so a failed, killed or concurrent run never leaves a partial or
+// mixed set.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +35,10 @@ constexpr std::string_view kUsage =
     "patterns with --from bf16 or --from f16) and writes DIR/q.npy (uint8\n"
     "packed codes), DIR/scales.npy (float32 for f32 scales, float16 for\n"
     "f16, uint16 bits for bf16, uint8 codes for e8m0 and ue4m3),\n"
-    "DIR/zeros.npy and DIR/global_scale.npy where the scheme has them, and\n"
-    "DIR/meta.json. --rule, --global and --layout change the named scheme.\n"
+    "DIR/zeros.npy and DIR/global_scale.npy where the scheme has them,\n"
+    "DIR/meta.json and DIR/manifest.json (each file's size and SHA-256).\n"
+    "DIR is replaced as a whole, and only if it holds nothing but such\n"
+    "files. --rule, --global and --layout change the named scheme.\n"
     "--scale static quantizes with the given scales (the files a dynamic run\n"
     "writes); --global-scale-file fixes NVFP4's global scale in either mode.\n"
     "The semantics are in docs/quantization.md.\n\n"

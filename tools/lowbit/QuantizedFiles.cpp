@@ -3,11 +3,14 @@
 #include "tools/lowbit/QuantizedFiles.h"
 
 #include "format/Codec.h"
-#include "runtime/core/AtomicFile.h"
+#include "runtime/core/AtomicDirectory.h"
+#include "runtime/core/Sha256.h"
 
-#include <filesystem>
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <tuple>
 #include <type_traits>
-#include <system_error>
 
 #include <fmt/format.h>
 
@@ -112,10 +115,52 @@ std::optional<Scheme> schemeFromMeta(const JsonValue &meta,
     return std::nullopt;
   Scheme scheme{*name, *format, ScaleSpec{}, *packing};
   scheme.scale.granularity = *granularity;
-  scheme.scale.axis = int(*axis);
-  scheme.scale.groupSize = int(*groupSize);
-  scheme.scale.blockRows = int(*blockRows);
-  scheme.scale.blockCols = int(*blockCols);
+  // Read as int64 and bounded, never narrowed: a field the granularity
+  // uses must be in range, one it does not use keeps ScaleSpec's default
+  // (what makeMeta writes), so two meta.json files that mean the same are
+  // the same.
+  const ScaleSpec defaults;
+  bool usesAxis = *granularity == Granularity::PerChannel ||
+                  *granularity == Granularity::Group;
+  auto boundedField = [&](const char *key, int64_t value, bool used,
+                          int64_t defaultValue,
+                          std::optional<int> (*narrow)(int64_t, std::string *),
+                          int &out) {
+    if (!used) {
+      if (value == defaultValue)
+        return true;
+      setError(error, fmt::format("meta.json: \"{}\" is {} but {} scales do "
+                                  "not use it (want {})",
+                                  key, value, granularityName(*granularity),
+                                  defaultValue));
+      return false;
+    }
+    std::string reason;
+    std::optional<int> narrowed = narrow(value, &reason);
+    if (!narrowed) {
+      setError(error, fmt::format("meta.json: \"{}\": {}", key, reason));
+      return false;
+    }
+    out = *narrowed;
+    return true;
+  };
+  auto groupNarrow = [](int64_t value, std::string *reason) {
+    return scaleExtentFromInt64("group size", value, reason);
+  };
+  auto blockNarrow = [](int64_t value, std::string *reason) {
+    return scaleExtentFromInt64("block dimension", value, reason);
+  };
+  bool isBlock = *granularity == Granularity::Block;
+  if (!boundedField("axis", *axis, usesAxis, defaults.axis, axisFromInt64,
+                    scheme.scale.axis) ||
+      !boundedField("group_size", *groupSize,
+                    *granularity == Granularity::Group, defaults.groupSize,
+                    groupNarrow, scheme.scale.groupSize) ||
+      !boundedField("block_rows", *blockRows, isBlock, defaults.blockRows,
+                    blockNarrow, scheme.scale.blockRows) ||
+      !boundedField("block_cols", *blockCols, isBlock, defaults.blockCols,
+                    blockNarrow, scheme.scale.blockCols))
+    return std::nullopt;
   scheme.scale.allowTail = *allowTail;
   scheme.scale.type = *type;
   scheme.scale.rule = *rule;
@@ -127,12 +172,49 @@ std::optional<Scheme> schemeFromMeta(const JsonValue &meta,
     setError(error, "meta.json describes an invalid scheme: " + reason);
     return std::nullopt;
   }
+  // "scheme" names the scheme the fields spell out; only what quantize's
+  // options change (--rule, --global, --layout, --scale) may differ.
+  std::optional<Scheme> named = lookupScheme(*name, &reason);
+  if (!named) {
+    setError(error, "meta.json: " + reason);
+    return std::nullopt;
+  }
+  auto yesNo = [](bool value) { return std::string(value ? "true" : "false"); };
+  const ScaleSpec &want = named->scale, &have = scheme.scale;
+  const std::tuple<const char *, std::string, std::string> fixed[] = {
+      {"element", named->element.name(), scheme.element.name()},
+      {"packing", std::string(packingName(named->packing)),
+       std::string(packingName(scheme.packing))},
+      {"granularity", std::string(granularityName(want.granularity)),
+       std::string(granularityName(have.granularity))},
+      {"axis", std::to_string(want.axis), std::to_string(have.axis)},
+      {"group_size", std::to_string(want.groupSize),
+       std::to_string(have.groupSize)},
+      {"block_rows", std::to_string(want.blockRows),
+       std::to_string(have.blockRows)},
+      {"block_cols", std::to_string(want.blockCols),
+       std::to_string(have.blockCols)},
+      {"allow_tail", yesNo(want.allowTail), yesNo(have.allowTail)},
+      {"scale_type", std::string(scaleTypeName(want.type)),
+       std::string(scaleTypeName(have.type))},
+      {"zero_point", yesNo(want.zeroPoint), yesNo(have.zeroPoint)},
+  };
+  for (const auto &[key, expected, actual] : fixed)
+    if (expected != actual) {
+      setError(error, fmt::format("meta.json: \"scheme\" is '{}', whose {} "
+                                  "is {}, but \"{}\" says {}",
+                                  *name, key, expected, key, actual));
+      return std::nullopt;
+    }
   return scheme;
 }
 
-std::string pathIn(const std::string &directory, const char *name) {
-  return (std::filesystem::path(directory) / name).string();
-}
+/// Every file a quantized set can hold; manifest.json lists the others.
+constexpr std::string_view kSetFileNames[] = {"q.npy",     "scales.npy",
+                                              "zeros.npy", "global_scale.npy",
+                                              "meta.json", "manifest.json"};
+constexpr std::string_view kManifestName = "manifest.json";
+constexpr std::string_view kManifestFormat = "lowbit-quantized-set-1";
 
 } // namespace
 
@@ -232,6 +314,16 @@ JsonValue makeMeta(const QuantizedTensor &tensor, std::string_view inputDType) {
   return meta;
 }
 
+bool isQuantizedSetName(std::string_view name) {
+  for (std::string_view known : kSetFileNames)
+    // Exactly a set file, or a set file's temporary left by an older lowbit
+    // that renamed file by file ("meta.json.tmp.<pid>.<n>").
+    if (name == known || (name.starts_with(known) &&
+                          name.substr(known.size()).starts_with(".tmp.")))
+      return true;
+  return false;
+}
+
 bool writeQuantizedDirectory(const std::string &directory,
                              const QuantizedTensor &tensor,
                              std::string_view inputDType, std::string *error) {
@@ -248,43 +340,204 @@ bool writeQuantizedDirectory(const std::string &directory,
                                                      {shape.rows, shape.cols},
                                                      tensor.zeros));
   }
-  bool hasGlobal = tensor.scheme.scale.globalScale != GlobalScale::None;
-  if (hasGlobal) {
+  if (tensor.scheme.scale.globalScale != GlobalScale::None) {
     float global = tensor.globalScale;
     arrays.emplace_back("global_scale.npy",
                         npy::Array::fromValues<float>(npy::DType::F32, {1},
                                                       std::span(&global, 1)));
   }
-
-  std::error_code code;
-  std::filesystem::create_directories(directory, code);
-  if (code) {
-    setError(error,
-             "cannot create directory '" + directory + "': " + code.message());
-    return false;
-  }
-  runtime::StagedFiles staged;
+  std::vector<runtime::DirectoryFile> files;
   for (const auto &[name, array] : arrays) {
     std::optional<std::string> contents = npy::serializeNpy(array, error);
-    if (!contents || !staged.stage(pathIn(directory, name), *contents, error))
+    if (!contents)
       return false;
+    files.push_back({name, std::move(*contents)});
   }
-  // meta.json last, so a reader that finds it finds the arrays too.
-  if (!staged.stage(pathIn(directory, "meta.json"),
-                    makeMeta(tensor, inputDType).serialize(), error) ||
-      !staged.commit(error))
+  files.push_back({"meta.json", makeMeta(tensor, inputDType).serialize()});
+  // The manifest covers every other file, meta.json included.
+  JsonValue listed = JsonValue::object();
+  for (const runtime::DirectoryFile &file : files) {
+    JsonValue entry = JsonValue::object();
+    entry.set("bytes", JsonValue::number(int64_t(file.bytes.size())));
+    entry.set("sha256", JsonValue::string(runtime::sha256Hex(file.bytes)));
+    listed.set(file.name, std::move(entry));
+  }
+  JsonValue manifest = JsonValue::object();
+  manifest.set("format", JsonValue::string(std::string(kManifestFormat)));
+  manifest.set("files", std::move(listed));
+  files.push_back({std::string(kManifestName), manifest.serialize()});
+  return runtime::replaceDirectory(directory, files, isQuantizedSetName, error);
+}
+
+namespace {
+
+constexpr size_t kMaxJsonBytes = size_t(1) << 16;
+/// Room for a .npy header beyond its data (lowbit writes about 128 bytes).
+constexpr size_t kMaxNpyHeaderBytes = size_t(1) << 16;
+
+/// The files manifest.json lists: name -> (bytes, sha256).
+struct ManifestEntry {
+  int64_t bytes = 0;
+  std::string sha256;
+};
+using Manifest = std::map<std::string, ManifestEntry, std::less<>>;
+
+std::optional<Manifest> parseManifest(std::string_view text,
+                                      std::string *error) {
+  std::string reason;
+  std::optional<JsonValue> document = json::parseJson(text, &reason);
+  auto bad = [&](std::string message) -> std::optional<Manifest> {
+    setError(error, "manifest.json: " + message);
+    return std::nullopt;
+  };
+  if (!document)
+    return bad("malformed: " + reason);
+  const JsonValue *format =
+      document->isObject() ? document->get("format") : nullptr;
+  const JsonValue *files =
+      document->isObject() ? document->get("files") : nullptr;
+  if (!format || !format->isString() || format->text() != kManifestFormat)
+    return bad(fmt::format("not a \"{}\" manifest", kManifestFormat));
+  if (!files || !files->isObject())
+    return bad("\"files\" must be an object");
+  Manifest manifest;
+  for (const auto &[name, entry] : files->members()) {
+    if (!isQuantizedSetName(name) || name == kManifestName ||
+        name.find(".tmp.") != std::string::npos)
+      return bad(fmt::format("lists '{}', which is not a file of a quantized "
+                             "set",
+                             name));
+    const JsonValue *bytes = entry.isObject() ? entry.get("bytes") : nullptr;
+    const JsonValue *sha = entry.isObject() ? entry.get("sha256") : nullptr;
+    std::optional<int64_t> size = bytes ? bytes->asInt() : std::nullopt;
+    if (!size || *size < 0 || !sha || !sha->isString() ||
+        sha->text().size() != 64 ||
+        sha->text().find_first_not_of("0123456789abcdef") != std::string::npos)
+      return bad(fmt::format("the entry of '{}' needs \"bytes\" (a size) and "
+                             "\"sha256\" (64 hex digits)",
+                             name));
+    manifest[name] = {*size, sha->text()};
+  }
+  return manifest;
+}
+
+/// Reads `name`, which must match its manifest entry in size and checksum.
+bool readListed(const runtime::DirectoryReader &reader,
+                const Manifest &manifest, const std::string &name,
+                size_t maxBytes, std::string &bytes, std::string *error,
+                int *errnoOut) {
+  auto entry = manifest.find(name);
+  if (entry == manifest.end()) {
+    setError(error, "manifest.json does not list " + name);
     return false;
-  if (!tensor.scheme.scale.zeroPoint)
-    std::filesystem::remove(pathIn(directory, "zeros.npy"), code);
-  if (!hasGlobal)
-    std::filesystem::remove(pathIn(directory, "global_scale.npy"), code);
+  }
+  if (uint64_t(entry->second.bytes) > maxBytes) {
+    setError(error, fmt::format("manifest.json gives {} {} bytes, more than "
+                                "its shape allows ({})",
+                                name, entry->second.bytes, maxBytes));
+    return false;
+  }
+  if (!reader.read(name, maxBytes, bytes, error, errnoOut))
+    return false;
+  if (int64_t(bytes.size()) != entry->second.bytes) {
+    setError(error, fmt::format("{} has {} bytes, manifest.json says {}: the "
+                                "set is incomplete or mixed",
+                                name, bytes.size(), entry->second.bytes));
+    return false;
+  }
+  if (runtime::sha256Hex(bytes) != entry->second.sha256) {
+    setError(error, fmt::format("{} does not match its checksum in "
+                                "manifest.json: the set is corrupt or mixed",
+                                name));
+    return false;
+  }
   return true;
 }
 
-std::optional<QuantizedTensor>
-readQuantizedDirectory(const std::string &directory, std::string *error) {
+/// Every element code must be one of the format's: FP6 codes have their
+/// two high bits clear, and the padding nibble of an odd row is zero.
+bool checkElementCodes(const QuantizedTensor &tensor, std::string *error) {
+  const Scheme &scheme = tensor.scheme;
+  uint32_t mask = scheme.element.codeMask();
+  Shape2D shape = codesShape(scheme, tensor.rows, tensor.cols);
+  for (int64_t row = 0; row < shape.rows; ++row)
+    for (int64_t byteCol = 0; byteCol < shape.cols; ++byteCol) {
+      uint8_t byte = tensor.codes[size_t(row * shape.cols + byteCol)];
+      if (scheme.packing == Packing::Byte) {
+        if (byte > mask) {
+          setError(error, fmt::format("q.npy [{}, {}] holds 0x{:02x}, not a "
+                                      "code of {} ({} bits)",
+                                      row, byteCol, byte, scheme.element.name(),
+                                      scheme.element.bits()));
+          return false;
+        }
+        continue;
+      }
+      for (int half = 0; half < 2; ++half) {
+        int64_t col = byteCol * 2 + half;
+        uint32_t code = half ? byte >> 4 : byte & 0xF;
+        bool padding = col >= tensor.cols;
+        if (padding ? code != 0 : code > mask) {
+          setError(error,
+                   padding ? fmt::format("q.npy [{}, {}]: the padding nibble "
+                                         "of a row of {} columns must be 0, "
+                                         "got 0x{:x}",
+                                         row, byteCol, tensor.cols, code)
+                           : fmt::format("q.npy element [{}, {}] holds 0x{:x}, "
+                                         "not a code of {} ({} bits)",
+                                         row, col, code, scheme.element.name(),
+                                         scheme.element.bits()));
+          return false;
+        }
+      }
+    }
+  return true;
+}
+
+/// The keys makeMeta writes; any other is refused.
+constexpr std::string_view kMetaKeys[] = {
+    "allow_tail", "axis",         "block_cols",   "block_rows", "cols",
+    "element",    "global_scale", "granularity",  "group_size", "input_dtype",
+    "packing",    "rows",         "scale_layout", "scale_mode", "scale_rule",
+    "scale_type", "scheme",       "zero_point"};
+
+/// One attempt at reading the set in `reader`. `missing` is set when a
+/// file the manifest lists is gone (a writer may have swapped the set).
+std::optional<QuantizedTensor> readSet(const runtime::DirectoryReader &reader,
+                                       std::string *error, bool &missing) {
+  int code = 0;
+  std::string manifestText;
+  if (!reader.read(std::string(kManifestName), kMaxJsonBytes, manifestText,
+                   error, &code)) {
+    if (code == ENOENT)
+      setError(error, "no manifest.json: not a complete output of 'lowbit "
+                      "quantize' (an interrupted run, or one written before "
+                      "manifests)");
+    return std::nullopt;
+  }
+  std::optional<Manifest> manifest = parseManifest(manifestText, error);
+  if (!manifest)
+    return std::nullopt;
+  // A set file that the manifest does not list belongs to another set.
+  for (const std::string &name : reader.names())
+    if (isQuantizedSetName(name) && name != kManifestName &&
+        !manifest->count(name)) {
+      setError(error, fmt::format("{} is not listed in manifest.json (a file "
+                                  "of another set?)",
+                                  name));
+      return std::nullopt;
+    }
+  auto readFile = [&](const std::string &name, size_t maxBytes,
+                      std::string &bytes) {
+    int failure = 0;
+    bool read =
+        readListed(reader, *manifest, name, maxBytes, bytes, error, &failure);
+    missing = missing || failure == ENOENT;
+    return read;
+  };
+
   std::string text;
-  if (!runtime::readFile(pathIn(directory, "meta.json"), text, error))
+  if (!readFile("meta.json", kMaxJsonBytes, text))
     return std::nullopt;
   std::string reason;
   std::optional<JsonValue> meta = json::parseJson(text, &reason);
@@ -296,34 +549,78 @@ readQuantizedDirectory(const std::string &directory, std::string *error) {
     setError(error, "malformed meta.json: not a JSON object");
     return std::nullopt;
   }
+  for (const auto &[key, value] : meta->members())
+    if (std::find(std::begin(kMetaKeys), std::end(kMetaKeys), key) ==
+        std::end(kMetaKeys)) {
+      setError(error, fmt::format("meta.json has an unknown key \"{}\"", key));
+      return std::nullopt;
+    }
   std::optional<Scheme> scheme = schemeFromMeta(*meta, error);
   auto rows = field<int64_t>(*meta, "rows", error);
   auto cols = field<int64_t>(*meta, "cols", error);
-  if (!scheme || !rows || !cols)
+  auto inputDType = field<std::string>(*meta, "input_dtype", error);
+  if (!scheme || !rows || !cols || !inputDType)
     return std::nullopt;
   if (*rows <= 0 || *cols <= 0) {
     setError(error,
              fmt::format("meta.json: shape {}x{} is empty", *rows, *cols));
     return std::nullopt;
   }
+  if (!validateShape(*rows, *cols, &reason)) {
+    setError(error, "meta.json: " + reason);
+    return std::nullopt;
+  }
+  if (*inputDType != "f32" && *inputDType != "f16" && *inputDType != "bf16") {
+    setError(error, fmt::format("meta.json: unknown input_dtype '{}' (want "
+                                "f32, f16 or bf16)",
+                                *inputDType));
+    return std::nullopt;
+  }
+  // The files a scheme has, and no others.
+  bool hasZeros = scheme->scale.zeroPoint;
+  bool hasGlobal = scheme->scale.globalScale != GlobalScale::None;
+  for (auto [name, expected] : {std::pair{"zeros.npy", hasZeros},
+                                std::pair{"global_scale.npy", hasGlobal}})
+    if (manifest->count(name) && !expected) {
+      setError(error, fmt::format("the set has {} but its scheme '{}' does "
+                                  "not use one",
+                                  name, scheme->name));
+      return std::nullopt;
+    }
+
   QuantizedTensor tensor(*scheme);
   tensor.rows = *rows;
   tensor.cols = *cols;
-
-  auto codes = npy::readNpy(pathIn(directory, "q.npy"), error);
-  if (!codes || !checkArray(*codes, npy::DType::U8,
-                            codesShape(*scheme, *rows, *cols), "q.npy", error))
+  // Each array is read from the bytes the manifest vouched for, at most
+  // its shape's size plus a header.
+  auto readArray = [&](const char *name, Shape2D shape,
+                       size_t width) -> std::optional<npy::Array> {
+    std::string bytes;
+    size_t limit = size_t(shape.rows * shape.cols) * width + kMaxNpyHeaderBytes;
+    if (!readFile(name, limit, bytes))
+      return std::nullopt;
+    std::string parseError;
+    std::optional<npy::Array> array = npy::parseNpy(bytes, &parseError);
+    if (!array)
+      setError(error, fmt::format("{}: {}", name, parseError));
+    return array;
+  };
+  Shape2D codeShape = codesShape(*scheme, *rows, *cols);
+  Shape2D scales = scaleShape(*scheme, *rows, *cols);
+  auto codes = readArray("q.npy", codeShape, 1);
+  if (!codes || !checkArray(*codes, npy::DType::U8, codeShape, "q.npy", error))
     return std::nullopt;
-  tensor.codes = codes->bytes;
-  auto scales = npy::readNpy(pathIn(directory, "scales.npy"), error);
-  if (!scales)
+  tensor.codes = std::move(codes->bytes);
+  auto scaleArray = readArray(
+      "scales.npy", scales, npy::dtypeSize(scaleFileDType(scheme->scale.type)));
+  if (!scaleArray)
     return std::nullopt;
-  auto scaleCodes = scalesFromArray(*scales, *scheme, *rows, *cols, error);
+  auto scaleCodes = scalesFromArray(*scaleArray, *scheme, *rows, *cols, error);
   if (!scaleCodes)
     return std::nullopt;
   tensor.scaleCodes = std::move(*scaleCodes);
-  if (scheme->scale.zeroPoint) {
-    auto zeros = npy::readNpy(pathIn(directory, "zeros.npy"), error);
+  if (hasZeros) {
+    auto zeros = readArray("zeros.npy", scales, 1);
     if (!zeros)
       return std::nullopt;
     auto zeroPoints = zerosFromArray(*zeros, *scheme, *rows, *cols, error);
@@ -331,8 +628,8 @@ readQuantizedDirectory(const std::string &directory, std::string *error) {
       return std::nullopt;
     tensor.zeros = std::move(*zeroPoints);
   }
-  if (scheme->scale.globalScale != GlobalScale::None) {
-    auto global = npy::readNpy(pathIn(directory, "global_scale.npy"), error);
+  if (hasGlobal) {
+    auto global = readArray("global_scale.npy", Shape2D{1, 1}, 4);
     if (!global)
       return std::nullopt;
     auto value = globalFromArray(*global, error);
@@ -340,9 +637,27 @@ readQuantizedDirectory(const std::string &directory, std::string *error) {
       return std::nullopt;
     tensor.globalScale = *value;
   }
-  if (!validateQuantized(tensor, error))
+  if (!checkElementCodes(tensor, error) || !validateQuantized(tensor, error))
     return std::nullopt;
   return tensor;
+}
+
+} // namespace
+
+std::optional<QuantizedTensor>
+readQuantizedDirectory(const std::string &directory, std::string *error) {
+  // A writer may swap a new set in while this one is read: the read then
+  // fails on a file that is gone (never mixes: every file comes through
+  // one directory descriptor). Read the new set instead, a few times.
+  for (int attempt = 0;; ++attempt) {
+    runtime::DirectoryReader reader;
+    if (!reader.open(directory, error))
+      return std::nullopt;
+    bool missing = false;
+    std::optional<QuantizedTensor> tensor = readSet(reader, error, missing);
+    if (tensor || !missing || reader.stillAt() || attempt == 4)
+      return tensor;
+  }
 }
 
 } // namespace lowbit::cli

@@ -7,8 +7,16 @@
 //   zeros.npy         uint8 zero points (schemes with a zero point)
 //   global_scale.npy  float32 (1,), the stored second-level scale
 //   meta.json         the full scheme, the shape and the input dtype
+//   manifest.json     every other file's size and SHA-256
 // meta.json spells the scheme out field by field, so a scheme changed on
 // the command line (--rule, --global, --layout) reads back exactly.
+//
+// The directory is replaced as one unit (runtime/core/AtomicDirectory.h):
+// a reader sees the whole old set or the whole new one. The manifest makes
+// a set checkable on its own: a file copied in from another set, truncated
+// or edited is refused, and so are a meta.json that disagrees with the
+// arrays and codes outside the element format (docs/quantization.md,
+// "Quantized directories").
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,16 +52,24 @@ std::optional<float> globalFromArray(const npy::Array &array,
 /// boolean values, keys in alphabetical order. It does not name the backend
 /// that computed it: the backends agree bit for bit, and a directory must
 /// not depend on which one ran (scripts compare and cache them by content).
-json::JsonValue makeMeta(const QuantizedTensor &tensor, std::string_view inputDType);
+json::JsonValue makeMeta(const QuantizedTensor &tensor,
+                         std::string_view inputDType);
 
-/// Writes the directory: everything is staged to temporary files and
-/// renamed at the end, and files of a previous run that this scheme does
-/// not have (zeros.npy, global_scale.npy) are removed.
+/// Whether `name` is a file a quantized set may hold (or an older lowbit's
+/// temporary of one): an existing --out holding anything else is not
+/// replaced.
+bool isQuantizedSetName(std::string_view name);
+
+/// Writes the directory as one unit: a sibling temporary directory, each
+/// file fsynced, swapped with `directory`; the old set is removed. On
+/// failure `directory` is as it was and nothing is left behind.
 bool writeQuantizedDirectory(const std::string &directory,
                              const QuantizedTensor &tensor,
                              std::string_view inputDType, std::string *error);
 
-/// Reads and checks a directory written by writeQuantizedDirectory.
+/// Reads and checks a directory written by writeQuantizedDirectory: the
+/// manifest, each file against it, meta.json against the arrays, and every
+/// code against the formats.
 std::optional<QuantizedTensor>
 readQuantizedDirectory(const std::string &directory, std::string *error);
 

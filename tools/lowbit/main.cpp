@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/Diagnostics.h"
 #include "tools/lowbit/JitBackend.h"
@@ -24,28 +25,49 @@ void printError(std::string_view message) {
 
 namespace {
 
+/// Whether a command compiles kernels or manages their cache, and so reads
+/// LOWBIT_CACHE: those refuse a value they do not know before they start,
+/// instead of silently using the default.
+enum class CacheUse : bool { None, Reads };
+
 struct Subcommand {
   std::string_view name;
   std::string_view summary;
   CommandResult (*run)(Arguments);
+  CacheUse cache;
 };
 
 constexpr Subcommand kSubcommands[] = {
-    {"formats", "list the number formats and named schemes", runFormats},
-    {"encode", "convert values to a format's codes", runEncode},
-    {"decode", "convert codes of a format to values", runDecode},
+    {"formats", "list the number formats and named schemes", runFormats,
+     CacheUse::None},
+    {"encode", "convert values to a format's codes", runEncode, CacheUse::None},
+    {"decode", "convert codes of a format to values", runDecode,
+     CacheUse::None},
     {"compile", "print a kernel spec's kernel: MLIR, loops, LLVM IR or PTX",
-     runCompile},
-    {"quantize", "quantize a .npy tensor with a scheme", runQuantize},
+     runCompile, CacheUse::Reads},
+    {"quantize", "quantize a .npy tensor with a scheme", runQuantize,
+     CacheUse::Reads},
     {"dequantize", "turn a quantized directory back into a .npy tensor",
-     runDequantize},
-    {"eval", "error tables of the schemes on synthetic data", runEval},
+     runDequantize, CacheUse::Reads},
+    {"eval", "error tables of the schemes on synthetic data", runEval,
+     CacheUse::None},
     {"aot", "write PTX/cubin bundles with a manifest for the MLIR-free runtime",
-     runAot},
+     runAot, CacheUse::Reads},
     {"demo", "JIT every scheme for the CPU and sm_90a, check it bit-exact",
-     runDemo},
-    {"cache", "show, list or clear the disk kernel cache", runCache},
+     runDemo, CacheUse::Reads},
+    {"cache", "show, list or clear the disk kernel cache", runCache,
+     CacheUse::Reads},
 };
+
+bool asksForHelp(Arguments args) {
+  for (std::string_view arg : args) {
+    if (arg == "--")
+      return false;
+    if (arg == "--help" || arg == "-h")
+      return true;
+  }
+  return false;
+}
 
 void printUsage() {
   fmt::print("usage: lowbit <command> [options] [arguments]\n\n"
@@ -63,9 +85,14 @@ CommandResult dispatch(Arguments args) {
     printUsage();
     return std::nullopt;
   }
-  for (const Subcommand &subcommand : kSubcommands)
-    if (subcommand.name == name)
-      return subcommand.run(args.subspan(1));
+  for (const Subcommand &subcommand : kSubcommands) {
+    if (subcommand.name != name)
+      continue;
+    if (subcommand.cache == CacheUse::Reads && !asksForHelp(args.subspan(1)))
+      if (CommandResult invalid = checkCacheEnvironment())
+        return invalid;
+    return subcommand.run(args.subspan(1));
+  }
   if (name.starts_with("-"))
     return fail(fmt::format("unknown option '{}'; 'lowbit --help' lists the "
                             "commands",

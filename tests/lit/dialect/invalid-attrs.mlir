@@ -146,7 +146,7 @@ func.func private @f() attributes {a = #lowbit.scale<block(1x2x3)>}
 
 // -----
 
-// expected-error @+1 {{block dimensions are too large}}
+// expected-error @+1 {{block height 4294967296 is larger than the maximum 2^30 (1073741824)}}
 func.func private @f() attributes {a = #lowbit.scale<block(4294967296x1)>}
 
 // -----

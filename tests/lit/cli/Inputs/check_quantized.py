@@ -33,7 +33,9 @@ def main():
         if os.path.exists(path):
             array = np.load(path)
             print(f"{name} {array.dtype} {array.shape}")
+    parent = os.path.dirname(os.path.abspath(directory))
     leftovers = [n for n in os.listdir(directory) if ".tmp." in n]
+    leftovers += [n for n in os.listdir(parent) if ".lowbit-tmp." in n]
     print(f"temporary files: {len(leftovers)}")
     x = widen(np.load(input_path))
     y = np.load(output_path)
