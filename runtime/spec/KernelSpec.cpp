@@ -97,8 +97,8 @@ bool parseGranularityText(std::string_view text, ScaleSpec &scale,
     auto once = [&](bool &seen) {
       if (!seen)
         return seen = true;
-      return !fail(error, "'" + argText + "' repeats an argument of '" +
-                              std::string(text) + "'");
+      return fail(error, "'" + argText + "' repeats an argument of '" +
+                             std::string(text) + "'");
     };
     if (arg.substr(0, 5) == "axis=") {
       if (!takesAxis)

@@ -75,12 +75,23 @@ std::string specError(const std::string &text) {
   return error;
 }
 
+struct RefusedSpec {
+  const char *text, *message;
+};
+
+/// Each spec is refused with a message that contains `message`.
+void checkRefused(std::initializer_list<RefusedSpec> cases) {
+  for (const RefusedSpec &c : cases) {
+    std::string error = specError(c.text);
+    INFO(c.text << " -> " << error);
+    CHECK(error.find(c.message) != std::string::npos);
+  }
+}
+
 } // namespace
 
 TEST_CASE("kernel spec: sizes are bounded, never narrowed", "[spec][bounds]") {
-  struct Case {
-    const char *text, *message;
-  } cases[] = {
+  checkRefused({
       // Was accepted and printed memref<1x-4611686018427387904xi8>.
       {"quantize mxfp4 rows=1 cols=9223372036854775807",
        "'cols=9223372036854775807' is larger than the maximum dimension 2^40 "
@@ -107,12 +118,7 @@ TEST_CASE("kernel spec: sizes are bounded, never narrowed", "[spec][bounds]") {
        "axis must be 0 (rows) or 1 (cols), got 4294967297"},
       {"quantize scheme(format=int8,scale=group(0))",
        "group size must be positive, got 0"},
-  };
-  for (const Case &c : cases) {
-    std::string error = specError(c.text);
-    INFO(c.text << " -> " << error);
-    CHECK(error.find(c.message) != std::string::npos);
-  }
+  });
   // The largest sizes within the bounds are taken as written.
   std::optional<KernelSpec> largest =
       parseKernelSpec("quantize scheme(format=int8,scale=group(1073741824),"
@@ -126,9 +132,7 @@ TEST_CASE("kernel spec: sizes are bounded, never narrowed", "[spec][bounds]") {
 
 TEST_CASE("kernel spec: contradictory options are refused, naming the token",
           "[spec][contradictions]") {
-  struct Case {
-    const char *text, *message;
-  } cases[] = {
+  checkRefused({
       {"quantize mxfp4 from=f32 from=f16",
        "'from=f16' contradicts 'from=f32': each key is given once"},
       {"quantize mxfp4 scale=static scale=dynamic",
@@ -162,12 +166,7 @@ TEST_CASE("kernel spec: contradictory options are refused, naming the token",
        "'64' repeats an argument of 'group(32;64)'"},
       {"quantize scheme(format=int8,scale=group(32;axis=0;axis=1))",
        "'axis=1' repeats an argument"},
-  };
-  for (const Case &c : cases) {
-    std::string error = specError(c.text);
-    INFO(c.text << " -> " << error);
-    CHECK(error.find(c.message) != std::string::npos);
-  }
+  });
   // Agreeing spellings still parse: a static scheme with scale=static.
   CHECK(specError("quantize scheme(format=int8,mode=static) scale=static") ==
         "");
