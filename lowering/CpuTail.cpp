@@ -33,7 +33,9 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #define DEBUG_TYPE "lowbit-cpu-tail"
 
@@ -56,23 +58,19 @@ void initializeNativeTargetOnce() {
   });
 }
 
-} // namespace
-
-void registerCpuTailDialects(DialectRegistry &registry) {
-  registry.insert<arith::ArithDialect, cf::ControlFlowDialect,
-                  func::FuncDialect, LLVM::LLVMDialect, math::MathDialect,
-                  memref::MemRefDialect, scf::SCFDialect>();
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
+/// Whether the environment variable `name` asks for something ("1", "on",
+/// "true"; unset, empty and "0" do not).
+bool environmentFlag(const char *name) {
+  const char *value = std::getenv(name);
+  if (!value)
+    return false;
+  std::string_view text = value;
+  return !text.empty() && text != "0" && text != "off" && text != "false";
 }
 
-llvm::Error lowerLoopsToLlvm(ModuleOp module) {
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    diagnostics += diag.str() + "\n";
-    return success();
-  });
-  PassManager pm(module.getContext());
+/// The CPU tail's passes, in order: lowerLoopsToLlvm runs them, and
+/// cpuTailPipelineText prints them for the kernel cache key.
+void addCpuTailPasses(OpPassManager &pm) {
   pm.addPass(createLowbitExpandCodecs());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -88,6 +86,35 @@ llvm::Error lowerLoopsToLlvm(ModuleOp module) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+} // namespace
+
+void registerCpuTailDialects(DialectRegistry &registry) {
+  registry.insert<arith::ArithDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, LLVM::LLVMDialect, math::MathDialect,
+                  memref::MemRefDialect, scf::SCFDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+std::string cpuTailPipelineText() {
+  OpPassManager pm(ModuleOp::getOperationName());
+  addCpuTailPasses(pm);
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  pm.printAsTextualPipeline(stream);
+  return text;
+}
+
+llvm::Error lowerLoopsToLlvm(ModuleOp module) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
+  PassManager pm(module.getContext());
+  addCpuTailPasses(pm);
   if (failed(pm.run(module)))
     return makeError("lowering to the LLVM dialect failed: " + diagnostics);
   return llvm::Error::success();
@@ -120,6 +147,12 @@ makeHostExecutable(ModuleOp module) {
                                                /*sizeLevel=*/0,
                                                /*targetMachine=*/nullptr);
   options.transformer = transformer;
+  // LLVM's defaults register every JIT'd function with perf (a jitdump
+  // file under $JITDUMPDIR, $HOME or the temp folder's .debug/jit/, one
+  // per process, never removed) and with gdb. lowbit writes nothing
+  // outside its cache and the requested output unless asked.
+  options.enablePerfNotificationListener = environmentFlag("LOWBIT_JIT_PERF");
+  options.enableGDBNotificationListener = environmentFlag("LOWBIT_JIT_GDB");
   auto engine = ExecutionEngine::create(module, options);
   if (!engine)
     return engine.takeError();

@@ -33,6 +33,10 @@ void registerCpuTailDialects(mlir::DialectRegistry &registry);
 /// memref, func and cf to LLVM, and cast reconciliation.
 llvm::Error lowerLoopsToLlvm(mlir::ModuleOp module);
 
+/// The CPU tail's pass pipeline as text (what lowerLoopsToLlvm runs), for
+/// the kernel cache key.
+std::string cpuTailPipelineText();
+
 /// LLVM IR text of an LLVM-dialect module.
 llvm::Expected<std::string> translateToLlvmIr(mlir::ModuleOp module);
 
@@ -52,7 +56,8 @@ private:
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
 
-/// JIT-compiles an LLVM-dialect module for the host (-O3).
+/// JIT-compiles an LLVM-dialect module for the host (-O3). No perf jitdump
+/// and no gdb registration unless LOWBIT_JIT_PERF=1 / LOWBIT_JIT_GDB=1.
 llvm::Expected<std::unique_ptr<HostExecutable>>
 makeHostExecutable(mlir::ModuleOp module);
 

@@ -23,10 +23,13 @@ using Instr = NativeInstruction;
 // (sm >= 89 && ptx >= 81).
 const std::vector<ChipRequirement> kFp8Chips = {{90, false, 78},
                                                 {89, false, 81}};
-// LLVM 22: the e2m1/e2m3/e3m2/ue8m0 cvt intrinsics need the arch- or
-// family-specific features of sm_100 and newer; the PTX floor is the
-// chip's own minimum (8.6 for sm_100a).
-const std::vector<ChipRequirement> kBlackwellChips = {{100, true, 86}};
+// LLVM 22: the e2m1/e2m3/e3m2/ue8m0 cvt intrinsics select on these chips
+// only, each from its own minimum PTX version (llc, one child process per
+// chip, PTX version and intrinsic). sm_101a has none of them.
+const std::vector<ChipRequirement> kBlackwellChips = {
+    {100, true, 86, "sm_100a"}, {100, true, 88, "sm_100f"},
+    {103, true, 88, "sm_103a"}, {120, true, 87, "sm_120a"},
+    {120, true, 88, "sm_120f"}, {121, true, 88, "sm_121a"}};
 
 } // namespace
 
@@ -77,6 +80,8 @@ bool targetHas(const Target &target, const NativeConversion &row) {
         target.ptxVersion < requirement.minPtxVersion)
       continue;
     if (requirement.needsAcceleratedFeatures && !accelerated)
+      continue;
+    if (!requirement.chip.empty() && requirement.chip != chip->name)
       continue;
     return true;
   }

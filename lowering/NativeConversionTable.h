@@ -7,13 +7,18 @@
 // (lowbit-expand-codecs). Plain C++, no MLIR: the runtime and the tests ask
 // it too.
 //
-// The requirements are LLVM 22's, read off the NVPTX backend (llc rejects,
-// and inside the JIT aborts on, anything weaker):
+// The requirements are LLVM 22's, found by running llc 22 on each intrinsic
+// for every chip and PTX version of the target table, each in a child
+// process (llc, like the JIT, aborts on a cvt the chip lacks):
 //   - f32 -> e4m3x2/e5m2x2 and e4m3x2/e5m2x2 -> f16x2: sm_89 with PTX 8.1,
 //     or sm_90 and newer with PTX 7.8;
-//   - e2m1x2, e2m3x2, e3m2x2, ue8m0x2: arch- or family-specific chips of
-//     sm_100 and newer (sm_100a, sm_103a, sm_120a, ...), at the chip's
-//     minimum PTX version; never plain sm_100/sm_120, never sm_90a.
+//   - e2m1x2, e2m3x2, e3m2x2, ue8m0x2 (both directions): exactly sm_100a,
+//     sm_100f, sm_103a, sm_120a, sm_120f and sm_121a, each from its own
+//     minimum PTX version. Not sm_101a (an arch-specific Blackwell chip
+//     that LLVM 22 gives none of them: "Cannot select"), not plain
+//     sm_100/sm_120, not sm_90a.
+// tests/gpu/TargetSweepTest.cpp compiles every scheme for every chip and
+// PTX version in process, so a row that promises too much aborts it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +52,9 @@ struct ChipRequirement {
   /// Only the arch- or family-specific feature sets (sm_100a, sm_100f).
   bool needsAcceleratedFeatures = false;
   unsigned minPtxVersion = 0;
+  /// When set, only this chip (the sm version and feature set alone do not
+  /// decide: sm_101a is arch-specific Blackwell and lacks the FP4 cvt).
+  std::string_view chip = {};
 };
 
 struct NativeConversion {

@@ -8,6 +8,7 @@
 
 #include "lowering/Target.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace lowbit {
@@ -31,6 +32,22 @@ const std::vector<ChipInfo> &knownChips() {
       {"sm_121a", 121, FeatureSet::ArchSpecific, 88},
   };
   return chips;
+}
+
+const std::vector<unsigned> &knownPtxVersions() {
+  // llc -march=nvptx64 -mattr=help lists ptx70..ptx78, ptx80..ptx88, ptx90.
+  static const std::vector<unsigned> versions = {70, 71, 72, 73, 74, 75, 76,
+                                                 77, 78, 80, 81, 82, 83, 84,
+                                                 85, 86, 87, 88, 90};
+  return versions;
+}
+
+std::vector<unsigned> ptxVersionsFor(const ChipInfo &chip) {
+  std::vector<unsigned> versions;
+  for (unsigned version : knownPtxVersions())
+    if (version >= chip.minPtxVersion)
+      versions.push_back(version);
+  return versions;
 }
 
 const ChipInfo *lookupChip(std::string_view name) {
@@ -131,6 +148,16 @@ bool validateTarget(const Target &target, std::string *error) {
     setError(error, "PTX " + ptxVersionText(target.ptxVersion) +
                         " is newer than LLVM 22 can emit (<= " +
                         ptxVersionText(kMaxPtxVersion) + ")");
+    return false;
+  }
+  const std::vector<unsigned> &known = knownPtxVersions();
+  if (std::find(known.begin(), known.end(), target.ptxVersion) == known.end()) {
+    std::string list;
+    for (unsigned version : ptxVersionsFor(*chip))
+      list += (list.empty() ? "" : ", ") + ptxVersionText(version);
+    setError(error, "PTX " + ptxVersionText(target.ptxVersion) +
+                        " is not a PTX version LLVM 22 knows; for " +
+                        target.chip + ": " + list);
     return false;
   }
   return true;

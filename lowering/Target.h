@@ -40,6 +40,15 @@ const ChipInfo *lookupChip(std::string_view name);
 /// The newest PTX ISA version LLVM 22 can emit (and CUDA 13.0's ptxas reads).
 constexpr unsigned kMaxPtxVersion = 90;
 
+/// Every PTX ISA version (times ten) LLVM 22's NVPTX backend knows, in
+/// ascending order: 7.0-7.8, 8.0-8.8, 9.0. Others (7.9, 8.9) are not
+/// features it has: it would ignore "+ptx89" with a warning and emit an
+/// older version, below what the table promised (and abort on a cvt).
+const std::vector<unsigned> &knownPtxVersions();
+
+/// The versions of knownPtxVersions() that `chip` accepts.
+std::vector<unsigned> ptxVersionsFor(const ChipInfo &chip);
+
 /// A code generation target: the host CPU, or an NVIDIA chip with a PTX
 /// version (times ten: 81 = PTX 8.1).
 struct Target {
@@ -65,8 +74,8 @@ unsigned defaultPtxVersion(const ChipInfo &chip);
 std::optional<Target> parseTarget(std::string_view text, std::string *error);
 
 /// Checks a target before any code generation: the chip is known and the
-/// PTX version is one LLVM 22 accepts for it (e.g. "sm_90a needs PTX >= 8.0;
-/// asked for 6.0"). Returns false with a message in `error`.
+/// PTX version is one LLVM 22 knows and accepts for it (e.g. "sm_90a needs
+/// PTX >= 8.0; asked for 6.0"). Returns false with a message in `error`.
 bool validateTarget(const Target &target, std::string *error);
 /// The same check for a chip name and PTX version (times ten); 0 means the
 /// chip's default.

@@ -43,11 +43,16 @@ fi
 export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# LOWBIT_WERROR (default ON here; LOWBIT_WERROR=OFF to turn it off): warnings
+# in lowbit's own sources are errors, so the build stays quiet.
+werror="${LOWBIT_WERROR:-ON}"
 if [ ! -f "$BUILD_DIR/build.ninja" ] ||
    ! grep -qx "Python3_EXECUTABLE:FILEPATH=$PYENV/bin/python" \
-     "$BUILD_DIR/CMakeCache.txt"; then
+     "$BUILD_DIR/CMakeCache.txt" ||
+   ! grep -qx "LOWBIT_WERROR:BOOL=$werror" "$BUILD_DIR/CMakeCache.txt"; then
   cmake -S "$LOWBIT_ROOT" -B "$BUILD_DIR" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
+    -DLOWBIT_WERROR="$werror" \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_DIR=/usr/lib/llvm-22/lib/cmake/llvm \
     -DPython3_EXECUTABLE="$PYENV/bin/python" \

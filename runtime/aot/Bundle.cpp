@@ -5,6 +5,7 @@
 #include "runtime/core/AtomicFile.h"
 
 #include <charconv>
+#include <cstdint>
 
 namespace lowbit::aot {
 
@@ -43,7 +44,8 @@ JsonValue sizeJson(const SizeInstance &size) {
 JsonValue resourcesJson(const Resources &r) {
   JsonValue object = JsonValue::object();
   object.set("registers", JsonValue::number(int64_t(r.registers)));
-  object.set("spill_store_bytes", JsonValue::number(int64_t(r.spillStoreBytes)));
+  object.set("spill_store_bytes",
+             JsonValue::number(int64_t(r.spillStoreBytes)));
   object.set("spill_load_bytes", JsonValue::number(int64_t(r.spillLoadBytes)));
   object.set("stack_bytes", JsonValue::number(int64_t(r.stackBytes)));
   object.set("shared_bytes", JsonValue::number(int64_t(r.sharedBytes)));
@@ -76,16 +78,27 @@ public:
       fail(where + "." + std::string(key) + ": not a string");
     return value->text();
   }
-  int64_t integer(const JsonValue &value, const std::string &where) {
+  /// An integer in [min, max]: parsed as int64 (JsonValue::asInt refuses
+  /// what does not fit) and refused, never narrowed, outside the bounds.
+  int64_t integer(const JsonValue &value, const std::string &where, int64_t min,
+                  int64_t max) {
     std::optional<int64_t> result = value.asInt();
-    if (!result)
-      fail(where + ": not an integer");
-    return result.value_or(0);
+    if (!result) {
+      fail(where + ": not a 64-bit integer ('" + value.text() + "')");
+      return 0;
+    }
+    if (*result < min || *result > max) {
+      fail(where + ": " + std::to_string(*result) + " is outside [" +
+           std::to_string(min) + ", " + std::to_string(max) + "]");
+      return 0;
+    }
+    return *result;
   }
   int64_t integer(const JsonValue &object, std::string_view key,
-                  const std::string &where) {
+                  const std::string &where, int64_t min, int64_t max) {
     const JsonValue *value = field(object, key, where);
-    return value ? integer(*value, where + "." + std::string(key)) : 0;
+    return value ? integer(*value, where + "." + std::string(key), min, max)
+                 : 0;
   }
   std::array<std::string, 3> triple(const JsonValue &object,
                                     std::string_view key,
@@ -104,16 +117,26 @@ public:
   }
   SizeInstance size(const JsonValue &object, const std::string &where) {
     SizeInstance result;
-    result.rows = integer(object, "rows", where);
-    result.cols = integer(object, "cols", where);
+    result.rows = integer(object, "rows", where, 0, kMaxDimension);
+    result.cols = integer(object, "cols", where, 0, kMaxDimension);
     if (const JsonValue *shapes = field(object, "shapes", where))
       for (const JsonValue &shape : shapes->items()) {
         if (shape.items().size() != 2) {
           fail(where + ".shapes: not [rows, cols]");
           break;
         }
-        result.shapes.push_back({integer(shape.items()[0], where),
-                                 integer(shape.items()[1], where)});
+        Shape parsed = {
+            integer(shape.items()[0], where + ".shapes", 0, kMaxDimension),
+            integer(shape.items()[1], where + ".shapes", 0, kMaxDimension)};
+        int64_t elements = 0;
+        if (__builtin_mul_overflow(parsed[0], parsed[1], &elements) ||
+            elements > kMaxElements) {
+          fail(where + ".shapes: " + std::to_string(parsed[0]) + "x" +
+               std::to_string(parsed[1]) + " is more than " +
+               std::to_string(kMaxElements) + " elements");
+          break;
+        }
+        result.shapes.push_back(parsed);
       }
     return result;
   }
@@ -244,15 +267,21 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
           for (const JsonValue &o : operands->items()) {
             Operand operand;
             if (const JsonValue *memref = o.get("memref"))
-              operand.memref = int(read.integer(*memref, at + ".memref"));
+              operand.memref = int(
+                  read.integer(*memref, at + ".memref", 0, kMaxParameters - 1));
             else
               operand.scalar = read.string(o, "scalar", at + ".operands");
             launch.operands.push_back(std::move(operand));
           }
         if (const JsonValue *r = l.get("resources")) {
+          // -1 (unknown) or a count that fits an int.
           auto get = [&](std::string_view key) {
             const JsonValue *value = r->get(key);
-            return value ? int(value->asInt().value_or(-1)) : -1;
+            return value
+                       ? int(read.integer(*value,
+                                          at + ".resources." + std::string(key),
+                                          -1, INT32_MAX))
+                       : -1;
           };
           launch.resources = {get("registers"), get("spill_store_bytes"),
                               get("spill_load_bytes"), get("stack_bytes"),
@@ -350,8 +379,8 @@ private:
     if (text[position] != '(') {
       std::string_view literal = word();
       int64_t value = 0;
-      auto [end, ec] = std::from_chars(
-          literal.data(), literal.data() + literal.size(), value);
+      auto [end, ec] = std::from_chars(literal.data(),
+                                       literal.data() + literal.size(), value);
       if (literal.empty() || ec != std::errc() ||
           end != literal.data() + literal.size()) {
         fail("bad integer '" + std::string(literal) + "'");
@@ -505,10 +534,9 @@ packArguments(const Launch &launch, std::span<const uint64_t> addresses,
       }
       // MLIR's expanded descriptor of a row-major rank-2 memref.
       const Shape &shape = shapes[p];
-      uint64_t slots[7] = {addresses[p],        addresses[p],
-                           0,                   uint64_t(shape[0]),
-                           uint64_t(shape[1]),  uint64_t(shape[1]),
-                           1};
+      uint64_t slots[7] = {
+          addresses[p],       addresses[p],       0, uint64_t(shape[0]),
+          uint64_t(shape[1]), uint64_t(shape[1]), 1};
       packed.slots.insert(packed.slots.end(), slots, slots + 7);
       continue;
     }

@@ -44,6 +44,13 @@ inline constexpr int kManifestVersion = 1;
 
 using Shape = std::array<int64_t, 2>;
 
+/// Bounds of what a manifest may say, checked when it is read: a size is
+/// at most 2^40, a shape at most 2^40 elements (so bytes cannot overflow),
+/// and an operand names one of at most 64 parameters.
+inline constexpr int64_t kMaxDimension = int64_t(1) << 40;
+inline constexpr int64_t kMaxElements = int64_t(1) << 40;
+inline constexpr int64_t kMaxParameters = 64;
+
 /// One kernel parameter (docs/kernel-abi.md), in ABI order.
 struct ParamInfo {
   std::string role;    ///< input, scales, zeros, global, codes, output

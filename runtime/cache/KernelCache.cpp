@@ -2,14 +2,18 @@
 
 #include "runtime/cache/KernelCache.h"
 
+#include "runtime/cache/GpuPayload.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +27,16 @@ std::string_view binaryKindName(BinaryKind kind) {
     return "cubin";
   case BinaryKind::HostObject:
     return "host-object";
+  }
+  return "unknown";
+}
+
+std::string_view payloadFormatName(PayloadFormat format) {
+  switch (format) {
+  case PayloadFormat::Raw:
+    return "raw";
+  case PayloadFormat::JitGpu:
+    return "jit-gpu-1";
   }
   return "unknown";
 }
@@ -77,7 +91,7 @@ Expected<CacheOptions> CacheOptions::fromEnvironment() {
 //
 //   offset  size  field
 //        0     8  magic "LOWBITK\0"
-//        8     4  format version (1), little-endian
+//        8     4  format version (2), little-endian
 //       12     4  receipt bytes R
 //       16     8  payload bytes P
 //       24     8  XXH64 of the receipt
@@ -92,7 +106,8 @@ Expected<CacheOptions> CacheOptions::fromEnvironment() {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'O', 'W', 'B', 'I', 'T', 'K', '\0'};
-constexpr uint32_t kFormatVersion = 1;
+// 2: the receipt names its payload's format (payload=raw|jit-gpu-1).
+constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderBytes = 40;
 
 void put32(std::string &out, uint32_t value) {
@@ -122,6 +137,7 @@ std::string metadataReceipt(const CompiledKernel &kernel) {
   line("spill-loads", std::to_string(kernel.spillLoadBytes));
   line("shared", std::to_string(kernel.sharedBytes));
   line("stack", std::to_string(kernel.stackBytes));
+  line("payload", payloadFormatName(kernel.payloadFormat));
   line("payload-bytes", std::to_string(kernel.binary.size()));
   return text;
 }
@@ -157,7 +173,12 @@ std::optional<int> parseInt(std::string_view text) {
       return std::nullopt;
     value = value * 10 + (digit - '0');
   }
-  return int(negative ? -value : value);
+  if (negative)
+    value = -value;
+  // Ten digits can exceed an int: refused, not narrowed.
+  if (value < INT32_MIN || value > INT32_MAX)
+    return std::nullopt;
+  return int(value);
 }
 
 /// The first line where two receipts differ, for a message a person can act
@@ -281,6 +302,21 @@ Expected<CompiledKernel> decodeDiskEntry(std::string_view bytes,
   if (receiptValue(receipt, "payload-bytes").value_or("") !=
       std::to_string(payloadBytes))
     return corrupt("receipt's payload-bytes does not match the payload");
+  // The checksums prove the bytes are the ones written, not that the
+  // writer wrote a payload that parses: check it, so that a malformed one
+  // is a corrupt entry (recompiled and replaced), not a failure on every
+  // run.
+  std::string_view format = receiptValue(receipt, "payload").value_or("");
+  if (format == payloadFormatName(PayloadFormat::Raw)) {
+    kernel.payloadFormat = PayloadFormat::Raw;
+  } else if (format == payloadFormatName(PayloadFormat::JitGpu)) {
+    kernel.payloadFormat = PayloadFormat::JitGpu;
+    if (Expected<GpuPayload> parsed = decodeGpuPayload(payload); !parsed)
+      return corrupt("malformed payload: " + parsed.error().message);
+  } else {
+    return corrupt("receipt has an unknown payload format '" +
+                   std::string(format) + "'");
+  }
   kernel.binary.assign(payload.data(), payload.size());
   if (info) {
     info->kind = kernel.kind;
@@ -299,35 +335,67 @@ std::string errnoText(std::string_view what, const std::string &path) {
   return std::string(what) + " '" + path + "': " + std::strerror(errno);
 }
 
-/// Reads a whole file. A missing file is nullopt (a plain miss); other
-/// failures are errors.
-Expected<std::optional<std::string>> readWholeFile(const std::string &path) {
-  int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+/// What reading an entry's path found.
+struct EntryFile {
+  enum class State { Missing, Read, Unusable } state = State::Missing;
+  std::string bytes;
+  /// Why the path cannot be an entry (Unusable).
+  std::string problem;
+};
+
+/// Reads an entry file. Only a regular file of at most kMaxEntryBytes is
+/// read: a FIFO, device or directory at the path is Unusable (opened
+/// non-blocking, so a FIFO without a writer cannot hang the caller), and
+/// so is a file too large to be an entry (a sparse file claiming terabytes
+/// must not be allocated). A missing path is Missing (a plain miss).
+EntryFile readEntryFile(const std::string &path) {
+  EntryFile result;
+  int descriptor = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (descriptor < 0) {
     if (errno == ENOENT || errno == ENOTDIR)
-      return std::optional<std::string>();
-    return makeError(ErrorCode::Io, errnoText("cannot open", path));
+      return result;
+    result.state = EntryFile::State::Unusable;
+    result.problem = errnoText("cannot open", path);
+    return result;
   }
-  std::string bytes;
+  auto unusable = [&](std::string problem) {
+    ::close(descriptor);
+    result.state = EntryFile::State::Unusable;
+    result.problem = std::move(problem);
+    return result;
+  };
   struct stat status {};
-  if (::fstat(descriptor, &status) == 0 && status.st_size > 0)
-    bytes.reserve(size_t(status.st_size));
-  char buffer[1 << 16];
-  while (true) {
-    ssize_t count = ::read(descriptor, buffer, sizeof(buffer));
-    if (count < 0 && errno == EINTR)
+  if (::fstat(descriptor, &status) != 0)
+    return unusable(errnoText("cannot stat", path));
+  if (!S_ISREG(status.st_mode))
+    return unusable("not a regular file");
+  if (status.st_size < 0 || uint64_t(status.st_size) > kMaxEntryBytes)
+    return unusable("too large to be an entry (" +
+                    std::to_string(status.st_size) + " bytes; the limit is " +
+                    std::to_string(kMaxEntryBytes) + ")");
+  // One byte more than fstat said, so a file that grew is noticed.
+  result.bytes.resize(size_t(status.st_size) + 1);
+  size_t filled = 0;
+  while (filled < result.bytes.size()) {
+    ssize_t count = ::read(descriptor, result.bytes.data() + filled,
+                           result.bytes.size() - filled);
+    if (count < 0 && (errno == EINTR || errno == EAGAIN))
       continue;
-    if (count < 0) {
-      Error error = makeError(ErrorCode::Io, errnoText("cannot read", path));
-      ::close(descriptor);
-      return error;
-    }
+    if (count < 0)
+      return unusable(errnoText("cannot read", path));
     if (count == 0)
       break;
-    bytes.append(buffer, size_t(count));
+    filled += size_t(count);
   }
   ::close(descriptor);
-  return std::optional<std::string>(std::move(bytes));
+  if (filled > size_t(status.st_size)) {
+    result.state = EntryFile::State::Unusable;
+    result.problem = "changed size while being read";
+    return result;
+  }
+  result.bytes.resize(filled);
+  result.state = EntryFile::State::Read;
+  return result;
 }
 
 bool writeAll(int descriptor, std::string_view bytes) {
@@ -392,6 +460,39 @@ std::string entryDirectory(const std::string &root) {
   return root + "/" + std::string(kFormatSubdirectory);
 }
 
+/// An exclusive flock(2) on `path` (created if needed), released when the
+/// descriptor closes, so a crashed holder never leaves it locked. When the
+/// file cannot be created (a read-only directory) nothing is held: then two
+/// processes may both compile a key, which costs time, never correctness
+/// (entries are written by rename).
+class FileLock {
+public:
+  explicit FileLock(const std::string &path) {
+    descriptor =
+        ::open(path.c_str(),
+               O_RDWR | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (descriptor < 0)
+      return;
+    while (::flock(descriptor, LOCK_EX) != 0) {
+      if (errno == EINTR)
+        continue;
+      ::close(descriptor);
+      descriptor = -1;
+      return;
+    }
+  }
+  FileLock(const FileLock &) = delete;
+  FileLock &operator=(const FileLock &) = delete;
+  ~FileLock() {
+    if (descriptor >= 0)
+      ::close(descriptor);
+  }
+  bool held() const { return descriptor >= 0; }
+
+private:
+  int descriptor = -1;
+};
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -415,6 +516,11 @@ Expected<KernelCache *> KernelCache::global() {
 std::string KernelCache::entryPath(const KernelKey &key) const {
   return entryDirectory(config.directory) + "/" + key.hash().toHex() +
          std::string(kEntrySuffix);
+}
+
+std::string KernelCache::lockPath(const KernelKey &key) const {
+  return entryDirectory(config.directory) + "/" + key.hash().toHex() +
+         std::string(kLockSuffix);
 }
 
 std::shared_ptr<const CacheEntry>
@@ -480,23 +586,47 @@ KernelCache::Result KernelCache::lookupDiskOrCompile(const KernelKey &key,
                                                      CompileFn compile) {
   std::string path = entryPath(key);
   std::string corruptReason;
-  if (config.mode != CacheMode::Off) {
-    Expected<std::optional<std::string>> bytes = readWholeFile(path);
-    if (bytes.ok() && bytes->has_value()) {
-      Expected<CompiledKernel> decoded = decodeDiskEntry(**bytes, &key);
-      if (decoded.ok()) {
-        counters.diskHits.fetch_add(1, std::memory_order_relaxed);
-        auto entry = std::make_shared<CacheEntry>();
-        entry->key = key;
-        entry->kernel = std::move(*decoded);
-        entry->origin = CacheEntry::Origin::Disk;
-        return std::shared_ptr<const CacheEntry>(std::move(entry));
-      }
-      counters.corruptReplaced.fetch_add(1, std::memory_order_relaxed);
-      corruptReason = decoded.error().message;
-    } else if (!bytes.ok()) {
-      corruptReason = bytes.error().message;
+  auto readDisk = [&]() -> std::shared_ptr<const CacheEntry> {
+    corruptReason.clear();
+    EntryFile file = readEntryFile(path);
+    if (file.state == EntryFile::State::Missing)
+      return nullptr;
+    if (file.state == EntryFile::State::Unusable) {
+      corruptReason = file.problem;
+      return nullptr;
     }
+    Expected<CompiledKernel> decoded = decodeDiskEntry(file.bytes, &key);
+    if (!decoded) {
+      corruptReason = decoded.error().message;
+      return nullptr;
+    }
+    counters.diskHits.fetch_add(1, std::memory_order_relaxed);
+    auto entry = std::make_shared<CacheEntry>();
+    entry->key = key;
+    entry->kernel = std::move(*decoded);
+    entry->origin = CacheEntry::Origin::Disk;
+    return entry;
+  };
+
+  // Held from the second disk lookup until the entry is written, so that
+  // several processes missing the same key compile it once.
+  std::optional<FileLock> compileLock;
+  if (config.mode != CacheMode::Off) {
+    if (std::shared_ptr<const CacheEntry> hit = readDisk())
+      return hit;
+    if (config.mode == CacheMode::ReadWrite) {
+      // One lock file per key, as FlashInfer's JIT does: another process
+      // compiling this key holds it; when it lets go its entry is there.
+      std::error_code ignored;
+      std::filesystem::create_directories(entryDirectory(config.directory),
+                                          ignored);
+      compileLock.emplace(lockPath(key));
+      if (compileLock->held())
+        if (std::shared_ptr<const CacheEntry> hit = readDisk())
+          return hit;
+    }
+    if (!corruptReason.empty())
+      counters.corruptReplaced.fetch_add(1, std::memory_order_relaxed);
   }
 
   counters.misses.fetch_add(1, std::memory_order_relaxed);
@@ -571,13 +701,13 @@ Expected<std::vector<DiskEntryInfo>> KernelCache::list() const {
   return listDiskCache(config.directory);
 }
 
-Expected<size_t> KernelCache::clear() {
+Expected<ClearResult> KernelCache::clear() {
   for (Shard &shard : shards) {
     std::lock_guard<std::mutex> lock(shard.mutex);
     shard.entries.clear();
   }
   if (config.mode == CacheMode::Off)
-    return size_t(0);
+    return ClearResult();
   return clearDiskCache(config.directory);
 }
 
@@ -599,13 +729,15 @@ listDiskCache(const std::string &directory) {
     DiskEntryInfo info;
     info.path = item.path().string();
     info.hashHex = name.substr(0, name.size() - kEntrySuffix.size());
-    Expected<std::optional<std::string>> bytes = readWholeFile(info.path);
-    if (!bytes || !bytes->has_value()) {
-      info.problem = bytes ? "vanished while listing" : bytes.error().message;
+    EntryFile file = readEntryFile(info.path);
+    if (file.state == EntryFile::State::Missing) {
+      info.problem = "vanished while listing";
+    } else if (file.state == EntryFile::State::Unusable) {
+      info.problem = file.problem;
     } else {
-      info.fileBytes = (*bytes)->size();
+      info.fileBytes = file.bytes.size();
       Expected<CompiledKernel> decoded =
-          decodeDiskEntry(**bytes, nullptr, &info);
+          decodeDiskEntry(file.bytes, nullptr, &info);
       info.valid = decoded.ok();
       if (!decoded)
         info.problem = decoded.error().message;
@@ -619,29 +751,31 @@ listDiskCache(const std::string &directory) {
   return entries;
 }
 
-Expected<size_t> clearDiskCache(const std::string &directory) {
+Expected<ClearResult> clearDiskCache(const std::string &directory) {
   std::string entriesDirectory = entryDirectory(directory);
+  ClearResult result;
   std::error_code code;
   if (!std::filesystem::exists(entriesDirectory, code))
-    return size_t(0);
-  size_t removed = 0;
+    return result;
   std::filesystem::directory_iterator iterator(entriesDirectory, code);
   if (code)
     return makeError(ErrorCode::Io, "cannot list '" + entriesDirectory +
                                         "': " + code.message());
   // Only lowbit's own files: a mistyped LOWBIT_CACHE_DIR must not wipe
-  // someone's directory.
+  // someone's directory. A file that cannot be removed is reported and the
+  // rest are still removed.
   for (const auto &item : iterator) {
     std::string name = item.path().filename().string();
-    if (!name.ends_with(kEntrySuffix) && !name.starts_with(kTemporaryPrefix))
+    if (!name.ends_with(kEntrySuffix) && !name.ends_with(kLockSuffix) &&
+        !name.starts_with(kTemporaryPrefix))
       continue;
     if (std::filesystem::remove(item.path(), code))
-      ++removed;
+      ++result.removed;
     else if (code)
-      return makeError(ErrorCode::Io, "cannot remove '" + item.path().string() +
-                                          "': " + code.message());
+      result.failures.push_back("cannot remove '" + item.path().string() +
+                                "': " + code.message());
   }
-  return removed;
+  return result;
 }
 
 } // namespace lowbit::runtime

@@ -7,10 +7,13 @@
 //
 // The compiler is injected: the caller passes a function that turns the key
 // into a binary (PTX, cubin or a CPU object). Concurrent requests for one
-// key share a single compile. A disk entry carries a receipt (the key's
-// serialization, the lowbit and LLVM versions, the sizes) and a checksum of
-// its payload; an entry that fails any check is counted, recompiled and
-// replaced, never returned.
+// key share a single compile: threads through a shared future, processes
+// through a per-key lock file (flock) taken before the second disk lookup.
+// A disk entry carries a receipt (the key's serialization, the lowbit and
+// LLVM versions, the compiler's source hash, the sizes, the payload format)
+// and checksums; only a regular file of bounded size is read, and an entry
+// that fails any check, including a payload that does not parse, is
+// counted, recompiled and replaced, never returned.
 //
 // Environment (read by CacheOptions::fromEnvironment):
 //   LOWBIT_CACHE_DIR  directory of the disk cache (default ~/.cache/lowbit)
@@ -40,13 +43,24 @@ namespace lowbit::runtime {
 enum class BinaryKind : uint8_t { Ptx, Cubin, HostObject };
 std::string_view binaryKindName(BinaryKind kind);
 
+/// How the payload is laid out, named in the receipt so that a reader can
+/// check it parses (a malformed payload is a corrupt entry).
+enum class PayloadFormat : uint8_t {
+  /// The binary itself.
+  Raw,
+  /// lowbit::Jit's GPU container: plan, PTX, cubin (GpuPayload.h).
+  JitGpu,
+};
+std::string_view payloadFormatName(PayloadFormat format);
+
 /// What a compiler hands the cache.
 struct CompiledKernel {
   BinaryKind kind = BinaryKind::Ptx;
   /// The kernel's symbol in the binary (cuModuleGetFunction's name).
   std::string entryName;
-  /// PTX text, cubin bytes or an object file.
+  /// PTX text, cubin bytes or an object file, laid out as payloadFormat.
   std::string binary;
+  PayloadFormat payloadFormat = PayloadFormat::Raw;
   /// Resource usage from ptxas/nvJitLink (-1: unknown).
   int registers = -1;
   int spillStoreBytes = -1;
@@ -127,6 +141,13 @@ struct CacheStats {
   double compileMillis = 0;
 };
 
+/// What clearing a cache directory did: the files removed, and one message
+/// per file that could not be removed (the others are still removed).
+struct ClearResult {
+  size_t removed = 0;
+  std::vector<std::string> failures;
+};
+
 /// One disk entry as `lowbit cache list` shows it.
 struct DiskEntryInfo {
   std::string path;
@@ -164,9 +185,11 @@ public:
   std::string entryPath(const KernelKey &key) const;
   /// Every entry file in the directory, validated.
   Expected<std::vector<DiskEntryInfo>> list() const;
-  /// Drops the memory cache and removes every entry and stale temp file
-  /// from the directory; returns how many files were removed.
-  Expected<size_t> clear();
+  /// The lock file a compile of `key` holds (FileLock in KernelCache.cpp).
+  std::string lockPath(const KernelKey &key) const;
+  /// Drops the memory cache and removes every entry, lock and stale temp
+  /// file from the directory (see clearDiskCache).
+  Expected<ClearResult> clear();
 
 private:
   using Result = Expected<std::shared_ptr<const CacheEntry>>;
@@ -208,10 +231,15 @@ Expected<CompiledKernel> decodeDiskEntry(std::string_view bytes,
 /// `lowbit cache list|clear`).
 Expected<std::vector<DiskEntryInfo>>
 listDiskCache(const std::string &directory);
-Expected<size_t> clearDiskCache(const std::string &directory);
+/// An error only when the directory cannot be listed.
+Expected<ClearResult> clearDiskCache(const std::string &directory);
 
 /// The entry file suffix and the subdirectory of the current format.
 inline constexpr std::string_view kEntrySuffix = ".lbk";
+inline constexpr std::string_view kLockSuffix = ".lock";
+/// An entry larger than this is not read (it cannot be one lowbit wrote:
+/// kernels are kilobytes); it is recompiled and replaced.
+inline constexpr uint64_t kMaxEntryBytes = uint64_t(256) << 20;
 inline constexpr std::string_view kFormatSubdirectory = "v1";
 
 } // namespace lowbit::runtime

@@ -29,7 +29,7 @@ std::string KernelSignature::serialize() const {
   // One field per line, in a fixed order, with a format line first: the
   // text is hashed and stored in receipts, so any change here must bump
   // the "1" (which changes every hash, so old entries are simply unused).
-  std::string text = "lowbit-kernel-key 1\n";
+  std::string text = "lowbit-kernel-key 2\n";
   auto line = [&](std::string_view name, std::string_view value) {
     text.append(name).append("=").append(value).append("\n");
   };
@@ -41,6 +41,7 @@ std::string KernelSignature::serialize() const {
   line("cols", sizePolicyName(colsPolicy));
   line("pointers", std::to_string(pointerCount));
   line("lowbit", lowbitVersion);
+  line("compiler", compilerBuild);
   line("llvm", llvmVersion);
   line("pipeline", toHex64(pipelineHash));
   return text;
@@ -61,7 +62,7 @@ prepareSignature(KernelSignature signature) {
   for (const std::string *field :
        {&signature.spec, &signature.chip, &signature.features,
         &signature.inputDtype, &signature.lowbitVersion,
-        &signature.llvmVersion}) {
+        &signature.compilerBuild, &signature.llvmVersion}) {
     if (field->find_first_of("\r\n") != std::string::npos)
       return makeError(ErrorCode::InvalidArgument,
                        "kernel key: a field contains a line break: '" + *field +

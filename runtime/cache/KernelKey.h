@@ -5,8 +5,9 @@
 //
 // - KernelSignature: what is fixed when a kernel is declared (the canonical
 //   spec text, the target chip and its features, the input dtype, which
-//   sizes are specialized, the lowbit and LLVM versions and the hash of the
-//   pass pipeline). It is serialized and hashed once, by prepareSignature().
+//   sizes are specialized, the lowbit and LLVM versions, the hash of the
+//   compiler's sources and the hash of the pass pipeline text). It is
+//   serialized and hashed once, by prepareSignature().
 // - The launch-time part, cheap to compute on every launch: the size values
 //   that the signature specializes on, and the 16-byte alignment class of
 //   each pointer (Triton's divisibility class: 16-byte aligned or not).
@@ -32,6 +33,12 @@ namespace lowbit::runtime {
 
 /// The version of lowbit that wrote a kernel (CMake's PROJECT_VERSION).
 std::string_view lowbitVersion();
+
+/// 32 hex digits: a hash of the compiler's sources (format model, dialect,
+/// passes, tails, compiler driver, spec parser, JIT, kernel templates),
+/// computed by the build (runtime/cache/HashCompilerSources.cmake). Two
+/// builds that could compile a spec differently never share a key.
+std::string_view compilerBuildHash();
 
 /// How one size (rows or cols) enters the key.
 enum class SizePolicy : uint8_t {
@@ -63,6 +70,8 @@ struct KernelSignature {
   int pointerCount = 0;
   /// Defaults to this build's version; a test may set another.
   std::string lowbitVersion = std::string(runtime::lowbitVersion());
+  /// Defaults to this build's compilerBuildHash(); a test may set another.
+  std::string compilerBuild = std::string(runtime::compilerBuildHash());
   /// The compiler's LLVM version ("22.1.8"); "nvrtc-13.0" for NVRTC.
   std::string llvmVersion;
   /// Hash of the pass pipeline text and options, from the compiler.

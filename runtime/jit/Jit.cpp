@@ -12,6 +12,8 @@
 
 #include "lowbit/Jit.h"
 
+#include "lowering/CpuTail.h"
+#include "runtime/cache/GpuPayload.h"
 #include "runtime/cache/Hash.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/driver/CudaDriver.h"
@@ -37,13 +39,15 @@ using runtime::KernelKeyHasher;
 using runtime::PreparedSignature;
 
 std::string_view jitPipelineDescription() {
-  // Names the steps of compiler::buildKernelModule -> lowerToLoops -> CPU
-  // tail or GPU tail (docs/gpu.md). Change it when the pipeline changes, so
-  // that old disk entries stop matching.
-  return "lowbit-jit-pipeline 1: build-kernel-module, lowbit-to-loops, "
-         "cpu-tail(O3) | gpu-tail(native-cvt, expand-codecs, reductions, "
-         "tile-128, map-parallel-loops, outline, nvvm-O3, isa) + "
-         "nvJitLink(-O3)";
+  // The pipelines' own text where a tail exposes it (the CPU tail prints
+  // its PassManager), so that a changed pipeline is a changed key without
+  // anyone bumping anything. The GPU tail's passes live in
+  // lowering/GpuTail.cpp, whose text is in compilerBuildHash() (the key's
+  // "compiler" line) with every other compiler source.
+  static const std::string description =
+      "lowbit-to-loops | cpu: " + cpuTailPipelineText() +
+      " | gpu: lowering/GpuTail.cpp + nvJitLink(-O3)";
+  return description;
 }
 
 namespace {
@@ -59,59 +63,7 @@ double millisSince(Clock::time_point start) {
 // The GPU payload: launch plan, PTX and cubin in one cache entry.
 //===----------------------------------------------------------------------===//
 
-constexpr std::string_view kPayloadMagic = "lowbit-jit-gpu 1\n";
-
-void appendSection(std::string &out, std::string_view name,
-                   std::string_view bytes) {
-  out += name;
-  out += ' ';
-  out += std::to_string(bytes.size());
-  out += '\n';
-  out += bytes;
-}
-
-struct GpuPayload {
-  std::string plan, ptx, cubin;
-};
-
-std::string encodePayload(const GpuPayload &payload) {
-  std::string out(kPayloadMagic);
-  appendSection(out, "plan", payload.plan);
-  appendSection(out, "ptx", payload.ptx);
-  appendSection(out, "cubin", payload.cubin);
-  return out;
-}
-
-Expected<GpuPayload> decodePayload(std::string_view bytes) {
-  auto corrupt = [](std::string why) {
-    return makeError(ErrorCode::CorruptEntry, "GPU cache payload: " + why);
-  };
-  if (!bytes.starts_with(kPayloadMagic))
-    return corrupt("bad header");
-  bytes.remove_prefix(kPayloadMagic.size());
-  GpuPayload payload;
-  std::string *sections[] = {&payload.plan, &payload.ptx, &payload.cubin};
-  std::string_view names[] = {"plan", "ptx", "cubin"};
-  for (int i = 0; i < 3; ++i) {
-    if (!bytes.starts_with(names[i]) || bytes.size() <= names[i].size() ||
-        bytes[names[i].size()] != ' ')
-      return corrupt("missing section " + std::string(names[i]));
-    bytes.remove_prefix(names[i].size() + 1);
-    size_t newline = bytes.find('\n');
-    if (newline == std::string_view::npos)
-      return corrupt("truncated");
-    size_t length = 0;
-    if (std::from_chars(bytes.data(), bytes.data() + newline, length).ec !=
-        std::errc())
-      return corrupt("bad section length");
-    bytes.remove_prefix(newline + 1);
-    if (length > bytes.size())
-      return corrupt("truncated");
-    *sections[i] = std::string(bytes.substr(0, length));
-    bytes.remove_prefix(length);
-  }
-  return payload;
-}
+using runtime::GpuPayload;
 
 /// The host CPU's name and a hash of its features: what a CPU binary is
 /// specialized on.
@@ -244,22 +196,27 @@ Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
     kernel.entryName =
         build->kernelNames.empty() ? "" : build->kernelNames.front();
     GpuPayload payload{build->plan.serialize(), std::move(build->ptx), ""};
-    // nvJitLink is optional: without it the entry holds PTX only and the
-    // driver JIT-compiles it at load time.
+    // nvJitLink is optional: without it, or when it cannot link for this
+    // chip (CUDA 13's nvJitLink does not know sm_101a, which CUDA 13 calls
+    // sm_110a), the entry holds PTX only and the driver JIT-compiles it at
+    // load time, where its own error names any problem. PTX is the
+    // product; the cubin only saves the driver that work.
     kernel.kind = runtime::BinaryKind::Ptx;
     if (runtime::nvJitLinkLibrary().ok()) {
-      Expected<runtime::Cubin> cubin = runtime::linkPtx(payload.ptx, target.chip);
-      if (!cubin)
-        return std::move(cubin).takeError();
-      kernel.kind = runtime::BinaryKind::Cubin;
-      kernel.registers = cubin->resources.registers;
-      kernel.spillStoreBytes = cubin->resources.spillStoreBytes;
-      kernel.spillLoadBytes = cubin->resources.spillLoadBytes;
-      kernel.sharedBytes = cubin->resources.sharedBytes;
-      kernel.stackBytes = cubin->resources.stackBytes;
-      payload.cubin = std::move(cubin->bytes);
+      Expected<runtime::Cubin> cubin =
+          runtime::linkPtx(payload.ptx, target.chip);
+      if (cubin) {
+        kernel.kind = runtime::BinaryKind::Cubin;
+        kernel.registers = cubin->resources.registers;
+        kernel.spillStoreBytes = cubin->resources.spillStoreBytes;
+        kernel.spillLoadBytes = cubin->resources.spillLoadBytes;
+        kernel.sharedBytes = cubin->resources.sharedBytes;
+        kernel.stackBytes = cubin->resources.stackBytes;
+        payload.cubin = std::move(cubin->bytes);
+      }
     }
-    kernel.binary = encodePayload(payload);
+    kernel.binary = runtime::encodeGpuPayload(payload);
+    kernel.payloadFormat = runtime::PayloadFormat::JitGpu;
     return kernel;
   };
   return cache.getOrCompile(key, compile);
@@ -290,7 +247,7 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry) {
   if (Status current = context.makeCurrent(); !current)
     return std::move(current).takeError();
 
-  Expected<GpuPayload> payload = decodePayload(entry.kernel.binary);
+  Expected<GpuPayload> payload = runtime::decodeGpuPayload(entry.kernel.binary);
   if (!payload)
     return std::move(payload).takeError();
   Expected<jit::LaunchPlan> plan = jit::LaunchPlan::parse(payload->plan);
@@ -565,8 +522,7 @@ Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
   size_t paramCount = compiler::kernelParams(spec).size();
   signature.pointerCount = int(paramCount);
   signature.llvmVersion = LLVM_VERSION_STRING;
-  std::string pipeline = std::string(jitPipelineDescription()) + " lowbit " +
-                         std::string(runtime::lowbitVersion());
+  std::string_view pipeline = jitPipelineDescription();
   signature.pipelineHash = runtime::xxh64(pipeline.data(), pipeline.size(), 0);
   auto prepared = runtime::prepareSignature(std::move(signature));
   if (!prepared)
@@ -596,7 +552,7 @@ Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
   auto entry = impl->resolveGpu(state->primaryKey, spec, target);
   if (!entry)
     return std::move(entry).takeError();
-  Expected<GpuPayload> payload = decodePayload((*entry)->kernel.binary);
+  Expected<GpuPayload> payload = runtime::decodeGpuPayload((*entry)->kernel.binary);
   if (!payload)
     return std::move(payload).takeError();
   state->gpuEntry = *entry;

@@ -35,7 +35,8 @@ TEST_CASE("manifest JSON round-trips", "[aot]") {
   launch.grid = {"(ceildivsi (dim 0 1) 128)", "1", "1"};
   launch.operands = {Operand{0, ""}, Operand{1, ""}, Operand{-1, "(dim 0 0)"}};
   entry.launches.push_back(launch);
-  entry.bench = SizeInstance{8192, 8192, {Shape{8192, 8192}, Shape{8192, 8192}}};
+  entry.bench =
+      SizeInstance{8192, 8192, {Shape{8192, 8192}, Shape{8192, 8192}}};
   manifest.entries.push_back(entry);
   std::string text = toJson(manifest).serialize(), error;
   auto json = parseJson(text, &error);
@@ -69,4 +70,56 @@ TEST_CASE("malformed manifests are errors", "[aot]") {
   auto json = parseJson("{\"format\": \"other\"}", &error);
   REQUIRE(json);
   CHECK(!manifestFromJson(*json, &error));
+}
+
+TEST_CASE("manifest sizes are bounded int64, refused not narrowed", "[aot]") {
+  // A valid one-entry manifest with one field replaced by `value`.
+  auto manifestWith = [](const std::string &rows, const std::string &memref,
+                         const std::string &registers) {
+    return "{\"format\": \"lowbit-aot-bundle\", \"version\": 1, "
+           "\"target\": \"sm_90a\", \"entries\": [{\"name\": \"q\", "
+           "\"spec\": \"quantize int8\", \"op\": \"quantize\", \"ptx\": "
+           "\"q.ptx\", \"params\": [{\"role\": \"input\", \"element\": "
+           "\"f32\"}], \"launches\": [{\"entry\": \"k\", \"grid\": [\"1\", "
+           "\"1\", \"1\"], \"block\": [\"1\", \"1\", \"1\"], \"operands\": "
+           "[{\"memref\": " +
+           memref + "}], \"resources\": {\"registers\": " + registers +
+           "}}], \"bench\": {\"rows\": " + rows +
+           ", \"cols\": 8, \"shapes\": [[" + rows + ", 8]]}}]}";
+  };
+  auto read = [](const std::string &text, std::string &error) {
+    auto json = parseJson(text, &error);
+    REQUIRE(json);
+    return manifestFromJson(*json, &error);
+  };
+  std::string error;
+  auto valid = read(manifestWith("4", "0", "32"), error);
+  REQUIRE(valid);
+  CHECK(valid->entries[0].bench->rows == 4);
+  CHECK(valid->entries[0].launches[0].resources.registers == 32);
+
+  struct Case {
+    std::string rows, memref, registers, message;
+  };
+  for (const Case &bad : std::vector<Case>{
+           // Beyond int64: refused by the parser, not wrapped.
+           {"9223372036854775808", "0", "32", "not a 64-bit integer"},
+           {"-1", "0", "32", "outside"},
+           {"1099511627777", "0", "32", "outside"},
+           // 2^32 would become 0 as an int.
+           {"4", "4294967296", "32", "outside"},
+           {"4", "-1", "32", "outside"},
+           {"4", "0", "4294967328", "outside"},
+       }) {
+    INFO(bad.rows << " " << bad.memref << " " << bad.registers);
+    error.clear();
+    CHECK_FALSE(read(manifestWith(bad.rows, bad.memref, bad.registers), error));
+    CHECK_THAT(error, Catch::Contains(bad.message));
+  }
+  // Each dimension fits, the product does not.
+  error.clear();
+  std::string text = manifestWith("4", "0", "32");
+  text.replace(text.find("[[4, 8]]"), 8, "[[1099511627776, 1099511627776]]");
+  CHECK_FALSE(read(text, error));
+  CHECK_THAT(error, Catch::Contains("elements"));
 }

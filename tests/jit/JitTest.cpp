@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <random>
 #include <thread>
 
@@ -19,9 +20,9 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path freshDirectory(const std::string &name) {
-  fs::path path = fs::temp_directory_path() /
-                  ("lowbit-jit-test-" + name + "-" +
-                   std::to_string(std::random_device()()));
+  fs::path path =
+      fs::temp_directory_path() / ("lowbit-jit-test-" + name + "-" +
+                                   std::to_string(std::random_device()()));
   fs::remove_all(path);
   fs::create_directories(path);
   return path;
@@ -41,9 +42,17 @@ Target gpuTarget() {
   return *target;
 }
 
+/// Frees what `new (std::align_val_t(64)) float[n]` allocated: an aligned
+/// new[] must meet the aligned delete[] (plain delete[] is undefined).
+struct AlignedArrayDelete {
+  void operator()(float *pointer) const {
+    ::operator delete[](pointer, std::align_val_t(64));
+  }
+};
+
 /// 64-byte aligned host buffers for a [rows, cols] mxfp4 quantize.
 struct HostBuffers {
-  std::vector<std::unique_ptr<float[]>> storage;
+  std::vector<std::unique_ptr<float[], AlignedArrayDelete>> storage;
   std::vector<void *> pointers;
   HostBuffers(const Kernel &kernel, int64_t rows, int64_t cols) {
     for (size_t i = 0; i < kernel.bufferCount(); ++i) {
@@ -62,8 +71,8 @@ TEST_CASE("a size declared dynamic never recompiles", "[jit]") {
   auto kernel = jit->get("quantize mxfp4 dynamic", Target{});
   REQUIRE(kernel.ok());
   CHECK(jit->stats().cpuCompiles == 1);
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4, 64}, {8, 32},
-                            {3, 96}, {1, 32}}) {
+  for (auto [rows, cols] :
+       {std::pair<int64_t, int64_t>{4, 64}, {8, 32}, {3, 96}, {1, 32}}) {
     HostBuffers buffers(*kernel, rows, cols);
     Status status = kernel->run(buffers.pointers, rows, cols);
     INFO((status.ok() ? std::string() : status.error().message));
@@ -71,8 +80,8 @@ TEST_CASE("a size declared dynamic never recompiles", "[jit]") {
   }
   CHECK(jit->stats().cpuCompiles == 1);
   // A second get() of the same spec is a memory hit.
-  REQUIRE(jit->get("quantize mxfp4 from=f32 scale=dynamic dynamic", Target{})
-              .ok());
+  REQUIRE(
+      jit->get("quantize mxfp4 from=f32 scale=dynamic dynamic", Target{}).ok());
   CHECK(jit->stats().cpuCompiles == 1);
 }
 
@@ -107,9 +116,9 @@ TEST_CASE("a misaligned buffer is its own key", "[jit]") {
 
 TEST_CASE("N threads x M specs compile exactly M times", "[jit]") {
   auto jit = makeJit(freshDirectory("threads"), runtime::CacheMode::Off);
-  const std::vector<std::string> specs = {
-      "quantize mxfp4 dynamic", "dequantize mxfp4 dynamic",
-      "quantize mxfp8 dynamic"};
+  const std::vector<std::string> specs = {"quantize mxfp4 dynamic",
+                                          "dequantize mxfp4 dynamic",
+                                          "quantize mxfp8 dynamic"};
   constexpr int kThreads = 8;
   std::atomic<int> failures{0};
   std::atomic<int> ready{0};

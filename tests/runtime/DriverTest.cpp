@@ -102,7 +102,21 @@ TEST_CASE("The process-wide driver reports this machine's real state",
           "[runtime][driver]") {
   auto driver = cudaDriver();
   if (driver.ok()) {
-    WARN("libcuda.so.1 is present here: " << (*driver)->libraryPath);
+    // A machine with a driver: what the loader bound must be usable, and
+    // the driver must answer the version query (it needs no device).
+    const CudaDriverApi &api = **driver;
+    CHECK_FALSE(api.libraryPath.empty());
+    REQUIRE(api.cuInit != nullptr);
+    REQUIRE(api.cuDriverGetVersion != nullptr);
+    CHECK(api.cuModuleLoadData != nullptr);
+    CHECK(api.cuLaunchKernel != nullptr);
+    int version = 0;
+    CHECK(api.cuDriverGetVersion(&version) == kCudaSuccess);
+    CHECK(version >= 12000);
+    // Asked again, the same loaded library (remembered, no second dlopen).
+    auto again = cudaDriver();
+    REQUIRE(again.ok());
+    CHECK(*again == *driver);
     return;
   }
   // This build machine has no NVIDIA driver.

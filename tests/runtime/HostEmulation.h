@@ -15,6 +15,9 @@
 #include <cmath>
 #include <cstring>
 
+// cuda_fp16.h (through host_defines.h) defines __global__ as an attribute
+// the host compiler would warn about; the kernels here are plain functions.
+#undef __global__
 #define __global__
 
 struct HostDim3 {

@@ -4,7 +4,15 @@
 
 #include "runtime/cache/KernelCache.h"
 
+#include "runtime/cache/GpuPayload.h"
+
 #include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <barrier>
@@ -390,12 +398,14 @@ TEST_CASE("list shows every entry with its receipt, clear removes them",
 
   auto removed = cache.clear();
   REQUIRE(removed.ok());
-  CHECK(*removed == 4);
+  // 3 entries, their 3 lock files and the temp file.
+  CHECK(removed->removed == 7);
+  CHECK(removed->failures.empty());
   CHECK(listDiskCache(directory.path)->empty());
   CHECK(cache.lookupMemory(keyFor("quantize int8")) == nullptr);
   // clear() touches only lowbit's files.
   writeBytes(directory.path + "/v1/notes.txt", "keep me");
-  CHECK(*clearDiskCache(directory.path) == 0);
+  CHECK(clearDiskCache(directory.path)->removed == 0);
   CHECK(std::filesystem::exists(directory.path + "/v1/notes.txt"));
 }
 
@@ -419,4 +429,155 @@ TEST_CASE("The environment selects the directory and the mode",
   REQUIRE(defaults.ok());
   CHECK(defaults->directory == "/home/someone/.cache/lowbit");
   CHECK(defaults->mode == CacheMode::ReadWrite);
+}
+
+TEST_CASE("Only regular files of bounded size are read", "[runtime][cache]") {
+  // A hang here would be the bug: fail instead of waiting forever.
+  ::alarm(60);
+  TemporaryDirectory directory;
+  KernelKey key = keyFor("quantize mxfp4");
+  CountingCompiler compiler;
+  std::string good;
+  {
+    KernelCache writer(optionsFor(directory));
+    REQUIRE(writer.getOrCompile(key, compiler).ok());
+    good = readBytes(writer.entryPath(key));
+  }
+  SECTION("a FIFO at the entry's path") {
+    KernelCache cache(optionsFor(directory));
+    std::string path = cache.entryPath(key);
+    std::filesystem::remove(path);
+    REQUIRE(::mkfifo(path.c_str(), 0644) == 0);
+    auto listed = listDiskCache(directory.path);
+    REQUIRE(listed.ok());
+    REQUIRE(listed->size() == 1);
+    CHECK_FALSE(listed->front().valid);
+    CHECK_THAT(listed->front().problem,
+               Catch::Matchers::Contains("not a regular file"));
+    auto entry = cache.getOrCompile(key, compiler);
+    REQUIRE(entry.ok());
+    CHECK(compiler.calls == 2);
+    CHECK(cache.stats().corruptReplaced == 1);
+    // Replaced by a regular file holding the entry.
+    CHECK(readBytes(path) == good);
+  }
+  SECTION("a huge sparse file at the entry's path") {
+    KernelCache cache(optionsFor(directory));
+    std::string path = cache.entryPath(key);
+    REQUIRE(::truncate(path.c_str(), off_t(1) << 40) == 0);
+    auto listed = listDiskCache(directory.path);
+    REQUIRE(listed.ok());
+    CHECK_THAT(listed->front().problem,
+               Catch::Matchers::Contains("too large to be an entry"));
+    auto entry = cache.getOrCompile(key, compiler);
+    REQUIRE(entry.ok());
+    CHECK(compiler.calls == 2);
+    CHECK(readBytes(path) == good);
+  }
+  ::alarm(0);
+}
+
+TEST_CASE("A payload that does not parse is a corrupt entry",
+          "[runtime][cache]") {
+  TemporaryDirectory directory;
+  KernelKey key = keyFor("quantize nvfp4");
+  // Valid checksums around a GPU payload that is not one.
+  CompiledKernel malformed;
+  malformed.kind = BinaryKind::Cubin;
+  malformed.payloadFormat = PayloadFormat::JitGpu;
+  malformed.binary = "lowbit-jit-gpu 1\nplan 5\nab";
+  std::string bytes = encodeDiskEntry(key, malformed);
+  auto decoded = decodeDiskEntry(bytes, &key);
+  REQUIRE_FALSE(decoded.ok());
+  CHECK_THAT(decoded.error().message,
+             Catch::Matchers::Contains("malformed payload"));
+
+  // A well-formed one decodes.
+  CompiledKernel wellFormed = malformed;
+  wellFormed.binary = encodeGpuPayload({"plan", "// ptx", ""});
+  CHECK(decodeDiskEntry(encodeDiskEntry(key, wellFormed), &key).ok());
+
+  KernelCache cache(optionsFor(directory));
+  std::filesystem::create_directories(directory.path + "/v1");
+  writeBytes(cache.entryPath(key), bytes);
+  auto listed = cache.list();
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK_FALSE(listed->front().valid);
+  CHECK_THAT(listed->front().problem,
+             Catch::Matchers::Contains("malformed payload"));
+
+  CountingCompiler compiler;
+  auto entry = cache.getOrCompile(key, compiler);
+  REQUIRE(entry.ok());
+  CHECK((*entry)->origin == CacheEntry::Origin::Compiled);
+  CHECK(compiler.calls == 1);
+  CHECK(cache.stats().corruptReplaced == 1);
+  // Replaced: the next process reads a valid entry.
+  auto relisted = cache.list();
+  REQUIRE(relisted.ok());
+  CHECK(relisted->front().valid);
+}
+
+TEST_CASE("Processes compiling one key compile it once", "[runtime][cache]") {
+  TemporaryDirectory directory;
+  std::string counter = directory.path + "/compiles";
+  constexpr int kProcesses = 4;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // Each child: its own cache object on the shared directory; the
+      // compiler appends one byte per compile and takes its time, so that
+      // the others are waiting while it runs.
+      KernelCache cache(optionsFor(directory));
+      auto slow = [&](const KernelKey &key) -> Expected<CompiledKernel> {
+        int descriptor =
+            ::open(counter.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (descriptor >= 0) {
+          [[maybe_unused]] ssize_t ignored = ::write(descriptor, "c", 1);
+          ::close(descriptor);
+        }
+        ::usleep(300 * 1000);
+        CompiledKernel kernel;
+        kernel.binary = "// ptx for " + key.signature().spec;
+        return kernel;
+      };
+      auto entry = cache.getOrCompile(keyFor("quantize mxfp8"), slow);
+      ::_exit(entry.ok() ? 0 : 1);
+    }
+    children.push_back(child);
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  CHECK(readBytes(counter) == "c");
+}
+
+TEST_CASE("clear removes what it can and names what it cannot",
+          "[runtime][cache]") {
+  TemporaryDirectory directory;
+  KernelCache cache(optionsFor(directory));
+  CountingCompiler compiler;
+  REQUIRE(cache.getOrCompile(keyFor("quantize int8"), compiler).ok());
+  REQUIRE(cache.getOrCompile(keyFor("quantize mxfp4"), compiler).ok());
+  // A non-empty directory with an entry's name cannot be removed; the
+  // entries are still removed, whatever order the directory lists them in.
+  std::filesystem::create_directories(directory.path +
+                                      "/v1/00000000.lbk/inside");
+  auto cleared = clearDiskCache(directory.path);
+  REQUIRE(cleared.ok());
+  CHECK(cleared->removed == 4); // 2 entries, 2 lock files
+  REQUIRE(cleared->failures.size() == 1);
+  CHECK_THAT(cleared->failures.front(),
+             Catch::Matchers::Contains("00000000.lbk"));
+  auto listed = listDiskCache(directory.path);
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK_THAT(listed->front().problem,
+             Catch::Matchers::Contains("not a regular file"));
 }

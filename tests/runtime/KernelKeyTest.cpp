@@ -52,7 +52,7 @@ TEST_CASE("A signature serializes every field, in a fixed order",
           "[runtime][key]") {
   auto prepared = prepare(baseSignature());
   const std::string &text = prepared->serialized();
-  CHECK(text.starts_with("lowbit-kernel-key 1\nspec=quantize mxfp4"));
+  CHECK(text.starts_with("lowbit-kernel-key 2\nspec=quantize mxfp4"));
   for (const char *field :
        {"chip=sm_90a\n", "features=+ptx86\n", "input=bf16\n", "rows=dynamic\n",
         "cols=dynamic\n", "pointers=3\n", "llvm=22.1.8\n",
@@ -60,13 +60,20 @@ TEST_CASE("A signature serializes every field, in a fixed order",
     CHECK(text.find(field) != std::string::npos);
   CHECK(text.find("lowbit=" + std::string(lowbitVersion())) !=
         std::string::npos);
+  // The build's hash of the compiler's sources, not a version someone
+  // must remember to bump.
+  CHECK(compilerBuildHash().size() == 32);
+  CHECK(compilerBuildHash().find_first_not_of("0123456789abcdef") ==
+        std::string_view::npos);
+  CHECK(text.find("compiler=" + std::string(compilerBuildHash()) + "\n") !=
+        std::string::npos);
   // The hash is the hash of the text: the same on every machine and run.
   CHECK(prepared->hash() == hash128(text));
 }
 
 TEST_CASE("Every signature field changes the key", "[runtime][key]") {
   Hash128 base = prepare(baseSignature())->hash();
-  std::vector<KernelSignature> variants(9, baseSignature());
+  std::vector<KernelSignature> variants(10, baseSignature());
   variants[0].spec += " ";
   variants[1].chip = "sm_89";
   variants[2].features = "+ptx85";
@@ -76,6 +83,8 @@ TEST_CASE("Every signature field changes the key", "[runtime][key]") {
   variants[6].lowbitVersion = "0.0.1";
   variants[7].llvmVersion = "21.1.0";
   variants[8].pipelineHash = 0x1235;
+  // Another build of the compiler (a changed pass, codec or template).
+  variants[9].compilerBuild = "00000000000000000000000000000000";
   for (const KernelSignature &variant : variants)
     CHECK_FALSE(prepare(variant)->hash() == base);
 }

@@ -20,6 +20,7 @@
 #include "lowering/Target.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/cache/Hash.h"
+#include "runtime/cache/KernelCache.h"
 #include "runtime/cache/KernelKey.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/core/AtomicFile.h"
@@ -70,16 +71,37 @@ constexpr std::string_view kUsage =
     "  --bench    the size the runner times (default 8192x8192)\n"
     "  --no-cubin PTX only (the driver JIT-compiles it at load)\n";
 
-bool parseSize(std::string_view text, int64_t &rows, int64_t &cols) {
+/// The largest --with-data tensor: 2^24 f32 elements (64 MiB of input),
+/// since the data is written here, checked against the reference and
+/// shipped to the GPU machine with the bundle.
+constexpr int64_t kMaxDataElements = int64_t(1) << 24;
+/// The largest --bench tensor: 2^32 elements (16 GiB of f32 input), which
+/// the runner allocates on the device.
+constexpr int64_t kMaxBenchElements = int64_t(1) << 32;
+
+/// Parses ROWSxCOLS: two positive int64 values whose product is at most
+/// `maxElements`. Anything else is refused with the reason, never narrowed.
+bool parseSize(std::string_view text, int64_t maxElements, int64_t &rows,
+               int64_t &cols, std::string &error) {
   size_t x = text.find('x');
-  if (x == std::string_view::npos)
-    return false;
   auto number = [](std::string_view part, int64_t &value) {
     auto [end, ec] =
         std::from_chars(part.data(), part.data() + part.size(), value);
     return ec == std::errc() && end == part.data() + part.size() && value > 0;
   };
-  return number(text.substr(0, x), rows) && number(text.substr(x + 1), cols);
+  if (x == std::string_view::npos || !number(text.substr(0, x), rows) ||
+      !number(text.substr(x + 1), cols)) {
+    error = fmt::format("expected ROWSxCOLS of positive 64-bit integers, got "
+                        "'{}'",
+                        text);
+    return false;
+  }
+  int64_t elements = 0;
+  if (__builtin_mul_overflow(rows, cols, &elements) || elements > maxElements) {
+    error = fmt::format("{} is more than {} elements", text, maxElements);
+    return false;
+  }
+  return true;
 }
 
 // --- launch extraction ------------------------------------------------------
@@ -154,8 +176,7 @@ std::optional<std::string> expressionOf(mlir::Value value,
   if (auto dim = dyn_cast<memref::DimOp>(op)) {
     auto argument = dyn_cast<BlockArgument>(dim.getSource());
     std::optional<int64_t> index = dim.getConstantIndex();
-    if (!argument || argument.getOwner() != &host.getBody().front() ||
-        !index) {
+    if (!argument || argument.getOwner() != &host.getBody().front() || !index) {
       error = "memref.dim of something other than a kernel parameter";
       return std::nullopt;
     }
@@ -226,13 +247,11 @@ std::optional<std::string> expressionOf(mlir::Value value,
     auto b = a ? sub(compare.getRhs()) : std::nullopt;
     if (!b)
       return std::nullopt;
-    return fmt::format("(cmp {} {} {})",
-                       arith::stringifyCmpIPredicate(compare.getPredicate())
-                           .str(),
-                       *a, *b);
+    return fmt::format(
+        "(cmp {} {} {})",
+        arith::stringifyCmpIPredicate(compare.getPredicate()).str(), *a, *b);
   }
-  error = "launch size computed by '" +
-          op->getName().getStringRef().str() +
+  error = "launch size computed by '" + op->getName().getStringRef().str() +
           "', which the manifest cannot express";
   return std::nullopt;
 }
@@ -475,8 +494,7 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
       return std::nullopt;
     }
   } else {
-    std::optional<std::vector<float>> expected =
-        dequantize(*reference, &error);
+    std::optional<std::vector<float>> expected = dequantize(*reference, &error);
     std::optional<std::vector<uint8_t>> jit =
         jitDequantize(*reference, spec.valueType, &error);
     if (!expected || !jit)
@@ -495,9 +513,9 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
   data.size = sizeInstance(spec, rows, cols);
   for (size_t i = 0; i < params.size(); ++i) {
     const auto &param = params[i];
-    std::string file = fmt::format("{}.{}.{}.{}.npy", stem, i,
-                                   roleName(param.role),
-                                   param.isResult ? "expected" : "in");
+    std::string file =
+        fmt::format("{}.{}.{}.{}.npy", stem, i, roleName(param.role),
+                    param.isResult ? "expected" : "in");
     std::vector<uint8_t> bytes = parameterBytes(
         param, shapes[i], *reference,
         param.role == compiler::KernelParam::Role::Output ? output : input);
@@ -506,8 +524,8 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
     array.shape = {shapes[i].rows, shapes[i].cols};
     array.bytes = std::move(bytes);
     std::optional<std::string> serialized = npy::serializeNpy(array, &error);
-    if (!serialized || !staged.stage(directory + "/" + file, *serialized,
-                                     &error))
+    if (!serialized ||
+        !staged.stage(directory + "/" + file, *serialized, &error))
       return std::nullopt;
     data.files.push_back(file);
   }
@@ -557,8 +575,7 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
     error = llvm::toString(std::move(lowered));
     return std::nullopt;
   }
-  mlir::FailureOr<PtxModule> ptx =
-      lowerToPtx(**module, options.target, error);
+  mlir::FailureOr<PtxModule> ptx = lowerToPtx(**module, options.target, error);
   if (mlir::failed(ptx))
     return std::nullopt;
   std::optional<std::vector<Launch>> launches =
@@ -651,9 +668,11 @@ CommandResult runAot(Arguments args) {
         options.outDirectory = *text;
       } else {
         int64_t rows = 0, cols = 0;
-        if (!parseSize(*text, rows, cols))
-          return fail(fmt::format("{}: expected ROWSxCOLS, got '{}'", arg,
-                                  *text));
+        std::string reason;
+        if (!parseSize(*text,
+                       arg == "--bench" ? kMaxBenchElements : kMaxDataElements,
+                       rows, cols, reason))
+          return fail(fmt::format("{}: {}", arg, reason));
         if (arg == "--bench") {
           options.benchRows = rows;
           options.benchCols = cols;
@@ -670,8 +689,7 @@ CommandResult runAot(Arguments args) {
   if (options.outDirectory.empty())
     return fail(fmt::format("aot: --out DIR is required\n{}", kUsage));
   if (all == !specTexts.empty())
-    return fail(fmt::format("aot: give SPECs or --all (not both)\n{}",
-                            kUsage));
+    return fail(fmt::format("aot: give SPECs or --all (not both)\n{}", kUsage));
   std::string error;
   std::optional<Target> target = parseTarget(targetText, &error);
   if (!target)
@@ -682,6 +700,13 @@ CommandResult runAot(Arguments args) {
   if (!validateTarget(*target, &error))
     return fail(error);
   options.target = *target;
+  // aot does not use the kernel cache, but LOWBIT_CACHE is checked by
+  // every command: a typo is an error, not a silent default. Its CPU JIT
+  // (--with-data) honours must-hit through JitBackend.
+  if (Expected<runtime::CacheOptions> cacheOptions =
+          runtime::CacheOptions::fromEnvironment();
+      !cacheOptions)
+    return fail(cacheOptions.error().message);
 
   // Every spec is checked before anything is compiled or written.
   std::vector<KernelSpec> specs;
@@ -702,6 +727,19 @@ CommandResult runAot(Arguments args) {
       return fail(fmt::format("spec '{}': {}", text, error));
     specs.push_back(*spec);
   }
+  // A kernel compiled for fixed sizes runs only at those sizes: data of
+  // another shape would be checked here but could never be launched.
+  if (options.dataSize)
+    for (const KernelSpec &spec : specs) {
+      auto [rows, cols] = *options.dataSize;
+      if ((spec.rows != kDynamic && spec.rows != rows) ||
+          (spec.cols != kDynamic && spec.cols != cols))
+        return fail(fmt::format(
+            "--with-data {}x{} does not fit '{}', compiled for {}x{}", rows,
+            cols, printKernelSpec(spec),
+            spec.rows == kDynamic ? "ROWS" : std::to_string(spec.rows),
+            spec.cols == kDynamic ? "COLS" : std::to_string(spec.cols)));
+    }
 
   std::error_code created;
   std::filesystem::create_directories(options.outDirectory, created);

@@ -22,7 +22,8 @@ constexpr std::string_view kCacheUsage =
     "  stats  the directory, the number of entries, valid and invalid, and\n"
     "         their total size\n"
     "  list   one line per entry: hash, kind, bytes, valid, chip, spec\n"
-    "  clear  removes every entry and stale temp file; prints the count\n";
+    "  clear  removes every entry, lock and stale temp file; prints the\n"
+    "         count, and names (and exits non-zero for) any it cannot remove\n";
 
 } // namespace
 
@@ -45,11 +46,19 @@ CommandResult runCache(Arguments args) {
   const std::string &directory = options->directory;
 
   if (action == "clear") {
-    Expected<size_t> removed = runtime::clearDiskCache(directory);
-    if (!removed)
-      return fail(removed.error().message);
-    fmt::print("removed {} file{} from {}\n", *removed,
-               *removed == 1 ? "" : "s", directory);
+    Expected<runtime::ClearResult> cleared = runtime::clearDiskCache(directory);
+    if (!cleared)
+      return fail(cleared.error().message);
+    fmt::print("removed {} file{} from {}\n", cleared->removed,
+               cleared->removed == 1 ? "" : "s", directory);
+    // Every file that could be removed was; each one that could not is
+    // named, and the command fails.
+    if (!cleared->failures.empty()) {
+      std::string message;
+      for (const std::string &failure : cleared->failures)
+        message += (message.empty() ? "" : "\n") + failure;
+      return fail(message);
+    }
     return std::nullopt;
   }
 

@@ -15,6 +15,7 @@
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
 #include "runtime/cache/Hash.h"
+#include "runtime/cache/KernelCache.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/spec/KernelSpec.h"
@@ -66,6 +67,20 @@ std::optional<EmitStage> parseEmitStage(std::string_view name) {
   if (name == "ptx")
     return EmitStage::Ptx;
   return std::nullopt;
+}
+
+std::string_view emitStageName(EmitStage stage) {
+  switch (stage) {
+  case EmitStage::Mlir:
+    return "mlir";
+  case EmitStage::Loops:
+    return "loops";
+  case EmitStage::Llvm:
+    return "llvm";
+  case EmitStage::Ptx:
+    return "ptx";
+  }
+  return "?";
 }
 
 /// The dump files' common name: readable op, scheme and target, then a
@@ -232,9 +247,27 @@ CommandResult runCompile(Arguments args) {
                             "use --emit ptx (or mlir, loops)",
                             target->chip));
 
+  // LOWBIT_CACHE is checked whatever the stage, so a typo is an error here
+  // as everywhere. Only PTX is cached; under must-hit every other stage
+  // (and a PTX compile that dumps its stages) would compile, so it is
+  // refused like a miss.
+  Expected<runtime::CacheOptions> cacheOptions =
+      runtime::CacheOptions::fromEnvironment();
+  if (!cacheOptions)
+    return fail(cacheOptions.error().message);
+  bool throughCache =
+      stage == EmitStage::Ptx && !std::getenv("LOWBIT_DUMP_DIR");
+  if (!throughCache && cacheOptions->mode == runtime::CacheMode::MustHit)
+    return fail(fmt::format(
+        "LOWBIT_CACHE=must-hit: only PTX is served from the cache; --emit {}"
+        "{} would compile",
+        emitStageName(stage),
+        std::getenv("LOWBIT_DUMP_DIR") ? " with LOWBIT_DUMP_DIR" : ""));
+
   // PTX goes through lowbit::Jit and its cache (LOWBIT_CACHE_DIR,
-  // LOWBIT_CACHE), unless every stage is to be dumped.
-  if (stage == EmitStage::Ptx && !std::getenv("LOWBIT_DUMP_DIR")) {
+  // LOWBIT_CACHE), unless every stage is to be dumped. It never needs
+  // nvJitLink: a kernel it cannot link is cached as PTX only.
+  if (throughCache) {
     Expected<std::unique_ptr<Jit>> jit = Jit::create();
     if (!jit)
       return fail(jit.error().message);

@@ -3,6 +3,7 @@
 #include "tools/lowbit/JitBackend.h"
 
 #include "lowering/Target.h"
+#include "runtime/cache/KernelCache.h"
 #include "runtime/compiler/Compiler.h"
 
 #include "llvm/Support/Error.h"
@@ -51,6 +52,21 @@ CpuKernel *cachedKernel(const KernelSpec &spec, std::string *error,
   std::string key = printKernelSpec(spec);
   if (auto found = cache.find(key); found != cache.end())
     return found->second.get();
+  // These kernels live in this process's memory only, so a deployment
+  // that must never compile (LOWBIT_CACHE=must-hit) gets a refusal, and a
+  // LOWBIT_CACHE that means nothing is an error here as in every command.
+  Expected<runtime::CacheOptions> cacheOptions =
+      runtime::CacheOptions::fromEnvironment();
+  if (!cacheOptions) {
+    setError(error, cacheOptions.error().message);
+    return nullptr;
+  }
+  if (cacheOptions->mode == runtime::CacheMode::MustHit) {
+    setError(error, "LOWBIT_CACHE=must-hit: the CPU kernel '" + key +
+                        "' would be compiled (CPU kernels are cached in "
+                        "memory only)");
+    return nullptr;
+  }
   Clock::time_point start = Clock::now();
   auto kernel = compiler::compileForCpu(spec);
   if (!kernel) {

@@ -139,8 +139,9 @@ private:
   std::shared_ptr<Impl> impl;
 };
 
-/// The pass-pipeline description whose hash is in every key (with the
-/// lowbit version): bump it when the pipeline changes.
+/// The pass-pipeline text whose hash is in every key (beside the hash of
+/// the compiler's sources): built from the pipelines themselves, never
+/// bumped by hand.
 std::string_view jitPipelineDescription();
 
 } // namespace lowbit

@@ -1,0 +1,66 @@
+//===- GpuPayload.cpp - The payload of a GPU kernel's cache entry ---------===//
+
+#include "runtime/cache/GpuPayload.h"
+
+#include <charconv>
+
+namespace lowbit::runtime {
+namespace {
+
+constexpr std::string_view kPayloadMagic = "lowbit-jit-gpu 1\n";
+constexpr std::string_view kSectionNames[] = {"plan", "ptx", "cubin"};
+
+void appendSection(std::string &out, std::string_view name,
+                   std::string_view bytes) {
+  out.append(name).append(" ").append(std::to_string(bytes.size()));
+  out.append("\n").append(bytes);
+}
+
+} // namespace
+
+std::string encodeGpuPayload(const GpuPayload &payload) {
+  std::string out(kPayloadMagic);
+  appendSection(out, kSectionNames[0], payload.plan);
+  appendSection(out, kSectionNames[1], payload.ptx);
+  appendSection(out, kSectionNames[2], payload.cubin);
+  return out;
+}
+
+Expected<GpuPayload> decodeGpuPayload(std::string_view bytes) {
+  auto corrupt = [](std::string why) {
+    return makeError(ErrorCode::CorruptEntry, "GPU payload: " + why);
+  };
+  if (!bytes.starts_with(kPayloadMagic))
+    return corrupt("bad header");
+  bytes.remove_prefix(kPayloadMagic.size());
+  GpuPayload payload;
+  std::string *sections[] = {&payload.plan, &payload.ptx, &payload.cubin};
+  for (size_t i = 0; i < 3; ++i) {
+    std::string_view name = kSectionNames[i];
+    if (!bytes.starts_with(name) || bytes.size() <= name.size() ||
+        bytes[name.size()] != ' ')
+      return corrupt("missing section '" + std::string(name) + "'");
+    bytes.remove_prefix(name.size() + 1);
+    size_t newline = bytes.find('\n');
+    if (newline == std::string_view::npos || newline == 0)
+      return corrupt("section '" + std::string(name) + "' has no length");
+    size_t length = 0;
+    auto [end, status] =
+        std::from_chars(bytes.data(), bytes.data() + newline, length);
+    if (status != std::errc() || end != bytes.data() + newline)
+      return corrupt("section '" + std::string(name) + "' has a bad length");
+    bytes.remove_prefix(newline + 1);
+    if (length > bytes.size())
+      return corrupt("section '" + std::string(name) + "' is truncated");
+    sections[i]->assign(bytes.data(), length);
+    bytes.remove_prefix(length);
+  }
+  if (!bytes.empty())
+    return corrupt(std::to_string(bytes.size()) +
+                   " bytes after the last section");
+  if (payload.ptx.empty())
+    return corrupt("no PTX");
+  return payload;
+}
+
+} // namespace lowbit::runtime
