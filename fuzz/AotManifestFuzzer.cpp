@@ -1,4 +1,5 @@
-//===- AotManifestFuzzer.cpp - Fuzz AOT bundle manifests -------------------===//
+//===- AotManifestFuzzer.cpp - Fuzz AOT bundle manifests
+//-------------------===//
 //
 // Input: a manifest.json. A manifest that reads must write and read back
 // to the same JSON, and every launch is evaluated (grid, block, scalar

@@ -1,4 +1,5 @@
-//===- AttributeFuzzer.cpp - Fuzz the lowbit dialect's attribute parsers ---===//
+//===- AttributeFuzzer.cpp - Fuzz the lowbit dialect's attribute parsers
+//---===//
 //
 // Input: attribute text (`#lowbit.scheme<"mxfp4">`, `#lowbit.scale<...>`,
 // `#lowbit.float<"e4m3">`, ...), parsed through an MLIRContext with the

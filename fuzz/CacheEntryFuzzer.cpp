@@ -1,4 +1,5 @@
-//===- CacheEntryFuzzer.cpp - Fuzz the kernel cache's disk entry reader ----===//
+//===- CacheEntryFuzzer.cpp - Fuzz the kernel cache's disk entry reader
+//----===//
 //
 // Input: the bytes of a disk entry (header, receipt, payload;
 // docs/runtime.md). Random bytes almost never carry valid checksums, so

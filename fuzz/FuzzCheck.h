@@ -15,7 +15,7 @@
 #define LOWBIT_FUZZ_CHECK(condition, what)                                     \
   do {                                                                         \
     if (!(condition)) {                                                        \
-      std::fprintf(stderr, "fuzz property broken: %s (%s:%d)\n", what,        \
+      std::fprintf(stderr, "fuzz property broken: %s (%s:%d)\n", what,         \
                    __FILE__, __LINE__);                                        \
       std::abort();                                                            \
     }                                                                          \

@@ -1,4 +1,5 @@
-//===- JsonFuzzer.cpp - Fuzz the JSON reader (meta.json, manifests) --------===//
+//===- JsonFuzzer.cpp - Fuzz the JSON reader (meta.json, manifests)
+//--------===//
 //
 // Input: a JSON document. One that parses must serialize and parse back
 // to the same text, and the number accessors must not misbehave on any
@@ -40,8 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   touchNumbers(*value);
   std::string serialized = value->serialize();
-  std::optional<JsonValue> reread =
-      lowbit::json::parseJson(serialized, &error);
+  std::optional<JsonValue> reread = lowbit::json::parseJson(serialized, &error);
   LOWBIT_FUZZ_CHECK(reread.has_value(), "the serialized document parses");
   LOWBIT_FUZZ_CHECK(reread->serialize() == serialized,
                     "the serialized document reads back equal");

@@ -1,4 +1,5 @@
-//===- KernelSpecFuzzer.cpp - Fuzz the kernel spec text --------------------===//
+//===- KernelSpecFuzzer.cpp - Fuzz the kernel spec text
+//--------------------===//
 //
 // Input: one spec line (`quantize mxfp4 rows=4 cols=64`, the compact
 // `scheme(...)` form, ...). A spec that parses must print canonically and
@@ -16,7 +17,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view text(reinterpret_cast<const char *>(data), size);
   std::string error;
-  std::optional<lowbit::KernelSpec> spec = lowbit::parseKernelSpec(text, &error);
+  std::optional<lowbit::KernelSpec> spec =
+      lowbit::parseKernelSpec(text, &error);
   if (!spec) {
     LOWBIT_FUZZ_CHECK(!error.empty(), "a refused spec names its problem");
   } else {

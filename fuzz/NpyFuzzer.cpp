@@ -1,4 +1,5 @@
-//===- NpyFuzzer.cpp - Fuzz the .npy reader --------------------------------===//
+//===- NpyFuzzer.cpp - Fuzz the .npy reader
+//--------------------------------===//
 //
 // Input: the bytes of a .npy file. An array the reader accepts must
 // serialize and read back with the same dtype, shape and bytes.

@@ -1,4 +1,5 @@
-//===- QuantizedDirFuzzer.cpp - Fuzz meta.json and a quantized directory ---===//
+//===- QuantizedDirFuzzer.cpp - Fuzz meta.json and a quantized directory
+//---===//
 //
 // Input: a quantized directory packed into one byte string (fuzz/pack.py
 // writes it): the files meta.json, q.npy, scales.npy, zeros.npy and
@@ -32,20 +33,26 @@ constexpr std::string_view kSeparator = "\n--lowbit-fuzz-file--\n";
 constexpr const char *kFiles[] = {"meta.json", "q.npy", "scales.npy",
                                   "zeros.npy", "global_scale.npy"};
 
-const std::string &scratchDirectory() {
-  static const std::string directory = [] {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "lowbit-fuzz-qdir-XXXXXX")
-            .string();
-    if (!mkdtemp(pattern.data())) {
+/// A directory of its own for this process, removed at exit.
+struct ScratchDirectory {
+  std::string path;
+  ScratchDirectory() {
+    path = (std::filesystem::temp_directory_path() / "lowbit-fuzz-qdir-XXXXXX")
+               .string();
+    if (!mkdtemp(path.data())) {
       std::perror("mkdtemp");
       std::abort();
     }
-    // libFuzzer ends with exit(); the scratch files go with the process.
-    std::atexit([] { std::filesystem::remove_all(scratchDirectory()); });
-    return pattern;
-  }();
-  return directory;
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+const std::string &scratchDirectory() {
+  static const ScratchDirectory directory;
+  return directory.path;
 }
 
 } // namespace
@@ -77,8 +84,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   LOWBIT_FUZZ_CHECK(validateQuantized(*tensor, &error),
                     "an accepted directory holds a valid tensor");
   std::optional<std::vector<float>> values = dequantize(*tensor, &error);
-  LOWBIT_FUZZ_CHECK(values && values->size() == size_t(tensor->rows) *
-                                                    size_t(tensor->cols),
+  LOWBIT_FUZZ_CHECK(values && values->size() ==
+                                  size_t(tensor->rows) * size_t(tensor->cols),
                     "an accepted directory dequantizes");
   return 0;
 }

@@ -19,9 +19,7 @@ extern "C" {
 // the dialect-attr fuzzer). Only this manual poisoning is switched off:
 // heap, stack and global checks are unchanged, and lowbit's own code does
 // not poison memory.
-const char *__asan_default_options() {
-  return "allow_user_poisoning=0";
-}
+const char *__asan_default_options() { return "allow_user_poisoning=0"; }
 
 const char *__ubsan_default_options() {
   return "print_stacktrace=1:halt_on_error=1";
