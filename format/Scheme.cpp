@@ -12,8 +12,9 @@ void setError(std::string *error, std::string message) {
     *error = std::move(message);
 }
 
+/// For value >= 0 and divisor > 0; cannot overflow, whatever the sizes.
 int64_t ceilDiv(int64_t value, int64_t divisor) {
-  return (value + divisor - 1) / divisor;
+  return value / divisor + (value % divisor != 0);
 }
 
 int64_t roundUp(int64_t value, int64_t multiple) {
