@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what lowbit needs on a fresh Debian 12 machine of this kind, then
 # configures and builds. Sourced by tools/run-demo and tools/run-tests.
-# BUILD_DIR (default: build) and LOWBIT_JOBS (default: nproc) may be set.
+# BUILD_DIR (default: build) and LOWBIT_JOBS (default: nproc) may be set;
+# tools/run-sanitizers also sets LOWBIT_EXTRA_PACKAGES and LOWBIT_CMAKE_ARGS
+# (space-separated, used when the build directory is first configured).
 set -euo pipefail
 
 LOWBIT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$LOWBIT_ROOT/build}"
 PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools catch2
-          libfmt-dev ninja-build lld cmake g++ python3-venv)
+          libfmt-dev ninja-build lld cmake g++ python3-venv
+          ${LOWBIT_EXTRA_PACKAGES:-})
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -56,6 +59,6 @@ if [ ! -f "$BUILD_DIR/build.ninja" ] ||
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_DIR=/usr/lib/llvm-22/lib/cmake/llvm \
     -DPython3_EXECUTABLE="$PYENV/bin/python" \
-    "${launcher[@]}" >/dev/null
+    "${launcher[@]}" ${LOWBIT_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j "${LOWBIT_JOBS:-$(nproc)}"

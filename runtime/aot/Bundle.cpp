@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <limits>
 
 namespace lowbit::aot {
 
@@ -370,7 +371,13 @@ private:
     return text.substr(start, position - start);
   }
 
-  std::optional<int64_t> expression() {
+  std::optional<int64_t> expression(int depth = 0) {
+    // The GPU tail's expressions are a few levels deep; a limit keeps a
+    // hostile manifest from overflowing the stack.
+    if (depth > 64) {
+      fail("nested deeper than 64 levels");
+      return std::nullopt;
+    }
     skipSpace();
     if (position >= text.size()) {
       fail("unexpected end");
@@ -404,7 +411,7 @@ private:
         ++position;
         break;
       }
-      std::optional<int64_t> arg = expression();
+      std::optional<int64_t> arg = expression(depth + 1);
       if (!arg)
         return std::nullopt;
       args.push_back(*arg);
@@ -426,6 +433,12 @@ private:
                    op.find("rem") != std::string::npos;
     if (divides && b == 0) {
       fail("division by zero in '" + op + "'");
+      return std::nullopt;
+    }
+    // INT64_MIN / -1 overflows (undefined in C++, poison in arith).
+    if (divides && op.ends_with("si") &&
+        a == std::numeric_limits<int64_t>::min() && b == -1) {
+      fail("signed overflow in '" + op + "'");
       return std::nullopt;
     }
     if (op == "dim") {

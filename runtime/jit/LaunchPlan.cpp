@@ -3,6 +3,7 @@
 #include "runtime/jit/LaunchPlan.h"
 
 #include <charconv>
+#include <limits>
 
 namespace lowbit::jit {
 
@@ -27,6 +28,11 @@ Error planError(std::string message) {
 int64_t floorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
 }
 
 } // namespace
@@ -128,6 +134,10 @@ Expected<int64_t> evaluateSize(std::string_view expression,
                    token.starts_with("floordiv") || token.starts_with("rem");
     if (divides && rhs == 0)
       return bad("division by zero");
+    // INT64_MIN / -1 overflows (undefined in C++, poison in arith).
+    if (divides && token.ends_with('s') &&
+        lhs == std::numeric_limits<int64_t>::min() && rhs == -1)
+      return bad("signed overflow in '" + std::string(token) + "'");
     int64_t result;
     if (token == "add")
       result = int64_t(ul + ur);
@@ -140,9 +150,9 @@ Expected<int64_t> evaluateSize(std::string_view expression,
     else if (token == "divu")
       result = int64_t(ul / ur);
     else if (token == "ceildivs")
-      result = -floorDiv(-lhs, rhs);
+      result = ceilDiv(lhs, rhs);
     else if (token == "ceildivu")
-      result = int64_t((ul + ur - 1) / ur);
+      result = int64_t(ul / ur + (ul % ur != 0 ? 1 : 0));
     else if (token == "floordivs")
       result = floorDiv(lhs, rhs);
     else if (token == "rems")

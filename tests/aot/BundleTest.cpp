@@ -21,6 +21,30 @@ TEST_CASE("launch expressions evaluate against shapes", "[aot]") {
   CHECK(!evaluateExpression("(frobnicate 1 2)", shapes, &error));
 }
 
+// Found by fuzzing (fuzz/regressions/aot-manifest): INT64_MIN / -1 was
+// undefined behaviour, and deep nesting overflowed the stack.
+TEST_CASE("launch expressions refuse overflow and deep nesting", "[aot]") {
+  std::vector<Shape> shapes = {Shape{64, 96}};
+  std::string error;
+  for (const char *op : {"divsi", "remsi", "ceildivsi", "floordivsi"}) {
+    std::string text = std::string("(") + op + " -9223372036854775808 -1)";
+    CHECK(!evaluateExpression(text, shapes, &error));
+    CHECK(error.find("signed overflow") != std::string::npos);
+  }
+  CHECK(evaluateExpression("(divui -9223372036854775808 -1)", shapes, &error) ==
+        0);
+  std::string deep;
+  for (int i = 0; i < 100000; ++i)
+    deep += "(add 1 ";
+  deep += "1" + std::string(100000, ')');
+  CHECK(!evaluateExpression(deep, shapes, &error));
+  CHECK(error.find("nested deeper") != std::string::npos);
+  std::string shallow = "1";
+  for (int i = 0; i < 16; ++i)
+    shallow = "(add 1 " + shallow + ")";
+  CHECK(evaluateExpression(shallow, shapes, &error) == 17);
+}
+
 TEST_CASE("manifest JSON round-trips", "[aot]") {
   Manifest manifest;
   manifest.target = "sm_90a";

@@ -285,4 +285,14 @@ TEST_CASE("launch plan expressions", "[jit][plan]") {
   CHECK_FALSE(jit::evaluateSize("1 0 divs", shapes).ok());
   CHECK_FALSE(jit::evaluateSize("dim:5:0", shapes).ok());
   CHECK_FALSE(jit::evaluateSize("1 2", shapes).ok());
+  // Found by fuzzing (fuzz/regressions/launch-plan): INT64_MIN / -1 and
+  // ceildivs of INT64_MIN were undefined behaviour, ceildivu wrapped.
+  for (const char *op : {"divs", "rems", "ceildivs", "floordivs"})
+    CHECK_FALSE(jit::evaluateSize(std::string("-9223372036854775808 -1 ") + op,
+                                  shapes)
+                    .ok());
+  CHECK(*jit::evaluateSize("-9223372036854775808 2 ceildivs", shapes) ==
+        -4611686018427387904);
+  CHECK(*jit::evaluateSize("-7 2 ceildivs", shapes) == -3);
+  CHECK(*jit::evaluateSize("-1 2 ceildivu", shapes) == -9223372036854775807 - 1);
 }
