@@ -1,0 +1,55 @@
+//===- EmulatorTestSupport.cpp - Helpers of the GPU emulator tests --------===//
+
+#include "tests/emulator/EmulatorTestSupport.h"
+
+#include <catch2/catch.hpp>
+
+namespace lowbit::testing {
+
+Target targetNamed(const char *name) {
+  std::string error;
+  std::optional<Target> target = parseTarget(name, &error);
+  INFO(name << ": " << error);
+  REQUIRE(target);
+  return *target;
+}
+
+KernelRunner emulatorRunner(const emulator::EmulatedProgram &program,
+                            emulator::Device &device) {
+  return [&program, &device](const KernelSpec &spec,
+                             std::vector<compiler::HostBuffer> &buffers) {
+    // The buffers carry their shapes; the ABI says which are inputs.
+    std::vector<compiler::KernelParam> params = compiler::kernelParams(spec);
+    std::vector<emulator::EmulatorBuffer> described;
+    for (size_t i = 0; i < buffers.size() && i < params.size(); ++i) {
+      const std::string &type = params[i].elementType;
+      described.push_back({buffers[i].data, buffers[i].rows, buffers[i].cols,
+                           size_t(type == "f32"                       ? 4
+                                  : (type == "f16" || type == "bf16") ? 2
+                                                                      : 1),
+                           params[i].isResult,
+                           "parameter " + std::to_string(i)});
+    }
+    Status status = program.run(device, described);
+    return status ? std::string() : status.error().message;
+  };
+}
+
+std::string runI32Kernel(const char *moduleText, const char *targetName,
+                         std::vector<I32Buffer> buffers,
+                         const emulator::ModuleMutation &mutate) {
+  auto program = emulator::EmulatedProgram::compileText(
+      moduleText, targetNamed(targetName), mutate);
+  if (!program)
+    return "compile: " + program.error().message;
+  std::vector<emulator::EmulatorBuffer> described;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    described.push_back({buffers[i].values->data(), 1,
+                         int64_t(buffers[i].values->size()), 4,
+                         buffers[i].writable, "buffer " + std::to_string(i)});
+  emulator::Device device;
+  Status status = (*program)->run(device, described);
+  return status ? std::string() : status.error().message;
+}
+
+} // namespace lowbit::testing
