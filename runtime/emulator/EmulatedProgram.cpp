@@ -110,36 +110,23 @@ EmulatedProgram::compileText(std::string_view text, const Target &target,
   return program;
 }
 
-std::vector<EmulatorBuffer> EmulatedProgram::specBuffers(int64_t rows,
-                                                         int64_t cols) const {
-  std::vector<EmulatorBuffer> buffers;
+Status EmulatedProgram::runSpec(Device &device,
+                                std::span<const ShapedBuffer> buffers) const {
   if (!state->spec)
-    return buffers;
+    return makeError(ErrorCode::InvalidArgument,
+                     "runSpec needs a program compiled from a spec");
   std::vector<compiler::KernelParam> params =
       compiler::kernelParams(*state->spec);
-  std::vector<Shape2D> shapes =
-      compiler::bufferShapes(*state->spec, rows, cols);
-  for (size_t i = 0; i < params.size() && i < shapes.size(); ++i) {
-    EmulatorBuffer buffer;
-    buffer.rows = shapes[i].rows;
-    buffer.cols = shapes[i].cols;
-    buffer.elementBytes = elementBytesOf(params[i].elementType);
-    buffer.writable = params[i].isResult;
-    buffer.name = "kernel parameter " + std::to_string(i);
-    buffers.push_back(buffer);
-  }
-  return buffers;
-}
-
-Status EmulatedProgram::runSpec(Device &device, std::span<void *const> buffers,
-                                int64_t rows, int64_t cols) const {
-  std::vector<EmulatorBuffer> described = specBuffers(rows, cols);
-  if (described.size() != buffers.size())
+  if (params.size() != buffers.size())
     return makeError(ErrorCode::InvalidArgument,
-                     "the kernel takes " + std::to_string(described.size()) +
+                     "the kernel takes " + std::to_string(params.size()) +
                          " buffers, got " + std::to_string(buffers.size()));
-  for (size_t i = 0; i < buffers.size(); ++i)
-    described[i].data = buffers[i];
+  std::vector<EmulatorBuffer> described;
+  for (size_t i = 0; i < params.size(); ++i)
+    described.push_back({buffers[i].data, buffers[i].rows, buffers[i].cols,
+                         elementBytesOf(params[i].elementType),
+                         params[i].isResult,
+                         "kernel parameter " + std::to_string(i)});
   return run(device, described);
 }
 

@@ -49,6 +49,12 @@ struct EmulatorBuffer {
 /// Edits the module after lowerToNvvm (the broken-kernel tests).
 using ModuleMutation = std::function<void(mlir::ModuleOp)>;
 
+/// A host buffer and its [rows, cols] shape.
+struct ShapedBuffer {
+  void *data = nullptr;
+  int64_t rows = 0, cols = 0;
+};
+
 class EmulatedProgram {
 public:
   ~EmulatedProgram();
@@ -66,14 +72,12 @@ public:
 
   /// Runs every launch of the plan, in order, over `buffers` (ABI order).
   Status run(Device &device, std::span<const EmulatorBuffer> buffers) const;
-  /// For a spec: buffers as lowbit::Kernel::run takes them (host pointers to
-  /// compiler::bufferShapes(spec, rows, cols) in ABI order).
-  Status runSpec(Device &device, std::span<void *const> buffers, int64_t rows,
-                 int64_t cols) const;
+  /// For a spec: one buffer per kernel parameter (docs/kernel-abi.md
+  /// order) with its shape; element sizes and which buffers are inputs come
+  /// from the spec.
+  Status runSpec(Device &device, std::span<const ShapedBuffer> buffers) const;
 
   const jit::LaunchPlan &plan() const { return launchPlan; }
-  /// The spec's buffers for a [rows, cols] tensor (without data).
-  std::vector<EmulatorBuffer> specBuffers(int64_t rows, int64_t cols) const;
 
   struct State;
 

@@ -673,12 +673,16 @@ uint32_t encodeOne(int32_t format, int32_t rounding, int32_t saturate,
   return relu ? applyRelu(codec.format(), code, codec.decode(code)) : code;
 }
 
+/// cvt.rn{.satfinite}{.relu}.{f16,bf16}.f32: round to nearest even; a NaN
+/// becomes the canonical NaN 0x7fff, as the hardware writes it.
 uint16_t narrowHalf(float value, int32_t toBf16, int32_t saturate,
                     int32_t relu) {
-  if (relu && !std::isnan(value) && std::signbit(value))
+  if (std::isnan(value))
+    return 0x7fff;
+  if (relu && std::signbit(value))
     value = 0.0f;
   uint16_t bits = toBf16 ? floatToBFloat16(value) : floatToHalf(value);
-  if (saturate && !std::isnan(value)) {
+  if (saturate) {
     uint16_t magnitude = bits & 0x7fff;
     uint16_t infinity = toBf16 ? 0x7f80 : 0x7c00;
     if (magnitude >= infinity) // overflow or inf: the largest finite
@@ -794,7 +798,7 @@ uint32_t lowbit_emu_cvt_f32x2_to_half2(float high, float low, int32_t toBf16,
 
 /// cvt.rn.{f16,bf16}.f32 (the bits in the low half).
 uint32_t lowbit_emu_narrow_f32(float value, int32_t toBf16) {
-  return toBf16 ? floatToBFloat16(value) : floatToHalf(value);
+  return narrowHalf(value, toBf16, 0, 0);
 }
 
 /// cvt.f32.{f16,bf16} (exact).

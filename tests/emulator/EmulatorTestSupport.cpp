@@ -18,19 +18,11 @@ KernelRunner emulatorRunner(const emulator::EmulatedProgram &program,
                             emulator::Device &device) {
   return [&program, &device](const KernelSpec &spec,
                              std::vector<compiler::HostBuffer> &buffers) {
-    // The buffers carry their shapes; the ABI says which are inputs.
-    std::vector<compiler::KernelParam> params = compiler::kernelParams(spec);
-    std::vector<emulator::EmulatorBuffer> described;
-    for (size_t i = 0; i < buffers.size() && i < params.size(); ++i) {
-      const std::string &type = params[i].elementType;
-      described.push_back({buffers[i].data, buffers[i].rows, buffers[i].cols,
-                           size_t(type == "f32"                       ? 4
-                                  : (type == "f16" || type == "bf16") ? 2
-                                                                      : 1),
-                           params[i].isResult,
-                           "parameter " + std::to_string(i)});
-    }
-    Status status = program.run(device, described);
+    std::vector<emulator::ShapedBuffer> shaped;
+    for (const compiler::HostBuffer &buffer : buffers)
+      shaped.push_back({buffer.data, buffer.rows, buffer.cols});
+    (void)spec; // the program was compiled from it
+    Status status = program.runSpec(device, shaped);
     return status ? std::string() : status.error().message;
   };
 }
