@@ -49,6 +49,18 @@ Status lowerAndLoad(EmulatedProgram::State &state, jit::LaunchPlan &plan,
   return Status::success();
 }
 
+/// Makes the program's context and collects its diagnostics in `text`.
+struct DiagnosticsCollector {
+  DiagnosticsCollector(EmulatedProgram::State &state, std::string &text)
+      : context((state.context = compiler::makeContext()).get()),
+        handler(context, [&text](mlir::Diagnostic &diagnostic) {
+          text += diagnostic.str() + "\n";
+          return mlir::success();
+        }) {}
+  mlir::MLIRContext *context;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
 size_t elementBytesOf(const std::string &type) {
   return type == "f32" ? 4 : (type == "f16" || type == "bf16") ? 2 : 1;
 }
@@ -65,13 +77,8 @@ EmulatedProgram::compile(const KernelSpec &spec, const Target &target,
   std::unique_ptr<EmulatedProgram> program(new EmulatedProgram());
   State &state = *program->state;
   state.spec = spec;
-  state.context = compiler::makeContext();
   std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(
-      state.context.get(), [&](mlir::Diagnostic &diagnostic) {
-        diagnostics += diagnostic.str() + "\n";
-        return mlir::success();
-      });
+  DiagnosticsCollector collector(state, diagnostics);
   auto module = compiler::buildKernelModule(*state.context, spec);
   if (!module)
     return compileError(llvm::toString(module.takeError()));
@@ -90,13 +97,8 @@ EmulatedProgram::compileText(std::string_view text, const Target &target,
                              const ModuleMutation &mutate) {
   std::unique_ptr<EmulatedProgram> program(new EmulatedProgram());
   State &state = *program->state;
-  state.context = compiler::makeContext();
   std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(
-      state.context.get(), [&](mlir::Diagnostic &diagnostic) {
-        diagnostics += diagnostic.str() + "\n";
-        return mlir::success();
-      });
+  DiagnosticsCollector collector(state, diagnostics);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(
           llvm::StringRef(text.data(), text.size()), state.context.get());

@@ -58,22 +58,11 @@ CommandResult runDequantize(Arguments args) {
                             "bf16",
                             to));
 
-  std::string backend = "auto";
-  if (const std::string *value = parsed->value("backend"))
-    backend = *value;
-  if (backend != "auto" && backend != "cpu" && backend != "reference" &&
-      backend != "gpu-emulator")
-    return fail(fmt::format("unknown backend '{}' (available: auto, cpu, "
-                            "reference, gpu-emulator)",
-                            backend));
-  std::optional<std::string> target =
-      emulatorTargetOption(backend, parsed->value("target"), &error);
-  if (!target)
+  std::optional<BackendChoice> choice = parseBackendOptions(
+      parsed->value("backend"), parsed->value("target"), &error);
+  if (!choice)
     return fail(error);
-  std::optional<KernelRunner> emulator;
-  if (backend == "gpu-emulator" &&
-      !(emulator = gpuEmulatorRunner(*target, &error)))
-    return fail(error);
+  std::string backend = choice->name;
 
   const std::string &directory = *parsed->value("in");
   std::optional<QuantizedTensor> tensor =
@@ -100,8 +89,9 @@ CommandResult runDequantize(Arguments args) {
       backend = "reference";
   }
   if (backend == "cpu" || backend == "gpu-emulator") {
-    auto bytes = jitDequantize(*tensor, valueType, &error, nullptr,
-                               emulator ? *emulator : KernelRunner());
+    auto bytes =
+        jitDequantize(*tensor, valueType, &error, nullptr,
+                      choice->emulator ? *choice->emulator : KernelRunner());
     if (!bytes)
       return fail(error);
     output.dtype = to == "f32"   ? npy::DType::F32

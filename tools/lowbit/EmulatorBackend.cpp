@@ -71,15 +71,26 @@ std::optional<KernelRunner> gpuEmulatorRunner(std::string_view targetText,
   });
 }
 
-std::optional<std::string> emulatorTargetOption(const std::string &backend,
-                                                const std::string *target,
-                                                std::string *error) {
-  if (target && backend != "gpu-emulator") {
+std::optional<BackendChoice> parseBackendOptions(const std::string *backend,
+                                                 const std::string *target,
+                                                 std::string *error) {
+  BackendChoice choice{backend ? *backend : "auto", std::nullopt};
+  auto refuse = [&](std::string message) -> std::optional<BackendChoice> {
     if (error)
-      *error = "--target is for --backend gpu-emulator";
+      *error = std::move(message);
     return std::nullopt;
-  }
-  return target ? *target : std::string(kEmulatorDefaultTarget);
+  };
+  if (choice.name != "auto" && choice.name != "cpu" &&
+      choice.name != "reference" && choice.name != "gpu-emulator")
+    return refuse("unknown backend '" + choice.name +
+                  "' (available: auto, cpu, reference, gpu-emulator)");
+  if (target && choice.name != "gpu-emulator")
+    return refuse("--target is for --backend gpu-emulator");
+  if (choice.name == "gpu-emulator" &&
+      !(choice.emulator = gpuEmulatorRunner(
+            target ? *target : kEmulatorDefaultTarget, error)))
+    return std::nullopt;
+  return choice;
 }
 
 } // namespace lowbit::cli

@@ -28,11 +28,18 @@ inline constexpr std::string_view kEmulatorDefaultTarget = "sm_90a";
 std::optional<KernelRunner> gpuEmulatorRunner(std::string_view target,
                                               std::string *error);
 
-/// The --target option for --backend gpu-emulator: `target` if given, else
-/// the default; an error if --target comes with another backend.
-std::optional<std::string> emulatorTargetOption(const std::string &backend,
-                                                const std::string *target,
-                                                std::string *error);
+/// What --backend (and --target) chose: auto, cpu, reference or
+/// gpu-emulator, with the emulator's runner for the last.
+struct BackendChoice {
+  std::string name;
+  std::optional<KernelRunner> emulator;
+};
+/// Checks the options (either may be absent): an unknown backend, --target
+/// with a backend other than gpu-emulator, or a target the emulator cannot
+/// run give nullopt and a message.
+std::optional<BackendChoice> parseBackendOptions(const std::string *backend,
+                                                 const std::string *target,
+                                                 std::string *error);
 
 } // namespace lowbit::cli
 

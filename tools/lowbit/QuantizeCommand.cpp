@@ -251,18 +251,11 @@ CommandResult runQuantize(Arguments args) {
   for (const char *required : {"scheme", "input", "out"})
     if (!parsed->value(required))
       return fail(fmt::format("'quantize' needs --{}", required));
-  std::string backend = "auto";
-  if (const std::string *value = parsed->value("backend"))
-    backend = *value;
-  if (backend != "auto" && backend != "cpu" && backend != "reference" &&
-      backend != "gpu-emulator")
-    return fail(fmt::format("unknown backend '{}' (available: auto, cpu, "
-                            "reference, gpu-emulator)",
-                            backend));
-  std::optional<std::string> target =
-      emulatorTargetOption(backend, parsed->value("target"), &error);
-  if (!target)
+  std::optional<BackendChoice> choice = parseBackendOptions(
+      parsed->value("backend"), parsed->value("target"), &error);
+  if (!choice)
     return fail(error);
+  std::string backend = choice->name;
 
   std::optional<Scheme> scheme = lookupScheme(*parsed->value("scheme"), &error);
   if (!scheme)
@@ -295,10 +288,6 @@ CommandResult runQuantize(Arguments args) {
   ValueType valueType = *inputType == InputType::F32   ? ValueType::F32
                         : *inputType == InputType::F16 ? ValueType::F16
                                                        : ValueType::BF16;
-  std::optional<KernelRunner> emulator;
-  if (backend == "gpu-emulator" &&
-      !(emulator = gpuEmulatorRunner(*target, &error)))
-    return fail(error);
   if (backend != "reference" && backend != "gpu-emulator") {
     // The reference quantizer checks these itself; the kernel must not be
     // handed scales that do not fit the shape.
@@ -317,9 +306,9 @@ CommandResult runQuantize(Arguments args) {
 
   std::optional<QuantizedTensor> tensor;
   if (backend == "cpu" || backend == "gpu-emulator")
-    tensor =
-        jitQuantize(*scheme, valueType, input->bytes.data(), rows, cols, given,
-                    &error, nullptr, emulator ? *emulator : KernelRunner());
+    tensor = jitQuantize(*scheme, valueType, input->bytes.data(), rows, cols,
+                         given, &error, nullptr,
+                         choice->emulator ? *choice->emulator : KernelRunner());
   else if (*inputType == InputType::F32)
     tensor =
         quantize(*scheme, input->values<float>(), rows, cols, given, &error);
