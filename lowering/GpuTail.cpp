@@ -208,7 +208,9 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
 void wrapHostStores(ModuleOp module) {
   SmallVector<memref::StoreOp> hostStores;
   module.walk([&](memref::StoreOp store) {
-    if (!store->getParentOfType<scf::ParallelOp>())
+    // Stores in lowbit-to-gpu's launches are already on the device.
+    if (!store->getParentOfType<scf::ParallelOp>() &&
+        !store->getParentOfType<gpu::LaunchOp>())
       hostStores.push_back(store);
   });
   for (memref::StoreOp store : hostStores) {
