@@ -640,14 +640,8 @@ struct LowbitToGpuPass : lowbit::impl::LowbitToGpuBase<LowbitToGpuPass> {
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
                                      config)))
       return signalPassFailure();
-    // Inputs read through their buffers leave dead to_tensor ops behind.
-    SmallVector<Operation *> dead;
-    getOperation().walk([&](bufferization::ToTensorOp toTensor) {
-      if (toTensor->use_empty())
-        dead.push_back(toTensor);
-    });
-    for (Operation *op : dead)
-      op->erase();
+    // The to_tensor ops of the inputs are left for lowbit-to-loops, which
+    // runs next and erases those without uses.
   }
 };
 
