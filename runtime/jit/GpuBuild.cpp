@@ -176,6 +176,24 @@ LaunchPlan describeLaunches(ModuleOp module) {
 
 } // namespace
 
+LaunchPlan describeGpuLaunches(ModuleOp module) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
+  // The host glue may still use affine.apply for tile counts.
+  PassManager passes(module.getContext());
+  passes.addNestedPass<func::FuncOp>(createLowerAffinePass());
+  if (failed(passes.run(module))) {
+    LaunchPlan plan;
+    plan.unsupported =
+        "lower-affine failed on the host function: " + diagnostics;
+    return plan;
+  }
+  return describeLaunches(module);
+}
+
 Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec,
                                   const Target &target) {
   auto fail = [](std::string message) {
@@ -205,14 +223,7 @@ Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec,
   GpuBuild build;
   build.ptx = std::move(ptx->ptx);
   build.kernelNames = std::move(ptx->kernelNames);
-  // The host glue may still use affine.apply for tile counts.
-  PassManager passes(context.get());
-  passes.addNestedPass<func::FuncOp>(createLowerAffinePass());
-  if (failed(passes.run(**module)))
-    build.plan.unsupported = "lower-affine failed on the host function: " +
-                             diagnostics;
-  else
-    build.plan = describeLaunches(**module);
+  build.plan = describeGpuLaunches(**module);
   return build;
 }
 

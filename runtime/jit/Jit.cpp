@@ -452,39 +452,14 @@ Status Kernel::launch(void *stream, std::span<const uint64_t> buffers,
   std::lock_guard<std::mutex> lock(loaded.launchMutex);
   for (size_t s = 0; s < loaded.plan.steps.size(); ++s) {
     const jit::LaunchStep &step = loaded.plan.steps[s];
-    int64_t sizes[7];
-    for (int i = 0; i < 7; ++i) {
-      Expected<int64_t> value = jit::evaluateSize(step.sizes[i], shapes);
-      if (!value)
-        return std::move(value).takeError();
-      sizes[i] = *value;
-    }
-    if (sizes[0] <= 0 || sizes[1] <= 0 || sizes[2] <= 0)
+    Expected<jit::ResolvedLaunch> resolved =
+        jit::resolveLaunch(step, shapes, buffers);
+    if (!resolved)
+      return std::move(resolved).takeError();
+    if (resolved->empty())
       continue; // An empty tensor: nothing to launch.
-    std::vector<uint64_t> values;
-    values.reserve(step.arguments.size() * 7);
-    for (const std::string &argument : step.arguments) {
-      if (argument.starts_with("m:")) {
-        size_t param = 0;
-        std::from_chars(argument.data() + 2,
-                        argument.data() + argument.size(), param);
-        if (param >= buffers.size())
-          return makeError(ErrorCode::InvalidArgument,
-                           "launch plan names parameter " +
-                               std::to_string(param));
-        int64_t paramRows = shapes[param][0], paramCols = shapes[param][1];
-        values.insert(values.end(),
-                      {buffers[param], buffers[param], 0, uint64_t(paramRows),
-                       uint64_t(paramCols), uint64_t(paramCols), 1});
-        continue;
-      }
-      size_t colon = argument.find(':');
-      Expected<int64_t> value =
-          jit::evaluateSize(argument.substr(colon + 1), shapes);
-      if (!value)
-        return std::move(value).takeError();
-      values.push_back(uint64_t(*value));
-    }
+    const std::array<int64_t, 7> &sizes = resolved->sizes;
+    std::vector<uint64_t> &values = resolved->values;
     // Each parameter's address; 32-bit scalars read the low half (little
     // endian).
     std::vector<void *> arguments;

@@ -186,4 +186,40 @@ Expected<int64_t> evaluateSize(std::string_view expression,
   return stack.back();
 }
 
+Expected<ResolvedLaunch> resolveLaunch(const LaunchStep &step,
+                                       const ParamShapes &shapes,
+                                       std::span<const uint64_t> buffers) {
+  ResolvedLaunch launch;
+  for (int i = 0; i < 7; ++i) {
+    Expected<int64_t> value = evaluateSize(step.sizes[i], shapes);
+    if (!value)
+      return std::move(value).takeError();
+    launch.sizes[i] = *value;
+  }
+  launch.values.reserve(step.arguments.size() * 7);
+  for (const std::string &argument : step.arguments) {
+    if (argument.starts_with("m:")) {
+      size_t param = 0;
+      std::from_chars(argument.data() + 2, argument.data() + argument.size(),
+                      param);
+      if (param >= buffers.size() || param >= shapes.size())
+        return makeError(ErrorCode::InvalidArgument,
+                         "launch plan names parameter " +
+                             std::to_string(param));
+      int64_t paramRows = shapes[param][0], paramCols = shapes[param][1];
+      launch.values.insert(launch.values.end(),
+                           {buffers[param], buffers[param], 0,
+                            uint64_t(paramRows), uint64_t(paramCols),
+                            uint64_t(paramCols), 1});
+      continue;
+    }
+    size_t colon = argument.find(':');
+    Expected<int64_t> value = evaluateSize(argument.substr(colon + 1), shapes);
+    if (!value)
+      return std::move(value).takeError();
+    launch.values.push_back(uint64_t(*value));
+  }
+  return launch;
+}
+
 } // namespace lowbit::jit

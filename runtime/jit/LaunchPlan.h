@@ -30,9 +30,14 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
 
 namespace lowbit::jit {
 
@@ -58,6 +63,26 @@ struct LaunchPlan {
 /// Evaluates a postfix size expression for the given parameter shapes.
 Expected<int64_t> evaluateSize(std::string_view expression,
                                const ParamShapes &shapes);
+
+/// One step evaluated for a call: grid x y z, block x y z, dynamic shared
+/// bytes, and the kernel parameters packed as cuLaunchKernel reads them (a
+/// memref is its expanded descriptor {allocated, aligned, offset, sizes[2],
+/// strides[2]}; a 32-bit scalar is the low half of its slot). The CUDA
+/// launch and the GPU emulator both use it.
+struct ResolvedLaunch {
+  std::array<int64_t, 7> sizes{};
+  std::vector<uint64_t> values;
+  /// An empty grid: nothing to launch.
+  bool empty() const { return sizes[0] <= 0 || sizes[1] <= 0 || sizes[2] <= 0; }
+};
+Expected<ResolvedLaunch> resolveLaunch(const LaunchStep &step,
+                                       const ParamShapes &shapes,
+                                       std::span<const uint64_t> buffers);
+
+/// The plan of a module after the GPU tail (lowerToNvvm or lowerToPtx):
+/// lower-affine on its host function, then its gpu.launch_func ops. The JIT
+/// and the GPU emulator both derive their plans here. MLIR inside.
+LaunchPlan describeGpuLaunches(mlir::ModuleOp module);
 
 /// PTX for `spec` on `target` plus its launch plan. MLIR inside.
 struct GpuBuild {

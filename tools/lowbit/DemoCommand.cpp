@@ -19,6 +19,7 @@
 #include "format/Quantize.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/ValueFormatting.h"
 
@@ -132,6 +133,7 @@ void printRoundTrips(const Format &format) {
 struct SchemeResult {
   std::string scheme;
   std::string bitsPerElement = "-", sqnr = "-", bitExact = "no";
+  std::string emulated = "-"; ///< the GPU kernels in the emulator: yes/no
   std::string cpuMillis = "-", ptxMillis = "-", cachedMillis = "-";
   std::string registers = "-";
   std::string notes;
@@ -290,6 +292,16 @@ SchemeResult runScheme(const Scheme &named, const std::vector<float> &input,
     notes.push_back("cpu: " + firstLine(error));
     result.sqnr = sqnrText(*expected, input);
   }
+  // The same GPU kernels, run on this CPU by the GPU emulator.
+  std::optional<KernelRunner> emulator = gpuEmulatorRunner(kDemoChip, &error);
+  std::optional<QuantizedTensor> emulated =
+      emulator ? jitQuantize(named, ValueType::F32, input.data(), rows, cols,
+                             given, &error, nullptr, *emulator)
+               : std::nullopt;
+  if (emulated)
+    result.emulated = sameTensor(*emulated, *expected) ? "yes" : "no";
+  else
+    notes.push_back("gpu-emulator: " + firstLine(error));
 
   // Cold: the first get compiles (PTX, and a cubin through nvJitLink when
   // it is there) into the demo's empty cache. Cached: the same get again,
@@ -327,24 +339,24 @@ SchemeResult runScheme(const Scheme &named, const std::vector<float> &input,
 }
 
 void printTable(const std::vector<SchemeResult> &results) {
-  std::vector<std::array<std::string, 9>> lines = {
-      {"scheme", "bits/elem", "SQNR dB", "bit-exact", "CPU ms", "PTX cold ms",
-       "cached ms", "regs", "notes"}};
+  std::vector<std::array<std::string, 10>> lines = {
+      {"scheme", "bits/elem", "SQNR dB", "bit-exact", "GPU emu", "CPU ms",
+       "PTX cold ms", "cached ms", "regs", "notes"}};
   for (const SchemeResult &r : results)
-    lines.push_back({r.scheme, r.bitsPerElement, r.sqnr, r.bitExact,
+    lines.push_back({r.scheme, r.bitsPerElement, r.sqnr, r.bitExact, r.emulated,
                      r.cpuMillis, r.ptxMillis, r.cachedMillis, r.registers,
                      r.notes});
-  std::array<size_t, 9> widths = {};
+  std::array<size_t, 10> widths = {};
   for (const auto &line : lines)
     for (size_t i = 0; i < line.size(); ++i)
       widths[i] = std::max(widths[i], line[i].size());
   for (const auto &line : lines) {
     // Text columns left, numbers right, as a reader scans them.
     std::string text = fmt::format("{:<{}}", line[0], widths[0]);
-    for (size_t i = 1; i < 8; ++i)
+    for (size_t i = 1; i < 9; ++i)
       text += fmt::format("  {:>{}}", line[i], widths[i]);
-    if (!line[8].empty())
-      text += "  " + line[8];
+    if (!line[9].empty())
+      text += "  " + line[9];
     fmt::print("{}\n", text);
   }
 }
@@ -446,11 +458,14 @@ CommandResult runDemo(Arguments args) {
              "compiled to PTX for {}\n",
              exact, results.size(), compiled, results.size(), kDemoChip);
   fmt::print("(bits/elem counts scales, zero points and the global scale; "
+             "GPU emu: the {} kernels\nrun on this CPU by the GPU emulator "
+             "(docs/emulator.md) equal the reference; "
              "CPU ms: first compile of\nthe kernel in this process; PTX cold "
              "ms: first lowbit::Jit get, PTX + cubin (nvJitLink)\ninto an "
              "empty cache; cached ms: a second get of the same kernel, a "
              "memory hit;\nregs: per kernel of the module, a/b/c when the "
-             "scheme needs several launches,\ne.g. amax then quantize)\n");
+             "scheme needs several launches,\ne.g. amax then quantize)\n",
+             kDemoChip);
   return std::nullopt;
 }
 

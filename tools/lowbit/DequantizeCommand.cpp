@@ -4,6 +4,7 @@
 #include "runtime/core/Npy.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/QuantizedFiles.h"
 
@@ -17,19 +18,21 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: lowbit dequantize --in DIR --out y.npy [--to f32|f16|bf16]\n"
-    "         [--backend auto|cpu|reference]\n\n"
+    "         [--backend auto|cpu|reference|gpu-emulator [--target ARCH]]\n\n"
     "Reads a directory written by 'lowbit quantize' (meta.json and the\n"
     "arrays, each checked against the scheme) and writes the dequantized\n"
     "tensor: float32, float16, or bf16 as uint16 bit patterns. f16 and bf16\n"
     "are the f32 result rounded to nearest even. --backend as for\n"
-    "'lowbit quantize': the JIT-compiled CPU kernel or the reference; both\n"
-    "give the same values.\n";
+    "'lowbit quantize': the JIT-compiled CPU kernel, the reference, or the\n"
+    "GPU kernels of --target run in the GPU emulator; all give the same\n"
+    "values.\n";
 
-constexpr std::array<OptionSpec, 4> kOptions = {{
+constexpr std::array<OptionSpec, 5> kOptions = {{
     {"in", true},
     {"out", true},
     {"to", true},
     {"backend", true},
+    {"target", true},
 }};
 
 } // namespace
@@ -58,9 +61,19 @@ CommandResult runDequantize(Arguments args) {
   std::string backend = "auto";
   if (const std::string *value = parsed->value("backend"))
     backend = *value;
-  if (backend != "auto" && backend != "cpu" && backend != "reference")
-    return fail(fmt::format(
-        "unknown backend '{}' (available: auto, cpu, reference)", backend));
+  if (backend != "auto" && backend != "cpu" && backend != "reference" &&
+      backend != "gpu-emulator")
+    return fail(fmt::format("unknown backend '{}' (available: auto, cpu, "
+                            "reference, gpu-emulator)",
+                            backend));
+  std::optional<std::string> target =
+      emulatorTargetOption(backend, parsed->value("target"), &error);
+  if (!target)
+    return fail(error);
+  std::optional<KernelRunner> emulator;
+  if (backend == "gpu-emulator" &&
+      !(emulator = gpuEmulatorRunner(*target, &error)))
+    return fail(error);
 
   const std::string &directory = *parsed->value("in");
   std::optional<QuantizedTensor> tensor =
@@ -72,7 +85,7 @@ CommandResult runDequantize(Arguments args) {
   ValueType valueType = to == "f32"   ? ValueType::F32
                         : to == "f16" ? ValueType::F16
                                       : ValueType::BF16;
-  if (backend != "reference") {
+  if (backend != "reference" && backend != "gpu-emulator") {
     KernelSpec spec;
     spec.op = KernelOp::Dequantize;
     spec.scheme = tensor->scheme;
@@ -86,8 +99,9 @@ CommandResult runDequantize(Arguments args) {
     else
       backend = "reference";
   }
-  if (backend == "cpu") {
-    auto bytes = jitDequantize(*tensor, valueType, &error);
+  if (backend == "cpu" || backend == "gpu-emulator") {
+    auto bytes = jitDequantize(*tensor, valueType, &error, nullptr,
+                               emulator ? *emulator : KernelRunner());
     if (!bytes)
       return fail(error);
     output.dtype = to == "f32"   ? npy::DType::F32

@@ -110,15 +110,25 @@ std::vector<uint32_t> readScales(const Storage &storage, size_t bytesPerScale) {
   return codes;
 }
 
-bool runKernel(CpuKernel &kernel, std::vector<Storage> &storage,
+/// The CPU kernel, or `runner` when it is set (then `kernel` is null).
+bool runKernel(CpuKernel *kernel, const KernelRunner &runner,
+               const KernelSpec &spec, std::vector<Storage> &storage,
                std::string *error, JitTiming *timing) {
-  std::vector<HostBuffer> buffers;
-  for (Storage &s : storage)
-    buffers.push_back({s.bytes.data(), s.rows, s.cols});
   Clock::time_point start = Clock::now();
-  if (llvm::Error runError = kernel.run(buffers)) {
-    setError(error, llvm::toString(std::move(runError)));
-    return false;
+  if (runner) {
+    std::vector<KernelBuffer> buffers;
+    for (Storage &s : storage)
+      buffers.push_back({s.bytes.data(), s.rows, s.cols});
+    if (!runner(spec, buffers, error))
+      return false;
+  } else {
+    std::vector<HostBuffer> buffers;
+    for (Storage &s : storage)
+      buffers.push_back({s.bytes.data(), s.rows, s.cols});
+    if (llvm::Error runError = kernel->run(buffers)) {
+      setError(error, llvm::toString(std::move(runError)));
+      return false;
+    }
   }
   if (timing)
     timing->runMillis = millisSince(start);
@@ -148,7 +158,7 @@ KernelSpec quantizeSpecFor(const Scheme &scheme, ValueType valueType,
 std::optional<QuantizedTensor>
 jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
             int64_t rows, int64_t cols, const StaticScales &given,
-            std::string *error, JitTiming *timing) {
+            std::string *error, JitTiming *timing, const KernelRunner &runner) {
   KernelSpec spec = quantizeSpecFor(scheme, valueType, given);
   std::string reason;
   if (!validateSchemeForShape(scheme, rows, cols, &reason)) {
@@ -163,8 +173,10 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
     return std::nullopt;
   }
   CpuKernel *kernel =
-      cachedKernel(spec, error, timing ? &timing->compileMillis : nullptr);
-  if (!kernel)
+      runner ? nullptr
+             : cachedKernel(spec, error,
+                            timing ? &timing->compileMillis : nullptr);
+  if (!kernel && !runner)
     return std::nullopt;
 
   std::vector<KernelParam> params = compiler::kernelParams(spec);
@@ -210,7 +222,7 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
     if (!validateQuantized(givenTensor, error))
       return std::nullopt;
   }
-  if (!runKernel(*kernel, storage, error, timing))
+  if (!runKernel(kernel, runner, spec, storage, error, timing))
     return std::nullopt;
 
   QuantizedTensor tensor(scheme);
@@ -251,14 +263,17 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
 std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
                                                   ValueType valueType,
                                                   std::string *error,
-                                                  JitTiming *timing) {
+                                                  JitTiming *timing,
+                                                  const KernelRunner &runner) {
   KernelSpec spec;
   spec.op = KernelOp::Dequantize;
   spec.scheme = tensor.scheme;
   spec.valueType = valueType;
   CpuKernel *kernel =
-      cachedKernel(spec, error, timing ? &timing->compileMillis : nullptr);
-  if (!kernel)
+      runner ? nullptr
+             : cachedKernel(spec, error,
+                            timing ? &timing->compileMillis : nullptr);
+  if (!kernel && !runner)
     return std::nullopt;
 
   std::vector<KernelParam> params = compiler::kernelParams(spec);
@@ -287,7 +302,7 @@ std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
       break;
     }
   }
-  if (!runKernel(*kernel, storage, error, timing))
+  if (!runKernel(kernel, runner, spec, storage, error, timing))
     return std::nullopt;
   return std::move(storage.back().bytes);
 }

@@ -26,6 +26,7 @@
 #include "runtime/spec/KernelSpec.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,18 @@ struct JitTiming {
   double runMillis = 0;
 };
 
+/// One kernel parameter's row-major host buffer.
+struct KernelBuffer {
+  void *data = nullptr;
+  int64_t rows = 0, cols = 0;
+};
+/// Runs `spec`'s kernel over its buffers (docs/kernel-abi.md order) in
+/// place of the CPU JIT; the GPU emulator's backend (EmulatorBackend.h).
+/// Returns false with a message in `error`.
+using KernelRunner = std::function<bool(
+    const KernelSpec &spec, const std::vector<KernelBuffer> &buffers,
+    std::string *error)>;
+
 /// Compiles `spec` for the CPU (or finds it in the cache). On failure
 /// returns false with the compiler's message (verifier, lowering) in
 /// `error`.
@@ -53,18 +66,20 @@ KernelSpec quantizeSpecFor(const Scheme &scheme, ValueType valueType,
 
 /// Quantizes with the CPU kernel. `input` holds rows * cols values of
 /// `valueType`: f32, or f16/bf16 bit patterns. `given` as for the
-/// reference quantize (static scales, a fixed global scale).
+/// reference quantize (static scales, a fixed global scale). `runner`, if
+/// set, runs the kernel instead of the CPU JIT.
 std::optional<QuantizedTensor>
 jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
             int64_t rows, int64_t cols, const StaticScales &given,
-            std::string *error, JitTiming *timing = nullptr);
+            std::string *error, JitTiming *timing = nullptr,
+            const KernelRunner &runner = {});
 
 /// Dequantizes with the CPU kernel: rows * cols values of `valueType` as
 /// little-endian bytes (f32, or f16/bf16 bit patterns).
-std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
-                                                  ValueType valueType,
-                                                  std::string *error,
-                                                  JitTiming *timing = nullptr);
+std::optional<std::vector<uint8_t>>
+jitDequantize(const QuantizedTensor &tensor, ValueType valueType,
+              std::string *error, JitTiming *timing = nullptr,
+              const KernelRunner &runner = {});
 
 /// PTX for an NVIDIA target such as "sm_90a" or "sm_89+ptx81"; the
 /// target is validated before any code generation.

@@ -13,6 +13,7 @@
 #include "runtime/core/Npy.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/QuantizedFiles.h"
 
@@ -29,7 +30,8 @@ constexpr std::string_view kUsage =
     "         [--from f32|f16|bf16] [--rule floor|rceil]\n"
     "         [--global decode|encode] [--layout row_major|swizzle_128x4]\n"
     "         [--scale dynamic|static --scale-file s.npy [--zero-file z.npy]]\n"
-    "         [--global-scale-file g.npy] [--backend auto|cpu|reference]\n\n"
+    "         [--global-scale-file g.npy]\n"
+    "         [--backend auto|cpu|reference|gpu-emulator [--target ARCH]]\n\n"
     "Quantizes a C-order 2-D .npy tensor (float32, float16, or uint16 bit\n"
     "patterns with --from bf16 or --from f16) and writes DIR/q.npy (uint8\n"
     "packed codes), DIR/scales.npy (float32 for f32 scales, float16 for\n"
@@ -41,9 +43,11 @@ constexpr std::string_view kUsage =
     "The semantics are in docs/quantization.md.\n\n"
     "--backend cpu runs a kernel JIT-compiled for this CPU; reference runs\n"
     "the reference quantizer. Both write the same bytes. The default, auto,\n"
-    "uses the CPU kernel when the JIT compiles the scheme, else reference.\n";
+    "uses the CPU kernel when the JIT compiles the scheme, else reference.\n"
+    "gpu-emulator runs the GPU kernels of --target (default sm_90a) on the\n"
+    "CPU with CUDA's semantics (docs/emulator.md); same bytes again.\n";
 
-constexpr std::array<OptionSpec, 12> kOptions = {{
+constexpr std::array<OptionSpec, 13> kOptions = {{
     {"scheme", true},
     {"input", true},
     {"out", true},
@@ -56,6 +60,7 @@ constexpr std::array<OptionSpec, 12> kOptions = {{
     {"zero-file", true},
     {"global-scale-file", true},
     {"backend", true},
+    {"target", true},
 }};
 
 /// The element type of the input tensor.
@@ -249,9 +254,15 @@ CommandResult runQuantize(Arguments args) {
   std::string backend = "auto";
   if (const std::string *value = parsed->value("backend"))
     backend = *value;
-  if (backend != "auto" && backend != "cpu" && backend != "reference")
-    return fail(fmt::format(
-        "unknown backend '{}' (available: auto, cpu, reference)", backend));
+  if (backend != "auto" && backend != "cpu" && backend != "reference" &&
+      backend != "gpu-emulator")
+    return fail(fmt::format("unknown backend '{}' (available: auto, cpu, "
+                            "reference, gpu-emulator)",
+                            backend));
+  std::optional<std::string> target =
+      emulatorTargetOption(backend, parsed->value("target"), &error);
+  if (!target)
+    return fail(error);
 
   std::optional<Scheme> scheme = lookupScheme(*parsed->value("scheme"), &error);
   if (!scheme)
@@ -284,7 +295,11 @@ CommandResult runQuantize(Arguments args) {
   ValueType valueType = *inputType == InputType::F32   ? ValueType::F32
                         : *inputType == InputType::F16 ? ValueType::F16
                                                        : ValueType::BF16;
-  if (backend != "reference") {
+  std::optional<KernelRunner> emulator;
+  if (backend == "gpu-emulator" &&
+      !(emulator = gpuEmulatorRunner(*target, &error)))
+    return fail(error);
+  if (backend != "reference" && backend != "gpu-emulator") {
     // The reference quantizer checks these itself; the kernel must not be
     // handed scales that do not fit the shape.
     if (!validateSchemeForShape(*scheme, rows, cols, &error))
@@ -301,9 +316,10 @@ CommandResult runQuantize(Arguments args) {
   }
 
   std::optional<QuantizedTensor> tensor;
-  if (backend == "cpu")
-    tensor = jitQuantize(*scheme, valueType, input->bytes.data(), rows, cols,
-                         given, &error);
+  if (backend == "cpu" || backend == "gpu-emulator")
+    tensor =
+        jitQuantize(*scheme, valueType, input->bytes.data(), rows, cols, given,
+                    &error, nullptr, emulator ? *emulator : KernelRunner());
   else if (*inputType == InputType::F32)
     tensor =
         quantize(*scheme, input->values<float>(), rows, cols, given, &error);

@@ -1,9 +1,9 @@
 """Runs `lowbit quantize` and `lowbit dequantize` with --backend reference
-and --backend cpu for every named scheme and compares the files byte for
+and --backend cpu (or the backend given) for every named scheme and compares the files byte for
 byte: q.npy, scales.npy, zeros.npy, global_scale.npy, meta.json, and the
 dequantized tensor. Static mode too, with the scales of the dynamic run.
 
-Usage: compare_backends.py DIR SCHEME...
+Usage: compare_backends.py DIR [--backend NAME [--target ARCH]] SCHEME...
 Prints one line per comparison; "DIFFERENT" lines name the first file that
 differs. Dequantized tensors whose only difference is in NaN payloads are
 reported as identical with a note saying so.
@@ -66,16 +66,19 @@ def same_but_nan_payloads(a, b):
     return np.array_equal(nx, ny) and np.array_equal(x[~nx], y[~ny])
 
 
+BACKEND = ["--backend", "cpu"]
+
+
 def compare(label, out, extra):
     ref, cpu = os.path.join(out, label + ".ref"), os.path.join(out, label + ".cpu")
     lowbit("quantize", *extra, "--backend", "reference", "--out", ref)
-    lowbit("quantize", *extra, "--backend", "cpu", "--out", cpu)
+    lowbit("quantize", *extra, *BACKEND, "--out", cpu)
     different = same_dirs(ref, cpu)
     nan_notes = []
     for to in ("f32", "bf16"):
         yr, yc = ref + "." + to + ".npy", cpu + "." + to + ".npy"
         lowbit("dequantize", "--in", ref, "--backend", "reference", "--to", to, "--out", yr)
-        lowbit("dequantize", "--in", ref, "--backend", "cpu", "--to", to, "--out", yc)
+        lowbit("dequantize", "--in", ref, *BACKEND, "--to", to, "--out", yc)
         if different is None and not filecmp.cmp(yr, yc, shallow=False):
             if same_but_nan_payloads(yr, yc):
                 nan_notes.append("NaN payloads differ in dequantize --to " + to)
@@ -89,11 +92,15 @@ def compare(label, out, extra):
 
 
 def main():
-    out = sys.argv[1]
+    global BACKEND
+    out, schemes = sys.argv[1], sys.argv[2:]
+    if schemes[:1] == ["--backend"]:
+        count = 4 if schemes[2:3] == ["--target"] else 2
+        BACKEND, schemes = schemes[:count], schemes[count:]
     os.makedirs(out, exist_ok=True)
     x = os.path.join(out, "ragged.npy")
     make_input(x)
-    for scheme in sys.argv[2:]:
+    for scheme in schemes:
         ref = compare(scheme + ".f32", out, ["--scheme", scheme, "--input", x])
         compare(scheme + ".bf16", out,
                 ["--scheme", scheme, "--input", x.replace(".npy", "_bf16.npy"), "--from", "bf16"])

@@ -1,0 +1,183 @@
+//===- EmulatedProgram.cpp - Compile a spec for the emulator, run its plan ===//
+
+#include "runtime/emulator/EmulatedProgram.h"
+
+#include "lowering/GpuEmulator.h"
+#include "lowering/GpuTail.h"
+#include "runtime/compiler/Compiler.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+namespace lowbit::emulator {
+
+struct EmulatedProgram::State {
+  std::unique_ptr<mlir::MLIRContext> context;
+  std::unique_ptr<EmulatedModule> module;
+  std::optional<KernelSpec> spec;
+};
+
+EmulatedProgram::EmulatedProgram() : state(std::make_unique<State>()) {}
+EmulatedProgram::~EmulatedProgram() = default;
+
+namespace {
+
+Error compileError(std::string message) {
+  return makeError(ErrorCode::CompileFailed, std::move(message));
+}
+
+/// lowerToNvvm, the plan, then the host module: shared by both entries.
+/// The module must die before the program that owns its context.
+Status lowerAndLoad(EmulatedProgram::State &state, jit::LaunchPlan &plan,
+                    mlir::ModuleOp module, const Target &target,
+                    const ModuleMutation &mutate,
+                    const std::string &diagnostics) {
+  std::string error;
+  if (mlir::failed(lowerToNvvm(module, target, error)))
+    return compileError(error.empty() ? diagnostics : error);
+  if (mutate)
+    mutate(module);
+  auto emulated = compileForEmulator(module);
+  if (!emulated)
+    return compileError(llvm::toString(emulated.takeError()));
+  plan = jit::describeGpuLaunches(module);
+  if (!plan.unsupported.empty())
+    return makeError(ErrorCode::Unsupported,
+                     "launch plan: " + plan.unsupported);
+  state.module = std::move(*emulated);
+  return Status::success();
+}
+
+size_t elementBytesOf(const std::string &type) {
+  return type == "f32" ? 4 : (type == "f16" || type == "bf16") ? 2 : 1;
+}
+
+} // namespace
+
+Expected<std::unique_ptr<EmulatedProgram>>
+EmulatedProgram::compile(const KernelSpec &spec, const Target &target,
+                         const ModuleMutation &mutate) {
+  if (!target.isNvidia())
+    return makeError(ErrorCode::InvalidArgument,
+                     "the GPU emulator runs NVIDIA targets, got '" +
+                         target.str() + "'");
+  std::unique_ptr<EmulatedProgram> program(new EmulatedProgram());
+  State &state = *program->state;
+  state.spec = spec;
+  state.context = compiler::makeContext();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(
+      state.context.get(), [&](mlir::Diagnostic &diagnostic) {
+        diagnostics += diagnostic.str() + "\n";
+        return mlir::success();
+      });
+  auto module = compiler::buildKernelModule(*state.context, spec);
+  if (!module)
+    return compileError(llvm::toString(module.takeError()));
+  if (llvm::Error error = compiler::lowerToLoops(**module))
+    return compileError(llvm::toString(std::move(error)));
+  Status status = lowerAndLoad(state, program->launchPlan, **module, target,
+                               mutate, diagnostics);
+  *module = nullptr;
+  if (!status)
+    return std::move(status).takeError();
+  return program;
+}
+
+Expected<std::unique_ptr<EmulatedProgram>>
+EmulatedProgram::compileText(std::string_view text, const Target &target,
+                             const ModuleMutation &mutate) {
+  std::unique_ptr<EmulatedProgram> program(new EmulatedProgram());
+  State &state = *program->state;
+  state.context = compiler::makeContext();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(
+      state.context.get(), [&](mlir::Diagnostic &diagnostic) {
+        diagnostics += diagnostic.str() + "\n";
+        return mlir::success();
+      });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(
+          llvm::StringRef(text.data(), text.size()), state.context.get());
+  if (!module)
+    return compileError("parsing the module: " + diagnostics);
+  Status status = lowerAndLoad(state, program->launchPlan, *module, target,
+                               mutate, diagnostics);
+  module = nullptr;
+  if (!status)
+    return std::move(status).takeError();
+  return program;
+}
+
+Status EmulatedProgram::runSpec(Device &device,
+                                std::span<const ShapedBuffer> buffers) const {
+  if (!state->spec)
+    return makeError(ErrorCode::InvalidArgument,
+                     "runSpec needs a program compiled from a spec");
+  std::vector<compiler::KernelParam> params =
+      compiler::kernelParams(*state->spec);
+  if (params.size() != buffers.size())
+    return makeError(ErrorCode::InvalidArgument,
+                     "the kernel takes " + std::to_string(params.size()) +
+                         " buffers, got " + std::to_string(buffers.size()));
+  std::vector<EmulatorBuffer> described;
+  for (size_t i = 0; i < params.size(); ++i)
+    described.push_back({buffers[i].data, buffers[i].rows, buffers[i].cols,
+                         elementBytesOf(params[i].elementType),
+                         params[i].isResult,
+                         "kernel parameter " + std::to_string(i)});
+  return run(device, described);
+}
+
+Status EmulatedProgram::run(Device &device,
+                            std::span<const EmulatorBuffer> buffers) const {
+  jit::ParamShapes shapes;
+  std::vector<uint64_t> pointers;
+  std::vector<MemoryRange> ranges;
+  for (const EmulatorBuffer &buffer : buffers) {
+    shapes.push_back({buffer.rows, buffer.cols});
+    pointers.push_back(reinterpret_cast<uintptr_t>(buffer.data));
+    ranges.push_back({buffer.data,
+                      size_t(buffer.rows * buffer.cols) * buffer.elementBytes,
+                      buffer.writable, buffer.name});
+  }
+  device.setModuleMemory(state->module->moduleMemory());
+  for (const jit::LaunchStep &step : launchPlan.steps) {
+    Expected<jit::ResolvedLaunch> resolved =
+        jit::resolveLaunch(step, shapes, pointers);
+    if (!resolved)
+      return std::move(resolved).takeError();
+    if (resolved->empty())
+      continue; // An empty tensor: nothing to launch (as Kernel::launch).
+    const EmulatedKernel *kernel = state->module->kernel(step.kernelName);
+    if (!kernel)
+      return makeError(ErrorCode::InvalidArgument,
+                       "launch plan names kernel " + step.kernelName +
+                           ", which the module does not define");
+    const std::array<int64_t, 7> &sizes = resolved->sizes;
+    for (int i = 0; i < 7; ++i)
+      if (sizes[i] < 0 || sizes[i] > int64_t(UINT32_MAX))
+        return makeError(ErrorCode::InvalidArgument,
+                         "launch of " + step.kernelName + ": size " +
+                             std::to_string(sizes[i]) +
+                             " does not fit cuLaunchKernel's unsigned int");
+    std::vector<void *> parameters;
+    for (uint64_t &value : resolved->values)
+      parameters.push_back(&value);
+    KernelLaunch launch;
+    launch.name = step.kernelName;
+    launch.entry = kernel->entry;
+    launch.grid = {uint32_t(sizes[0]), uint32_t(sizes[1]), uint32_t(sizes[2])};
+    launch.block = {uint32_t(sizes[3]), uint32_t(sizes[4]), uint32_t(sizes[5])};
+    launch.staticSharedBytes = kernel->staticSharedBytes;
+    launch.dynamicSharedOffset = kernel->dynamicSharedOffset;
+    launch.dynamicSharedBytes = size_t(sizes[6]);
+    launch.parameters = parameters.data();
+    if (Status status = device.launch(launch, ranges); !status)
+      return status;
+  }
+  return Status::success();
+}
+
+} // namespace lowbit::emulator

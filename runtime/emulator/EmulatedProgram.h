@@ -1,0 +1,92 @@
+//===- EmulatedProgram.h - A spec's GPU launches, run on the CPU -*- C++
+//-*-===//
+//
+// The launcher of the GPU emulator (docs/emulator.md). It compiles a spec
+// the way the GPU JIT does (build, lowbit-to-loops, the GPU tail's
+// lowerToNvvm), derives the launch plan with the JIT's own code
+// (jit::describeGpuLaunches) and evaluates it per call with the JIT's own
+// packing (jit::resolveLaunch), so a wrong plan fails here as it would on
+// the GPU. The kernels run on an emulator::Device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_EMULATOR_EMULATEDPROGRAM_H
+#define LOWBIT_RUNTIME_EMULATOR_EMULATEDPROGRAM_H
+
+#include "lowbit/Expected.h"
+#include "lowering/Target.h"
+#include "runtime/emulator/Simt.h"
+#include "runtime/jit/LaunchPlan.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace lowbit {
+class EmulatedModule;
+} // namespace lowbit
+
+namespace lowbit::emulator {
+
+/// One kernel parameter's host buffer: rows x cols elements, row-major.
+struct EmulatorBuffer {
+  void *data = nullptr;
+  int64_t rows = 0, cols = 0;
+  size_t elementBytes = 1;
+  /// False for the kernel's inputs: a store to one is an error.
+  bool writable = true;
+  std::string name;
+};
+
+/// Edits the module after lowerToNvvm (the broken-kernel tests).
+using ModuleMutation = std::function<void(mlir::ModuleOp)>;
+
+/// A host buffer and its [rows, cols] shape.
+struct ShapedBuffer {
+  void *data = nullptr;
+  int64_t rows = 0, cols = 0;
+};
+
+class EmulatedProgram {
+public:
+  ~EmulatedProgram();
+
+  /// `spec`'s kernels for the NVIDIA `target`.
+  static Expected<std::unique_ptr<EmulatedProgram>>
+  compile(const KernelSpec &spec, const Target &target,
+          const ModuleMutation &mutate = {});
+  /// A module in MLIR text holding a host function @kernel that launches
+  /// kernels of a gpu.module (gpu dialect), lowered by the same lowerToNvvm:
+  /// hand-written kernels for tests.
+  static Expected<std::unique_ptr<EmulatedProgram>>
+  compileText(std::string_view text, const Target &target,
+              const ModuleMutation &mutate = {});
+
+  /// Runs every launch of the plan, in order, over `buffers` (ABI order).
+  Status run(Device &device, std::span<const EmulatorBuffer> buffers) const;
+  /// For a spec: one buffer per kernel parameter (docs/kernel-abi.md
+  /// order) with its shape; element sizes and which buffers are inputs come
+  /// from the spec.
+  Status runSpec(Device &device, std::span<const ShapedBuffer> buffers) const;
+
+  const jit::LaunchPlan &plan() const { return launchPlan; }
+
+  struct State;
+
+private:
+  EmulatedProgram();
+  std::unique_ptr<State> state;
+  jit::LaunchPlan launchPlan;
+};
+
+} // namespace lowbit::emulator
+
+#endif // LOWBIT_RUNTIME_EMULATOR_EMULATEDPROGRAM_H

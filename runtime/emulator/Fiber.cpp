@@ -1,0 +1,169 @@
+//===- Fiber.cpp - User-space context switch ------------------------------===//
+
+#include "runtime/emulator/Fiber.h"
+
+#include <cstdint>
+#include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+namespace lowbit::emulator {
+
+namespace {
+size_t pageBytes() {
+  static const size_t bytes = size_t(sysconf(_SC_PAGESIZE));
+  return bytes;
+}
+size_t slotBytes() { return FiberStacks::kStackBytes + pageBytes(); }
+} // namespace
+
+FiberStacks::~FiberStacks() {
+  if (mapping)
+    munmap(mapping, mappedCount * slotBytes());
+}
+
+bool FiberStacks::reserve(size_t count) {
+  if (count <= mappedCount)
+    return true;
+  if (mapping)
+    munmap(mapping, mappedCount * slotBytes());
+  mapping = nullptr;
+  mappedCount = 0;
+  // Pages are committed only when a fiber touches them.
+  void *memory = mmap(nullptr, count * slotBytes(), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED)
+    return false;
+  mapping = static_cast<char *>(memory);
+  mappedCount = count;
+  for (size_t i = 0; i < count; ++i)
+    mprotect(mapping + i * slotBytes(), pageBytes(), PROT_NONE);
+  return true;
+}
+
+char *FiberStacks::bottom(size_t index) const {
+  return mapping + index * slotBytes() + pageBytes();
+}
+char *FiberStacks::top(size_t index) const {
+  return bottom(index) + kStackBytes;
+}
+
+#if defined(__x86_64__)
+
+// lowbit_emu_switch(void **saveStackPointer, void *loadStackPointer):
+// pushes the callee-saved registers, MXCSR and the x87 control word, stores
+// the stack pointer, loads the other one and pops the same set. A new
+// fiber's stack is laid out as if it had switched out just before
+// lowbit_emu_fiber_start, which calls r13(r12) with an aligned stack.
+asm(R"(
+  .text
+  .p2align 4
+  .globl lowbit_emu_switch
+  .type lowbit_emu_switch,@function
+lowbit_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size lowbit_emu_switch, .-lowbit_emu_switch
+
+  .p2align 4
+  .globl lowbit_emu_fiber_start
+  .type lowbit_emu_fiber_start,@function
+lowbit_emu_fiber_start:
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+  .size lowbit_emu_fiber_start, .-lowbit_emu_fiber_start
+)");
+
+extern "C" void lowbit_emu_switch(void **saveStackPointer,
+                                  void *loadStackPointer);
+extern "C" void lowbit_emu_fiber_start();
+
+struct FiberContext {
+  void *stackPointer = nullptr;
+};
+
+void Fiber::prepare(char *, char *stackTop, void (*entry)(void *),
+                    void *argument) {
+  auto top = reinterpret_cast<uintptr_t>(stackTop) & ~uintptr_t(15);
+  // 8 slots: control words, r15, r14, r13, r12, rbx, rbp, return address.
+  // After popping them rsp = top - 16, 16-byte aligned for the call.
+  auto *slots = reinterpret_cast<uint64_t *>(top - 16 - 8 * 8);
+  uint32_t mxcsr = 0;
+  uint16_t x87 = 0;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(x87));
+  slots[0] = uint64_t(mxcsr) | (uint64_t(x87) << 32);
+  slots[1] = 0;                                    // r15
+  slots[2] = 0;                                    // r14
+  slots[3] = reinterpret_cast<uint64_t>(entry);    // r13
+  slots[4] = reinterpret_cast<uint64_t>(argument); // r12
+  slots[5] = 0;                                    // rbx
+  slots[6] = 0;                                    // rbp
+  slots[7] = reinterpret_cast<uint64_t>(&lowbit_emu_fiber_start);
+  context->stackPointer = slots;
+}
+
+void Fiber::switchTo(Fiber &from, Fiber &to) {
+  lowbit_emu_switch(&from.context->stackPointer, to.context->stackPointer);
+}
+
+#else
+
+struct FiberContext {
+  ucontext_t context;
+};
+
+void Fiber::prepare(char *stackBottom, char *stackTop, void (*entry)(void *),
+                    void *argument) {
+  getcontext(&context->context);
+  context->context.uc_stack.ss_sp = stackBottom;
+  context->context.uc_stack.ss_size = size_t(stackTop - stackBottom);
+  context->context.uc_link = nullptr;
+  // makecontext passes int arguments: split the pointer.
+  auto bits = reinterpret_cast<uintptr_t>(argument);
+  static void (*target)(void *);
+  target = entry;
+  makecontext(&context->context,
+              reinterpret_cast<void (*)()>(+[](unsigned low, unsigned high) {
+                target(reinterpret_cast<void *>(uintptr_t(low) |
+                                                (uintptr_t(high) << 32)));
+              }),
+              2, unsigned(bits), unsigned(uint64_t(bits) >> 32));
+}
+
+void Fiber::switchTo(Fiber &from, Fiber &to) {
+  swapcontext(&from.context->context, &to.context->context);
+}
+
+#endif
+
+Fiber::Fiber() : context(std::make_unique<FiberContext>()) {}
+Fiber::~Fiber() = default;
+Fiber::Fiber(Fiber &&) noexcept = default;
+Fiber &Fiber::operator=(Fiber &&) noexcept = default;
+
+} // namespace lowbit::emulator

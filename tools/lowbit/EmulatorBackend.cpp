@@ -1,0 +1,85 @@
+//===- EmulatorBackend.cpp - `--backend gpu-emulator` ---------------------===//
+
+#include "tools/lowbit/EmulatorBackend.h"
+
+#include "lowering/Target.h"
+#include "runtime/emulator/EmulatedProgram.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace lowbit::cli {
+
+namespace {
+
+/// Programs by target and spec. Never destroyed: JIT engines must not be
+/// torn down during static destruction (see releaseJitKernels()).
+struct EmulatorState {
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<emulator::EmulatedProgram>> programs;
+  emulator::Device device;
+};
+EmulatorState &emulatorState() {
+  static EmulatorState *state = new EmulatorState;
+  return *state;
+}
+
+} // namespace
+
+std::optional<KernelRunner> gpuEmulatorRunner(std::string_view targetText,
+                                              std::string *error) {
+  std::string reason;
+  std::optional<Target> target = parseTarget(targetText, &reason);
+  if (target && !target->isNvidia()) {
+    reason =
+        "the GPU emulator runs NVIDIA targets, got '" + target->str() + "'";
+    target.reset();
+  } else if (target && !validateTarget(*target, &reason)) {
+    target.reset();
+  }
+  if (!target) {
+    if (error)
+      *error = reason;
+    return std::nullopt;
+  }
+  return KernelRunner([target =
+                           *target](const KernelSpec &spec,
+                                    const std::vector<KernelBuffer> &buffers,
+                                    std::string *error) {
+    EmulatorState &state = emulatorState();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    std::string key = target.str() + " " + printKernelSpec(spec);
+    auto found = state.programs.find(key);
+    if (found == state.programs.end()) {
+      auto program = emulator::EmulatedProgram::compile(spec, target);
+      if (!program) {
+        if (error)
+          *error =
+              "gpu-emulator (" + target.str() + "): " + program.error().message;
+        return false;
+      }
+      found = state.programs.emplace(key, std::move(*program)).first;
+    }
+    std::vector<emulator::ShapedBuffer> shaped;
+    for (const KernelBuffer &buffer : buffers)
+      shaped.push_back({buffer.data, buffer.rows, buffer.cols});
+    Status status = found->second->runSpec(state.device, shaped);
+    if (!status && error)
+      *error = "gpu-emulator (" + target.str() + "): " + status.error().message;
+    return status.ok();
+  });
+}
+
+std::optional<std::string> emulatorTargetOption(const std::string &backend,
+                                                const std::string *target,
+                                                std::string *error) {
+  if (target && backend != "gpu-emulator") {
+    if (error)
+      *error = "--target is for --backend gpu-emulator";
+    return std::nullopt;
+  }
+  return target ? *target : std::string(kEmulatorDefaultTarget);
+}
+
+} // namespace lowbit::cli
