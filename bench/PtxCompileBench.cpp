@@ -58,7 +58,7 @@ bool compileOnContext(mlir::MLIRContext &context, const KernelSpec &spec,
     *error = llvm::toString(module.takeError());
     return false;
   }
-  if (llvm::Error lowerError = compiler::lowerToLoops(**module)) {
+  if (llvm::Error lowerError = compiler::lowerForGpu(**module)) {
     *error = llvm::toString(std::move(lowerError));
     return false;
   }

@@ -208,7 +208,9 @@ LogicalResult lowerReductionsToAtomics(ModuleOp module, std::string &error) {
 void wrapHostStores(ModuleOp module) {
   SmallVector<memref::StoreOp> hostStores;
   module.walk([&](memref::StoreOp store) {
-    if (!store->getParentOfType<scf::ParallelOp>())
+    // Stores in lowbit-to-gpu's launches are already on the device.
+    if (!store->getParentOfType<scf::ParallelOp>() &&
+        !store->getParentOfType<gpu::LaunchOp>())
       hostStores.push_back(store);
   });
   for (memref::StoreOp store : hostStores) {
@@ -407,6 +409,27 @@ void expandLibdeviceMathOps(ModuleOp module) {
   }
 }
 
+/// The kernels' atomics only combine values within one launch (the next
+/// kernel on the stream sees them through the launch boundary), so they
+/// need neither ordering nor system scope: relaxed, device (.gpu) scope,
+/// instead of LLVM's default acq_rel/seq_cst at system scope, which NVPTX
+/// emits as atom.*.sys with a MEMBAR.SYS.
+void relaxDeviceAtomics(ModuleOp module) {
+  StringAttr device = StringAttr::get(module.getContext(), "device");
+  module.walk([&](gpu::GPUModuleOp gpuModule) {
+    gpuModule.walk([&](Operation *op) {
+      if (auto rmw = dyn_cast<LLVM::AtomicRMWOp>(op)) {
+        rmw.setSyncscopeAttr(device);
+        rmw.setOrdering(LLVM::AtomicOrdering::monotonic);
+      } else if (auto cmpxchg = dyn_cast<LLVM::AtomicCmpXchgOp>(op)) {
+        cmpxchg.setSyncscopeAttr(device);
+        cmpxchg.setSuccessOrdering(LLVM::AtomicOrdering::monotonic);
+        cmpxchg.setFailureOrdering(LLVM::AtomicOrdering::monotonic);
+      }
+    });
+  });
+}
+
 std::string collectDiagnostics(const std::string &diagnostics,
                                const char *stage) {
   return std::string("GPU tail failed in ") + stage +
@@ -489,6 +512,7 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
     error = collectDiagnostics(diagnostics, "lowering kernels to NVVM");
     return failure();
   }
+  relaxDeviceAtomics(module);
   return success();
 }
 

@@ -11,8 +11,10 @@
 //     byte (nibble). A scalar is passed as `b` (low byte) with a = 0; a pair
 //     [x0, x1] is passed as a = x1, b = x0 so that element 0 lands in the
 //     low byte, which is element 0 of the vector<2xi8> result;
-//   - decodes broadcast one code into both halves of the packed source, so
-//     which half the instruction reads first cannot matter.
+//   - a scalar decode broadcasts its code into both halves of the packed
+//     source, so which half the instruction reads first cannot matter; a
+//     pair [c0, c1] is packed with c0 in the low byte (nibble), which the
+//     f16x2 cvt converts into the low half (the same order as the encode).
 //
 //===----------------------------------------------------------------------===//
 
@@ -183,6 +185,52 @@ Value decodeScalar(ImplicitLocOpBuilder &b, const NativeConversion &row,
   return arith::ExtFOp::create(b, b.getF32Type(), half);
 }
 
+/// Decodes two i8 codes with one f16x2 cvt: the first code in the low byte
+/// (nibble), which the cvt converts into the low half, element 0.
+std::pair<Value, Value> decodePair(ImplicitLocOpBuilder &b,
+                                   const NativeConversion &row, int formatBits,
+                                   Value first, Value second) {
+  Type formatType = nvvmFormatType(b.getContext(), row.formatName);
+  auto halfPair = VectorType::get({2}, b.getF16Type());
+  auto bytePair = VectorType::get({2}, b.getI8Type());
+  if (formatBits < 8) {
+    Value mask = i8Const(b, (1 << formatBits) - 1);
+    first = arith::AndIOp::create(b, first, mask);
+    second = arith::AndIOp::create(b, second, mask);
+  }
+  Value halves;
+  switch (row.instruction) {
+  case NativeInstruction::F8x2ToF16x2:
+    halves = NVVM::ConvertF8x2ToF16x2Op::create(
+        b, halfPair,
+        vector::FromElementsOp::create(b, bytePair, ValueRange{first, second}),
+        /*relu=*/false, formatType);
+    break;
+  case NativeInstruction::F6x2ToF16x2:
+    halves = NVVM::ConvertF6x2ToF16x2Op::create(
+        b, halfPair,
+        vector::FromElementsOp::create(b, bytePair, ValueRange{first, second}),
+        /*relu=*/false, formatType);
+    break;
+  case NativeInstruction::F4x2ToF16x2: {
+    Value both = arith::OrIOp::create(
+        b, first, arith::ShLIOp::create(b, second, i8Const(b, 4)));
+    halves = NVVM::ConvertF4x2ToF16x2Op::create(b, halfPair, both,
+                                                /*relu=*/false, formatType);
+    break;
+  }
+  default:
+    return {decodeScalar(b, row, formatBits, first),
+            decodeScalar(b, row, formatBits, second)};
+  }
+  // Every value of these formats is an f16, and f16 -> f32 is exact.
+  auto toF32 = [&](int64_t index) -> Value {
+    Value half = vector::ExtractOp::create(b, halves, ArrayRef<int64_t>{index});
+    return arith::ExtFOp::create(b, b.getF32Type(), half);
+  };
+  return {toF32(0), toF32(1)};
+}
+
 void rewriteDecode(lowbit::dialect::DecodeOp op, const NativeConversion &row) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   int formatBits = op.getModelFormat().bits();
@@ -194,10 +242,19 @@ void rewriteDecode(lowbit::dialect::DecodeOp op, const NativeConversion &row) {
     return;
   }
   SmallVector<Value> values;
-  for (int64_t index = 0; index < vectorType.getNumElements(); ++index)
-    values.push_back(decodeScalar(
-        b, row, formatBits,
-        vector::ExtractOp::create(b, input, ArrayRef<int64_t>{index})));
+  int64_t count = vectorType.getNumElements();
+  for (int64_t index = 0; index < count; index += 2) {
+    Value first = vector::ExtractOp::create(b, input, ArrayRef<int64_t>{index});
+    if (index + 1 == count) {
+      values.push_back(decodeScalar(b, row, formatBits, first));
+      continue;
+    }
+    Value second =
+        vector::ExtractOp::create(b, input, ArrayRef<int64_t>{index + 1});
+    auto [low, high] = decodePair(b, row, formatBits, first, second);
+    values.push_back(low);
+    values.push_back(high);
+  }
   op.replaceAllUsesWith(
       vector::FromElementsOp::create(b, cast<VectorType>(op.getType()), values)
           .getResult());

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/Passes.h"
+#include "lowering/ScaleMath.h"
 
 #include "dialect/LowbitOps.h"
 #include "format/Format.h"
@@ -55,36 +56,9 @@ namespace ld = lowbit::dialect;
 
 namespace {
 
-/// How the stored scales enter the element conversion; the same four cases
-/// as the reference's ScaleKind (format/Quantize.cpp).
-enum class ScaleKind { Symmetric, Asymmetric, GlobalDecode, GlobalEncode };
-
-ScaleKind scaleKindOf(const lowbit::Scheme &scheme) {
-  if (scheme.scale.zeroPoint)
-    return ScaleKind::Asymmetric;
-  switch (scheme.scale.globalScale) {
-  case lowbit::GlobalScale::DecodeMultiplier:
-    return ScaleKind::GlobalDecode;
-  case lowbit::GlobalScale::EncodeReciprocal:
-    return ScaleKind::GlobalEncode;
-  case lowbit::GlobalScale::None:
-    break;
-  }
-  return ScaleKind::Symmetric;
-}
-
-/// Per-group statistics. As in the reference, NaN is skipped and every
-/// statistic starts at 0.
-struct Stats {
-  Value absMax, min, max;
-};
-
-/// What converting one element needs from its group.
-struct GroupParams {
-  Value scale;  ///< the stored scale, decoded to f32
-  Value zero;   ///< i32 zero point (asymmetric only)
-  Value global; ///< f32 global scale (two-level schemes only)
-};
+using lowbit::GroupParams;
+using lowbit::ScaleKind;
+using lowbit::Stats;
 
 /// Rows and columns of one unit of the scale grid along each axis: either
 /// the whole axis or a fixed number of elements.
@@ -93,10 +67,12 @@ struct AxisTiling {
   int64_t size = 1;
 };
 
-class KernelEmitter {
+/// Emits the loop nests; the per-group and per-element arithmetic is
+/// ScaleMath's (shared with lowbit-to-gpu).
+class KernelEmitter : public lowbit::ScaleMath {
 public:
   KernelEmitter(ImplicitLocOpBuilder &builder, const lowbit::Scheme &scheme)
-      : b(builder), scheme(scheme), kind(scaleKindOf(scheme)) {
+      : ScaleMath(builder, scheme) {
     const lowbit::ScaleSpec &scale = scheme.scale;
     switch (scale.granularity) {
     case lowbit::Granularity::PerTensor:
@@ -123,9 +99,6 @@ public:
       colTiling = {false, scale.blockCols};
       break;
     }
-    elementFormatAttr = ld::toFormatAttr(b.getContext(), scheme.element);
-    if (auto format = lowbit::scaleTypeFormat(scale.type))
-      scaleFormatAttr = ld::toFormatAttr(b.getContext(), *format);
   }
 
   /// Sets the logical tensor's [rows, cols] (index values).
@@ -290,15 +263,6 @@ private:
   //===--------------------------------------------------------------------===//
 
   Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
-  Value f32(float value) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
-  }
-  Value i32(int32_t value) {
-    return arith::ConstantOp::create(b, b.getI32IntegerAttr(value));
-  }
-  Value i8(int32_t value) {
-    return arith::ConstantOp::create(b, b.getI8IntegerAttr(int8_t(value)));
-  }
   /// (value + divisor - 1) / divisor; arith.ceildivui would need
   /// arith-expand on every target.
   Value ceilDiv(Value value, Value divisor) {
@@ -373,45 +337,6 @@ private:
   }
 
   //===--------------------------------------------------------------------===//
-  // Float helpers that mirror the reference's std:: calls exactly
-  //===--------------------------------------------------------------------===//
-
-  Value select(Value condition, Value ifTrue, Value ifFalse) {
-    return arith::SelectOp::create(b, condition, ifTrue, ifFalse);
-  }
-  Value cmpf(arith::CmpFPredicate predicate, Value lhs, Value rhs) {
-    return arith::CmpFOp::create(b, predicate, lhs, rhs);
-  }
-  /// std::max(a, b): b if a < b, else a.
-  Value stdMax(Value lhs, Value rhs) {
-    return select(cmpf(arith::CmpFPredicate::OLT, lhs, rhs), rhs, lhs);
-  }
-  /// std::min(a, b): b if b < a, else a.
-  Value stdMin(Value lhs, Value rhs) {
-    return select(cmpf(arith::CmpFPredicate::OLT, rhs, lhs), rhs, lhs);
-  }
-  /// std::clamp(v, lo, hi): lo if v < lo, hi if hi < v, else v.
-  Value stdClamp(Value value, Value low, Value high) {
-    return select(
-        cmpf(arith::CmpFPredicate::OLT, value, low), low,
-        select(cmpf(arith::CmpFPredicate::OLT, high, value), high, value));
-  }
-  Value isNan(Value value) {
-    return cmpf(arith::CmpFPredicate::UNO, value, value);
-  }
-  Value isInf(Value value) {
-    Value magnitude = math::AbsFOp::create(b, value);
-    return cmpf(arith::CmpFPredicate::OEQ, magnitude,
-                f32(std::numeric_limits<float>::infinity()));
-  }
-  Value divf(Value lhs, Value rhs) {
-    return arith::DivFOp::create(b, lhs, rhs);
-  }
-  Value mulf(Value lhs, Value rhs) {
-    return arith::MulFOp::create(b, lhs, rhs);
-  }
-
-  //===--------------------------------------------------------------------===//
   // Statistics
   //===--------------------------------------------------------------------===//
 
@@ -420,28 +345,6 @@ private:
     if (value.getType() != b.getF32Type())
       value = arith::ExtFOp::create(b, b.getF32Type(), value); // exact
     return value;
-  }
-
-  /// Folds one element into the statistics (reference: gatherStats).
-  SmallVector<Value> accumulate(ValueRange acc, Value value, bool withMinMax) {
-    Value nan = isNan(value);
-    SmallVector<Value> next;
-    Value magnitude = math::AbsFOp::create(b, value);
-    next.push_back(select(nan, acc[0], stdMax(acc[0], magnitude)));
-    if (withMinMax) {
-      next.push_back(select(nan, acc[1], stdMin(acc[1], value)));
-      next.push_back(select(nan, acc[2], stdMax(acc[2], value)));
-    }
-    return next;
-  }
-
-  Stats toStats(ValueRange values, bool withMinMax) {
-    Stats stats{values[0], Value(), Value()};
-    if (withMinMax) {
-      stats.min = values[1];
-      stats.max = values[2];
-    }
-    return stats;
   }
 
   /// Sequential statistics of one group: scf.for over its rows and columns.
@@ -466,204 +369,14 @@ private:
   /// reduced by an scf.for, rows combined by scf.reduce. max and min are
   /// exact and order-independent, so the result equals a sequential scan.
   Stats emitTensorReduction(bool withMinMax) {
-    SmallVector<Value> init(withMinMax ? 3 : 1, f32(0.0f));
-    auto loop = scf::ParallelOp::create(
-        b, ValueRange{idx(0)}, ValueRange{rows}, ValueRange{idx(1)}, init,
-        [&](OpBuilder &, Location, ValueRange ivs, ValueRange) {
-          SmallVector<Value> rowInit(withMinMax ? 3 : 1, f32(0.0f));
-          auto colLoop = scf::ForOp::create(
-              b, idx(0), cols, idx(1), rowInit,
-              [&](OpBuilder &, Location, Value col, ValueRange acc) {
-                scf::YieldOp::create(
-                    b, accumulate(acc, loadInput(ivs[0], col), withMinMax));
-              });
-          auto reduce = scf::ReduceOp::create(b, colLoop.getResults());
-          for (auto [position, region] :
-               llvm::enumerate(reduce.getReductions())) {
-            Block &block = region.front();
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToEnd(&block);
-            Value lhs = block.getArgument(0), rhs = block.getArgument(1);
-            Value combined =
-                position == 1 ? stdMin(lhs, rhs) : stdMax(lhs, rhs);
-            scf::ReduceReturnOp::create(b, combined);
-          }
-        });
-    return toStats(loop.getResults(), withMinMax);
+    return emitTensorStats(rows, cols, withMinMax, [&](Value row, Value col) {
+      return loadInput(row, col);
+    });
   }
 
   //===--------------------------------------------------------------------===//
-  // Scales (reference: computeGlobal, pickScaleCode, pickZero)
+  // Storing and loading scales (the arithmetic is ScaleMath's)
   //===--------------------------------------------------------------------===//
-
-  float quantMax() const { return float(lowbit::quantMax(scheme)); }
-
-  /// The stored second-level scale, always finite and positive.
-  Value computeGlobal(Value tensorAbsMax) {
-    double product = lowbit::quantMax(scheme) *
-                     lowbit::scaleTypeFormat(scheme.scale.type)->maxValue();
-    Value denominator = f32(float(std::min(product, double(FLT_MAX))));
-    Value raw = kind == ScaleKind::GlobalDecode
-                    ? divf(tensorAbsMax, denominator)
-                    : divf(denominator, tensorAbsMax);
-    // sanitizeGlobal: 0 and NaN give 1, inf gives the f32 max. For the
-    // encode convention an all-zero tensor (2688 / 0 = inf) gives 1.
-    Value sanitized = select(
-        isInf(raw), f32(FLT_MAX),
-        select(arith::OrIOp::create(
-                   b, cmpf(arith::CmpFPredicate::OEQ, raw, f32(0)), isNan(raw)),
-               f32(1.0f), raw));
-    if (kind == ScaleKind::GlobalEncode)
-      sanitized = select(cmpf(arith::CmpFPredicate::OEQ, tensorAbsMax, f32(0)),
-                         f32(1.0f), sanitized);
-    return sanitized;
-  }
-
-  Type storedScaleType() const {
-    switch (scheme.scale.type) {
-    case lowbit::ScaleType::F32:
-      return b.getF32Type();
-    case lowbit::ScaleType::F16:
-      return b.getF16Type();
-    case lowbit::ScaleType::BF16:
-      return b.getBF16Type();
-    case lowbit::ScaleType::E8M0:
-    case lowbit::ScaleType::UE4M3:
-      return b.getI8Type();
-    }
-    return {};
-  }
-
-  /// Rounds an f32 scale to the scale type, RNE and saturating (reference:
-  /// encodeScale); returns the value as it is stored in the scale tensor.
-  Value encodeScale(Value value, StringRef rounding = "rn") {
-    switch (scheme.scale.type) {
-    case lowbit::ScaleType::F32:
-      // floatScaleCode: a scale is never inf.
-      return select(isInf(value),
-                    math::CopySignOp::create(b, f32(FLT_MAX), value), value);
-    case lowbit::ScaleType::F16:
-    case lowbit::ScaleType::BF16: {
-      // Saturating, unlike arith.truncf: an f16 scale of 1e6 is 65504.
-      Value code = ld::EncodeOp::create(b, b.getI16Type(), value,
-                                        scaleFormatAttr, true, rounding);
-      return arith::BitcastOp::create(b, storedScaleType(), code);
-    }
-    case lowbit::ScaleType::E8M0:
-    case lowbit::ScaleType::UE4M3:
-      return ld::EncodeOp::create(b, b.getI8Type(), value, scaleFormatAttr,
-                                  true, rounding);
-    }
-    return {};
-  }
-
-  /// The f32 value of a stored scale (reference: decodeScale).
-  Value decodeScale(Value stored) {
-    switch (scheme.scale.type) {
-    case lowbit::ScaleType::F32:
-      return stored;
-    case lowbit::ScaleType::F16:
-    case lowbit::ScaleType::BF16:
-      return arith::ExtFOp::create(b, b.getF32Type(), stored); // exact
-    case lowbit::ScaleType::E8M0:
-    case lowbit::ScaleType::UE4M3:
-      return ld::DecodeOp::create(b, b.getF32Type(), stored, scaleFormatAttr);
-    }
-    return {};
-  }
-
-  /// The stored form of 1.0 in the scale type (oneScaleCode).
-  Value storedOne() {
-    switch (scheme.scale.type) {
-    case lowbit::ScaleType::F32:
-      return f32(1.0f);
-    case lowbit::ScaleType::F16:
-      return arith::ConstantOp::create(b, b.getF16FloatAttr(1.0f));
-    case lowbit::ScaleType::BF16:
-      return arith::ConstantOp::create(b, b.getFloatAttr(b.getBF16Type(), 1.0));
-    case lowbit::ScaleType::E8M0:
-    case lowbit::ScaleType::UE4M3:
-      return i8(int32_t(
-          lowbit::encode(*lowbit::scaleTypeFormat(scheme.scale.type), 1.0f)));
-    }
-    return {};
-  }
-
-  /// A stored scale whose value is 0 (underflow, or an all-zero group)
-  /// becomes 1, so every stored scale is finite and positive.
-  Value replaceZeroScale(Value stored) {
-    Value isZero =
-        cmpf(arith::CmpFPredicate::OEQ, decodeScale(stored), f32(0.0f));
-    return select(isZero, storedOne(), stored);
-  }
-
-  /// OCP MX FLOOR: k = floor(log2(amax)) - emax, clamped to [-127, 127];
-  /// floor(log2) is the f32 exponent (ilogb), subnormals included.
-  Value floorScaleCode(Value absMax) {
-    int emax = lowbit::elementEmax(scheme.element);
-    Value bits = arith::BitcastOp::create(b, b.getI32Type(), absMax);
-    Value exponentField = arith::AndIOp::create(
-        b, arith::ShRUIOp::create(b, bits, i32(23)), i32(0xFF));
-    Value mantissa = arith::AndIOp::create(b, bits, i32(0x7FFFFF));
-    Value normalExponent = arith::SubIOp::create(b, exponentField, i32(127));
-    // A subnormal's leading 1 is at bit 31 - clz; its value is 2^(bit-149).
-    Value topBit = arith::SubIOp::create(
-        b, i32(31), math::CountLeadingZerosOp::create(b, mantissa));
-    Value subnormalExponent = arith::SubIOp::create(b, topBit, i32(149));
-    Value isSubnormal = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                              exponentField, i32(0));
-    Value exponent = select(isSubnormal, subnormalExponent, normalExponent);
-    // The reference maps inf to exponent 127 + emax, i.e. k = 127.
-    exponent = select(isInf(absMax), i32(127 + emax), exponent);
-    Value k = arith::SubIOp::create(b, exponent, i32(emax));
-    k = arith::MaxSIOp::create(b, arith::MinSIOp::create(b, k, i32(127)),
-                               i32(-127));
-    Value code = arith::TruncIOp::create(b, b.getI8Type(),
-                                         arith::AddIOp::create(b, k, i32(127)));
-    // An all-zero block gives code 0x00 (2^-127).
-    return select(cmpf(arith::CmpFPredicate::OEQ, absMax, f32(0)), i8(0), code);
-  }
-
-  /// The stored scale of one group, from its statistics.
-  Value pickScale(const Stats &stats, Value global) {
-    const lowbit::ScaleSpec &spec = scheme.scale;
-    Value qmax = f32(quantMax());
-    switch (spec.rule) {
-    case lowbit::ScaleRule::E8M0Floor:
-      return floorScaleCode(stats.absMax);
-    case lowbit::ScaleRule::E8M0RCeil:
-      // The smallest power of two >= amax / max: e8m0 rounding up.
-      return encodeScale(divf(stats.absMax, qmax), "rp");
-    case lowbit::ScaleRule::MinMax: {
-      Value low = stdMin(stats.min, f32(0.0f));
-      Value high = stdMax(stats.max, f32(0.0f));
-      Value range = arith::SubFOp::create(b, high, low);
-      return replaceZeroScale(encodeScale(divf(range, qmax)));
-    }
-    case lowbit::ScaleRule::AbsMax:
-      break;
-    }
-    if (kind == ScaleKind::GlobalDecode || kind == ScaleKind::GlobalEncode) {
-      lowbit::Format scaleFormat = *lowbit::scaleTypeFormat(spec.type);
-      float scaleMin =
-          float(scaleFormat.hasSubnormals() ? scaleFormat.minSubnormal()
-                                            : scaleFormat.minNormal());
-      float scaleMax = float(scaleFormat.maxValue());
-      Value perQmax = divf(stats.absMax, qmax);
-      Value wanted = kind == ScaleKind::GlobalDecode ? divf(perQmax, global)
-                                                     : mulf(perQmax, global);
-      return encodeScale(stdClamp(wanted, f32(scaleMin), f32(scaleMax)));
-    }
-    return replaceZeroScale(encodeScale(divf(stats.absMax, qmax)));
-  }
-
-  /// zero = clamp(rne(-min(low, 0) / scale), 0, levels) (pickZero).
-  Value pickZero(Value low, Value scale) {
-    Value negated = arith::NegFOp::create(b, stdMin(low, f32(0.0f)));
-    Value zero = math::RoundEvenOp::create(b, divf(negated, scale));
-    zero = stdClamp(zero, f32(0.0f), f32(quantMax()));
-    return arith::FPToUIOp::create(b, b.getI8Type(), zero);
-  }
 
   /// Picks and stores the scale (and zero point) of group (unitRow,
   /// unitCol); returns what its elements' conversion needs.
@@ -701,56 +414,6 @@ private:
   //===--------------------------------------------------------------------===//
   // Elements
   //===--------------------------------------------------------------------===//
-
-  /// One element's code, in an i8 whose high bits are zero.
-  Value quantizeValue(Value value, const GroupParams &params) {
-    switch (kind) {
-    case ScaleKind::Symmetric:
-      return encodeElement(divf(value, params.scale));
-    case ScaleKind::GlobalDecode:
-      return encodeElement(divf(value, mulf(params.scale, params.global)));
-    case ScaleKind::GlobalEncode:
-      return encodeElement(divf(mulf(value, params.global), params.scale));
-    case ScaleKind::Asymmetric:
-      break;
-    }
-    // quantizeAsymmetric: clamp(rne(x / s) + zero, 0, levels); NaN gives 0.
-    float levels = quantMax();
-    Value rounded = math::RoundEvenOp::create(b, divf(value, params.scale));
-    rounded = select(isNan(rounded), f32(0.0f), rounded);
-    rounded = stdClamp(rounded, f32(-levels - 1), f32(levels + 1));
-    Value sum = arith::AddIOp::create(
-        b, arith::FPToSIOp::create(b, b.getI32Type(), rounded), params.zero);
-    Value clamped = arith::MaxSIOp::create(
-        b, arith::MinSIOp::create(b, sum, i32(int32_t(levels))), i32(0));
-    return arith::TruncIOp::create(b, b.getI8Type(), clamped);
-  }
-
-  Value encodeElement(Value value) {
-    return ld::EncodeOp::create(b, b.getI8Type(), value, elementFormatAttr);
-  }
-
-  /// reference dequantize(): the f32 value of one code.
-  Value dequantizeValue(Value code, const GroupParams &params) {
-    if (kind == ScaleKind::Asymmetric) {
-      Value mask = i32(int32_t(scheme.element.codeMask()));
-      Value codeValue = arith::AndIOp::create(
-          b, arith::ExtUIOp::create(b, b.getI32Type(), code), mask);
-      Value shifted = arith::SubIOp::create(b, codeValue, params.zero);
-      return mulf(arith::SIToFPOp::create(b, b.getF32Type(), shifted),
-                  params.scale);
-    }
-    Value decoded =
-        ld::DecodeOp::create(b, b.getF32Type(), code, elementFormatAttr);
-    switch (kind) {
-    case ScaleKind::GlobalDecode:
-      return mulf(decoded, mulf(params.scale, params.global));
-    case ScaleKind::GlobalEncode:
-      return divf(mulf(decoded, params.scale), params.global);
-    default:
-      return mulf(decoded, params.scale);
-    }
-  }
 
   using ParamsAt = std::function<GroupParams(Value row, Value col)>;
 
@@ -835,11 +498,7 @@ private:
     memref::StoreOp::create(b, zero, buffer, loop.getInductionVars());
   }
 
-  ImplicitLocOpBuilder &b;
-  lowbit::Scheme scheme;
-  ScaleKind kind;
   AxisTiling rowTiling, colTiling;
-  ld::FormatAttrInterface elementFormatAttr, scaleFormatAttr;
   Value rows, cols, unitRows, unitCols, storedRows, storedCols;
   Value inputBuffer, codesBuffer, scalesBuffer, zerosBuffer, globalBuffer;
 };

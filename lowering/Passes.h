@@ -34,6 +34,10 @@ class NVVMDialect;
 namespace LLVM {
 class LLVMDialect;
 }
+namespace gpu {
+class GPUDialect;
+}
+class RewritePatternSet;
 } // namespace mlir
 
 namespace lowbit {
@@ -43,6 +47,12 @@ namespace lowbit {
 
 #define GEN_PASS_REGISTRATION
 #include "lowering/Passes.h.inc"
+
+/// lowbit-to-gpu's rewrites: lowbit.quantize (dynamic groups along the row)
+/// and lowbit.dequantize (per-tensor, per-token, row groups) to gpu.launch
+/// ops with `threadsPerBlock` threads. Ops they do not cover are left alone.
+void populateLowbitToGpuPatterns(mlir::RewritePatternSet &patterns,
+                                 int64_t threadsPerBlock = 256);
 
 } // namespace lowbit
 

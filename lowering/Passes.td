@@ -27,6 +27,30 @@ def LowbitToLoops : Pass<"lowbit-to-loops", "mlir::ModuleOp"> {
   ];
 }
 
+def LowbitToGpu : Pass<"lowbit-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Map lowbit.quantize/dequantize to bandwidth-shaped gpu.launch";
+  let description = [{
+    Lowers the quantize and dequantize ops whose access pattern it covers
+    straight to gpu.launch bodies with an explicit thread mapping: 16-byte
+    vector loads and stores per lane, warp-shuffle reductions of the group
+    statistics, scales stored by one lane per group, and lowbit.encode /
+    decode of element pairs (vector<2xf32>), so that lowbit-native-cvt
+    gives one x2 cvt per two values. Ops it does not cover are left for
+    lowbit-to-loops (docs/gpu.md lists both sets). Target-independent:
+    the chip enters later, in lowbit-native-cvt.
+  }];
+  let options = [
+    Option<"threadsPerBlock", "threads-per-block", "int64_t", "256",
+           "threads per block of every launch (a multiple of 32)">
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+    "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
+    "mlir::gpu::GPUDialect", "mlir::vector::VectorDialect",
+    "mlir::bufferization::BufferizationDialect"
+  ];
+}
+
 def LowbitExpandCodecs : Pass<"lowbit-expand-codecs"> {
   let summary = "Expand lowbit.encode and lowbit.decode into arithmetic";
   let description = [{

@@ -283,6 +283,16 @@ llvm::Error lowerToLoops(ModuleOp module) {
   return llvm::Error::success();
 }
 
+llvm::Error lowerForGpu(ModuleOp module) {
+  DiagnosticCollector diagnostics(*module.getContext());
+  PassManager pm(module.getContext());
+  pm.addPass(createLowbitToGpu());
+  pm.addPass(createLowbitToLoops());
+  if (failed(pm.run(module)))
+    return makeError("lowering for the GPU failed: " + diagnostics.message());
+  return llvm::Error::success();
+}
+
 std::optional<Stage> parseStage(std::string_view name) {
   if (name == "mlir")
     return Stage::Mlir;
@@ -324,7 +334,7 @@ llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
   auto module = buildKernelModule(*context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerToLoops(**module))
+  if (llvm::Error error = lowerForGpu(**module))
     return std::move(error);
   DiagnosticCollector diagnostics(*context);
   std::string error;

@@ -62,6 +62,12 @@ buildKernelModule(mlir::MLIRContext &context, const KernelSpec &spec);
 /// error's message.
 llvm::Error lowerToLoops(mlir::ModuleOp module);
 
+/// The GPU targets' lowerToLoops: lowbit-to-gpu maps the ops it covers to
+/// bandwidth-shaped gpu.launch bodies, lowbit-to-loops lowers the rest to
+/// loops for the GPU tail's generic mapping (docs/gpu.md). lowerToPtx takes
+/// the result.
+llvm::Error lowerForGpu(mlir::ModuleOp module);
+
 enum class Stage { Mlir, Loops, Llvm };
 std::optional<Stage> parseStage(std::string_view name);
 

@@ -82,7 +82,7 @@ EmulatedProgram::compile(const KernelSpec &spec, const Target &target,
   auto module = compiler::buildKernelModule(*state.context, spec);
   if (!module)
     return compileError(llvm::toString(module.takeError()));
-  if (llvm::Error error = compiler::lowerToLoops(**module))
+  if (llvm::Error error = compiler::lowerForGpu(**module))
     return compileError(llvm::toString(std::move(error)));
   Status status = lowerAndLoad(state, program->launchPlan, **module, target,
                                mutate, diagnostics);

@@ -214,7 +214,7 @@ Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec,
   auto module = compiler::buildKernelModule(*context, spec);
   if (!module)
     return fail(llvm::toString(module.takeError()));
-  if (llvm::Error error = compiler::lowerToLoops(**module))
+  if (llvm::Error error = compiler::lowerForGpu(**module))
     return fail(llvm::toString(std::move(error)));
   std::string error;
   FailureOr<PtxModule> ptx = lowerToPtx(**module, target, error);

@@ -6,7 +6,7 @@
 //   - an off-by-one lane (every read of tid.x becomes tid.x + 1), in every
 //     named scheme's real kernels;
 //   - a missing barrier (every barrier erased);
-//   - a reduction over the wrong lanes (every shuffle offset + 1).
+//   - a reduction over the wrong lanes (every shuffle offset * 2).
 // The last two run on the hand-written kernels, and on every named kernel
 // that has barriers or shuffles (none before the bandwidth-shaped mapping;
 // the count is printed).
@@ -61,7 +61,10 @@ emulator::ModuleMutation missingBarrier(int &edits) {
   };
 }
 
-/// Every shuffle reads one lane further than it should.
+/// Every shuffle reads a lane twice as far as it should. (offset + 1 is no
+/// bug for an xor butterfly of max: 4, 2, 1 -> 5, 3, 2 still spans the
+/// lanes of a group, so the reduction is unchanged; doubling skips the
+/// nearest partner and crosses into the next group.)
 emulator::ModuleMutation wrongShuffleLane(int &edits) {
   return [&edits](mlir::ModuleOp module) {
     module.walk([&](mlir::NVVM::ShflOp shfl) {
@@ -71,7 +74,7 @@ emulator::ModuleMutation wrongShuffleLane(int &edits) {
           mlir::LLVM::ConstantOp::create(b, shfl.getLoc(), offset.getType(),
                                          b.getIntegerAttr(offset.getType(), 1));
       shfl.getOffsetMutable().assign(
-          mlir::LLVM::AddOp::create(b, shfl.getLoc(), offset, one));
+          mlir::LLVM::ShlOp::create(b, shfl.getLoc(), offset, one));
       ++edits;
     });
   };
@@ -107,7 +110,7 @@ struct MutationKind {
 const MutationKind kMutations[] = {
     {"off-by-one lane (tid.x + 1)", &offByOneLane},
     {"missing barrier", &missingBarrier},
-    {"wrong shuffle lane (offset + 1)", &wrongShuffleLane},
+    {"wrong shuffle lane (offset * 2)", &wrongShuffleLane},
 };
 
 } // namespace

@@ -571,7 +571,7 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
     error = llvm::toString(module.takeError());
     return std::nullopt;
   }
-  if (llvm::Error lowered = compiler::lowerToLoops(**module)) {
+  if (llvm::Error lowered = compiler::lowerForGpu(**module)) {
     error = llvm::toString(std::move(lowered));
     return std::nullopt;
   }

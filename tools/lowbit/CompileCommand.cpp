@@ -162,7 +162,11 @@ std::optional<std::string> compileStages(const KernelSpec &spec,
   if (last == EmitStage::Mlir)
     return text;
 
-  if (llvm::Error lowerError = compiler::lowerToLoops(**module)) {
+  // PTX goes through the GPU mapping (lowbit-to-gpu, then loops for the
+  // rest); the loops stage itself stays target independent.
+  if (llvm::Error lowerError = target.isNvidia() && last == EmitStage::Ptx
+                                   ? compiler::lowerForGpu(**module)
+                                   : compiler::lowerToLoops(**module)) {
     *error = llvm::toString(std::move(lowerError));
     return std::nullopt;
   }

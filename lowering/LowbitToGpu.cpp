@@ -1,0 +1,654 @@
+//===- LowbitToGpu.cpp - lowbit.quantize/dequantize to gpu.launch ---------===//
+//
+// The GPU mapping of the kernels whose memory access it can shape for
+// bandwidth (docs/gpu.md, "Thread mapping"): each lane moves 16 bytes with
+// one vector load, the lanes of one scale group combine their statistics
+// with warp shuffles, and codes and scales are written in the same pass.
+// Everything else is left to lowbit-to-loops and the generic mapping of
+// the GPU tail. The arithmetic is ScaleMath's, so the bits are the
+// reference quantizer's (docs/quantization.md).
+//
+// Covered here:
+//   - quantize, dynamic scales, groups of G along the row (axis 1, row-major
+//     scales, no computed global scale): mxfp8, mxfp6_*, mxfp4, int4_g128,
+//     int8_g64 and user schemes alike, when G is a power-of-two multiple of
+//     the vector width with at most 32 lanes per group;
+//   - dequantize with per-tensor, per-token (per-channel axis 0) or
+//     row-group scales in the row-major layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/Passes.h"
+#include "lowering/ScaleMath.h"
+
+#include "dialect/LowbitOps.h"
+#include "format/Scheme.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace lowbit {
+#define GEN_PASS_DEF_LOWBITTOGPU
+#include "lowering/Passes.h.inc"
+} // namespace lowbit
+
+using namespace mlir;
+namespace ld = lowbit::dialect;
+
+namespace {
+
+/// Bytes each lane moves with one vector access (ld.global.v4.b32).
+constexpr int64_t kVectorBytes = 16;
+constexpr int64_t kWarpSize = 32;
+
+//===----------------------------------------------------------------------===//
+// The bufferization boundary
+//===----------------------------------------------------------------------===//
+
+/// The memref an operand is read from, when it comes from to_tensor.
+Value operandBuffer(Value tensor) {
+  if (!tensor)
+    return {};
+  if (auto toTensor = tensor.getDefiningOp<bufferization::ToTensorOp>())
+    return toTensor.getBuffer();
+  return {};
+}
+
+/// The materialize op that writes `result` into a memref available before
+/// `anchor` (a block argument or an op earlier in its block), if any.
+bufferization::MaterializeInDestinationOp resultDestination(Value result,
+                                                            Operation *anchor) {
+  if (!result || !result.hasOneUse())
+    return {};
+  auto materialize = dyn_cast<bufferization::MaterializeInDestinationOp>(
+      *result.getUsers().begin());
+  if (!materialize || !isa<MemRefType>(materialize.getDest().getType()))
+    return {};
+  Value dest = materialize.getDest();
+  if (auto argument = dyn_cast<BlockArgument>(dest)) {
+    if (argument.getOwner()->getParent()->isAncestor(anchor->getParentRegion()))
+      return materialize;
+    return {};
+  }
+  Operation *definition = dest.getDefiningOp();
+  if (definition->getBlock() == anchor->getBlock() &&
+      definition->isBeforeInBlock(anchor))
+    return materialize;
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Which schemes this mapping covers
+//===----------------------------------------------------------------------===//
+
+int64_t bytesOf(Type type) { return type.getIntOrFloatBitWidth() / 8; }
+
+/// Lanes sharing one group of `groupSize` elements when each lane loads
+/// 16 bytes of `inputType`; 0 when the group does not split that way.
+int64_t lanesPerGroup(const lowbit::Scheme &scheme, Type inputType) {
+  const lowbit::ScaleSpec &scale = scheme.scale;
+  if (scale.granularity != lowbit::Granularity::Group || scale.axis != 1 ||
+      scale.layout != lowbit::ScaleLayout::RowMajor)
+    return 0;
+  int64_t width = kVectorBytes / bytesOf(inputType);
+  if (scale.groupSize % width != 0)
+    return 0;
+  int64_t lanes = scale.groupSize / width;
+  if (lanes > kWarpSize || (lanes & (lanes - 1)) != 0)
+    return 0;
+  return lanes;
+}
+
+/// Dequantize: scale granularities whose group index is computable per run
+/// of 16 output bytes.
+bool dequantizeCovered(const lowbit::Scheme &scheme, Type outputType) {
+  const lowbit::ScaleSpec &scale = scheme.scale;
+  if (scale.layout != lowbit::ScaleLayout::RowMajor)
+    return false;
+  switch (scale.granularity) {
+  case lowbit::Granularity::PerTensor:
+  case lowbit::Granularity::PerToken:
+    return true;
+  case lowbit::Granularity::PerChannel:
+    return scale.axis == 0;
+  case lowbit::Granularity::Group:
+    return scale.axis == 1 &&
+           scale.groupSize % (kVectorBytes / bytesOf(outputType)) == 0;
+  case lowbit::Granularity::Block:
+    return false;
+  }
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel bodies
+//===----------------------------------------------------------------------===//
+
+/// Emits one gpu.launch per op; the scale and element arithmetic is
+/// ScaleMath's.
+class GpuKernelEmitter : public lowbit::ScaleMath {
+public:
+  GpuKernelEmitter(ImplicitLocOpBuilder &builder, const lowbit::Scheme &scheme,
+                   int64_t threadsPerBlock)
+      : ScaleMath(builder, scheme), threadsPerBlock(threadsPerBlock) {}
+
+  /// Dynamic row-group quantize: `lanes` lanes per group, each loading
+  /// `width` consecutive elements.
+  void emitQuantizeRowGroups(Value input, Value codes, Value scales,
+                             Value zeros, Value global, Value rows, Value cols,
+                             int64_t lanes) {
+    Type inputType = cast<MemRefType>(input.getType()).getElementType();
+    int64_t width = kVectorBytes / bytesOf(inputType);
+    int64_t groupSize = scheme.scale.groupSize;
+    bool nibble = scheme.packing == lowbit::Packing::Nibble;
+    bool withMinMax = usesMinMax();
+
+    Value groupsPerRow = ceilDiv(cols, idx(groupSize));
+    Value groupCount = arith::MulIOp::create(b, rows, groupsPerRow);
+    Value laneCount = arith::MulIOp::create(b, groupCount, idx(lanes));
+    gpu::LaunchOp launch = createLaunch(laneCount);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+
+    Value thread = globalThread(launch);
+    Value lane = arith::RemUIOp::create(b, thread, idx(lanes));
+    Value group = arith::DivUIOp::create(b, thread, idx(lanes));
+    Value row = arith::DivUIOp::create(b, group, groupsPerRow);
+    Value groupCol = arith::RemUIOp::create(b, group, groupsPerRow);
+    Value col0 = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, groupCol, idx(groupSize)),
+        arith::MulIOp::create(b, lane, idx(width)));
+    Value valid =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group, groupCount);
+    // The vector path needs 16-byte aligned rows of the input and
+    // width-aligned rows of the codes; any other shape takes the scalar
+    // path with per-element guards (the ragged tail).
+    Value fast = andAll(
+        {valid, isAligned(input, kVectorBytes),
+         isAligned(codes, nibble ? width / 2 : width), divides(width, cols),
+         arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                               arith::AddIOp::create(b, col0, idx(width)), cols)
+             .getResult()});
+
+    // Load: out-of-range elements read as 0, which no statistic sees (all
+    // start at 0 and ignore NaN).
+    auto loadIf = scf::IfOp::create(b, SmallVector<Type>(width, b.getF32Type()),
+                                    fast, true);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPointToStart(loadIf.thenBlock());
+      Value vector = vector::LoadOp::create(
+          b, VectorType::get({width}, inputType), input, ValueRange{row, col0},
+          /*nontemporal=*/false, llvm::MaybeAlign(kVectorBytes));
+      SmallVector<Value> elements;
+      for (int64_t i = 0; i < width; ++i)
+        elements.push_back(widen(vector::ExtractOp::create(b, vector, i)));
+      scf::YieldOp::create(b, elements);
+      b.setInsertionPointToStart(loadIf.elseBlock());
+      SmallVector<Value> scalars;
+      for (int64_t i = 0; i < width; ++i) {
+        Value col = arith::AddIOp::create(b, col0, idx(i));
+        auto scalarIf = scf::IfOp::create(b, b.getF32Type(),
+                                          inBounds(valid, col, cols), true);
+        b.setInsertionPointToStart(scalarIf.thenBlock());
+        scf::YieldOp::create(
+            b, widen(memref::LoadOp::create(b, input, ValueRange{row, col})));
+        b.setInsertionPointToStart(scalarIf.elseBlock());
+        scf::YieldOp::create(b, f32(0.0f));
+        b.setInsertionPointAfter(scalarIf);
+        scalars.push_back(scalarIf.getResult(0));
+      }
+      scf::YieldOp::create(b, scalars);
+    }
+    SmallVector<Value> elements(loadIf.getResults());
+
+    // Statistics: this lane's elements, then the group's lanes (xor
+    // shuffles within aligned runs of `lanes` lanes; every lane of the
+    // warp takes part). max/min of NaN-free values are exact and
+    // order-independent, so this equals the reference's sequential scan.
+    SmallVector<Value> acc(withMinMax ? 3 : 1, f32(0.0f));
+    for (Value element : elements)
+      acc = accumulate(acc, element, withMinMax);
+    for (int64_t offset = lanes / 2; offset >= 1; offset /= 2) {
+      for (size_t position = 0; position < acc.size(); ++position) {
+        Value other =
+            gpu::ShuffleOp::create(b, acc[position], int32_t(offset),
+                                   int32_t(kWarpSize), gpu::ShuffleMode::XOR)
+                .getShuffleResult();
+        acc[position] = position == 1 ? stdMin(acc[position], other)
+                                      : stdMax(acc[position], other);
+      }
+    }
+    lowbit::Stats stats = toStats(acc, withMinMax);
+
+    // The scale, computed by every lane of the group, stored by the first.
+    // A two-level scheme's global scale, stored before this launch.
+    Value globalValue = hasGlobal() ? loadScalar(global) : Value();
+    Value stored = pickScale(stats, globalValue);
+    lowbit::GroupParams params;
+    params.global = globalValue;
+    params.scale = decodeScale(stored);
+    Value zero;
+    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
+      zero = pickZero(stats.min, params.scale);
+      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
+    }
+    params = withExactReciprocal(params);
+    Value firstLane = andAll(
+        {valid, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0))
+                    .getResult()});
+    auto storeScale = scf::IfOp::create(b, firstLane, false);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPoint(storeScale.thenBlock()->getTerminator());
+      memref::StoreOp::create(b, stored, scales, ValueRange{row, groupCol});
+      if (zero)
+        memref::StoreOp::create(b, zero, zeros, ValueRange{row, groupCol});
+    }
+
+    // Codes: pairs through one vector<2xf32> encode (one x2 cvt where the
+    // chip has it), packed into this lane's bytes.
+    SmallVector<Value> codeValues;
+    for (int64_t i = 0; i < width; i += 2) {
+      auto [first, second] = quantizePair(elements[i], elements[i + 1], params);
+      codeValues.push_back(first);
+      codeValues.push_back(second);
+    }
+    SmallVector<Value> bytes;
+    if (!nibble) {
+      bytes = codeValues;
+    } else {
+      for (int64_t i = 0; i < width; i += 2)
+        bytes.push_back(packNibbles(codeValues[i], codeValues[i + 1]));
+    }
+    int64_t byteCount = bytes.size();
+    Value byteCol0 =
+        nibble ? arith::DivUIOp::create(b, col0, idx(2)).getResult() : col0;
+    auto storeIf = scf::IfOp::create(b, fast, true);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
+      Value packed = vector::FromElementsOp::create(
+          b, VectorType::get({byteCount}, b.getI8Type()), bytes);
+      vector::StoreOp::create(b, packed, codes, ValueRange{row, byteCol0},
+                              /*nontemporal=*/false,
+                              llvm::MaybeAlign(byteCount));
+      b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
+      for (int64_t j = 0; j < byteCount; ++j) {
+        // A byte exists when its first element does; in nibble packing a
+        // missing second element leaves the high nibble zero.
+        Value firstCol =
+            arith::AddIOp::create(b, col0, idx(nibble ? 2 * j : j));
+        auto byteIf =
+            scf::IfOp::create(b, inBounds(valid, firstCol, cols), false);
+        OpBuilder::InsertionGuard byteGuard(b);
+        b.setInsertionPoint(byteIf.thenBlock()->getTerminator());
+        Value byte = bytes[j];
+        if (nibble) {
+          Value secondCol = arith::AddIOp::create(b, firstCol, idx(1));
+          Value hasSecond = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                  secondCol, cols);
+          byte =
+              select(hasSecond, byte, arith::AndIOp::create(b, byte, i8(0xF)));
+        }
+        memref::StoreOp::create(
+            b, byte, codes,
+            ValueRange{row, arith::AddIOp::create(b, byteCol0, idx(j))});
+      }
+    }
+  }
+
+  /// Dequantize: each lane reads 16 bytes of codes and writes their
+  /// elements with 16-byte stores.
+  void emitDequantize(Value codes, Value scales, Value zeros, Value global,
+                      Value output, Value rows, Value cols) {
+    Type outputType = cast<MemRefType>(output.getType()).getElementType();
+    int64_t width = kVectorBytes / bytesOf(outputType); // elements per store
+    bool nibble = scheme.packing == lowbit::Packing::Nibble;
+    int64_t perByte = nibble ? 2 : 1;
+    int64_t elementsPerLane = kVectorBytes * perByte;
+
+    Value packedCols = nibble ? ceilDiv(cols, idx(2)) : cols;
+    Value chunksPerRow = ceilDiv(packedCols, idx(kVectorBytes));
+    Value laneCount = arith::MulIOp::create(b, rows, chunksPerRow);
+    gpu::LaunchOp launch = createLaunch(laneCount);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+
+    Value thread = globalThread(launch);
+    Value row = arith::DivUIOp::create(b, thread, chunksPerRow);
+    Value chunk = arith::RemUIOp::create(b, thread, chunksPerRow);
+    Value byteCol0 = arith::MulIOp::create(b, chunk, idx(kVectorBytes));
+    Value col0 = arith::MulIOp::create(b, byteCol0, idx(perByte));
+    Value valid =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, thread, laneCount);
+    Value globalValue;
+    if (hasGlobal())
+      globalValue = loadScalar(global);
+    // Whole 16-byte runs of codes in aligned rows take the vector path.
+    Value fast = andAll({valid, isAligned(codes, kVectorBytes),
+                         isAligned(output, kVectorBytes),
+                         divides(elementsPerLane, cols)});
+
+    auto ifFast = scf::IfOp::create(b, fast, true);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPoint(ifFast.thenBlock()->getTerminator());
+      Value packed = vector::LoadOp::create(
+          b, VectorType::get({kVectorBytes}, b.getI8Type()), codes,
+          ValueRange{row, byteCol0}, /*nontemporal=*/false,
+          llvm::MaybeAlign(kVectorBytes));
+      SmallVector<Value> codeValues;
+      for (int64_t j = 0; j < kVectorBytes; ++j) {
+        Value byte = vector::ExtractOp::create(b, packed, j);
+        if (!nibble) {
+          codeValues.push_back(byte);
+          continue;
+        }
+        codeValues.push_back(arith::AndIOp::create(b, byte, i8(0xF)));
+        codeValues.push_back(arith::ShRUIOp::create(b, byte, i8(4)));
+      }
+      for (int64_t start = 0; start < elementsPerLane; start += width) {
+        Value col = arith::AddIOp::create(b, col0, idx(start));
+        lowbit::GroupParams params = loadParams(scales, zeros, row, col);
+        params.global = globalValue;
+        SmallVector<Value> values;
+        for (int64_t i = start; i < start + width; i += 2) {
+          auto [first, second] =
+              dequantizePair(codeValues[i], codeValues[i + 1], params);
+          values.push_back(narrow(first, outputType));
+          values.push_back(narrow(second, outputType));
+        }
+        Value vector = vector::FromElementsOp::create(
+            b, VectorType::get({width}, outputType), values);
+        vector::StoreOp::create(b, vector, output, ValueRange{row, col},
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(kVectorBytes));
+      }
+      // The ragged tail: one byte and its elements at a time.
+      b.setInsertionPoint(ifFast.elseBlock()->getTerminator());
+      for (int64_t j = 0; j < kVectorBytes; ++j) {
+        Value byteCol = arith::AddIOp::create(b, byteCol0, idx(j));
+        auto ifByte =
+            scf::IfOp::create(b, inBounds(valid, byteCol, packedCols), false);
+        OpBuilder::InsertionGuard byteGuard(b);
+        b.setInsertionPoint(ifByte.thenBlock()->getTerminator());
+        Value byte = memref::LoadOp::create(b, codes, ValueRange{row, byteCol});
+        for (int64_t k = 0; k < perByte; ++k) {
+          Value col = arith::AddIOp::create(
+              b, arith::MulIOp::create(b, byteCol, idx(perByte)), idx(k));
+          Value code = byte;
+          if (nibble)
+            code = k == 0 ? arith::AndIOp::create(b, byte, i8(0xF)).getResult()
+                          : arith::ShRUIOp::create(b, byte, i8(4)).getResult();
+          auto ifElement = scf::IfOp::create(
+              b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols),
+              false);
+          OpBuilder::InsertionGuard elementGuard(b);
+          b.setInsertionPoint(ifElement.thenBlock()->getTerminator());
+          lowbit::GroupParams params = loadParams(scales, zeros, row, col);
+          params.global = globalValue;
+          memref::StoreOp::create(
+              b, narrow(dequantizeValue(code, params), outputType), output,
+              ValueRange{row, col});
+        }
+      }
+    }
+  }
+
+private:
+  Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
+  Value ceilDiv(Value value, Value divisor) {
+    Value biased = arith::SubIOp::create(
+        b, arith::AddIOp::create(b, value, divisor), idx(1));
+    return arith::DivUIOp::create(b, biased, divisor);
+  }
+  Value andAll(ArrayRef<Value> conditions) {
+    Value result = conditions.front();
+    for (Value condition : conditions.drop_front())
+      result = arith::AndIOp::create(b, result, condition);
+    return result;
+  }
+  Value inBounds(Value valid, Value col, Value cols) {
+    return andAll(
+        {valid, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols)
+                    .getResult()});
+  }
+  /// Whether `multiple` divides `value`.
+  Value divides(int64_t multiple, Value value) {
+    return arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, value, idx(multiple)), idx(0));
+  }
+  /// Whether the buffer's data pointer is a multiple of `bytes`.
+  Value isAligned(Value buffer, int64_t bytes) {
+    if (bytes <= 1)
+      return arith::ConstantOp::create(b, b.getBoolAttr(true));
+    Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
+    return divides(bytes, pointer);
+  }
+  Value widen(Value value) {
+    if (value.getType() == b.getF32Type())
+      return value;
+    return arith::ExtFOp::create(b, b.getF32Type(), value); // exact
+  }
+  Value narrow(Value value, Type type) {
+    if (type == b.getF32Type())
+      return value;
+    return arith::TruncFOp::create(b, type, value);
+  }
+  Value packNibbles(Value low, Value high) {
+    return arith::OrIOp::create(
+        b, arith::AndIOp::create(b, low, i8(0xF)),
+        arith::ShLIOp::create(b, arith::AndIOp::create(b, high, i8(0xF)),
+                              i8(4)));
+  }
+  Value loadScalar(Value buffer) {
+    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+    return memref::LoadOp::create(b, buffer, SmallVector<Value>(rank, idx(0)));
+  }
+
+  /// What element (row, col) needs, read from the stored scales.
+  lowbit::GroupParams loadParams(Value scales, Value zeros, Value row,
+                                 Value col) {
+    const lowbit::ScaleSpec &scale = scheme.scale;
+    Value scaleRow = row, scaleCol = idx(0);
+    if (scale.granularity == lowbit::Granularity::PerTensor)
+      scaleRow = idx(0);
+    else if (scale.granularity == lowbit::Granularity::Group)
+      scaleCol = arith::DivUIOp::create(b, col, idx(scale.groupSize));
+    lowbit::GroupParams params;
+    params.scale = decodeScale(
+        memref::LoadOp::create(b, scales, ValueRange{scaleRow, scaleCol}));
+    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
+      Value zero =
+          memref::LoadOp::create(b, zeros, ValueRange{scaleRow, scaleCol});
+      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
+    }
+    return params;
+  }
+
+  /// A 1-D grid over `laneCount` lanes (the large dimension on grid x,
+  /// which holds 2^31 - 1 blocks).
+  gpu::LaunchOp createLaunch(Value laneCount) {
+    Value blocks = ceilDiv(laneCount, idx(threadsPerBlock));
+    Value one = idx(1);
+    auto launch = gpu::LaunchOp::create(b, blocks, one, one,
+                                        idx(threadsPerBlock), one, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b);
+    return launch;
+  }
+  Value globalThread(gpu::LaunchOp launch) {
+    Value base = arith::MulIOp::create(b, launch.getBlockIds().x,
+                                       launch.getBlockSize().x);
+    return arith::AddIOp::create(b, base, launch.getThreadIds().x);
+  }
+
+  int64_t threadsPerBlock;
+};
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+Value dimOf(ImplicitLocOpBuilder &b, Value buffer, int64_t dim) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (!type.isDynamicDim(dim))
+    return arith::ConstantIndexOp::create(b, type.getDimSize(dim));
+  return memref::DimOp::create(b, buffer, dim);
+}
+
+struct QuantizeRowGroupsToGpu : OpRewritePattern<ld::QuantizeOp> {
+  QuantizeRowGroupsToGpu(MLIRContext *context, int64_t threadsPerBlock)
+      : OpRewritePattern(context), threadsPerBlock(threadsPerBlock) {}
+
+  LogicalResult matchAndRewrite(ld::QuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    lowbit::Scheme scheme = ld::toScheme(op.getScheme());
+    if (scheme.scale.mode != lowbit::ScaleMode::Dynamic ||
+        lowbit::containerBits(scheme) > 8)
+      return rewriter.notifyMatchFailure(op, "not a row-group dynamic scheme");
+    Value input = operandBuffer(op.getInput());
+    if (!input)
+      return rewriter.notifyMatchFailure(op, "input not from a memref");
+    Type inputType = cast<MemRefType>(input.getType()).getElementType();
+    int64_t lanes = lanesPerGroup(scheme, inputType);
+    if (lanes == 0)
+      return rewriter.notifyMatchFailure(op, "groups do not split in lanes");
+    auto codes = resultDestination(op.getCodes(), op);
+    auto scales = resultDestination(op.getScales(), op);
+    bufferization::MaterializeInDestinationOp zeros;
+    if (op.getZeros()) {
+      zeros = resultDestination(op.getZeros(), op);
+      if (!zeros)
+        return rewriter.notifyMatchFailure(op, "zeros not materialized");
+    }
+    if (!codes || !scales)
+      return rewriter.notifyMatchFailure(op, "results not materialized");
+    // A two-level scheme's global: given, or computed here (below).
+    bufferization::MaterializeInDestinationOp computedGlobal;
+    Value global;
+    if (op.getGlobal()) {
+      computedGlobal = resultDestination(op.getGlobal(), op);
+      if (!computedGlobal)
+        return rewriter.notifyMatchFailure(op, "global not materialized");
+      global = computedGlobal.getDest();
+    } else if (op.getStaticGlobal()) {
+      global = operandBuffer(op.getStaticGlobal());
+      if (!global)
+        return rewriter.notifyMatchFailure(op, "global not from a memref");
+    }
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    b.setInsertionPoint(op);
+    Value rows = dimOf(b, input, 0);
+    Value cols = dimOf(b, input, 1);
+    GpuKernelEmitter emitter(b, scheme, threadsPerBlock);
+    if (computedGlobal) {
+      // The tensor's amax as a loop nest with scf.reduce, for the GPU
+      // tail's generic reduction, then the global scale stored (a
+      // one-thread kernel); the group launch reads it back.
+      lowbit::Stats tensorStats = emitter.emitTensorStats(
+          rows, cols, /*withMinMax=*/false, [&](Value row, Value col) {
+            Value value =
+                memref::LoadOp::create(b, input, ValueRange{row, col});
+            if (value.getType() != b.getF32Type())
+              value = arith::ExtFOp::create(b, b.getF32Type(), value);
+            return value;
+          });
+      Value zero = arith::ConstantIndexOp::create(b, 0);
+      memref::StoreOp::create(b, emitter.computeGlobal(tensorStats.absMax),
+                              global, ValueRange{zero, zero});
+    }
+    emitter.emitQuantizeRowGroups(input, codes.getDest(), scales.getDest(),
+                                  zeros ? zeros.getDest() : Value(), global,
+                                  rows, cols, lanes);
+    if (computedGlobal)
+      rewriter.eraseOp(computedGlobal);
+    rewriter.eraseOp(codes);
+    rewriter.eraseOp(scales);
+    if (zeros)
+      rewriter.eraseOp(zeros);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  int64_t threadsPerBlock;
+};
+
+struct DequantizeToGpu : OpRewritePattern<ld::DequantizeOp> {
+  DequantizeToGpu(MLIRContext *context, int64_t threadsPerBlock)
+      : OpRewritePattern(context), threadsPerBlock(threadsPerBlock) {}
+
+  LogicalResult matchAndRewrite(ld::DequantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    lowbit::Scheme scheme = ld::toScheme(op.getScheme());
+    auto output = resultDestination(op.getResult(), op);
+    if (!output || lowbit::containerBits(scheme) > 8)
+      return rewriter.notifyMatchFailure(op, "result not materialized");
+    Value outputBuffer = output.getDest();
+    Type outputType = cast<MemRefType>(outputBuffer.getType()).getElementType();
+    if (!dequantizeCovered(scheme, outputType))
+      return rewriter.notifyMatchFailure(op, "granularity not covered");
+    Value codes = operandBuffer(op.getCodes());
+    Value scales = operandBuffer(op.getScales());
+    Value zeros = operandBuffer(op.getZeros());
+    Value global = operandBuffer(op.getGlobal());
+    if (!codes || !scales || (op.getZeros() && !zeros) ||
+        (op.getGlobal() && !global))
+      return rewriter.notifyMatchFailure(op, "operands not from memrefs");
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    b.setInsertionPoint(op);
+    // The output gives the logical shape (nibble codes cannot tell an odd
+    // column count from the next even one).
+    Value rows = dimOf(b, outputBuffer, 0);
+    Value cols = dimOf(b, outputBuffer, 1);
+    GpuKernelEmitter emitter(b, scheme, threadsPerBlock);
+    emitter.emitDequantize(codes, scales, zeros, global, outputBuffer, rows,
+                           cols);
+    rewriter.eraseOp(output);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  int64_t threadsPerBlock;
+};
+
+struct LowbitToGpuPass : lowbit::impl::LowbitToGpuBase<LowbitToGpuPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    lowbit::populateLowbitToGpuPatterns(patterns, threadsPerBlock);
+    // Each rewrite erases the op's materialize users as well, which the
+    // greedy driver tracks (the walk driver would visit them after).
+    GreedyRewriteConfig config;
+    config.enableFolding(false)
+        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
+        .setStrictness(GreedyRewriteStrictness::ExistingOps);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
+      return signalPassFailure();
+    // The to_tensor ops of the inputs are left for lowbit-to-loops, which
+    // runs next and erases those without uses.
+  }
+};
+
+} // namespace
+
+void lowbit::populateLowbitToGpuPatterns(RewritePatternSet &patterns,
+                                         int64_t threadsPerBlock) {
+  patterns.add<QuantizeRowGroupsToGpu, DequantizeToGpu>(patterns.getContext(),
+                                                        threadsPerBlock);
+}
