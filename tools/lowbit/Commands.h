@@ -28,6 +28,7 @@ CommandResult runDequantize(Arguments args);
 CommandResult runEval(Arguments args);
 CommandResult runAot(Arguments args);
 CommandResult runCache(Arguments args);
+CommandResult runReport(Arguments args);
 
 /// The formats table and the schemes list; `lowbit demo` prints them too.
 void printFormatsTable();

@@ -45,6 +45,8 @@ constexpr Subcommand kSubcommands[] = {
     {"demo", "JIT every scheme for the CPU and sm_90a, check it bit-exact",
      runDemo},
     {"cache", "show, list or clear the disk kernel cache", runCache},
+    {"report", "static report of each GPU kernel: widths, occupancy, bandwidth",
+     runReport},
 };
 
 void printUsage() {
