@@ -308,7 +308,7 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
                    report.bytesPerElement, report.minimumBytesPerElement)});
   losses.push_back(
       {double(report.launches.size()) * input.chip.launchOverheadSeconds,
-       fmt::format("{} launches", report.launches.size())});
+       fmt::format("launch overhead ({} launches)", report.launches.size())});
   double slowest = -1;
   for (size_t i = 0; i < report.launches.size(); ++i) {
     const LaunchReport &launch = report.launches[i];
