@@ -37,6 +37,9 @@ std::optional<ChipModel> chipModel(std::string_view chip) {
   // Four warp schedulers per SM, one instruction each per clock (Hopper and
   // Blackwell architecture whitepapers).
   model.issuePerSmPerClock = 4;
+  // L1: 128 bytes per clock per SM (H100 whitepaper: 33 TB/s over 132 SMs
+  // at 1.98 GHz); a warp access costs one wavefront per 128-byte line.
+  model.l1WavefrontsPerSmPerClock = 1;
   // Assumptions of this model, not datasheet values (docs/gpu-report.md).
   model.launchOverheadSeconds = 1.5e-6;
   model.contendedAtomicSeconds = 0.5e-9;
@@ -169,6 +172,25 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
   out.instructionsPerThread = 0;
   for (double w : weight)
     out.instructionsPerThread += w;
+
+  // Lane stride: in a launch whose grid grows with the tensor (not a
+  // grid-stride loop), a thread that handles E > 1 elements handles E
+  // consecutive ones, so adjacent lanes are E values apart; otherwise they
+  // are one access apart. Only the streamed side (loads of quantize, stores
+  // of dequantize) is given the stride; other accesses count as coalesced.
+  bool chunked = out.elementsPerThread > 1 && !out.launch.gridStride;
+  out.laneStrideBytes = chunked ? out.elementsPerThread * input.valueBytes : 0;
+  double accesses = 0, wavefronts = 0;
+  for (const PtxKernel::Access &access : ptx.accesses) {
+    bool streamedSide = access.load == (input.op == KernelOp::Quantize);
+    double stride = std::max(double(access.bits) / 8,
+                             streamedSide ? out.laneStrideBytes : 0.0);
+    double perWarp = std::min(32.0, std::ceil(32.0 * stride / 128.0));
+    accesses += weight[size_t(access.instruction)];
+    wavefronts += weight[size_t(access.instruction)] * perWarp;
+  }
+  out.wavefrontsPerAccess = accesses > 0 ? wavefronts / accesses : 0;
+  out.l1WavefrontsPerThread = wavefronts;
   if (out.elementsPerThread > 0)
     out.instructionsPerElement =
         out.instructionsPerThread / out.elementsPerThread;
@@ -219,15 +241,23 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
       (double(activeSms) * chip.issuePerSmPerClock * chip.clockHz);
   out.atomicSeconds =
       double(out.threads) * out.ptx.atomics * chip.contendedAtomicSeconds;
+  out.l1Seconds =
+      double(out.threads) / 32.0 * out.l1WavefrontsPerThread /
+      (double(activeSms) * chip.l1WavefrontsPerSmPerClock * chip.clockHz);
 
-  double work =
-      std::max({out.memorySeconds, out.issueSeconds, out.atomicSeconds});
+  double work = std::max(
+      {out.memorySeconds, out.issueSeconds, out.atomicSeconds, out.l1Seconds});
   out.seconds = work + chip.launchOverheadSeconds;
   if (work < chip.launchOverheadSeconds)
     out.limiter = "launch overhead (tiny kernel)";
   else if (work == out.atomicSeconds)
     out.limiter = fmt::format("contended atomics ({} per thread x {} threads)",
                               out.ptx.atomics, out.threads);
+  else if (work == out.l1Seconds)
+    out.limiter = fmt::format("uncoalesced access ({:.1f} L1 wavefronts per "
+                              "warp access, lanes {:.0f} "
+                              "B apart)",
+                              out.wavefrontsPerAccess, out.laneStrideBytes);
   else if (work == out.issueSeconds)
     out.limiter = fmt::format("instruction issue ({:.1f} instr/elem)",
                               out.instructionsPerElement);
@@ -374,6 +404,7 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
                         {(count + 127) / 128, 1, 1},
                         {128, 1, 1},
                         0,
+                        false,
                         {1, -1, -1, 2, 3, 4, 0}};
     launches.push_back(launch);
     return launches;
@@ -387,6 +418,7 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
                         {std::min<int64_t>((count + 255) / 256, 1024), 1, 1},
                         {256, 1, 1},
                         0,
+                        /*gridStride=*/true,
                         {0, -1, 5}});
   }
   int64_t threads =
@@ -401,6 +433,7 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
        {(threads + 127) / 128, 1, 1},
        {128, 1, 1},
        0,
+       false,
        {0, -1, -1, needsTensorAmax ? 5 : -1, 1, 2, 3, 4}});
   return launches;
 }
@@ -480,9 +513,10 @@ std::string formatReportText(const SpecReport &report) {
         resourceText(launch.resources.sharedBytes), 100 * launch.occupancy,
         launch.blocksPerSm, launch.occupancyLimiter);
     text += fmt::format("    estimate  {:.1f} us: memory {:.1f}, issue {:.1f}, "
-                        "atomics {:.1f}; {} moved; {}\n",
+                        "L1 {:.1f}, atomics {:.1f}; {} moved; {}\n",
                         launch.seconds * 1e6, launch.memorySeconds * 1e6,
-                        launch.issueSeconds * 1e6, launch.atomicSeconds * 1e6,
+                        launch.issueSeconds * 1e6, launch.l1Seconds * 1e6,
+                        launch.atomicSeconds * 1e6,
                         bytesText(double(launch.bytesMoved)), launch.limiter);
   }
   return text;

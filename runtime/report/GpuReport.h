@@ -48,6 +48,8 @@ struct ChipModel {
   double clockHz = 0;
   /// Warp instructions one SM issues per clock (one per scheduler).
   int issuePerSmPerClock = 0;
+  /// 128-byte L1 wavefronts one SM serves per clock.
+  int l1WavefrontsPerSmPerClock = 0;
   /// Cost of one kernel launch in a stream beyond its own work.
   double launchOverheadSeconds = 0;
   /// One atomic on a single contended address, serialized in L2.
@@ -77,6 +79,13 @@ struct PtxKernel {
   int genericAccesses = 0;
   int globalLoadBytes = 0, globalStoreBytes = 0;
   std::vector<PtxLoop> loops;
+  /// Every global/generic access, in order.
+  struct Access {
+    int instruction = 0, bits = 0;
+    bool load = false;
+    bool operator==(const Access &other) const = default;
+  };
+  std::vector<Access> accesses;
   /// Indices of the .param slots the body reads.
   std::vector<int> parametersRead;
   int atomics = 0, casAtomics = 0, sysScopeOps = 0;
@@ -101,6 +110,8 @@ struct KernelLaunch {
   std::string policy;
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int64_t dynamicSharedBytes = 0;
+  /// The grid does not grow with the tensor: threads stride over it.
+  bool gridStride = false;
   /// PTX .param slot -> index into the spec's buffers (-1: not a buffer
   /// address). A buffer counts as moved by the launch when its slot is read.
   std::vector<int> bufferOfParameter;
@@ -141,7 +152,12 @@ struct LaunchReport {
   std::string occupancyLimiter; ///< registers, threads, blocks, shared, grid
   int64_t bytesMoved = 0;
   double bytesInFlight = 0; ///< whole GPU
+  /// Bytes between the addresses of adjacent lanes, and the 128-byte L1
+  /// wavefronts one warp-wide access costs on average.
+  double laneStrideBytes = 0, wavefrontsPerAccess = 0;
+  double l1WavefrontsPerThread = 0; ///< per thread, summed over accesses
   double memorySeconds = 0, issueSeconds = 0, atomicSeconds = 0;
+  double l1Seconds = 0;
   double seconds = 0; ///< the largest of the three plus the launch overhead
   std::string limiter;
 };

@@ -166,6 +166,7 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
     std::optional<MemoryAccess> access = memoryAccess(opcode);
     accesses.push_back(access);
     if (access) {
+      kernel.accesses.push_back({index, access->bits, access->isLoad});
       (access->isLoad ? kernel.loadWidths : kernel.storeWidths)[access->bits]++;
       (access->isLoad ? kernel.globalLoadBytes : kernel.globalStoreBytes) +=
           access->bits / 8;

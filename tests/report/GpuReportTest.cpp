@@ -159,6 +159,7 @@ TEST_CASE("occupancy and the bandwidth estimate", "[report]") {
   launch.block = {256, 1, 1};
   launch.grid = {132 * 8 * 4, 1, 1};
   launch.bufferOfParameter = {0, 2, 1};
+  launch.gridStride = true;
   input.launches = {launch};
   runtime::KernelResources resources;
   resources.function = "copy_kernel";
@@ -206,6 +207,35 @@ TEST_CASE("occupancy and the bandwidth estimate", "[report]") {
   CHECK(wide->launches[0].limiter == "HBM bandwidth");
   CHECK(wide->bandwidthFraction > 0.9);
   CHECK(wide->bandwidthFraction > report->bandwidthFraction);
+  // Grid-stride: adjacent lanes load adjacent 16-byte vectors, 4 lines per
+  // warp access for the loads, 1 for the 4-byte stores.
+  CHECK(wide->launches[0].laneStrideBytes == 0);
+  CHECK(wide->launches[0].wavefrontsPerAccess == Approx(2.5));
+
+  // The same body with each thread owning its 62 consecutive elements:
+  // lanes 248 B apart, every warp load touches 32 lines (512 useful bytes
+  // in 32 L1 clocks: just under the HBM rate per SM, so not yet the limit).
+  input.launches[0].gridStride = false;
+  Expected<SpecReport> chunked = analyzeSpec(input);
+  REQUIRE(chunked);
+  const LaunchReport &strided = chunked->launches[0];
+  CHECK(strided.laneStrideBytes == Approx(strided.elementsPerThread * 4));
+  CHECK(strided.wavefrontsPerAccess == Approx((32.0 + 1.0) / 2));
+  CHECK(strided.l1Seconds ==
+        Approx(wide->launches[0].l1Seconds * (32.0 + 1.0) / (4.0 + 1.0)));
+  CHECK(strided.l1Seconds > 0.9 * strided.memorySeconds);
+  CHECK(strided.l1Seconds < strided.memorySeconds);
+
+  // Scalar loads in the same layout: 32 lines for 128 useful bytes per
+  // warp access, and L1 limits.
+  input.ptx = std::string(kVectorPtx);
+  size_t at = input.ptx.find("ld.global.nc.v4.b32");
+  input.ptx.replace(at, 19, "ld.global.nc.b32   ");
+  input.valueBytes = 4;
+  Expected<SpecReport> scalar = analyzeSpec(input);
+  REQUIRE(scalar);
+  CHECK(scalar->launches[0].limiter.rfind("uncoalesced access", 0) == 0);
+  CHECK(scalar->bandwidthFraction < 0.5);
 }
 
 TEST_CASE("a launch of a kernel the PTX lacks is an error", "[report]") {

@@ -183,6 +183,16 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
     launch.grid = {values[0], values[1], values[2]};
     launch.block = {values[3], values[4], values[5]};
     launch.dynamicSharedBytes = values[6];
+    // A grid that does not double with the rows strides over the tensor.
+    int64_t threads = 1, threadsAtTwiceRows = 1;
+    for (size_t i = 0; i < 6; ++i) {
+      Expected<int64_t> twice = jit::evaluateSize(step.sizes[i], probes[1]);
+      if (!twice)
+        return twice.error();
+      threads *= values[i];
+      threadsAtTwiceRows *= *twice;
+    }
+    launch.gridStride = threadsAtTwiceRows < 2 * threads;
     std::array<std::string, 6> described;
     for (size_t i = 0; i < 6; ++i)
       described[i] =
