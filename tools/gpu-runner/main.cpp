@@ -9,6 +9,12 @@
 // kernels on the bundle's bench size (>= 256 MiB) next to a device-to-
 // device copy of the same bytes, the bandwidth ceiling.
 //
+// Each entry with data is also checked against NVIDIA's own conversions:
+// runtime/nvrtc's CUDA C++ reference kernel of the scheme (cuda_fp8.h,
+// cuda_fp6.h, cuda_fp4.h), compiled by NVRTC at run time and run on the
+// same input, must write the same bytes. Without NVRTC that check is
+// skipped with the reason.
+//
 //   lowbit-gpu-runner BUNDLE [--out results.json] [--iterations N]
 //                     [--no-bench] [--only NAME]
 //
@@ -21,11 +27,14 @@
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/Npy.h"
 #include "runtime/driver/CudaDriver.h"
+#include "runtime/driver/Nvrtc.h"
+#include "runtime/nvrtc/ReferenceKernels.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -308,6 +317,132 @@ JsonValue correctness(const CudaContext &context, const Options &options,
   result.set("bytes_compared", JsonValue::number(compared));
   result.set("mismatched_bytes", JsonValue::number(mismatches));
   result.set("first_mismatches", std::move(firstMismatches));
+  if (mismatches)
+    allCorrect = false;
+  return result;
+}
+
+/// NVIDIA's conversions on the entry's data: the scheme's NVRTC reference
+/// kernel (ReferenceKernels.h ABI) on the same inputs must write the
+/// expected bytes. Covers dynamic-scale f32 entries of named schemes.
+JsonValue nvidiaReference(const CudaContext &context,
+                          const aot::BundleEntry &entry,
+                          const std::string &bundle, const std::string &target,
+                          bool &allCorrect) {
+  JsonValue result = JsonValue::object();
+  auto skip = [&](const std::string &why) {
+    result.set("skipped", JsonValue::string(why));
+    return result;
+  };
+  auto failWith = [&](const std::string &message) {
+    result.set("correct", JsonValue::boolean(false));
+    result.set("error", JsonValue::string(message));
+    allCorrect = false;
+    return result;
+  };
+  if (entry.valueType != "f32" ||
+      entry.spec.find("scale=static") != std::string::npos ||
+      entry.name.ends_with("-given"))
+    return skip("the reference kernels cover dynamic f32 specs");
+  Expected<ReferenceKernelSource> source =
+      referenceKernelSource(entry.scheme, "f32");
+  if (!source)
+    return skip(source.error().message);
+  Expected<const NvrtcApi *> nvrtc = nvrtcLibrary();
+  if (!nvrtc)
+    return skip("NVRTC: " + nvrtc.error().message);
+  Expected<ReferenceKernelBuild> build =
+      buildReferenceKernel(**nvrtc, nullptr, *source, target);
+  if (!build)
+    return failWith("NVRTC: " + build.error().message);
+
+  const aot::BundleData &data = *entry.data;
+  std::map<std::string, size_t> roleIndex;
+  for (size_t i = 0; i < entry.params.size(); ++i)
+    roleIndex[entry.params[i].role] = i;
+  std::vector<DeviceBuffer> device;
+  std::vector<CUdeviceptr> address(entry.params.size(), 0);
+  std::vector<std::vector<uint8_t>> expected(entry.params.size());
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    std::string error;
+    std::optional<npy::Array> array =
+        npy::readNpy(bundle + "/" + data.files[i], &error);
+    if (!array)
+      return failWith(error);
+    Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(
+        context, std::max<size_t>(1, array->bytes.size()));
+    if (!buffer)
+      return failWith(buffer.error().message);
+    std::vector<uint8_t> upload = array->bytes;
+    if (entry.params[i].written) {
+      expected[i] = std::move(array->bytes);
+      std::fill(upload.begin(), upload.end(), uint8_t(0xA5));
+    }
+    if (Status s = buffer->upload(upload.data(), upload.size()); !s)
+      return failWith(s.error().message);
+    address[i] = buffer->address();
+    device.push_back(std::move(*buffer));
+  }
+  auto pointer = [&](const char *role) -> CUdeviceptr {
+    auto it = roleIndex.find(role);
+    return it == roleIndex.end() ? 0 : address[it->second];
+  };
+  Expected<DeviceBuffer> scratch = DeviceBuffer::allocate(context, 4);
+  uint32_t zero = 0;
+  if (!scratch)
+    return failWith(scratch.error().message);
+  if (Status s = scratch->upload(&zero, 4); !s)
+    return failWith(s.error().message);
+  long long rows = data.size.rows, cols = data.size.cols;
+  long long count = rows * cols;
+  CUdeviceptr x = pointer("input"), codes = pointer("codes"),
+              scales = pointer("scales"), zeros = pointer("zeros"),
+              global = pointer("global"), out = pointer("output"),
+              amax = scratch->address();
+  auto run = [&](const char *name, unsigned blocks, unsigned threads,
+                 void **arguments) -> std::string {
+    Expected<CudaModule> kernel = CudaModule::load(context, build->ptx, name);
+    if (!kernel)
+      return kernel.error().message;
+    if (Status s = kernel->launch({blocks}, {threads}, 0, nullptr, arguments);
+        !s)
+      return s.error().message;
+    return check(context.api(), context.api().cuCtxSynchronize(),
+                 "cuCtxSynchronize");
+  };
+  std::string error;
+  if (entry.op == "quantize") {
+    if (source->needsTensorAmax) {
+      void *arguments[] = {&x, &count, &amax};
+      error = run("lowbit_ref_amax",
+                  unsigned(std::min<long long>((count + 255) / 256, 1024)), 256,
+                  arguments);
+    }
+    long long threads = quantizeThreads(*source, rows, cols);
+    void *arguments[] = {&x,     &rows,   &cols,  &amax,
+                         &codes, &scales, &zeros, &global};
+    if (error.empty())
+      error = run("lowbit_ref_quantize", unsigned((threads + 127) / 128), 128,
+                  arguments);
+  } else {
+    void *arguments[] = {&codes, &rows, &cols, &scales, &zeros, &global, &out};
+    error = run("lowbit_ref_dequantize", unsigned((count + 127) / 128), 128,
+                arguments);
+  }
+  if (!error.empty())
+    return failWith(error);
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    if (!entry.params[i].written)
+      continue;
+    std::vector<uint8_t> got(expected[i].size());
+    if (Status s = device[i].download(got.data(), got.size()); !s)
+      return failWith(s.error().message);
+    for (size_t b = 0; b < got.size(); ++b)
+      mismatches += got[b] != expected[i][b];
+  }
+  result.set("correct", JsonValue::boolean(mismatches == 0));
+  result.set("mismatched_bytes", JsonValue::number(mismatches));
   if (mismatches)
     allCorrect = false;
   return result;
@@ -648,6 +783,13 @@ int main(int argc, char **argv) {
       const JsonValue *ok = c.get("correct");
       line += ok && ok->asBool() ? " bit-exact" : " MISMATCH";
       out.set("correctness", std::move(c));
+      JsonValue reference = nvidiaReference(*context, entry, options.bundle,
+                                            manifest->target, allCorrect);
+      const JsonValue *same = reference.get("correct");
+      line += !same            ? " (NVIDIA ref skipped)"
+              : same->asBool() ? ", = NVIDIA ref"
+                               : ", NVIDIA ref MISMATCH";
+      out.set("nvidia_reference", std::move(reference));
     }
     if (options.bench && entry.bench) {
       JsonValue b = bench(*context, options, extra, entry, loaded);
