@@ -28,6 +28,7 @@
 #include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/JitBackend.h"
+#include "tools/lowbit/ParamRoles.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -70,7 +71,9 @@ constexpr std::string_view kUsage =
     "  --bench    the size the runner times (default 8192x8192)\n"
     "  --no-cubin PTX only (the driver JIT-compiles it at load)\n";
 
-bool parseSize(std::string_view text, int64_t &rows, int64_t &cols) {
+} // namespace
+
+bool parseRowsByCols(std::string_view text, int64_t &rows, int64_t &cols) {
   size_t x = text.find('x');
   if (x == std::string_view::npos)
     return false;
@@ -81,6 +84,8 @@ bool parseSize(std::string_view text, int64_t &rows, int64_t &cols) {
   };
   return number(text.substr(0, x), rows) && number(text.substr(x + 1), cols);
 }
+
+namespace {
 
 // --- launch extraction ------------------------------------------------------
 
@@ -400,7 +405,9 @@ std::vector<uint8_t> parameterBytes(const compiler::KernelParam &param,
   return bytes;
 }
 
-std::string_view roleName(compiler::KernelParam::Role role) {
+} // namespace
+
+std::string_view paramRoleName(compiler::KernelParam::Role role) {
   using Role = compiler::KernelParam::Role;
   switch (role) {
   case Role::Input:
@@ -418,6 +425,8 @@ std::string_view roleName(compiler::KernelParam::Role role) {
   }
   return "?";
 }
+
+namespace {
 
 SizeInstance sizeInstance(const KernelSpec &spec, int64_t rows, int64_t cols) {
   SizeInstance size{rows, cols, {}};
@@ -496,7 +505,7 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
   for (size_t i = 0; i < params.size(); ++i) {
     const auto &param = params[i];
     std::string file = fmt::format("{}.{}.{}.{}.npy", stem, i,
-                                   roleName(param.role),
+                                   paramRoleName(param.role),
                                    param.isResult ? "expected" : "in");
     std::vector<uint8_t> bytes = parameterBytes(
         param, shapes[i], *reference,
@@ -582,7 +591,7 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
   entry.launches = std::move(*launches);
   for (const compiler::KernelParam &param : compiler::kernelParams(spec))
     entry.params.push_back(
-        {std::string(roleName(param.role)), param.elementType, param.isResult});
+        {std::string(paramRoleName(param.role)), param.elementType, param.isResult});
 
   std::string directory = options.outDirectory;
   entry.ptxFile = entry.name + ".ptx";
@@ -651,7 +660,7 @@ CommandResult runAot(Arguments args) {
         options.outDirectory = *text;
       } else {
         int64_t rows = 0, cols = 0;
-        if (!parseSize(*text, rows, cols))
+        if (!parseRowsByCols(*text, rows, cols))
           return fail(fmt::format("{}: expected ROWSxCOLS, got '{}'", arg,
                                   *text));
         if (arg == "--bench") {
@@ -685,15 +694,8 @@ CommandResult runAot(Arguments args) {
 
   // Every spec is checked before anything is compiled or written.
   std::vector<KernelSpec> specs;
-  if (all) {
-    for (const Scheme &scheme : namedSchemes())
-      for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
-        KernelSpec spec;
-        spec.op = op;
-        spec.scheme = scheme;
-        specs.push_back(spec);
-      }
-  }
+  if (all)
+    specs = allNamedSchemeSpecs();
   for (std::string_view text : specTexts) {
     std::optional<KernelSpec> spec = parseKernelSpec(text, &error);
     if (!spec)

@@ -9,10 +9,13 @@
 #ifndef LOWBIT_TOOLS_LOWBIT_COMMANDS_H
 #define LOWBIT_TOOLS_LOWBIT_COMMANDS_H
 
+#include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/Diagnostics.h"
 
+#include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace lowbit::cli {
 
@@ -29,6 +32,11 @@ CommandResult runEval(Arguments args);
 CommandResult runAot(Arguments args);
 CommandResult runCache(Arguments args);
 CommandResult runReport(Arguments args);
+
+/// "ROWSxCOLS" with both positive (lowbit aot, lowbit report).
+bool parseRowsByCols(std::string_view text, int64_t &rows, int64_t &cols);
+/// `--all`: every named scheme, quantize and dequantize, f32, dynamic.
+std::vector<KernelSpec> allNamedSchemeSpecs();
 
 /// The formats table and the schemes list; `lowbit demo` prints them too.
 void printFormatsTable();

@@ -18,6 +18,7 @@
 #include "runtime/report/GpuReport.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/ParamRoles.h"
 
 #include <charconv>
 
@@ -47,37 +48,6 @@ constexpr OptionSpec kOptions[] = {{"all", false},
                                    {"size", true},
                                    {"markdown", false},
                                    {"with-nvrtc", false}};
-
-bool parseReportSize(std::string_view text, int64_t &rows, int64_t &cols) {
-  size_t x = text.find('x');
-  if (x == std::string_view::npos)
-    return false;
-  auto number = [](std::string_view part, int64_t &value) {
-    auto [end, ec] =
-        std::from_chars(part.data(), part.data() + part.size(), value);
-    return ec == std::errc() && end == part.data() + part.size() && value > 0;
-  };
-  return number(text.substr(0, x), rows) && number(text.substr(x + 1), cols);
-}
-
-std::string_view roleName(compiler::KernelParam::Role role) {
-  using Role = compiler::KernelParam::Role;
-  switch (role) {
-  case Role::Input:
-    return "input";
-  case Role::Scales:
-    return "scales";
-  case Role::Zeros:
-    return "zeros";
-  case Role::Global:
-    return "global";
-  case Role::Codes:
-    return "codes";
-  case Role::Output:
-    return "output";
-  }
-  return "?";
-}
 
 /// A launch size as a function of the tensor's rows and cols, read off the
 /// plan by evaluating it at the reference size and at twice the rows and
@@ -150,7 +120,7 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
   jit::ParamShapes planShapes;
   for (size_t i = 0; i < params.size(); ++i) {
     int64_t elementBytes = int64_t(aot::elementBytes(params[i].elementType));
-    input.buffers.push_back({std::string(roleName(params[i].role)),
+    input.buffers.push_back({std::string(paramRoleName(params[i].role)),
                              shapes[i].rows * shapes[i].cols * elementBytes,
                              params[i].isResult});
     planShapes.push_back({shapes[i].rows, shapes[i].cols});
@@ -262,6 +232,18 @@ Expected<report::SpecReport> reportReference(const KernelSpec &spec,
 
 } // namespace
 
+std::vector<KernelSpec> allNamedSchemeSpecs() {
+  std::vector<KernelSpec> specs;
+  for (const Scheme &scheme : namedSchemes())
+    for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
+      KernelSpec spec;
+      spec.op = op;
+      spec.scheme = scheme;
+      specs.push_back(spec);
+    }
+  return specs;
+}
+
 CommandResult runReport(Arguments args) {
   CommandResult done;
   auto parsed = parseCommandLineOrHelp("report", args, kOptions, kUsage, &done);
@@ -273,7 +255,7 @@ CommandResult runReport(Arguments args) {
         fmt::format("report: give SPECs or --all (not both)\n{}", kUsage));
   ReportOptions options;
   if (const std::string *size = parsed->value("size"))
-    if (!parseReportSize(*size, options.rows, options.cols))
+    if (!parseRowsByCols(*size, options.rows, options.cols))
       return fail(fmt::format("--size: expected ROWSxCOLS, got '{}'", *size));
   std::string targets = "sm_90a";
   if (const std::string *value = parsed->value("target"))
@@ -304,13 +286,7 @@ CommandResult runReport(Arguments args) {
 
   std::vector<KernelSpec> specs;
   if (all)
-    for (const Scheme &scheme : namedSchemes())
-      for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
-        KernelSpec spec;
-        spec.op = op;
-        spec.scheme = scheme;
-        specs.push_back(spec);
-      }
+    specs = allNamedSchemeSpecs();
   for (std::string_view text : parsed->operands) {
     std::optional<KernelSpec> spec = parseKernelSpec(text, &error);
     if (!spec || !validateKernelSpec(*spec, &error))
