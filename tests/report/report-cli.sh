@@ -39,6 +39,8 @@ cat "$work/table.md"
 grep -q '^| kernel | chip | launches |' "$work/table.md"
 grep -q '^| dequantize nvfp4 f32 | sm_100a | ' "$work/table.md"
 
+"$lowbit" report --help | grep -q '^usage: lowbit report (SPEC... | --all)'
+
 expect_failure() {
   local pattern=$1; shift
   if "$lowbit" report "$@" > "$work/out" 2> "$work/err"; then
