@@ -8,7 +8,9 @@ rm -rf "$out" && mkdir -p "$out"
 sources=(tools/gpu-runner/main.cpp runtime/aot/Bundle.cpp
   runtime/core/AtomicFile.cpp runtime/core/FileIo.cpp runtime/core/Json.cpp
   runtime/core/Npy.cpp
-  runtime/driver/CudaDriver.cpp runtime/driver/DynamicLibrary.cpp)
+  runtime/driver/CudaDriver.cpp runtime/driver/DynamicLibrary.cpp
+  runtime/driver/NvJitLink.cpp runtime/driver/Nvrtc.cpp
+  runtime/nvrtc/ReferenceKernels.cpp)
 cd "$source_dir"
 "$nvcc" -std=c++20 -O2 -I. -Iruntime/include "${sources[@]}" -ldl \
   -o "$out/lowbit-gpu-runner-nvcc"

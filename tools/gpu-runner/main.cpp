@@ -9,6 +9,12 @@
 // kernels on the bundle's bench size (>= 256 MiB) next to a device-to-
 // device copy of the same bytes, the bandwidth ceiling.
 //
+// Each entry with data is also checked against NVIDIA's own conversions:
+// runtime/nvrtc's CUDA C++ reference kernel of the scheme (cuda_fp8.h,
+// cuda_fp6.h, cuda_fp4.h), compiled by NVRTC at run time and run on the
+// same input, must write the same bytes. Without NVRTC that check is
+// skipped with the reason.
+//
 //   lowbit-gpu-runner BUNDLE [--out results.json] [--iterations N]
 //                     [--no-bench] [--only NAME]
 //
@@ -21,11 +27,14 @@
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/Npy.h"
 #include "runtime/driver/CudaDriver.h"
+#include "runtime/driver/Nvrtc.h"
+#include "runtime/nvrtc/ReferenceKernels.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +51,8 @@ struct Options {
   bool bench = true;
   bool checkOnly = false;
   std::string only;
+  /// --check: the device chip to choose images for (default: the target).
+  std::string chip;
 };
 
 /// Driver entry points the runtime's CudaDriverApi does not bind (the copy
@@ -65,8 +76,7 @@ ExtraApi bindExtra(const CudaDriverApi &api) {
   return extra;
 }
 
-std::string check(const CudaDriverApi &api, CUresult result,
-                  const char *call) {
+std::string check(const CudaDriverApi &api, CUresult result, const char *call) {
   if (result == kCudaSuccess)
     return {};
   return describeCudaError(api, result, call);
@@ -88,22 +98,75 @@ struct LoadedEntry {
   }
 };
 
+/// The images to try for an entry on `chip`, in order: the cubin when the
+/// device is the bundle target's family (sm_90a's runs on sm_90), then the
+/// PTX, which the driver JIT-compiles for the device it is on. A cubin that
+/// does not load (another chip, a driver too old for its ELF) falls back to
+/// the PTX.
+std::vector<std::string> imageCandidates(const aot::BundleEntry &entry,
+                                         const std::string &target,
+                                         const std::string &chip) {
+  std::vector<std::string> files;
+  if (!entry.cubinFile.empty() && target.rfind(chip, 0) == 0)
+    files.push_back(entry.cubinFile);
+  files.push_back(entry.ptxFile);
+  return files;
+}
+
+/// Tries the candidates in order with `loadImage` (cuModuleLoadData on a
+/// GPU, a format check in --check mode). Returns the error of the last one
+/// if none loads; `imageKind` is "cubin", "ptx", or "ptx (cubin failed:
+/// ...)".
+template <typename LoadImage>
+std::string loadFirst(const std::string &bundle,
+                      const std::vector<std::string> &candidates,
+                      LoadImage loadImage, std::string &imageKind) {
+  std::string failures;
+  for (const std::string &file : candidates) {
+    bool isCubin = file.size() > 6 && file.ends_with(".cubin");
+    std::string image, error;
+    if (!readFile(bundle + "/" + file, image, &error))
+      error = file + ": " + error;
+    else
+      error = loadImage(image);
+    if (error.empty()) {
+      imageKind = isCubin ? "cubin" : "ptx";
+      if (!failures.empty())
+        imageKind += " (" + failures + ")";
+      return {};
+    }
+    failures += (failures.empty() ? "" : "; ") +
+                std::string(isCubin ? "cubin failed: " : "ptx failed: ") +
+                error;
+  }
+  return failures;
+}
+
+/// --check's stand-in for cuModuleLoadData: a cubin must be an ELF image,
+/// PTX text must name its .version and .target.
+std::string checkImage(const std::string &image) {
+  if (image.rfind("\x7f"
+                  "ELF",
+                  0) == 0)
+    return {};
+  if (image.find(".version") != std::string::npos &&
+      image.find(".target") != std::string::npos)
+    return {};
+  return "neither an ELF cubin nor PTX text";
+}
+
 std::string load(const CudaContext &context, const std::string &bundle,
                  const aot::BundleEntry &entry, const std::string &target,
                  LoadedEntry &loaded, std::string &imageKind) {
   const CudaDriverApi &api = context.api();
   loaded.api = &api;
-  // A cubin only loads on its own chip family; sm_90a's runs on sm_90.
-  std::string chip = context.chip();
-  bool cubinFits = !entry.cubinFile.empty() && target.rfind(chip, 0) == 0;
-  std::string image, error;
-  std::string file = bundle + "/" + (cubinFits ? entry.cubinFile : entry.ptxFile);
-  if (!readFile(file, image, &error))
-    return file + ": " + error;
-  imageKind = cubinFits ? "cubin" : "ptx";
+  auto loadImage = [&](const std::string &image) -> std::string {
+    return check(api, api.cuModuleLoadData(&loaded.module, image.c_str()),
+                 "cuModuleLoadData");
+  };
   if (std::string e =
-          check(api, api.cuModuleLoadData(&loaded.module, image.c_str()),
-                "cuModuleLoadData");
+          loadFirst(bundle, imageCandidates(entry, target, context.chip()),
+                    loadImage, imageKind);
       !e.empty())
     return e;
   for (const aot::Launch &launch : entry.launches) {
@@ -152,8 +215,8 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
         aot::evaluateLaunch(launch, buffers.shapes, &error);
     if (!sizes)
       return error;
-    std::optional<aot::PackedArguments> arguments = aot::packArguments(
-        launch, buffers.addresses, buffers.shapes, &error);
+    std::optional<aot::PackedArguments> arguments =
+        aot::packArguments(launch, buffers.addresses, buffers.shapes, &error);
     if (!arguments)
       return error;
     if (sizes->grid[0] == 0 || sizes->grid[1] == 0 || sizes->grid[2] == 0)
@@ -184,8 +247,8 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
 }
 
 JsonValue correctness(const CudaContext &context, const Options &options,
-                      const aot::BundleEntry &entry,
-                      const LoadedEntry &loaded, bool &allCorrect) {
+                      const aot::BundleEntry &entry, const LoadedEntry &loaded,
+                      bool &allCorrect) {
   JsonValue result = JsonValue::object();
   const CudaDriverApi &api = context.api();
   auto failWith = [&](const std::string &message) {
@@ -259,6 +322,132 @@ JsonValue correctness(const CudaContext &context, const Options &options,
   return result;
 }
 
+/// NVIDIA's conversions on the entry's data: the scheme's NVRTC reference
+/// kernel (ReferenceKernels.h ABI) on the same inputs must write the
+/// expected bytes. Covers dynamic-scale f32 entries of named schemes.
+JsonValue nvidiaReference(const CudaContext &context,
+                          const aot::BundleEntry &entry,
+                          const std::string &bundle, const std::string &target,
+                          bool &allCorrect) {
+  JsonValue result = JsonValue::object();
+  auto skip = [&](const std::string &why) {
+    result.set("skipped", JsonValue::string(why));
+    return result;
+  };
+  auto failWith = [&](const std::string &message) {
+    result.set("correct", JsonValue::boolean(false));
+    result.set("error", JsonValue::string(message));
+    allCorrect = false;
+    return result;
+  };
+  if (entry.valueType != "f32" ||
+      entry.spec.find("scale=static") != std::string::npos ||
+      entry.name.ends_with("-given"))
+    return skip("the reference kernels cover dynamic f32 specs");
+  Expected<ReferenceKernelSource> source =
+      referenceKernelSource(entry.scheme, "f32");
+  if (!source)
+    return skip(source.error().message);
+  Expected<const NvrtcApi *> nvrtc = nvrtcLibrary();
+  if (!nvrtc)
+    return skip("NVRTC: " + nvrtc.error().message);
+  Expected<ReferenceKernelBuild> build =
+      buildReferenceKernel(**nvrtc, nullptr, *source, target);
+  if (!build)
+    return failWith("NVRTC: " + build.error().message);
+
+  const aot::BundleData &data = *entry.data;
+  std::map<std::string, size_t> roleIndex;
+  for (size_t i = 0; i < entry.params.size(); ++i)
+    roleIndex[entry.params[i].role] = i;
+  std::vector<DeviceBuffer> device;
+  std::vector<CUdeviceptr> address(entry.params.size(), 0);
+  std::vector<std::vector<uint8_t>> expected(entry.params.size());
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    std::string error;
+    std::optional<npy::Array> array =
+        npy::readNpy(bundle + "/" + data.files[i], &error);
+    if (!array)
+      return failWith(error);
+    Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(
+        context, std::max<size_t>(1, array->bytes.size()));
+    if (!buffer)
+      return failWith(buffer.error().message);
+    std::vector<uint8_t> upload = array->bytes;
+    if (entry.params[i].written) {
+      expected[i] = std::move(array->bytes);
+      std::fill(upload.begin(), upload.end(), uint8_t(0xA5));
+    }
+    if (Status s = buffer->upload(upload.data(), upload.size()); !s)
+      return failWith(s.error().message);
+    address[i] = buffer->address();
+    device.push_back(std::move(*buffer));
+  }
+  auto pointer = [&](const char *role) -> CUdeviceptr {
+    auto it = roleIndex.find(role);
+    return it == roleIndex.end() ? 0 : address[it->second];
+  };
+  Expected<DeviceBuffer> scratch = DeviceBuffer::allocate(context, 4);
+  uint32_t zero = 0;
+  if (!scratch)
+    return failWith(scratch.error().message);
+  if (Status s = scratch->upload(&zero, 4); !s)
+    return failWith(s.error().message);
+  long long rows = data.size.rows, cols = data.size.cols;
+  long long count = rows * cols;
+  CUdeviceptr x = pointer("input"), codes = pointer("codes"),
+              scales = pointer("scales"), zeros = pointer("zeros"),
+              global = pointer("global"), out = pointer("output"),
+              amax = scratch->address();
+  auto run = [&](const char *name, unsigned blocks, unsigned threads,
+                 void **arguments) -> std::string {
+    Expected<CudaModule> kernel = CudaModule::load(context, build->ptx, name);
+    if (!kernel)
+      return kernel.error().message;
+    if (Status s = kernel->launch({blocks}, {threads}, 0, nullptr, arguments);
+        !s)
+      return s.error().message;
+    return check(context.api(), context.api().cuCtxSynchronize(),
+                 "cuCtxSynchronize");
+  };
+  std::string error;
+  if (entry.op == "quantize") {
+    if (source->needsTensorAmax) {
+      void *arguments[] = {&x, &count, &amax};
+      error = run("lowbit_ref_amax",
+                  unsigned(std::min<long long>((count + 255) / 256, 1024)), 256,
+                  arguments);
+    }
+    long long threads = quantizeThreads(*source, rows, cols);
+    void *arguments[] = {&x,     &rows,   &cols,  &amax,
+                         &codes, &scales, &zeros, &global};
+    if (error.empty())
+      error = run("lowbit_ref_quantize", unsigned((threads + 127) / 128), 128,
+                  arguments);
+  } else {
+    void *arguments[] = {&codes, &rows, &cols, &scales, &zeros, &global, &out};
+    error = run("lowbit_ref_dequantize", unsigned((count + 127) / 128), 128,
+                arguments);
+  }
+  if (!error.empty())
+    return failWith(error);
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    if (!entry.params[i].written)
+      continue;
+    std::vector<uint8_t> got(expected[i].size());
+    if (Status s = device[i].download(got.data(), got.size()); !s)
+      return failWith(s.error().message);
+    for (size_t b = 0; b < got.size(); ++b)
+      mismatches += got[b] != expected[i][b];
+  }
+  result.set("correct", JsonValue::boolean(mismatches == 0));
+  result.set("mismatched_bytes", JsonValue::number(mismatches));
+  if (mismatches)
+    allCorrect = false;
+  return result;
+}
+
 float median(std::vector<float> values) {
   if (values.empty())
     return 0;
@@ -289,8 +478,8 @@ std::vector<uint8_t> benchInput(const aot::ParamInfo &param, size_t bytes) {
   bool ones = param.role != "input";
   if (param.element == "f32") {
     for (size_t i = 0; i + 4 <= bytes; i += 4) {
-      float v = ones ? 1.0f
-                     : float(int64_t(next() % 2000001) - 1000000) * 1e-4f;
+      float v =
+          ones ? 1.0f : float(int64_t(next() % 2000001) - 1000000) * 1e-4f;
       std::memcpy(&data[i], &v, 4);
     }
   } else {
@@ -380,8 +569,8 @@ JsonValue bench(const CudaContext &context, const Options &options,
     if (!from || !to)
       return failWith("copy ceiling: allocation failed");
     auto copy = [&]() -> Status {
-      CUresult r =
-          extra.cuMemcpyDtoDAsync(to->address(), from->address(), half, nullptr);
+      CUresult r = extra.cuMemcpyDtoDAsync(to->address(), from->address(), half,
+                                           nullptr);
       if (r != kCudaSuccess)
         return makeError(ErrorCode::CudaError,
                          describeCudaError(api, r, "cuMemcpyDtoDAsync"));
@@ -398,8 +587,8 @@ JsonValue bench(const CudaContext &context, const Options &options,
     float copyMillis = median(copies);
     result.set("copy_median_ms", JsonValue::number(double(copyMillis)));
     result.set("copy_gbps",
-               JsonValue::number(copyMillis > 0 ? 2.0 * half / (copyMillis * 1e6)
-                                                : 0.0));
+               JsonValue::number(
+                   copyMillis > 0 ? 2.0 * half / (copyMillis * 1e6) : 0.0));
   }
   return result;
 }
@@ -415,9 +604,15 @@ int checkBundle(const Options &options, const aot::Manifest &manifest) {
       std::printf("%-28s FAIL %s\n", entry.name.c_str(), message.c_str());
       ++failures;
     };
-    std::string image;
-    if (!readFile(options.bundle + "/" + entry.ptxFile, image, &error)) {
-      fail(error);
+    std::string imageKind;
+    if (std::string e =
+            loadFirst(options.bundle,
+                      imageCandidates(entry, manifest.target,
+                                      options.chip.empty() ? manifest.target
+                                                           : options.chip),
+                      checkImage, imageKind);
+        !e.empty()) {
+      fail(e);
       continue;
     }
     std::vector<const aot::SizeInstance *> sizes;
@@ -431,9 +626,9 @@ int checkBundle(const Options &options, const aot::Manifest &manifest) {
       std::vector<uint64_t> addresses(entry.params.size(), 0x10000);
       for (const aot::Launch &launch : entry.launches) {
         auto dims = aot::evaluateLaunch(launch, size->shapes, &error);
-        auto packed = dims ? aot::packArguments(launch, addresses,
-                                                size->shapes, &error)
-                           : std::nullopt;
+        auto packed =
+            dims ? aot::packArguments(launch, addresses, size->shapes, &error)
+                 : std::nullopt;
         if (!packed) {
           fail(error);
           ok = false;
@@ -460,16 +655,34 @@ int checkBundle(const Options &options, const aot::Manifest &manifest) {
         }
       }
     if (ok)
-      std::printf("%-28s ok%s\n", entry.name.c_str(), summary.c_str());
+      std::printf("%-28s ok %s%s\n", entry.name.c_str(), imageKind.c_str(),
+                  summary.c_str());
   }
   return failures ? 1 : 0;
+}
+
+/// Writes the results so far to --out (atomically); `complete` is false
+/// until the last entry is in.
+std::string writeResults(const Options &options, const JsonValue &header,
+                         const JsonValue &entries, bool allCorrect,
+                         bool complete) {
+  if (options.out.empty())
+    return {};
+  JsonValue results = header;
+  results.set("all_correct", JsonValue::boolean(allCorrect));
+  results.set("complete", JsonValue::boolean(complete));
+  results.set("entries", entries);
+  std::string error;
+  if (!writeFileAtomically(options.out, results.serialize(), &error))
+    return error;
+  return {};
 }
 
 int usage(const char *message) {
   std::fprintf(stderr,
                "lowbit-gpu-runner: %s\nusage: lowbit-gpu-runner BUNDLE "
                "[--out results.json] [--iterations N] [--no-bench] "
-               "[--only NAME] [--check]\n",
+               "[--only NAME] [--check [--chip sm_NN]]\n",
                message);
   return 2;
 }
@@ -480,7 +693,8 @@ int main(int argc, char **argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if ((arg == "--out" || arg == "--iterations" || arg == "--only") &&
+    if ((arg == "--out" || arg == "--iterations" || arg == "--only" ||
+         arg == "--chip") &&
         i + 1 >= argc)
       return usage("option needs a value");
     if (arg == "--out")
@@ -489,6 +703,8 @@ int main(int argc, char **argv) {
       options.iterations = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--only")
       options.only = argv[++i];
+    else if (arg == "--chip")
+      options.chip = argv[++i];
     else if (arg == "--no-bench")
       options.bench = false;
     else if (arg == "--check")
@@ -567,6 +783,13 @@ int main(int argc, char **argv) {
       const JsonValue *ok = c.get("correct");
       line += ok && ok->asBool() ? " bit-exact" : " MISMATCH";
       out.set("correctness", std::move(c));
+      JsonValue reference = nvidiaReference(*context, entry, options.bundle,
+                                            manifest->target, allCorrect);
+      const JsonValue *same = reference.get("correct");
+      line += !same            ? " (NVIDIA ref skipped)"
+              : same->asBool() ? ", = NVIDIA ref"
+                               : ", NVIDIA ref MISMATCH";
+      out.set("nvidia_reference", std::move(reference));
     }
     if (options.bench && entry.bench) {
       JsonValue b = bench(*context, options, extra, entry, loaded);
@@ -581,15 +804,20 @@ int main(int argc, char **argv) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
     entries.push(std::move(out));
-  }
-  results.set("all_correct", JsonValue::boolean(allCorrect));
-  results.set("entries", std::move(entries));
-  if (!options.out.empty()) {
-    std::string writeError;
-    if (!writeFileAtomically(options.out, results.serialize(), &writeError)) {
-      std::fprintf(stderr, "lowbit-gpu-runner: %s\n", writeError.c_str());
+    // Each entry's result is on disk as soon as it is known: a run cut
+    // short (a timeout, a hung kernel) keeps everything before it.
+    if (std::string e = writeResults(options, results, entries, allCorrect,
+                                     /*complete=*/false);
+        !e.empty()) {
+      std::fprintf(stderr, "lowbit-gpu-runner: %s\n", e.c_str());
       return 1;
     }
+  }
+  if (std::string e = writeResults(options, results, entries, allCorrect,
+                                   /*complete=*/true);
+      !e.empty()) {
+    std::fprintf(stderr, "lowbit-gpu-runner: %s\n", e.c_str());
+    return 1;
   }
   return allCorrect ? 0 : 1;
 }

@@ -29,6 +29,7 @@
 #include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/JitBackend.h"
+#include "tools/lowbit/ParamRoles.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -75,14 +76,11 @@ constexpr std::string_view kUsage =
 /// since the data is written here, checked against the reference and
 /// shipped to the GPU machine with the bundle.
 constexpr int64_t kMaxDataElements = int64_t(1) << 24;
-/// The largest --bench tensor: 2^32 elements (16 GiB of f32 input), which
-/// the runner allocates on the device.
-constexpr int64_t kMaxBenchElements = int64_t(1) << 32;
 
-/// Parses ROWSxCOLS: two positive int64 values whose product is at most
-/// `maxElements`. Anything else is refused with the reason, never narrowed.
-bool parseSize(std::string_view text, int64_t maxElements, int64_t &rows,
-               int64_t &cols, std::string &error) {
+} // namespace
+
+bool parseRowsByCols(std::string_view text, int64_t maxElements, int64_t &rows,
+                     int64_t &cols, std::string &error) {
   size_t x = text.find('x');
   auto number = [](std::string_view part, int64_t &value) {
     auto [end, ec] =
@@ -103,6 +101,8 @@ bool parseSize(std::string_view text, int64_t maxElements, int64_t &rows,
   }
   return true;
 }
+
+namespace {
 
 // --- launch extraction ------------------------------------------------------
 
@@ -419,7 +419,9 @@ std::vector<uint8_t> parameterBytes(const compiler::KernelParam &param,
   return bytes;
 }
 
-std::string_view roleName(compiler::KernelParam::Role role) {
+} // namespace
+
+std::string_view paramRoleName(compiler::KernelParam::Role role) {
   using Role = compiler::KernelParam::Role;
   switch (role) {
   case Role::Input:
@@ -437,6 +439,8 @@ std::string_view roleName(compiler::KernelParam::Role role) {
   }
   return "?";
 }
+
+namespace {
 
 SizeInstance sizeInstance(const KernelSpec &spec, int64_t rows, int64_t cols) {
   SizeInstance size{rows, cols, {}};
@@ -513,9 +517,9 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
   data.size = sizeInstance(spec, rows, cols);
   for (size_t i = 0; i < params.size(); ++i) {
     const auto &param = params[i];
-    std::string file =
-        fmt::format("{}.{}.{}.{}.npy", stem, i, roleName(param.role),
-                    param.isResult ? "expected" : "in");
+    std::string file = fmt::format("{}.{}.{}.{}.npy", stem, i,
+                                   paramRoleName(param.role),
+                                   param.isResult ? "expected" : "in");
     std::vector<uint8_t> bytes = parameterBytes(
         param, shapes[i], *reference,
         param.role == compiler::KernelParam::Role::Output ? output : input);
@@ -599,7 +603,7 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
   entry.launches = std::move(*launches);
   for (const compiler::KernelParam &param : compiler::kernelParams(spec))
     entry.params.push_back(
-        {std::string(roleName(param.role)), param.elementType, param.isResult});
+        {std::string(paramRoleName(param.role)), param.elementType, param.isResult});
 
   std::string directory = options.outDirectory;
   entry.ptxFile = entry.name + ".ptx";
@@ -669,9 +673,10 @@ CommandResult runAot(Arguments args) {
       } else {
         int64_t rows = 0, cols = 0;
         std::string reason;
-        if (!parseSize(*text,
-                       arg == "--bench" ? kMaxBenchElements : kMaxDataElements,
-                       rows, cols, reason))
+        if (!parseRowsByCols(*text,
+                             arg == "--bench" ? kMaxBenchElements
+                                              : kMaxDataElements,
+                             rows, cols, reason))
           return fail(fmt::format("{}: {}", arg, reason));
         if (arg == "--bench") {
           options.benchRows = rows;
@@ -710,15 +715,8 @@ CommandResult runAot(Arguments args) {
 
   // Every spec is checked before anything is compiled or written.
   std::vector<KernelSpec> specs;
-  if (all) {
-    for (const Scheme &scheme : namedSchemes())
-      for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
-        KernelSpec spec;
-        spec.op = op;
-        spec.scheme = scheme;
-        specs.push_back(spec);
-      }
-  }
+  if (all)
+    specs = allNamedSchemeSpecs();
   for (std::string_view text : specTexts) {
     std::optional<KernelSpec> spec = parseKernelSpec(text, &error);
     if (!spec)

@@ -9,10 +9,14 @@
 #ifndef LOWBIT_TOOLS_LOWBIT_COMMANDS_H
 #define LOWBIT_TOOLS_LOWBIT_COMMANDS_H
 
+#include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/Diagnostics.h"
 
+#include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace lowbit::cli {
 
@@ -28,6 +32,16 @@ CommandResult runDequantize(Arguments args);
 CommandResult runEval(Arguments args);
 CommandResult runAot(Arguments args);
 CommandResult runCache(Arguments args);
+CommandResult runReport(Arguments args);
+
+/// "ROWSxCOLS" with both positive (lowbit aot, lowbit report).
+bool parseRowsByCols(std::string_view text, int64_t maxElements, int64_t &rows,
+                     int64_t &cols, std::string &error);
+/// The largest benchmark tensor: 2^32 elements (16 GiB of f32 input), which
+/// the GPU runner allocates on the device.
+constexpr int64_t kMaxBenchElements = int64_t(1) << 32;
+/// `--all`: every named scheme, quantize and dequantize, f32, dynamic.
+std::vector<KernelSpec> allNamedSchemeSpecs();
 
 /// The formats table and the schemes list; `lowbit demo` prints them too.
 void printFormatsTable();

@@ -57,6 +57,8 @@ constexpr Subcommand kSubcommands[] = {
      runDemo, CacheUse::Reads},
     {"cache", "show, list or clear the disk kernel cache", runCache,
      CacheUse::Reads},
+    {"report", "static report of each GPU kernel: widths, occupancy, bandwidth",
+     runReport, CacheUse::Reads},
 };
 
 bool asksForHelp(Arguments args) {

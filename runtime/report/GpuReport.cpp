@@ -1,0 +1,547 @@
+//===- GpuReport.cpp - Occupancy and bandwidth model of a spec's kernels --===//
+//
+// The model (docs/gpu-report.md): each launch takes the longest of its
+// memory time (bytes over the bandwidth its loads in flight can sustain),
+// its issue time (warp instructions over the SMs' issue rate) and its
+// contended-atomic time, plus a fixed launch overhead. The spec's fraction
+// of HBM bandwidth is the format model's minimum bytes at peak bandwidth
+// over the sum of those times.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/report/GpuReport.h"
+
+#include "format/Quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace lowbit::report {
+
+std::optional<ChipModel> chipModel(std::string_view chip) {
+  ChipModel model;
+  model.chip = std::string(chip);
+  // CUDA C++ Programming Guide, "Technical Specifications per Compute
+  // Capability": compute capability 9.0 and 10.0 alike have 64K 32-bit
+  // registers, 2048 resident threads (64 warps), 32 resident blocks and
+  // 228 KB of shared memory per SM; registers are allocated per warp in
+  // units of 256 (the CUDA Occupancy Calculator's allocation unit).
+  model.registersPerSm = 65536;
+  model.maxThreadsPerSm = 2048;
+  model.maxBlocksPerSm = 32;
+  model.sharedBytesPerSm = 228 * 1024;
+  model.registerAllocationUnit = 256;
+  // Four warp schedulers per SM, one instruction each per clock (Hopper and
+  // Blackwell architecture whitepapers).
+  model.issuePerSmPerClock = 4;
+  // L1: 128 bytes per clock per SM (H100 whitepaper: 33 TB/s over 132 SMs
+  // at 1.98 GHz); a warp access costs one wavefront per 128-byte line.
+  model.l1WavefrontsPerSmPerClock = 1;
+  // Assumptions of this model, not datasheet values (docs/gpu-report.md).
+  model.launchOverheadSeconds = 1.5e-6;
+  model.contendedAtomicSeconds = 0.5e-9;
+  if (chip == "sm_90a" || chip == "sm_90") {
+    // NVIDIA H200 datasheet: 4.8 TB/s HBM3e; GH100 as in H200 SXM: 132 SMs,
+    // 1.98 GHz boost. DRAM latency under load: ~700 ns (microbenchmarks of
+    // H100 measure 480-560 ns unloaded; loaded queues add to it).
+    model.device = "H200 SXM";
+    model.smCount = 132;
+    model.hbmBytesPerSecond = 4.8e12;
+    model.clockHz = 1.98e9;
+    model.memoryLatencySeconds = 700e-9;
+    return model;
+  }
+  if (chip == "sm_100a" || chip == "sm_100") {
+    // NVIDIA HGX B200 datasheet: 8 TB/s HBM3e per GPU; 148 SMs. Clock and
+    // latency are assumptions (~1.9 GHz, ~800 ns), no published figure.
+    model.device = "B200";
+    model.smCount = 148;
+    model.hbmBytesPerSecond = 8.0e12;
+    model.clockHz = 1.9e9;
+    model.memoryLatencySeconds = 800e-9;
+    return model;
+  }
+  return std::nullopt;
+}
+
+std::string knownReportChips() { return "sm_90a, sm_100a"; }
+
+namespace {
+
+int64_t product(const std::array<int64_t, 3> &sizes) {
+  return sizes[0] * sizes[1] * sizes[2];
+}
+
+/// Resident blocks per SM and which limit binds.
+void computeOccupancy(const ChipModel &chip, const KernelLaunch &launch,
+                      const runtime::KernelResources &resources,
+                      LaunchReport &out) {
+  int64_t threadsPerBlock = product(launch.block);
+  int64_t warpsPerBlock = (threadsPerBlock + 31) / 32;
+  struct Limit {
+    int64_t blocks;
+    const char *name;
+  };
+  std::vector<Limit> limits;
+  limits.push_back({chip.maxThreadsPerSm / (warpsPerBlock * 32), "threads"});
+  limits.push_back({chip.maxBlocksPerSm, "blocks"});
+  if (resources.registers > 0) {
+    int64_t unit = chip.registerAllocationUnit;
+    int64_t perWarp = (resources.registers * 32 + unit - 1) / unit * unit;
+    limits.push_back(
+        {chip.registersPerSm / (perWarp * warpsPerBlock), "registers"});
+  }
+  int64_t shared =
+      std::max(0, resources.sharedBytes) + launch.dynamicSharedBytes;
+  if (shared > 0)
+    limits.push_back({chip.sharedBytesPerSm / shared, "shared memory"});
+  Limit binding = *std::min_element(
+      limits.begin(), limits.end(),
+      [](const Limit &a, const Limit &b) { return a.blocks < b.blocks; });
+  out.blocksPerSm = int(binding.blocks);
+  out.occupancyLimiter = binding.name;
+  out.occupancy = double(binding.blocks * warpsPerBlock) /
+                  double(chip.maxThreadsPerSm / 32);
+}
+
+const PtxKernel *findKernel(const std::vector<PtxKernel> &kernels,
+                            const std::string &name) {
+  for (const PtxKernel &kernel : kernels)
+    if (kernel.name == name)
+      return &kernel;
+  return nullptr;
+}
+
+std::string bytesText(double bytes) {
+  if (bytes >= 1 << 20)
+    return fmt::format("{:.1f} MiB", bytes / double(1 << 20));
+  if (bytes >= 1024)
+    return fmt::format("{:.0f} KiB", bytes / 1024);
+  return fmt::format("{:.0f} B", bytes);
+}
+
+/// Loops weighted by their trips: a loop that streams S value bytes per trip
+/// runs elementsPerThread * valueBytes / S times; any other loop once (the
+/// static count is all the PTX says). A streaming loop placed after
+/// another whose trip streams an integer multiple of its own is taken for
+/// that loop's unroll remainder (LLVM's layout) and runs half the unroll
+/// factor on average. Nested loops take the innermost's weight.
+void countInstructions(const SpecInput &input, LaunchReport &out) {
+  const PtxKernel &ptx = out.ptx;
+  std::vector<double> weight(size_t(ptx.instructions), 1.0);
+  std::vector<int> owner(size_t(ptx.instructions), -1);
+  auto elementsPerTrip = [&](const PtxLoop &loop) {
+    int streamed = input.op == KernelOp::Quantize ? loop.globalLoadBytes
+                                                  : loop.globalStoreBytes;
+    return double(streamed) / input.valueBytes;
+  };
+  double heaviest = 0;
+  for (size_t l = 0; l < ptx.loops.size(); ++l) {
+    const PtxLoop &loop = ptx.loops[l];
+    double perTrip = elementsPerTrip(loop);
+    double unroll = 0;
+    for (const PtxLoop &earlier : ptx.loops)
+      if (earlier.lastInstruction < loop.firstInstruction && perTrip > 0) {
+        double factor = elementsPerTrip(earlier) / perTrip;
+        if (factor > 1 && factor == std::floor(factor))
+          unroll = std::max(unroll, factor);
+      }
+    double trips = 1;
+    if (perTrip > 0 && out.elementsPerThread > 0)
+      trips = unroll > 0 ? std::max(1.0, (unroll - 1) / 2)
+                         : std::max(1.0, out.elementsPerThread / perTrip);
+    out.loopElementsPerTrip.push_back(perTrip);
+    out.loopTrips.push_back(trips);
+    for (int i = loop.firstInstruction; i <= loop.lastInstruction; ++i) {
+      int current = owner[size_t(i)];
+      if (current < 0 ||
+          ptx.loops[size_t(current)].instructions() > loop.instructions()) {
+        owner[size_t(i)] = int(l);
+        weight[size_t(i)] = trips;
+      }
+    }
+    if (perTrip > 0 && trips * loop.instructions() > heaviest) {
+      heaviest = trips * loop.instructions();
+      out.mainLoop = int(l);
+      out.loopInstructionsPerElement = loop.instructions() / perTrip;
+    }
+  }
+  out.instructionsPerThread = 0;
+  for (double w : weight)
+    out.instructionsPerThread += w;
+
+  // Lane stride: in a launch whose grid grows with the tensor (not a
+  // grid-stride loop), a thread that handles E > 1 elements handles E
+  // consecutive ones, so adjacent lanes are E values apart; otherwise they
+  // are one access apart. Only the streamed side (loads of quantize, stores
+  // of dequantize) is given the stride; other accesses count as coalesced.
+  bool chunked = out.elementsPerThread > 1 && !out.launch.gridStride;
+  out.laneStrideBytes = chunked ? out.elementsPerThread * input.valueBytes : 0;
+  double accesses = 0, wavefronts = 0;
+  for (const PtxKernel::Access &access : ptx.accesses) {
+    bool streamedSide = access.load == (input.op == KernelOp::Quantize);
+    double stride = std::max(double(access.bits) / 8,
+                             streamedSide ? out.laneStrideBytes : 0.0);
+    double perWarp = std::min(32.0, std::ceil(32.0 * stride / 128.0));
+    accesses += weight[size_t(access.instruction)];
+    wavefronts += weight[size_t(access.instruction)] * perWarp;
+  }
+  out.wavefrontsPerAccess = accesses > 0 ? wavefronts / accesses : 0;
+  out.l1WavefrontsPerThread = wavefronts;
+  if (out.elementsPerThread > 0)
+    out.instructionsPerElement =
+        out.instructionsPerThread / out.elementsPerThread;
+}
+
+void estimateTime(const SpecInput &input, LaunchReport &out) {
+  const ChipModel &chip = input.chip;
+  int64_t threadsPerBlock = product(out.launch.block);
+  int64_t gridBlocks = product(out.launch.grid);
+  int64_t warpsPerBlock = (threadsPerBlock + 31) / 32;
+  int64_t residentBlocks =
+      std::min<int64_t>(gridBlocks, int64_t(chip.smCount) * out.blocksPerSm);
+  if (residentBlocks < int64_t(chip.smCount) * out.blocksPerSm)
+    out.occupancyLimiter +=
+        fmt::format("; the grid fills {:.0f}% of the GPU's block slots",
+                    100.0 * double(residentBlocks) /
+                        double(int64_t(chip.smCount) * out.blocksPerSm));
+  int64_t residentThreads = residentBlocks * warpsPerBlock * 32;
+
+  // Bytes each thread has in flight: one trip of the main streaming loop
+  // (ptxas hoists a trip's independent loads ahead of their uses), or
+  // every load of a straight-line body.
+  double loadBytesPerThread = out.ptx.globalLoadBytes;
+  if (out.mainLoop >= 0 &&
+      out.ptx.loops[size_t(out.mainLoop)].globalLoadBytes > 0)
+    loadBytesPerThread = out.ptx.loops[size_t(out.mainLoop)].globalLoadBytes;
+  out.bytesInFlight = double(residentThreads) * loadBytesPerThread;
+
+  int64_t readBytes = 0;
+  for (int slot : out.ptx.parametersRead)
+    if (size_t(slot) < out.launch.bufferOfParameter.size())
+      if (int buffer = out.launch.bufferOfParameter[size_t(slot)];
+          buffer >= 0 && !input.buffers[size_t(buffer)].written)
+        readBytes += input.buffers[size_t(buffer)].bytes;
+  double peak = chip.hbmBytesPerSecond;
+  double loadBandwidth =
+      std::min(peak, out.bytesInFlight / chip.memoryLatencySeconds);
+  out.memorySeconds = double(out.bytesMoved) / peak;
+  if (readBytes > 0 && loadBandwidth > 0)
+    out.memorySeconds =
+        std::max(out.memorySeconds, double(readBytes) / loadBandwidth);
+
+  int64_t activeSms = std::min<int64_t>(chip.smCount, gridBlocks);
+  double warpInstructions =
+      double(out.threads) / 32.0 * out.instructionsPerThread;
+  out.issueSeconds =
+      warpInstructions /
+      (double(activeSms) * chip.issuePerSmPerClock * chip.clockHz);
+  out.atomicSeconds =
+      double(out.threads) * out.ptx.atomics * chip.contendedAtomicSeconds;
+  out.l1Seconds =
+      double(out.threads) / 32.0 * out.l1WavefrontsPerThread /
+      (double(activeSms) * chip.l1WavefrontsPerSmPerClock * chip.clockHz);
+
+  double work = std::max(
+      {out.memorySeconds, out.issueSeconds, out.atomicSeconds, out.l1Seconds});
+  out.seconds = work + chip.launchOverheadSeconds;
+  if (work < chip.launchOverheadSeconds)
+    out.limiter = "launch overhead (tiny kernel)";
+  else if (work == out.atomicSeconds)
+    out.limiter = fmt::format("contended atomics ({} per thread x {} threads)",
+                              out.ptx.atomics, out.threads);
+  else if (work == out.l1Seconds)
+    out.limiter = fmt::format("uncoalesced access ({:.1f} L1 wavefronts per "
+                              "warp access, lanes {:.0f} "
+                              "B apart)",
+                              out.wavefrontsPerAccess, out.laneStrideBytes);
+  else if (work == out.issueSeconds)
+    out.limiter = fmt::format("instruction issue ({:.1f} instr/elem)",
+                              out.instructionsPerElement);
+  else if (loadBandwidth < peak && readBytes > 0)
+    out.limiter =
+        fmt::format("memory-level parallelism ({} in flight, {} needed)",
+                    bytesText(out.bytesInFlight),
+                    bytesText(peak * chip.memoryLatencySeconds));
+  else
+    out.limiter = "HBM bandwidth";
+}
+
+} // namespace
+
+Expected<SpecReport> analyzeSpec(const SpecInput &input) {
+  Expected<std::vector<PtxKernel>> kernels = analyzePtx(input.ptx);
+  if (!kernels)
+    return kernels.error();
+  if (input.elements <= 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     "report: the reference size has no elements");
+  SpecReport report;
+  report.title = input.title;
+  report.chip = input.chip.chip;
+  int valueBuffer = -1;
+  for (size_t b = 0; b < input.buffers.size(); ++b)
+    if (input.buffers[b].role ==
+        (input.op == KernelOp::Quantize ? "input" : "output"))
+      valueBuffer = int(b);
+  int64_t totalBytes = 0;
+  for (const KernelLaunch &launch : input.launches) {
+    const PtxKernel *ptx = findKernel(*kernels, launch.kernel);
+    if (!ptx)
+      return makeError(ErrorCode::InvalidArgument,
+                       "report: launch of '" + launch.kernel +
+                           "', which the PTX does not define");
+    LaunchReport out;
+    out.launch = launch;
+    out.ptx = *ptx;
+    for (const runtime::KernelResources &resources : input.resources)
+      if (resources.function == launch.kernel)
+        out.resources = resources;
+    out.threads = product(launch.grid) * product(launch.block);
+    std::vector<bool> moved(input.buffers.size(), false);
+    for (int slot : ptx->parametersRead)
+      if (size_t(slot) < launch.bufferOfParameter.size())
+        if (int buffer = launch.bufferOfParameter[size_t(slot)]; buffer >= 0)
+          moved[size_t(buffer)] = true;
+    for (size_t b = 0; b < moved.size(); ++b)
+      if (moved[b])
+        out.bytesMoved += input.buffers[b].bytes;
+    totalBytes += out.bytesMoved;
+    if (valueBuffer >= 0 && moved[size_t(valueBuffer)] && out.threads > 0)
+      out.elementsPerThread = double(input.elements) / double(out.threads);
+    countInstructions(input, out);
+    computeOccupancy(input.chip, launch, out.resources, out);
+    estimateTime(input, out);
+    report.seconds += out.seconds;
+    report.launches.push_back(std::move(out));
+  }
+  double elements = double(input.elements);
+  report.bytesPerElement = double(totalBytes) / elements;
+  report.minimumBytesPerElement = input.minimumBytes / elements;
+  double peak = input.chip.hbmBytesPerSecond;
+  report.bandwidthFraction =
+      report.seconds > 0 ? input.minimumBytes / peak / report.seconds : 0;
+
+  // The limiting factor: the largest loss against minimumBytes / peak.
+  struct Loss {
+    double seconds;
+    std::string name;
+  };
+  std::vector<Loss> losses;
+  losses.push_back(
+      {(double(totalBytes) - input.minimumBytes) / peak,
+       fmt::format("extra traffic ({:.2f} B/elem moved, {:.2f} "
+                   "minimum)",
+                   report.bytesPerElement, report.minimumBytesPerElement)});
+  losses.push_back(
+      {double(report.launches.size()) * input.chip.launchOverheadSeconds,
+       fmt::format("launch overhead ({} launches)", report.launches.size())});
+  double slowest = -1;
+  for (size_t i = 0; i < report.launches.size(); ++i) {
+    const LaunchReport &launch = report.launches[i];
+    if (launch.seconds > slowest) {
+      slowest = launch.seconds;
+      report.mainLaunch = int(i);
+    }
+    double work = launch.seconds - input.chip.launchOverheadSeconds;
+    losses.push_back({work - double(launch.bytesMoved) / peak,
+                      launch.limiter + " in " + launch.launch.kernel});
+  }
+  const Loss &largest = *std::max_element(
+      losses.begin(), losses.end(),
+      [](const Loss &a, const Loss &b) { return a.seconds < b.seconds; });
+  report.limiter =
+      report.bandwidthFraction >= 0.95 ? "HBM bandwidth" : largest.name;
+  return report;
+}
+
+double minimumBytes(const Scheme &scheme, int valueBytes, int64_t rows,
+                    int64_t cols) {
+  double bytes = 0;
+  for (const Buffer &buffer :
+       formatBuffers(scheme, KernelOp::Quantize, valueBytes, rows, cols))
+    bytes += double(buffer.bytes);
+  return bytes;
+}
+
+std::vector<Buffer> formatBuffers(const Scheme &scheme, KernelOp op,
+                                  int valueBytes, int64_t rows, int64_t cols) {
+  bool quantize = op == KernelOp::Quantize;
+  Shape2D codes = codesShape(scheme, rows, cols);
+  Shape2D scales = scaleShape(scheme, rows, cols);
+  int codeBytes = std::max(1, containerBits(scheme) / 8);
+  int64_t scaleCount = scales.rows * scales.cols;
+  std::vector<Buffer> buffers;
+  buffers.push_back(
+      {quantize ? "input" : "output", rows * cols * valueBytes, !quantize});
+  buffers.push_back({"codes", codes.rows * codes.cols * codeBytes, quantize});
+  buffers.push_back({"scales",
+                     scaleCount * scaleStorageBits(scheme.scale.type) / 8,
+                     quantize && scheme.scale.mode == ScaleMode::Dynamic});
+  buffers.push_back(
+      {"zeros", scheme.scale.zeroPoint ? scaleCount : 0, quantize});
+  buffers.push_back({"global",
+                     scheme.scale.globalScale != GlobalScale::None ? 4 : 0,
+                     quantize});
+  return buffers;
+}
+
+std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
+                                                  bool needsTensorAmax,
+                                                  int64_t rows, int64_t cols) {
+  // Buffers as formatBuffers: 0 value, 1 codes, 2 scales, 3 zeros, 4 global,
+  // then 5 the amax scratch word.
+  std::vector<KernelLaunch> launches;
+  int64_t count = rows * cols;
+  if (op == KernelOp::Dequantize) {
+    // lowbit_ref_dequantize(codes, rows, cols, scales, zeros, global, out):
+    // one thread per element in blocks of 128.
+    KernelLaunch launch{"lowbit_ref_dequantize",
+                        "1 thread/element, block 128",
+                        {(count + 127) / 128, 1, 1},
+                        {128, 1, 1},
+                        0,
+                        false,
+                        {1, -1, -1, 2, 3, 4, 0}};
+    launches.push_back(launch);
+    return launches;
+  }
+  if (needsTensorAmax) {
+    // lowbit_ref_amax(x, count, amaxBits): grid-stride, the launch the GPU
+    // oracle test uses (ReferenceKernelsGpuTest): min(ceil(n/256), 1024)
+    // blocks of 256.
+    launches.push_back({"lowbit_ref_amax",
+                        "grid-stride, min(ceil(n/256), 1024) x 256",
+                        {std::min<int64_t>((count + 255) / 256, 1024), 1, 1},
+                        {256, 1, 1},
+                        0,
+                        /*gridStride=*/true,
+                        {0, -1, 5}});
+  }
+  int64_t threads =
+      groupSize == 0 ? count : rows * ((cols + groupSize - 1) / groupSize);
+  // lowbit_ref_quantize(x, rows, cols, amaxBits, codes, scales, zeros,
+  // global): quantizeThreads() threads in blocks of 128.
+  launches.push_back(
+      {"lowbit_ref_quantize",
+       groupSize == 0
+           ? "1 thread/element, block 128"
+           : fmt::format("1 thread/group of {}, block 128", groupSize),
+       {(threads + 127) / 128, 1, 1},
+       {128, 1, 1},
+       0,
+       false,
+       {0, -1, -1, needsTensorAmax ? 5 : -1, 1, 2, 3, 4}});
+  return launches;
+}
+
+std::string widthsText(const std::map<int, int> &widths) {
+  std::string text;
+  for (const auto &[bits, count] : widths)
+    text += fmt::format("{}{}b x{}", text.empty() ? "" : " ", bits, count);
+  return text.empty() ? "-" : text;
+}
+
+namespace {
+
+std::string resourceText(int value) {
+  return value < 0 ? "?" : std::to_string(value);
+}
+
+std::string spillText(const runtime::KernelResources &resources) {
+  if (resources.spillStoreBytes < 0)
+    return "?";
+  return fmt::format("{}/{} B", resources.spillStoreBytes,
+                     resources.spillLoadBytes);
+}
+
+std::string perElementText(double value) {
+  return value > 0 ? fmt::format("{:.1f}", value) : "-";
+}
+
+} // namespace
+
+std::string formatReportText(const SpecReport &report) {
+  std::string text = fmt::format(
+      "{} on {}: {} launch(es), {:.2f} B/elem moved (minimum {:.2f}), "
+      "estimated {:.0f}% of HBM bandwidth, limited by {}\n",
+      report.title, report.chip, report.launches.size(), report.bytesPerElement,
+      report.minimumBytesPerElement, 100 * report.bandwidthFraction,
+      report.limiter);
+  for (const LaunchReport &launch : report.launches) {
+    const auto &g = launch.launch.grid, &b = launch.launch.block;
+    text += fmt::format("  {}\n", launch.launch.kernel);
+    text += fmt::format("    policy    {}\n", launch.launch.policy);
+    text += fmt::format("    launch    grid {}x{}x{}, block {}x{}x{}, {} "
+                        "threads, {:.2f} elem/thread\n",
+                        g[0], g[1], g[2], b[0], b[1], b[2], launch.threads,
+                        launch.elementsPerThread);
+    text += fmt::format(
+        "    global    loads {}, stores {}{}\n",
+        widthsText(launch.ptx.loadWidths), widthsText(launch.ptx.storeWidths),
+        launch.ptx.genericAccesses
+            ? fmt::format(" ({} generic)", launch.ptx.genericAccesses)
+            : "");
+    text += fmt::format(
+        "    instr     {} static, {:.0f}/thread, {}/elem, main loop {}/elem "
+        "(PTX)\n",
+        launch.ptx.instructions, launch.instructionsPerThread,
+        perElementText(launch.instructionsPerElement),
+        perElementText(launch.loopInstructionsPerElement));
+    for (size_t l = 0; l < launch.ptx.loops.size(); ++l)
+      text += fmt::format(
+          "    loop      instructions {}-{} ({}), {} B loaded and {} B stored "
+          "per trip, {:.2f} elem/trip, {:.1f} trips{}\n",
+          launch.ptx.loops[l].firstInstruction,
+          launch.ptx.loops[l].lastInstruction,
+          launch.ptx.loops[l].instructions(),
+          launch.ptx.loops[l].globalLoadBytes,
+          launch.ptx.loops[l].globalStoreBytes, launch.loopElementsPerTrip[l],
+          launch.loopTrips[l], int(l) == launch.mainLoop ? " (main)" : "");
+    text += fmt::format("    ops       {} atomics ({} cas, {} .sys), {} "
+                        "shuffles, {} barriers, {} f32 divisions\n",
+                        launch.ptx.atomics, launch.ptx.casAtomics,
+                        launch.ptx.sysScopeOps, launch.ptx.shuffles,
+                        launch.ptx.barriers, launch.ptx.divisions);
+    text += fmt::format(
+        "    resources {} registers, spills {}, shared {} B; occupancy {:.0f}% "
+        "({} blocks/SM, limited by {})\n",
+        resourceText(launch.resources.registers), spillText(launch.resources),
+        resourceText(launch.resources.sharedBytes), 100 * launch.occupancy,
+        launch.blocksPerSm, launch.occupancyLimiter);
+    text += fmt::format("    estimate  {:.1f} us: memory {:.1f}, issue {:.1f}, "
+                        "L1 {:.1f}, atomics {:.1f}; {} moved; {}\n",
+                        launch.seconds * 1e6, launch.memorySeconds * 1e6,
+                        launch.issueSeconds * 1e6, launch.l1Seconds * 1e6,
+                        launch.atomicSeconds * 1e6,
+                        bytesText(double(launch.bytesMoved)), launch.limiter);
+  }
+  return text;
+}
+
+std::string markdownHeader() {
+  return "| kernel | chip | launches | main kernel: block | loads | stores | "
+         "instr/elem | regs | spills | occupancy | B/elem (min) | est. % HBM "
+         "| limited by |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+}
+
+std::string formatReportMarkdownRow(const SpecReport &report) {
+  const LaunchReport &main = report.launches[size_t(report.mainLaunch)];
+  const auto &b = main.launch.block;
+  return fmt::format(
+      "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f}% | {:.2f} "
+      "({:.2f}) | {:.0f}% | {} |\n",
+      report.title, report.chip, report.launches.size(), b[0] * b[1] * b[2],
+      widthsText(main.ptx.loadWidths), widthsText(main.ptx.storeWidths),
+      perElementText(main.instructionsPerElement),
+      resourceText(main.resources.registers), spillText(main.resources),
+      100 * main.occupancy, report.bytesPerElement,
+      report.minimumBytesPerElement, 100 * report.bandwidthFraction,
+      report.limiter);
+}
+
+} // namespace lowbit::report

@@ -1,0 +1,202 @@
+//===- GpuReport.h - Static performance report of GPU kernels ---*- C++ -*-===//
+//
+// Reads what a GPU kernel is made of without running it: the PTX text, how
+// it is launched, ptxas's resource report, and the bytes its buffers hold
+// (from the format model). From those it derives load/store widths,
+// instructions per element, occupancy, and a bandwidth estimate that names
+// its limiting factor. The model and its limits are in docs/gpu-report.md.
+//
+// MLIR-free: the caller turns its launch description (lowbit's LaunchPlan,
+// or the NVRTC reference kernels' fixed ABI) into KernelLaunch records.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_REPORT_GPUREPORT_H
+#define LOWBIT_RUNTIME_REPORT_GPUREPORT_H
+
+#include "format/Scheme.h"
+#include "lowbit/Expected.h"
+#include "runtime/driver/NvJitLink.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lowbit::report {
+
+// --- the chip ---------------------------------------------------------------
+
+/// Per-SM limits and the memory system of one chip (sources in
+/// docs/gpu-report.md).
+struct ChipModel {
+  std::string chip;   ///< "sm_90a"
+  std::string device; ///< "H200 SXM"
+  int smCount = 0;
+  int registersPerSm = 0;
+  int maxThreadsPerSm = 0;
+  int maxBlocksPerSm = 0;
+  int sharedBytesPerSm = 0;
+  /// Registers are allocated per warp in units of this many.
+  int registerAllocationUnit = 0;
+  double hbmBytesPerSecond = 0;
+  double memoryLatencySeconds = 0;
+  double clockHz = 0;
+  /// Warp instructions one SM issues per clock (one per scheduler).
+  int issuePerSmPerClock = 0;
+  /// 128-byte L1 wavefronts one SM serves per clock.
+  int l1WavefrontsPerSmPerClock = 0;
+  /// Cost of one kernel launch in a stream beyond its own work.
+  double launchOverheadSeconds = 0;
+  /// One atomic on a single contended address, serialized in L2.
+  double contendedAtomicSeconds = 0;
+};
+
+/// sm_90a (H200) and sm_100a (B200); nullopt for any other chip.
+std::optional<ChipModel> chipModel(std::string_view chip);
+/// The chips chipModel knows, for messages.
+std::string knownReportChips();
+
+// --- the PTX ----------------------------------------------------------------
+
+/// A loop: a backward branch in the kernel body.
+struct PtxLoop {
+  int firstInstruction = 0, lastInstruction = 0; ///< inclusive
+  int globalLoadBytes = 0, globalStoreBytes = 0; ///< per thread, per trip
+  int instructions() const { return lastInstruction - firstInstruction + 1; }
+};
+
+struct PtxKernel {
+  std::string name;
+  int instructions = 0;
+  /// Global (and generic) loads and stores: bits per access -> static count.
+  std::map<int, int> loadWidths, storeWidths;
+  /// Loads/stores through generic addresses (no .global): counted above too.
+  int genericAccesses = 0;
+  int globalLoadBytes = 0, globalStoreBytes = 0;
+  std::vector<PtxLoop> loops;
+  /// Every global/generic access, in order.
+  struct Access {
+    int instruction = 0, bits = 0;
+    bool load = false;
+    bool operator==(const Access &other) const = default;
+  };
+  std::vector<Access> accesses;
+  /// Indices of the .param slots the body reads.
+  std::vector<int> parametersRead;
+  int atomics = 0, casAtomics = 0, sysScopeOps = 0;
+  int shuffles = 0, barriers = 0, divisions = 0;
+};
+
+/// Every .entry of `ptx`. A PTX without entries is an error.
+Expected<std::vector<PtxKernel>> analyzePtx(std::string_view ptx);
+
+// --- one spec's kernels -----------------------------------------------------
+
+struct Buffer {
+  std::string role; ///< input, codes, scales, zeros, global, output, scratch
+  int64_t bytes = 0;
+  bool written = false;
+};
+
+/// What one launch is, at the report's reference size.
+struct KernelLaunch {
+  std::string kernel;
+  /// Human-readable policy, e.g. "grid (rows, ceil(cols/128)) x block 128".
+  std::string policy;
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int64_t dynamicSharedBytes = 0;
+  /// The grid does not grow with the tensor: threads stride over it.
+  bool gridStride = false;
+  /// PTX .param slot -> index into the spec's buffers (-1: not a buffer
+  /// address). A buffer counts as moved by the launch when its slot is read.
+  std::vector<int> bufferOfParameter;
+};
+
+struct SpecInput {
+  std::string title; ///< "quantize mxfp4 f32", "nvrtc quantize mxfp4 f32"
+  KernelOp op = KernelOp::Quantize;
+  ChipModel chip;
+  std::string ptx;
+  std::vector<KernelLaunch> launches;
+  std::vector<runtime::KernelResources> resources; ///< from nvJitLink
+  std::vector<Buffer> buffers;
+  int64_t elements = 0;
+  /// Bytes of one value of the streamed side (input of quantize, output of
+  /// dequantize): the loop trip count is derived from it.
+  int valueBytes = 4;
+  double minimumBytes = 0;
+};
+
+struct LaunchReport {
+  KernelLaunch launch;
+  PtxKernel ptx;
+  runtime::KernelResources resources;
+  int64_t threads = 0;
+  double elementsPerThread = 0;
+  /// Instructions each thread executes, loops weighted by their trips.
+  double instructionsPerThread = 0;
+  double instructionsPerElement = 0;
+  /// The heaviest loop's body per element (0 without a streaming loop).
+  double loopInstructionsPerElement = 0;
+  /// Index into ptx.loops of that loop, -1 if none.
+  int mainLoop = -1;
+  /// Per loop of ptx.loops: value elements per trip, and the trips assumed.
+  std::vector<double> loopElementsPerTrip, loopTrips;
+  int blocksPerSm = 0;
+  double occupancy = 0;         ///< resident warps / maximum
+  std::string occupancyLimiter; ///< registers, threads, blocks, shared, grid
+  int64_t bytesMoved = 0;
+  double bytesInFlight = 0; ///< whole GPU
+  /// Bytes between the addresses of adjacent lanes, and the 128-byte L1
+  /// wavefronts one warp-wide access costs on average.
+  double laneStrideBytes = 0, wavefrontsPerAccess = 0;
+  double l1WavefrontsPerThread = 0; ///< per thread, summed over accesses
+  double memorySeconds = 0, issueSeconds = 0, atomicSeconds = 0;
+  double l1Seconds = 0;
+  double seconds = 0; ///< the largest of the three plus the launch overhead
+  std::string limiter;
+};
+
+struct SpecReport {
+  std::string title;
+  std::string chip;
+  std::vector<LaunchReport> launches;
+  double bytesPerElement = 0, minimumBytesPerElement = 0;
+  double seconds = 0;
+  double bandwidthFraction = 0; ///< minimum bytes / time / peak
+  std::string limiter;
+  int mainLaunch = 0; ///< the launch that takes the most time
+};
+
+Expected<SpecReport> analyzeSpec(const SpecInput &input);
+
+/// The format model's minimum: the value tensor plus codes, scales, zero
+/// points and global scale, each moved once, at rows x cols.
+double minimumBytes(const Scheme &scheme, int valueBytes, int64_t rows,
+                    int64_t cols);
+/// The ABI buffers of a spec at rows x cols, sized by the format model, in
+/// the NVRTC reference kernels' order: value, codes, scales, zeros, global
+/// (a zero-byte entry where the scheme has none).
+std::vector<Buffer> formatBuffers(const Scheme &scheme, KernelOp op,
+                                  int valueBytes, int64_t rows, int64_t cols);
+
+/// The launches of runtime/nvrtc's reference kernels (their ABI is fixed in
+/// ReferenceKernels.h) at rows x cols; buffers as formatBuffers plus one
+/// scratch word for the amax.
+std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
+                                                  bool needsTensorAmax,
+                                                  int64_t rows, int64_t cols);
+
+std::string widthsText(const std::map<int, int> &widths);
+std::string formatReportText(const SpecReport &report);
+std::string markdownHeader();
+std::string formatReportMarkdownRow(const SpecReport &report);
+
+} // namespace lowbit::report
+
+#endif // LOWBIT_RUNTIME_REPORT_GPUREPORT_H

@@ -1,0 +1,259 @@
+//===- GpuReportTest.cpp - runtime/report on known kernels ----------------===//
+//
+// Hand-written PTX whose widths, loops and atomics are known, the format
+// model's minimum bytes against hand-computed values, and the occupancy and
+// bandwidth model on launches whose answers follow from the SM limits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/report/GpuReport.h"
+
+#include <catch2/catch.hpp>
+
+using namespace lowbit;
+using namespace lowbit::report;
+
+namespace {
+
+/// A vectorized copy-like quantize body: one 16-byte load and one 4-byte
+/// store per trip of a loop. A second kernel holds a system-scope CAS, a
+/// shuffle, a division and loads through generic, shared and local
+/// addresses.
+constexpr const char *kVectorPtx = R"ptx(
+.version 8.0
+.target sm_90a
+.address_size 64
+
+	// .globl	copy_kernel
+.visible .entry copy_kernel(
+	.param .u64 copy_kernel_param_0,
+	.param .u64 copy_kernel_param_1,
+	.param .u64 copy_kernel_param_2
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<12>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [copy_kernel_param_0];
+	ld.param.u64 	%rd2, [copy_kernel_param_2];
+	mov.u32 	%r1, %tid.x;
+$L__BB0_1:
+	ld.global.nc.v4.b32 	{%r2, %r3, %r4, %r5}, [%rd1];
+	cvt.rn.satfinite.e4m3x2.f32 	%r6, %r3, %r2;
+	cvt.rn.satfinite.e4m3x2.f32 	%r7, %r5, %r4;
+	st.global.b32 	[%rd2], %r6;
+	add.s64 	%rd1, %rd1, 16;
+	add.s64 	%rd2, %rd2, 4;
+	setp.lt.u32 	%p1, %r1, 100;
+	@%p1 bra 	$L__BB0_1;
+	ret;
+
+}
+	// .globl	other
+.visible .entry other(
+	.param .u64 other_param_0
+)
+{
+	ld.global.u8 	%rs1, [%rd1];
+	{ // inline asm scope
+	.reg .b32 %tmp;
+	atom.sys.global.cas.b32 	%r8, [%rd2], 0, 1;
+	}
+	shfl.sync.bfly.b32 	%r9, %r8, 1, 31, -1;
+	div.rn.f32 	%r10, %r9, %r8;
+	ld.v2.f32 	{%r1, %r2}, [%rd1];
+	ld.shared.b32 	%r3, [%rd1];
+	st.local.b32 	[%rd1], %r3;
+	ret;
+}
+)ptx";
+
+ChipModel h200() {
+  std::optional<ChipModel> chip = chipModel("sm_90a");
+  REQUIRE(chip);
+  return *chip;
+}
+
+} // namespace
+
+TEST_CASE("PTX: widths, loops, atomics and parameters", "[report]") {
+  Expected<std::vector<PtxKernel>> kernels = analyzePtx(kVectorPtx);
+  REQUIRE(kernels);
+  REQUIRE(kernels->size() == 2);
+  const PtxKernel &copy = (*kernels)[0];
+  CHECK(copy.name == "copy_kernel");
+  // ld.global.nc.v4.b32 is one 128-bit load; st.global.b32 one 32-bit store.
+  CHECK(copy.loadWidths == std::map<int, int>{{128, 1}});
+  CHECK(copy.storeWidths == std::map<int, int>{{32, 1}});
+  CHECK(copy.globalLoadBytes == 16);
+  CHECK(copy.genericAccesses == 0);
+  // 3 before the loop, 8 in it, then ret.
+  CHECK(copy.instructions == 12);
+  REQUIRE(copy.loops.size() == 1);
+  CHECK(copy.loops[0].firstInstruction == 3);
+  CHECK(copy.loops[0].lastInstruction == 10);
+  CHECK(copy.loops[0].globalLoadBytes == 16);
+  CHECK(copy.loops[0].globalStoreBytes == 4);
+  CHECK(copy.atomics == 0);
+  CHECK(copy.parametersRead == std::vector<int>{0, 2});
+
+  // Generic accesses count (flagged); shared and local ones do not.
+  const PtxKernel &other = (*kernels)[1];
+  CHECK(other.loadWidths == std::map<int, int>{{8, 1}, {64, 1}});
+  CHECK(other.storeWidths.empty());
+  CHECK(other.genericAccesses == 1);
+  CHECK(other.loops.empty());
+  CHECK(other.instructions == 8);
+  CHECK(other.atomics == 1);
+  CHECK(other.casAtomics == 1);
+  CHECK(other.sysScopeOps == 1);
+  CHECK(other.shuffles == 1);
+  CHECK(other.divisions == 1);
+}
+
+TEST_CASE("PTX without an entry is an error", "[report]") {
+  Expected<std::vector<PtxKernel>> kernels =
+      analyzePtx(".version 8.0\n.target sm_90a\n");
+  REQUIRE_FALSE(kernels);
+  CHECK(kernels.error().message.find("no .entry") != std::string::npos);
+  CHECK_FALSE(analyzePtx(".visible .entry broken(\n) {\n ret;\n"));
+}
+
+TEST_CASE("minimum bytes come from the format model", "[report]") {
+  const Scheme *mxfp4 = nullptr, *nvfp4 = nullptr, *int4 = nullptr;
+  for (const Scheme &scheme : namedSchemes()) {
+    if (scheme.name == "mxfp4")
+      mxfp4 = &scheme;
+    if (scheme.name == "nvfp4")
+      nvfp4 = &scheme;
+    if (scheme.name == "int4_g128")
+      int4 = &scheme;
+  }
+  REQUIRE((mxfp4 && nvfp4 && int4));
+  const int64_t rows = 256, cols = 4096, n = rows * cols;
+  // mxfp4 from f16: 2 B of input, a nibble of code, one E8M0 byte per 32.
+  CHECK(minimumBytes(*mxfp4, 2, rows, cols) / double(n) ==
+        Approx(2.0 + 0.5 + 1.0 / 32).epsilon(1e-12));
+  // nvfp4 from f32: 4 + 1/2 + one UE4M3 byte per 16 + the f32 global scale.
+  CHECK(minimumBytes(*nvfp4, 4, rows, cols) ==
+        Approx(4.0 * n + n / 2.0 + n / 16.0 + 4).epsilon(1e-12));
+  // int4_g128: f16 scale and a u8 zero point per 128.
+  CHECK(minimumBytes(*int4, 4, rows, cols) / double(n) ==
+        Approx(4.0 + 0.5 + 3.0 / 128).epsilon(1e-12));
+}
+
+TEST_CASE("occupancy and the bandwidth estimate", "[report]") {
+  SpecInput input;
+  input.title = "copy";
+  input.chip = h200();
+  input.ptx = kVectorPtx;
+  input.elements = int64_t(1) << 26;
+  input.valueBytes = 4;
+  input.buffers = {{"input", input.elements * 4, false},
+                   {"codes", input.elements, true},
+                   {"unused", 1 << 20, false}};
+  input.minimumBytes = double(input.elements) * 5;
+  KernelLaunch launch;
+  launch.kernel = "copy_kernel";
+  launch.block = {256, 1, 1};
+  launch.grid = {132 * 8 * 4, 1, 1};
+  launch.bufferOfParameter = {0, 2, 1};
+  launch.gridStride = true;
+  input.launches = {launch};
+  runtime::KernelResources resources;
+  resources.function = "copy_kernel";
+  resources.registers = 64;
+  resources.sharedBytes = 0;
+  input.resources = {resources};
+
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  REQUIRE(report->launches.size() == 1);
+  const LaunchReport &out = report->launches[0];
+  // 64 registers x 32 lanes = 2048 per warp; 8 warps per block: 4 blocks
+  // fill the 64K registers, 1024 of 2048 threads.
+  CHECK(out.blocksPerSm == 4);
+  CHECK(out.occupancyLimiter.rfind("registers", 0) == 0);
+  CHECK(out.occupancy == Approx(0.5));
+  // Slots 0 and 2 are read: input and codes move, "unused" does not.
+  CHECK(out.bytesMoved == input.elements * 5);
+  CHECK(report->bytesPerElement == Approx(5.0));
+  // 4 elements per 16-byte trip: 8 instructions per 4 elements.
+  CHECK(out.elementsPerThread ==
+        Approx(double(input.elements) / double(launch.grid[0] * 256)));
+  CHECK(out.loopInstructionsPerElement == Approx(2.0));
+  // 132 x 4 x 256 threads x 16 B = 2.06 MiB in flight, below the 3.36 MB
+  // that 4.8 TB/s x 700 ns needs: limited by memory-level parallelism.
+  CHECK(out.bytesInFlight == Approx(132.0 * 4 * 256 * 16));
+  CHECK(out.limiter.find("memory-level parallelism") != std::string::npos);
+  // The reads take input bytes / (bytes in flight / latency); the writes
+  // fit under them; plus one launch overhead.
+  double seconds =
+      double(input.elements) * 4 / (out.bytesInFlight / 700e-9) + 1.5e-6;
+  CHECK(report->seconds == Approx(seconds));
+  CHECK(report->bandwidthFraction ==
+        Approx(input.minimumBytes / 4.8e12 / seconds));
+  CHECK(report->bandwidthFraction < 0.85);
+
+  // 32 registers: 8 blocks of 256 = the full 2048 threads; the same kernel
+  // then has twice the bytes in flight, enough for the bandwidth-delay
+  // product, and lands at the HBM roof less one launch overhead.
+  input.resources[0].registers = 32;
+  Expected<SpecReport> wide = analyzeSpec(input);
+  REQUIRE(wide);
+  CHECK(wide->launches[0].blocksPerSm == 8);
+  CHECK(wide->launches[0].occupancy == Approx(1.0));
+  CHECK(wide->launches[0].limiter == "HBM bandwidth");
+  CHECK(wide->bandwidthFraction > 0.9);
+  CHECK(wide->bandwidthFraction > report->bandwidthFraction);
+  // Grid-stride: adjacent lanes load adjacent 16-byte vectors, 4 lines per
+  // warp access for the loads, 1 for the 4-byte stores.
+  CHECK(wide->launches[0].laneStrideBytes == 0);
+  CHECK(wide->launches[0].wavefrontsPerAccess == Approx(2.5));
+
+  // The same body with each thread owning its 62 consecutive elements:
+  // lanes 248 B apart, every warp load touches 32 lines (512 useful bytes
+  // in 32 L1 clocks: just under the HBM rate per SM, so not yet the limit).
+  input.launches[0].gridStride = false;
+  Expected<SpecReport> chunked = analyzeSpec(input);
+  REQUIRE(chunked);
+  const LaunchReport &strided = chunked->launches[0];
+  CHECK(strided.laneStrideBytes == Approx(strided.elementsPerThread * 4));
+  CHECK(strided.wavefrontsPerAccess == Approx((32.0 + 1.0) / 2));
+  CHECK(strided.l1Seconds ==
+        Approx(wide->launches[0].l1Seconds * (32.0 + 1.0) / (4.0 + 1.0)));
+  CHECK(strided.l1Seconds > 0.9 * strided.memorySeconds);
+  CHECK(strided.l1Seconds < strided.memorySeconds);
+
+  // Scalar loads in the same layout: 32 lines for 128 useful bytes per
+  // warp access, and L1 limits.
+  input.ptx = std::string(kVectorPtx);
+  size_t at = input.ptx.find("ld.global.nc.v4.b32");
+  input.ptx.replace(at, 19, "ld.global.nc.b32   ");
+  input.valueBytes = 4;
+  Expected<SpecReport> scalar = analyzeSpec(input);
+  REQUIRE(scalar);
+  CHECK(scalar->launches[0].limiter.rfind("uncoalesced access", 0) == 0);
+  CHECK(scalar->bandwidthFraction < 0.5);
+}
+
+TEST_CASE("a launch of a kernel the PTX lacks is an error", "[report]") {
+  SpecInput input;
+  input.chip = h200();
+  input.ptx = kVectorPtx;
+  input.elements = 1024;
+  KernelLaunch launch;
+  launch.kernel = "missing_kernel";
+  input.launches = {launch};
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE_FALSE(report);
+  CHECK(report.error().message.find("missing_kernel") != std::string::npos);
+}
+
+TEST_CASE("chip models: sm_90a and sm_100a only", "[report]") {
+  CHECK(chipModel("sm_90a")->smCount == 132);
+  CHECK(chipModel("sm_100a")->smCount == 148);
+  CHECK(chipModel("sm_100a")->registersPerSm == 65536);
+  CHECK_FALSE(chipModel("sm_80"));
+}

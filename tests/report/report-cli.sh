@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `lowbit report` end to end on real kernels (needs the CUDA toolkit's
+# nvJitLink and NVRTC, as the GPU tail tests do):
+#   - the format model's minimum for mxfp4 from f16 is 2 + 1/2 + 1/32 =
+#     2.53 B/elem, and a single-pass kernel moves exactly that;
+#   - the load count it reports equals the ld.global lines of the PTX that
+#     `lowbit compile --emit ptx` prints for the same spec;
+#   - --with-nvrtc adds the NVRTC reference kernels, --markdown the table,
+#     sm_100a works;
+#   - a bad spec, target or size fails with a message and no output.
+# usage: report-cli.sh LOWBIT
+set -euo pipefail
+lowbit=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$lowbit" report 'quantize mxfp4 from=f16' --size 256x4096 > "$work/mxfp4.txt"
+cat "$work/mxfp4.txt"
+grep -Eq '^quantize mxfp4 f16 on sm_90a: [0-9]+ launch\(es\), [0-9.]+ B/elem moved \(minimum 2\.53\), estimated [0-9]+% of HBM bandwidth, limited by ' "$work/mxfp4.txt"
+grep -Eq '^    resources [0-9]+ registers, spills [0-9]+/[0-9]+ B, shared [0-9]+ B; occupancy [0-9]+%' "$work/mxfp4.txt"
+
+# Loads in the report == ld.global lines in the PTX, kernel by kernel summed.
+"$lowbit" compile 'quantize mxfp4 from=f16' --target sm_90a --emit ptx > "$work/mxfp4.ptx"
+ptx_loads=$(grep -Ec '^\s*(@!?%p[0-9]+\s+)?(ld|ldu)\.global' "$work/mxfp4.ptx" || true)
+report_loads=$(grep -E '^    global    loads' "$work/mxfp4.txt" |
+  sed -E 's/.*loads (.*), stores.*/\1/' | grep -Eo 'x[0-9]+' | tr -d x |
+  paste -sd+ | bc)
+echo "loads: PTX $ptx_loads, report $report_loads"
+[[ $ptx_loads -gt 0 && $ptx_loads == "$report_loads" ]]
+
+"$lowbit" report 'quantize fp8_e4m3' --with-nvrtc --size 256x512 > "$work/nvrtc.txt"
+grep -q '^nvrtc quantize fp8_e4m3 f32 on sm_90a: 2 launch(es)' "$work/nvrtc.txt"
+grep -q '^  lowbit_ref_amax$' "$work/nvrtc.txt"
+grep -q 'policy    grid-stride, min(ceil(n/256), 1024) x 256' "$work/nvrtc.txt"
+
+"$lowbit" report 'dequantize nvfp4' --target sm_90a,sm_100a --markdown --size 256x512 > "$work/table.md"
+cat "$work/table.md"
+[[ $(wc -l < "$work/table.md") == 4 ]]
+grep -q '^| kernel | chip | launches |' "$work/table.md"
+grep -q '^| dequantize nvfp4 f32 | sm_100a | ' "$work/table.md"
+
+"$lowbit" report --help | grep -q '^usage: lowbit report (SPEC... | --all)'
+
+expect_failure() {
+  local pattern=$1; shift
+  if "$lowbit" report "$@" > "$work/out" 2> "$work/err"; then
+    echo "expected failure: $*"; exit 1
+  fi
+  [[ ! -s $work/out ]] || { echo "output on failure: $*"; exit 1; }
+  grep -q -- "$pattern" "$work/err" || { cat "$work/err"; exit 1; }
+}
+expect_failure "spec 'quantize nosuchscheme'" 'quantize nosuchscheme'
+expect_failure 'no SM and memory model for sm_80' 'quantize mxfp4' --target sm_80
+expect_failure 'must be an NVIDIA chip' 'quantize mxfp4' --target cpu
+expect_failure 'sm_999' 'quantize mxfp4' --target sm_999
+expect_failure 'give SPECs or --all' --all 'quantize mxfp4'
+expect_failure 'expected ROWSxCOLS' 'quantize mxfp4' --size 12
+expect_failure 'cover the named schemes' 'quantize mxfp4 scale=static' --with-nvrtc
+echo PASS

@@ -1,0 +1,342 @@
+//===- ReportCommand.cpp - lowbit report: static GPU kernel reports -------===//
+//
+// Compiles each spec for the GPU as the JIT does (PTX + launch plan), asks
+// nvJitLink for registers and spills, and hands PTX, launches, resources
+// and the ABI buffers' sizes to runtime/report, which reads widths,
+// instruction counts and occupancy off them and estimates the fraction of
+// HBM bandwidth (docs/gpu-report.md). --with-nvrtc reports runtime/nvrtc's
+// CUDA C++ reference kernels beside them, through the same analysis.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/aot/Bundle.h"
+#include "runtime/compiler/Compiler.h"
+#include "runtime/driver/NvJitLink.h"
+#include "runtime/driver/Nvrtc.h"
+#include "runtime/jit/LaunchPlan.h"
+#include "runtime/nvrtc/ReferenceKernels.h"
+#include "runtime/report/GpuReport.h"
+#include "tools/lowbit/CommandLine.h"
+#include "tools/lowbit/Commands.h"
+#include "tools/lowbit/ParamRoles.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: lowbit report (SPEC... | --all) [--target CHIP[,CHIP...]]\n"
+    "                     [--size ROWSxCOLS] [--markdown] [--with-nvrtc]\n"
+    "Static report of each GPU kernel of a spec: launches, grid and block,\n"
+    "global load/store widths, bytes per element against the format's\n"
+    "minimum, PTX instructions per element, registers, spills, occupancy\n"
+    "and an estimated fraction of HBM bandwidth with its limiting factor\n"
+    "(model: docs/gpu-report.md).\n"
+    "  SPEC          a kernel spec in quotes, e.g. 'quantize mxfp4 from=f16'\n"
+    "  --all         every named scheme, quantize and dequantize, f32\n"
+    "  --target      sm_90a (default) and/or sm_100a, comma-separated\n"
+    "  --size        the reference tensor (default 8192x8192)\n"
+    "  --markdown    one table row per kernel instead of the long form\n"
+    "  --with-nvrtc  also the NVRTC reference kernels of the named schemes\n";
+
+constexpr OptionSpec kOptions[] = {{"all", false},
+                                   {"target", true},
+                                   {"size", true},
+                                   {"markdown", false},
+                                   {"with-nvrtc", false}};
+
+/// A launch size as a function of the tensor's rows and cols, read off the
+/// plan by evaluating it at the reference size and at twice the rows and
+/// twice the cols: "rows", "cols/4096", "128", or the value when the size
+/// is no such simple function (e.g. a capped grid-stride launch).
+std::string describeSize(const std::string &expression,
+                         const std::array<jit::ParamShapes, 3> &probes,
+                         int64_t rows, int64_t cols) {
+  std::array<int64_t, 3> value{};
+  for (size_t i = 0; i < 3; ++i) {
+    Expected<int64_t> v = jit::evaluateSize(expression, probes[i]);
+    if (!v)
+      return "?";
+    value[i] = *v;
+  }
+  auto [base, twiceRows, twiceCols] = value;
+  if (base == twiceRows && base == twiceCols)
+    return std::to_string(base);
+  auto ratio = [&](int64_t size, const char *name) -> std::string {
+    if (base <= 0 || size % base != 0)
+      return {};
+    int64_t divisor = size / base;
+    return divisor == 1 ? name : fmt::format("{}/{}", name, divisor);
+  };
+  std::string text;
+  if (base == twiceCols && twiceRows == 2 * base)
+    text = ratio(rows, "rows");
+  else if (base == twiceRows && twiceCols == 2 * base)
+    text = ratio(cols, "cols");
+  else if (twiceRows == 2 * base && twiceCols == 2 * base)
+    text = ratio(rows * cols, "rows*cols");
+  return text.empty() ? fmt::format("{} at this size", base) : text;
+}
+
+struct ReportOptions {
+  std::vector<report::ChipModel> chips;
+  std::vector<Target> targets;
+  int64_t rows = 8192, cols = 8192;
+};
+
+Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
+                                          const Target &target,
+                                          const report::ChipModel &chip,
+                                          const ReportOptions &options) {
+  Expected<jit::GpuBuild> build = jit::buildGpuKernel(spec, target);
+  if (!build)
+    return build.error();
+  if (!build->plan.unsupported.empty())
+    return makeError(ErrorCode::Unsupported,
+                     "no launch plan: " + build->plan.unsupported);
+  Expected<runtime::Cubin> cubin = runtime::linkPtx(build->ptx, target.chip);
+  if (!cubin)
+    return makeError(cubin.error().code, "nvJitLink (registers and spills): " +
+                                             cubin.error().message);
+
+  report::SpecInput input;
+  input.title = fmt::format(
+      "{} {} {}", spec.op == KernelOp::Quantize ? "quantize" : "dequantize",
+      spec.scheme.name.empty() ? printSchemeText(spec.scheme)
+                               : spec.scheme.name,
+      valueTypeName(spec.valueType));
+  input.op = spec.op;
+  input.chip = chip;
+  input.ptx = build->ptx;
+  input.resources = cubin->allKernels;
+  input.elements = options.rows * options.cols;
+  std::vector<compiler::KernelParam> params = compiler::kernelParams(spec);
+  std::vector<Shape2D> shapes =
+      compiler::bufferShapes(spec, options.rows, options.cols);
+  jit::ParamShapes planShapes;
+  for (size_t i = 0; i < params.size(); ++i) {
+    int64_t elementBytes = int64_t(aot::elementBytes(params[i].elementType));
+    input.buffers.push_back({std::string(paramRoleName(params[i].role)),
+                             shapes[i].rows * shapes[i].cols * elementBytes,
+                             params[i].isResult});
+    planShapes.push_back({shapes[i].rows, shapes[i].cols});
+    using Role = compiler::KernelParam::Role;
+    if (params[i].role ==
+        (spec.op == KernelOp::Quantize ? Role::Input : Role::Output))
+      input.valueBytes = int(elementBytes);
+  }
+  input.minimumBytes = report::minimumBytes(spec.scheme, input.valueBytes,
+                                            options.rows, options.cols);
+  std::array<jit::ParamShapes, 3> probes;
+  const std::array<std::pair<int64_t, int64_t>, 3> probeSizes = {
+      {{options.rows, options.cols},
+       {2 * options.rows, options.cols},
+       {options.rows, 2 * options.cols}}};
+  for (size_t p = 0; p < 3; ++p)
+    for (const Shape2D &shape : compiler::bufferShapes(
+             spec, probeSizes[p].first, probeSizes[p].second))
+      probes[p].push_back({shape.rows, shape.cols});
+  for (const jit::LaunchStep &step : build->plan.steps) {
+    report::KernelLaunch launch;
+    launch.kernel = step.kernelName;
+    std::array<int64_t, 7> values{};
+    for (size_t i = 0; i < 7; ++i) {
+      Expected<int64_t> value = jit::evaluateSize(step.sizes[i], planShapes);
+      if (!value)
+        return value.error();
+      values[i] = *value;
+    }
+    launch.grid = {values[0], values[1], values[2]};
+    launch.block = {values[3], values[4], values[5]};
+    launch.dynamicSharedBytes = values[6];
+    // A grid that does not double with the rows strides over the tensor.
+    int64_t threads = 1, threadsAtTwiceRows = 1;
+    for (size_t i = 0; i < 6; ++i) {
+      Expected<int64_t> twice = jit::evaluateSize(step.sizes[i], probes[1]);
+      if (!twice)
+        return twice.error();
+      threads *= values[i];
+      threadsAtTwiceRows *= *twice;
+    }
+    launch.gridStride = threadsAtTwiceRows < 2 * threads;
+    std::array<std::string, 6> described;
+    for (size_t i = 0; i < 6; ++i)
+      described[i] =
+          describeSize(step.sizes[i], probes, options.rows, options.cols);
+    launch.policy = fmt::format("grid ({}, {}, {}) x block ({}, {}, {})",
+                                described[0], described[1], described[2],
+                                described[3], described[4], described[5]);
+    // m:P is MLIR's expanded descriptor (allocated, aligned, offset, sizes,
+    // strides): its two pointers are buffer P; sW:EXPR is one scalar.
+    for (const std::string &argument : step.arguments) {
+      if (argument.starts_with("m:")) {
+        int param = std::stoi(argument.substr(2));
+        launch.bufferOfParameter.insert(launch.bufferOfParameter.end(),
+                                        {param, param, -1, -1, -1, -1, -1});
+      } else {
+        launch.bufferOfParameter.push_back(-1);
+      }
+    }
+    input.launches.push_back(std::move(launch));
+  }
+  return report::analyzeSpec(input);
+}
+
+Expected<report::SpecReport> reportReference(const KernelSpec &spec,
+                                             const report::ChipModel &chip,
+                                             const ReportOptions &options) {
+  Expected<runtime::ReferenceKernelSource> source =
+      runtime::referenceKernelSource(spec.scheme.name,
+                                     valueTypeName(spec.valueType));
+  if (!source)
+    return source.error();
+  Expected<const runtime::NvrtcApi *> nvrtc = runtime::nvrtcLibrary();
+  if (!nvrtc)
+    return nvrtc.error();
+  Expected<runtime::ReferenceKernelBuild> build =
+      runtime::buildReferenceKernel(**nvrtc, nullptr, *source, chip.chip);
+  if (!build)
+    return build.error();
+  Expected<runtime::Cubin> cubin = runtime::linkPtx(build->ptx, chip.chip);
+  if (!cubin)
+    return makeError(cubin.error().code, "nvJitLink (registers and spills): " +
+                                             cubin.error().message);
+  report::SpecInput input;
+  input.title =
+      fmt::format("nvrtc {} {} {}",
+                  spec.op == KernelOp::Quantize ? "quantize" : "dequantize",
+                  spec.scheme.name, valueTypeName(spec.valueType));
+  input.op = spec.op;
+  input.chip = chip;
+  input.ptx = build->ptx;
+  input.resources = cubin->allKernels;
+  input.elements = options.rows * options.cols;
+  // Quantize reads the input dtype; dequantize always writes f32.
+  input.valueBytes = spec.op == KernelOp::Quantize
+                         ? int(aot::elementBytes(valueTypeName(spec.valueType)))
+                         : 4;
+  input.buffers = report::formatBuffers(spec.scheme, spec.op, input.valueBytes,
+                                        options.rows, options.cols);
+  input.buffers.push_back({"scratch", 4, true});
+  input.minimumBytes = report::minimumBytes(spec.scheme, input.valueBytes,
+                                            options.rows, options.cols);
+  input.launches = report::referenceKernelLaunches(spec.op, source->groupSize,
+                                                   source->needsTensorAmax,
+                                                   options.rows, options.cols);
+  return report::analyzeSpec(input);
+}
+
+} // namespace
+
+std::vector<KernelSpec> allNamedSchemeSpecs() {
+  std::vector<KernelSpec> specs;
+  for (const Scheme &scheme : namedSchemes())
+    for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
+      KernelSpec spec;
+      spec.op = op;
+      spec.scheme = scheme;
+      specs.push_back(spec);
+    }
+  return specs;
+}
+
+CommandResult runReport(Arguments args) {
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("report", args, kOptions, kUsage, &done);
+  if (!parsed)
+    return done;
+  bool all = parsed->flag("all");
+  if (all == !parsed->operands.empty())
+    return fail(
+        fmt::format("report: give SPECs or --all (not both)\n{}", kUsage));
+  ReportOptions options;
+  if (const std::string *size = parsed->value("size")) {
+    std::string reason;
+    if (!parseRowsByCols(*size, kMaxBenchElements, options.rows, options.cols,
+                         reason))
+      return fail(fmt::format("--size: {}", reason));
+  }
+  std::string targets = "sm_90a";
+  if (const std::string *value = parsed->value("target"))
+    targets = *value;
+  std::string error;
+  for (size_t start = 0; start <= targets.size();) {
+    size_t comma = targets.find(',', start);
+    if (comma == std::string::npos)
+      comma = targets.size();
+    std::string text = targets.substr(start, comma - start);
+    start = comma + 1;
+    std::optional<Target> target = parseTarget(text, &error);
+    if (!target)
+      return fail(error);
+    if (!target->isNvidia())
+      return fail("report: the target must be an NVIDIA chip, got '" + text +
+                  "'");
+    if (!validateTarget(*target, &error))
+      return fail(error);
+    std::optional<report::ChipModel> chip = report::chipModel(target->chip);
+    if (!chip)
+      return fail(fmt::format("report: no SM and memory model for {}; known: "
+                              "{}",
+                              target->chip, report::knownReportChips()));
+    options.targets.push_back(*target);
+    options.chips.push_back(*chip);
+  }
+
+  std::vector<KernelSpec> specs;
+  if (all)
+    specs = allNamedSchemeSpecs();
+  for (std::string_view text : parsed->operands) {
+    std::optional<KernelSpec> spec = parseKernelSpec(text, &error);
+    if (!spec || !validateKernelSpec(*spec, &error))
+      return fail(fmt::format("spec '{}': {}", text, error));
+    if (!validateSchemeForShape(spec->scheme, options.rows, options.cols,
+                                &error))
+      return fail(fmt::format("spec '{}' at {}x{}: {}", text, options.rows,
+                              options.cols, error));
+    specs.push_back(*spec);
+  }
+  bool withNvrtc = parsed->flag("with-nvrtc");
+  if (withNvrtc)
+    for (const KernelSpec &spec : specs)
+      if (spec.scheme.name.empty() || spec.isStatic())
+        return fail(fmt::format("--with-nvrtc: the NVRTC reference kernels "
+                                "cover the named schemes with dynamic "
+                                "scales only, not '{}'",
+                                printKernelSpec(spec)));
+
+  // Everything is computed before anything is printed.
+  bool markdown = parsed->flag("markdown");
+  std::string output = markdown ? report::markdownHeader() : "";
+  auto add = [&](const report::SpecReport &spec) {
+    output += markdown ? report::formatReportMarkdownRow(spec)
+                       : report::formatReportText(spec) + "\n";
+  };
+  for (size_t t = 0; t < options.targets.size(); ++t)
+    for (const KernelSpec &spec : specs) {
+      Expected<report::SpecReport> lowbit =
+          reportLowbit(spec, options.targets[t], options.chips[t], options);
+      if (!lowbit)
+        return fail(fmt::format("'{}' on {}: {}", printKernelSpec(spec),
+                                options.targets[t].chip,
+                                lowbit.error().message));
+      add(*lowbit);
+      if (!withNvrtc)
+        continue;
+      Expected<report::SpecReport> reference =
+          reportReference(spec, options.chips[t], options);
+      if (!reference)
+        return fail(fmt::format("NVRTC reference of '{}' on {}: {}",
+                                printKernelSpec(spec), options.targets[t].chip,
+                                reference.error().message));
+      add(*reference);
+    }
+  fmt::print("{}", output);
+  return std::nullopt;
+}
+
+} // namespace lowbit::cli
