@@ -466,6 +466,21 @@ Status checkQuantizedParts(const Scheme &scheme, int64_t rows, int64_t cols,
   return Status::success();
 }
 
+/// The checks of lowbit_quantize and lowbit_dequantize: the value tensor
+/// (which gives rows and cols), the scheme for that shape, and the parts.
+Status checkQuantizedCall(const Scheme &scheme, const DLTensor *values,
+                          const std::string &valuesName, const DLTensor *codes,
+                          const DLTensor *scales, const DLTensor *zeros,
+                          const DLTensor *global, int64_t &rows,
+                          int64_t &cols) {
+  if (Status status = checkValueTensor(values, valuesName, rows, cols); !status)
+    return status;
+  std::string error;
+  if (!validateSchemeForShape(scheme, rows, cols, &error))
+    return invalid(error);
+  return checkQuantizedParts(scheme, rows, cols, codes, scales, zeros, global);
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -690,15 +705,12 @@ lowbit_status lowbit_quantize(const char *scheme, const DLTensor *input,
     if (isStatic)
       parsed->scale.mode = ScaleMode::Static;
     int64_t rows = 0, cols = 0;
-    if (Status status = checkValueTensor(input, "input", rows, cols); !status)
-      return status;
-    std::string error;
-    if (!validateSchemeForShape(*parsed, rows, cols, &error))
-      return invalid(error);
-    if (Status status = checkQuantizedParts(*parsed, rows, cols, codes, scales,
-                                            zeros, global_scale);
+    if (Status status =
+            checkQuantizedCall(*parsed, input, "input", codes, scales, zeros,
+                               global_scale, rows, cols);
         !status)
       return status;
+    std::string error;
 
     StaticScales given;
     if (isStatic) {
@@ -743,15 +755,12 @@ lowbit_status lowbit_dequantize(const char *scheme, const DLTensor *codes,
     if (!parsed)
       return std::move(parsed).takeError();
     int64_t rows = 0, cols = 0;
-    if (Status status = checkValueTensor(output, "output", rows, cols); !status)
-      return status;
-    std::string error;
-    if (!validateSchemeForShape(*parsed, rows, cols, &error))
-      return invalid(error);
-    if (Status status = checkQuantizedParts(*parsed, rows, cols, codes, scales,
-                                            zeros, global_scale);
+    if (Status status =
+            checkQuantizedCall(*parsed, output, "output", codes, scales, zeros,
+                               global_scale, rows, cols);
         !status)
       return status;
+    std::string error;
     QuantizedTensor tensor(*parsed);
     tensor.rows = rows;
     tensor.cols = cols;
