@@ -9,7 +9,7 @@ set -euo pipefail
 LOWBIT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$LOWBIT_ROOT/build}"
 PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools catch2
-          libfmt-dev ninja-build lld cmake g++ python3-venv
+          libfmt-dev ninja-build lld cmake g++ python3-venv python3-dev
           ${LOWBIT_EXTRA_PACKAGES:-})
 
 missing=()

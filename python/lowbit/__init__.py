@@ -1,0 +1,274 @@
+"""lowbit: quantization kernels and the reference quantizer for Python.
+
+Arrays go in as numpy arrays, torch tensors or anything with ``__dlpack__``;
+results come out as the same kind of array as the input (numpy for numpy
+and other DLPack producers, torch for torch), allocated on the input's
+device. Every failure raises :class:`LowbitError` with lowbit's message and
+its error code. docs/embedding.md has examples.
+"""
+
+from collections import namedtuple
+
+from . import _lowbit
+
+__all__ = [
+    "LowbitError",
+    "QuantizedTensor",
+    "Kernel",
+    "dequantize",
+    "formats",
+    "jit",
+    "quantize",
+    "schemes",
+]
+
+__version__ = _lowbit.version()
+
+
+class LowbitError(RuntimeError):
+    """A lowbit call failed. ``code`` is lowbit's error code name
+    ("invalid-argument", "unsupported", "library-not-found", ...)."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{message} [{code}]")
+        self.code = code
+        self.message = message
+
+
+def _check(result):
+    status, message = result
+    if status != 0:
+        raise LowbitError(_lowbit.status_name(status), message)
+
+
+def formats():
+    """The named element formats ("e4m3", "e2m1", ...)."""
+    return list(_lowbit.formats())
+
+
+def schemes():
+    """The named quantization schemes ("mxfp4", "nvfp4", ...)."""
+    return list(_lowbit.schemes())
+
+
+QuantizedTensor = namedtuple(
+    "QuantizedTensor", "codes scales zeros global_scale scheme shape"
+)
+QuantizedTensor.__doc__ = """What quantize() returns: uint8 packed codes,
+scales (their stored codes for e8m0/ue4m3), uint8 zero points or None, the
+float32 global scale of shape (1,) or None, the scheme and the input shape."""
+
+# DLPack dtype (code, bits) -> numpy / torch dtype name. numpy has no
+# bfloat16: bf16 scales come out as their uint16 bit patterns there.
+_NUMPY_NAMES = {(0, 8): "int8", (1, 8): "uint8", (1, 16): "uint16",
+                (2, 16): "float16", (2, 32): "float32", (4, 16): "uint16"}
+_TORCH_NAMES = {(0, 8): "int8", (1, 8): "uint8", (1, 16): "uint16",
+                (2, 16): "float16", (2, 32): "float32", (4, 16): "bfloat16"}
+_VALUE_DTYPES = {"float32": (2, 32), "float16": (2, 16), "bfloat16": (4, 16)}
+
+
+def _is_torch(array):
+    return type(array).__module__.split(".")[0] == "torch"
+
+
+class _Allocator:
+    """Allocates arrays of the kind and on the device of `like`."""
+
+    def __init__(self, like):
+        self.torch = _is_torch(like)
+        if self.torch:
+            import torch
+
+            self.module = torch
+            self.device = like.device
+        else:
+            import numpy
+
+            self.module = numpy
+
+    def empty(self, shape, dtype):
+        key = (dtype["code"], dtype["bits"])
+        if self.torch:
+            return self.module.empty(
+                tuple(shape), dtype=getattr(self.module, _TORCH_NAMES[key]),
+                device=self.device)
+        return self.module.empty(tuple(shape), dtype=_NUMPY_NAMES[key])
+
+
+def _shape(array):
+    return tuple(int(size) for size in array.shape)
+
+
+def _rows_cols(shape):
+    if len(shape) == 0:
+        raise LowbitError("invalid-argument",
+                          "a 0-D array: lowbit quantizes [rows, cols] tensors")
+    rows = 1
+    for size in shape[:-1]:
+        rows *= size
+    return rows, shape[-1]
+
+
+def quantize(x, scheme, *, scales=None, zeros=None, global_scale=None):
+    """Quantizes `x` (float32, float16 or bfloat16; N-D arrays are viewed as
+    [product of leading sizes, last size]) with the reference quantizer.
+
+    Given `scales` (and `zeros`, `global_scale` where the scheme has them)
+    quantize with those static scales. A dynamic scheme with a global scale
+    takes a given `global_scale` alone (vLLM's NVFP4). Returns a
+    QuantizedTensor of arrays of x's kind."""
+    shape = _shape(x)
+    rows, cols = _rows_cols(shape)
+    status, layout = _lowbit.layout(scheme, rows, cols)
+    _check(status)
+    allocate = _Allocator(x)
+    flags = 0
+    if scales is not None:
+        flags |= 1
+    elif zeros is not None:
+        raise LowbitError("invalid-argument", "zeros given without scales")
+    elif global_scale is not None:
+        flags |= 2
+    codes = allocate.empty(layout["codes_shape"], {"code": 1, "bits": 8})
+    if scales is None:
+        scales = allocate.empty(layout["scales_shape"], layout["scales_dtype"])
+        if layout["has_zeros"]:
+            zeros = allocate.empty(layout["scales_shape"],
+                                   {"code": 1, "bits": 8})
+    if layout["has_global_scale"] and global_scale is None:
+        global_scale = allocate.empty((1,), {"code": 2, "bits": 32})
+    _check(_lowbit.quantize(scheme, x, codes, scales, zeros, global_scale,
+                            flags))
+    return QuantizedTensor(codes, scales, zeros, global_scale, scheme, shape)
+
+
+def dequantize(q, scheme=None, *, scales=None, zeros=None, global_scale=None,
+               shape=None, dtype="float32"):
+    """Back to values: `q` is a QuantizedTensor, or the codes with `scheme`,
+    `scales`, `shape` (and `zeros`, `global_scale` where the scheme has
+    them). `dtype`: "float32", "float16" or "bfloat16" (torch only)."""
+    if isinstance(q, QuantizedTensor):
+        codes, scales, zeros, global_scale = (q.codes, q.scales, q.zeros,
+                                              q.global_scale)
+        scheme, shape = q.scheme, q.shape
+    else:
+        codes = q
+        if scheme is None or scales is None or shape is None:
+            raise LowbitError("invalid-argument",
+                              "dequantize(codes, ...) needs scheme, scales "
+                              "and shape")
+    if dtype not in _VALUE_DTYPES:
+        raise LowbitError("invalid-argument",
+                          f"dtype '{dtype}': expected float32, float16 or "
+                          "bfloat16")
+    allocate = _Allocator(codes)
+    code, bits = _VALUE_DTYPES[dtype]
+    if dtype == "bfloat16" and not allocate.torch:
+        raise LowbitError("invalid-argument",
+                          "numpy has no bfloat16: dequantize to float32 or "
+                          "float16, or use torch tensors")
+    output = allocate.empty(tuple(shape), {"code": code, "bits": bits})
+    _check(_lowbit.dequantize(scheme, codes, scales, zeros, global_scale,
+                              output))
+    return output
+
+
+class Kernel:
+    """A compiled kernel (see jit()). Its arguments follow
+    docs/kernel-abi.md: 2-D compact row-major arrays; the global scale may
+    have shape (1,)."""
+
+    _GLOBAL = 3
+
+    def __init__(self, handle, target):
+        self._handle = handle
+        self.target = target
+
+    @property
+    def spec(self):
+        """The canonical kernel spec."""
+        return self._handle.spec
+
+    @property
+    def ptx(self):
+        """The PTX of a GPU kernel ("" for a CPU kernel)."""
+        return self._handle.ptx
+
+    def args(self, rows, cols):
+        """The arguments for a [rows, cols] tensor: dicts with role,
+        is_output, dtype and shape."""
+        infos = []
+        for index in range(self._handle.arg_count):
+            status, info = self._handle.arg(index, rows, cols)
+            _check(status)
+            infos.append(info)
+        return infos
+
+    def _complete(self, arrays):
+        """All arguments: `arrays` as given, or the inputs alone with the
+        outputs allocated (returned as the second value)."""
+        count = self._handle.arg_count
+        if len(arrays) == count:
+            return list(arrays), None
+        if not arrays:
+            raise LowbitError("invalid-argument",
+                              f"the kernel takes {count} arguments, got 0")
+        quantize = self.spec.startswith("quantize")
+        if quantize:
+            rows, cols = _rows_cols(_shape(arrays[0]))
+        else:
+            raise LowbitError("invalid-argument",
+                              f"the kernel takes {count} arguments (its "
+                              f"output included), got {len(arrays)}")
+        infos = self.args(rows, cols)
+        inputs = [info for info in infos if not info["is_output"]]
+        if len(arrays) != len(inputs):
+            raise LowbitError("invalid-argument",
+                              f"the kernel takes {count} arguments, or its "
+                              f"{len(inputs)} inputs; got {len(arrays)}")
+        allocate = _Allocator(arrays[0])
+        outputs = [allocate.empty((1,) if info["role"] == self._GLOBAL
+                                  else info["shape"], info["dtype"])
+                   for info in infos if info["is_output"]]
+        return list(arrays) + outputs, tuple(outputs)
+
+    def run(self, *arrays):
+        """Runs a CPU kernel on host arrays. Given every argument, writes
+        the outputs in place and returns None; given a quantize kernel's
+        inputs only, returns the outputs it allocated."""
+        arrays, outputs = self._complete(arrays)
+        _check(self._handle.run(arrays))
+        return outputs
+
+    __call__ = run
+
+    def launch(self, *arrays, stream=None):
+        """Launches a GPU kernel on CUDA arrays of device 0, on `stream`
+        (an integer CUstream; None: torch's current stream where the
+        arrays are torch tensors, else the default stream). Asynchronous."""
+        arrays, outputs = self._complete(arrays)
+        if stream is None:
+            stream = 0
+            if arrays and _is_torch(arrays[0]) and arrays[0].is_cuda:
+                import torch
+
+                stream = torch.cuda.current_stream(arrays[0].device).cuda_stream
+        _check(self._handle.launch(int(stream), arrays))
+        return outputs
+
+
+_default_jits = {}
+
+
+def jit(spec, target="cpu", *, cache_dir=None, cache_mode=None):
+    """The kernel of `spec` ("quantize mxfp4 dynamic") for `target` ("cpu",
+    "sm_90a", ...), compiled on first use or found in lowbit's cache
+    (LOWBIT_CACHE_DIR, LOWBIT_CACHE unless given here)."""
+    key = (cache_dir, cache_mode)
+    if key not in _default_jits:
+        status, handle = _lowbit.Jit.create(cache_dir, cache_mode)
+        _check(status)
+        _default_jits[key] = handle
+    status, kernel = _default_jits[key].get(spec, target)
+    _check(status)
+    return Kernel(kernel, target)
