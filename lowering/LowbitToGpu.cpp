@@ -637,8 +637,8 @@ struct LowbitToGpuPass : lowbit::impl::LowbitToGpuBase<LowbitToGpuPass> {
     config.enableFolding(false)
         .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
         .setStrictness(GreedyRewriteStrictness::ExistingOps);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
     // The to_tensor ops of the inputs are left for lowbit-to-loops, which
     // runs next and erases those without uses.
