@@ -56,9 +56,9 @@ TEST_CASE("every named scheme's kernel lowers to PTX that assembles",
         FAIL_CHECK("buildKernelModule: " << llvm::toString(module.takeError()));
         continue;
       }
-      llvm::Error loops = compiler::lowerToLoops(**module);
+      llvm::Error loops = compiler::lowerForGpu(**module);
       if (loops) {
-        FAIL_CHECK("lowerToLoops: " << llvm::toString(std::move(loops)));
+        FAIL_CHECK("lowerForGpu: " << llvm::toString(std::move(loops)));
         continue;
       }
       size_t refusedHere = 0;

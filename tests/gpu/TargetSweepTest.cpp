@@ -108,8 +108,8 @@ void sweep(bool everyVersion) {
     auto module = compiler::buildKernelModule(context, spec);
     if (!module)
       FAIL("buildKernelModule: " << llvm::toString(module.takeError()));
-    if (llvm::Error loops = compiler::lowerToLoops(**module))
-      FAIL("lowerToLoops: " << llvm::toString(std::move(loops)));
+    if (llvm::Error loops = compiler::lowerForGpu(**module))
+      FAIL("lowerForGpu: " << llvm::toString(std::move(loops)));
     for (const Target &target : targets) {
       INFO(target.str());
       mlir::OwningOpRef<mlir::ModuleOp> copy((**module).clone());
