@@ -149,6 +149,31 @@ void rewriteEncode(lowbit::dialect::EncodeOp op, const NativeConversion &row) {
   op.erase();
 }
 
+/// For a NaN code the f16x2 cvt gives the canonical f16 NaN, and widening
+/// it to f32 keeps its payload (0x7fffe000) and loses the code's sign. The
+/// codec and the reference quantizer give 0x7fc00000 with the code's sign
+/// (docs/numerics.md), so a NaN is rebuilt here: every backend then writes
+/// the same bytes. Only the FP8 rows have NaN codes.
+Value matchCodecNan(ImplicitLocOpBuilder &b, const NativeConversion &row,
+                    int formatBits, Value code, Value value) {
+  if (row.instruction != NativeInstruction::F8x2ToF16x2)
+    return value;
+  auto i32 = [&](uint32_t constant) -> Value {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(int32_t(constant)));
+  };
+  Value codeBits = arith::ExtUIOp::create(b, b.getI32Type(), code);
+  Value sign = arith::ShLIOp::create(
+      b,
+      arith::AndIOp::create(
+          b, arith::ShRUIOp::create(b, codeBits, i32(formatBits - 1)), i32(1)),
+      i32(31));
+  Value nan = arith::BitcastOp::create(
+      b, b.getF32Type(), arith::OrIOp::create(b, i32(0x7fc00000u), sign));
+  Value isNan =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, value, value);
+  return arith::SelectOp::create(b, isNan, nan, value);
+}
+
 /// Decodes one i8 code to f32 through the chip's f16x2 cvt.
 Value decodeScalar(ImplicitLocOpBuilder &b, const NativeConversion &row,
                    int formatBits, Value code) {
@@ -182,7 +207,8 @@ Value decodeScalar(ImplicitLocOpBuilder &b, const NativeConversion &row,
   }
   Value half = vector::ExtractOp::create(b, halves, ArrayRef<int64_t>{0});
   // Every value of these formats is an f16, and f16 -> f32 is exact.
-  return arith::ExtFOp::create(b, b.getF32Type(), half);
+  return matchCodecNan(b, row, formatBits, code,
+                       arith::ExtFOp::create(b, b.getF32Type(), half));
 }
 
 /// Decodes two i8 codes with one f16x2 cvt: the first code in the low byte
@@ -224,11 +250,12 @@ std::pair<Value, Value> decodePair(ImplicitLocOpBuilder &b,
             decodeScalar(b, row, formatBits, second)};
   }
   // Every value of these formats is an f16, and f16 -> f32 is exact.
-  auto toF32 = [&](int64_t index) -> Value {
+  auto toF32 = [&](int64_t index, Value code) -> Value {
     Value half = vector::ExtractOp::create(b, halves, ArrayRef<int64_t>{index});
-    return arith::ExtFOp::create(b, b.getF32Type(), half);
+    return matchCodecNan(b, row, formatBits, code,
+                         arith::ExtFOp::create(b, b.getF32Type(), half));
   };
-  return {toF32(0), toF32(1)};
+  return {toF32(0, first), toF32(1, second)};
 }
 
 void rewriteDecode(lowbit::dialect::DecodeOp op, const NativeConversion &row) {
