@@ -29,33 +29,6 @@ int64_t ceilDiv(int64_t value, int64_t divisor) {
   return (value + divisor - 1) / divisor;
 }
 
-/// How the stored scales enter the element conversion.
-enum class ScaleKind {
-  /// q = encode(x / s), x' = q * s. absmax with f32/f16/bf16/ue4m3 scales
-  /// and both MX rules (s = 2^k; x / 2^k equals x * 2^-k bit for bit).
-  Symmetric,
-  /// q = clamp(rne(x / s) + zero), x' = (q - zero) * s.
-  Asymmetric,
-  /// q = encode(x / (s * g)), x' = q * (s * g). torchao's NVFP4.
-  GlobalDecode,
-  /// q = encode(x * gInv / s), x' = q * s / gInv. vLLM's NVFP4.
-  GlobalEncode,
-};
-
-ScaleKind scaleKindOf(const Scheme &scheme) {
-  if (scheme.scale.zeroPoint)
-    return ScaleKind::Asymmetric;
-  switch (scheme.scale.globalScale) {
-  case GlobalScale::DecodeMultiplier:
-    return ScaleKind::GlobalDecode;
-  case GlobalScale::EncodeReciprocal:
-    return ScaleKind::GlobalEncode;
-  case GlobalScale::None:
-    break;
-  }
-  return ScaleKind::Symmetric;
-}
-
 /// The scale grid before any layout padding: one entry per group.
 Shape2D logicalScaleShape(const Scheme &scheme, int64_t rows, int64_t cols) {
   Scheme rowMajor = scheme;
@@ -292,6 +265,20 @@ bool takeStaticScales(QuantizedTensor &tensor, const StaticScales &given,
 }
 
 } // namespace
+
+ScaleKind scaleKindOf(const Scheme &scheme) {
+  if (scheme.scale.zeroPoint)
+    return ScaleKind::Asymmetric;
+  switch (scheme.scale.globalScale) {
+  case GlobalScale::DecodeMultiplier:
+    return ScaleKind::GlobalDecode;
+  case GlobalScale::EncodeReciprocal:
+    return ScaleKind::GlobalEncode;
+  case GlobalScale::None:
+    break;
+  }
+  return ScaleKind::Symmetric;
+}
 
 float decodeScale(ScaleType type, uint32_t code) {
   switch (type) {

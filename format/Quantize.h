@@ -106,6 +106,21 @@ std::optional<std::vector<uint16_t>>
 dequantizeHalf(const QuantizedTensor &tensor, HalfType type,
                std::string *error);
 
+/// How the stored scales enter the element conversion (docs/quantization.md).
+/// The reference and the lowering (lowering/ScaleMath) both dispatch on it.
+enum class ScaleKind {
+  /// q = encode(x / s), x' = q * s. absmax with f32/f16/bf16/ue4m3 scales
+  /// and both MX rules (s = 2^k; x / 2^k equals x * 2^-k bit for bit).
+  Symmetric,
+  /// q = clamp(rne(x / s) + zero), x' = (q - zero) * s.
+  Asymmetric,
+  /// q = encode(x / (s * g)), x' = q * (s * g). torchao's NVFP4.
+  GlobalDecode,
+  /// q = encode(x * gInv / s), x' = q * s / gInv. vLLM's NVFP4.
+  GlobalEncode,
+};
+ScaleKind scaleKindOf(const Scheme &scheme);
+
 /// The unpacked code of element (row, col).
 uint32_t codeAt(const QuantizedTensor &tensor, int64_t row, int64_t col);
 

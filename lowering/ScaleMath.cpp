@@ -22,20 +22,6 @@ namespace ld = lowbit::dialect;
 
 namespace lowbit {
 
-ScaleKind scaleKindOf(const Scheme &scheme) {
-  if (scheme.scale.zeroPoint)
-    return ScaleKind::Asymmetric;
-  switch (scheme.scale.globalScale) {
-  case GlobalScale::DecodeMultiplier:
-    return ScaleKind::GlobalDecode;
-  case GlobalScale::EncodeReciprocal:
-    return ScaleKind::GlobalEncode;
-  case GlobalScale::None:
-    break;
-  }
-  return ScaleKind::Symmetric;
-}
-
 ScaleMath::ScaleMath(ImplicitLocOpBuilder &builder, const Scheme &scheme)
     : b(builder), scheme(scheme), kind(scaleKindOf(scheme)) {
   elementFormatAttr = ld::toFormatAttr(b.getContext(), scheme.element);
@@ -162,7 +148,11 @@ Value ScaleMath::computeGlobal(Value tensorAbsMax) {
 }
 
 Type ScaleMath::storedScaleType() const {
-  switch (scheme.scale.type) {
+  return storedScaleTypeOf(b, scheme.scale.type);
+}
+
+Type storedScaleTypeOf(Builder &b, ScaleType type) {
+  switch (type) {
   case ScaleType::F32:
     return b.getF32Type();
   case ScaleType::F16:

@@ -13,6 +13,7 @@
 #define LOWBIT_LOWERING_SCALEMATH_H
 
 #include "dialect/LowbitOps.h"
+#include "format/Quantize.h"
 #include "format/Scheme.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -20,11 +21,9 @@
 
 namespace lowbit {
 
-/// How the stored scales enter the element conversion; the same four cases
-/// as the reference's ScaleKind (format/Quantize.cpp).
-enum class ScaleKind { Symmetric, Asymmetric, GlobalDecode, GlobalEncode };
-
-ScaleKind scaleKindOf(const Scheme &scheme);
+/// The element type a scale of `type` is stored as: f32, f16, bf16, or the
+/// i8 code of an e8m0/ue4m3 scale.
+mlir::Type storedScaleTypeOf(mlir::Builder &b, ScaleType type);
 
 /// Per-group statistics. As in the reference, NaN is skipped and every
 /// statistic starts at 0.

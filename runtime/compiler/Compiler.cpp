@@ -5,6 +5,7 @@
 #include "dialect/LowbitOps.h"
 #include "lowering/CpuTail.h"
 #include "lowering/Passes.h"
+#include "lowering/ScaleMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -65,21 +66,6 @@ Type valueElementType(Builder &b, ValueType type) {
   return {};
 }
 
-Type scaleElementType(Builder &b, ScaleType type) {
-  switch (type) {
-  case ScaleType::F32:
-    return b.getF32Type();
-  case ScaleType::F16:
-    return b.getF16Type();
-  case ScaleType::BF16:
-    return b.getBF16Type();
-  case ScaleType::E8M0:
-  case ScaleType::UE4M3:
-    return b.getI8Type();
-  }
-  return {};
-}
-
 std::string typeName(Type type) {
   std::string text;
   llvm::raw_string_ostream stream(text);
@@ -103,7 +89,7 @@ std::vector<ParamInfo> paramInfos(Builder &b, const KernelSpec &spec) {
   Shape2D scales = scaleShape(scheme, spec.rows, spec.cols);
   Shape2D one{1, 1};
   Type valueType = valueElementType(b, spec.valueType);
-  Type scaleType = scaleElementType(b, scheme.scale.type);
+  Type scaleType = storedScaleTypeOf(b, scheme.scale.type);
   Type i8 = b.getI8Type(), f32 = b.getF32Type();
   bool zeros = scheme.scale.zeroPoint;
   std::vector<ParamInfo> params;
