@@ -430,11 +430,25 @@ void relaxDeviceAtomics(ModuleOp module) {
   });
 }
 
-std::string collectDiagnostics(const std::string &diagnostics,
-                               const char *stage) {
-  return std::string("GPU tail failed in ") + stage +
-         (diagnostics.empty() ? std::string() : ": " + diagnostics);
-}
+/// While alive, collects the context's diagnostics as text, so that a
+/// failing pass's messages become the error lowerToNvvm/lowerToPtx return.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *context)
+      : handler(context, [this](Diagnostic &diagnostic) {
+          llvm::raw_string_ostream(text) << diagnostic << "\n";
+          return success();
+        }) {}
+
+  std::string failedIn(const char *stage) const {
+    return std::string("GPU tail failed in ") + stage +
+           (text.empty() ? std::string() : ": " + text);
+  }
+
+private:
+  std::string text;
+  ScopedDiagnosticHandler handler;
+};
 
 } // namespace
 
@@ -449,11 +463,7 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
     return failure();
 
   MLIRContext *context = module.getContext();
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(context, [&](Diagnostic &diagnostic) {
-    llvm::raw_string_ostream(diagnostics) << diagnostic << "\n";
-    return success();
-  });
+  DiagnosticCollector diagnostics(context);
 
   // Chip-specific conversions, then the codecs for everything else.
   {
@@ -464,7 +474,7 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
     pm.addPass(createLowbitNativeConversions(nativeOptions));
     pm.addPass(createLowbitExpandCodecs());
     if (failed(pm.run(module))) {
-      error = collectDiagnostics(diagnostics, "the conversions");
+      error = diagnostics.failedIn("the conversions");
       return failure();
     }
   }
@@ -478,7 +488,7 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   if (failed(pm.run(module))) {
-    error = collectDiagnostics(diagnostics, "mapping loops to the GPU");
+    error = diagnostics.failedIn("mapping loops to the GPU");
     return failure();
   }
   sinkHostGlueIntoLaunches(module);
@@ -488,7 +498,7 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   pm.clear();
   pm.addPass(createGpuKernelOutliningPass());
   if (failed(pm.run(module))) {
-    error = collectDiagnostics(diagnostics, "kernel outlining");
+    error = diagnostics.failedIn("kernel outlining");
     return failure();
   }
   mergeGpuModules(module);
@@ -509,7 +519,7 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createReconcileUnrealizedCastsPass());
   if (failed(pm.run(module))) {
-    error = collectDiagnostics(diagnostics, "lowering kernels to NVVM");
+    error = diagnostics.failedIn("lowering kernels to NVVM");
     return failure();
   }
   relaxDeviceAtomics(module);
@@ -522,17 +532,13 @@ FailureOr<PtxModule> lowerToPtx(ModuleOp module, const Target &target,
     return failure();
 
   MLIRContext *context = module.getContext();
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(context, [&](Diagnostic &diagnostic) {
-    llvm::raw_string_ostream(diagnostics) << diagnostic << "\n";
-    return success();
-  });
+  DiagnosticCollector diagnostics(context);
   PassManager pm(context);
   GpuModuleToBinaryPassOptions binaryOptions;
   binaryOptions.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(binaryOptions));
   if (failed(pm.run(module))) {
-    error = collectDiagnostics(diagnostics, "GPU codegen");
+    error = diagnostics.failedIn("GPU codegen");
     return failure();
   }
 
