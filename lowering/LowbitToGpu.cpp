@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowering/GpuKernelBuilder.h"
 #include "lowering/Passes.h"
-#include "lowering/ScaleMath.h"
 
 #include "dialect/LowbitOps.h"
 #include "format/Scheme.h"
@@ -42,54 +42,13 @@ namespace lowbit {
 
 using namespace mlir;
 namespace ld = lowbit::dialect;
+using namespace lowbit::gpu_mapping;
 
 namespace {
-
-/// Bytes each lane moves with one vector access (ld.global.v4.b32).
-constexpr int64_t kVectorBytes = 16;
-constexpr int64_t kWarpSize = 32;
-
-//===----------------------------------------------------------------------===//
-// The bufferization boundary
-//===----------------------------------------------------------------------===//
-
-/// The memref an operand is read from, when it comes from to_tensor.
-Value operandBuffer(Value tensor) {
-  if (!tensor)
-    return {};
-  if (auto toTensor = tensor.getDefiningOp<bufferization::ToTensorOp>())
-    return toTensor.getBuffer();
-  return {};
-}
-
-/// The materialize op that writes `result` into a memref available before
-/// `anchor` (a block argument or an op earlier in its block), if any.
-bufferization::MaterializeInDestinationOp resultDestination(Value result,
-                                                            Operation *anchor) {
-  if (!result || !result.hasOneUse())
-    return {};
-  auto materialize = dyn_cast<bufferization::MaterializeInDestinationOp>(
-      *result.getUsers().begin());
-  if (!materialize || !isa<MemRefType>(materialize.getDest().getType()))
-    return {};
-  Value dest = materialize.getDest();
-  if (auto argument = dyn_cast<BlockArgument>(dest)) {
-    if (argument.getOwner()->getParent()->isAncestor(anchor->getParentRegion()))
-      return materialize;
-    return {};
-  }
-  Operation *definition = dest.getDefiningOp();
-  if (definition->getBlock() == anchor->getBlock() &&
-      definition->isBeforeInBlock(anchor))
-    return materialize;
-  return {};
-}
 
 //===----------------------------------------------------------------------===//
 // Which schemes this mapping covers
 //===----------------------------------------------------------------------===//
-
-int64_t bytesOf(Type type) { return type.getIntOrFloatBitWidth() / 8; }
 
 /// Lanes sharing one group of `groupSize` elements when each lane loads
 /// 16 bytes of `inputType`; 0 when the group does not split that way.
@@ -134,11 +93,9 @@ bool dequantizeCovered(const lowbit::Scheme &scheme, Type outputType) {
 
 /// Emits one gpu.launch per op; the scale and element arithmetic is
 /// ScaleMath's.
-class GpuKernelEmitter : public lowbit::ScaleMath {
+class GpuKernelEmitter : public GpuKernelBuilder {
 public:
-  GpuKernelEmitter(ImplicitLocOpBuilder &builder, const lowbit::Scheme &scheme,
-                   int64_t threadsPerBlock)
-      : ScaleMath(builder, scheme), threadsPerBlock(threadsPerBlock) {}
+  using GpuKernelBuilder::GpuKernelBuilder;
 
   /// Dynamic row-group quantize: `lanes` lanes per group, each loading
   /// `width` consecutive elements.
@@ -403,110 +360,11 @@ public:
       }
     }
   }
-
-private:
-  Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
-  Value ceilDiv(Value value, Value divisor) {
-    Value biased = arith::SubIOp::create(
-        b, arith::AddIOp::create(b, value, divisor), idx(1));
-    return arith::DivUIOp::create(b, biased, divisor);
-  }
-  Value andAll(ArrayRef<Value> conditions) {
-    Value result = conditions.front();
-    for (Value condition : conditions.drop_front())
-      result = arith::AndIOp::create(b, result, condition);
-    return result;
-  }
-  Value inBounds(Value valid, Value col, Value cols) {
-    return andAll(
-        {valid, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols)
-                    .getResult()});
-  }
-  /// Whether `multiple` divides `value`.
-  Value divides(int64_t multiple, Value value) {
-    return arith::CmpIOp::create(
-        b, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(b, value, idx(multiple)), idx(0));
-  }
-  /// Whether the buffer's data pointer is a multiple of `bytes`.
-  Value isAligned(Value buffer, int64_t bytes) {
-    if (bytes <= 1)
-      return arith::ConstantOp::create(b, b.getBoolAttr(true));
-    Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
-    return divides(bytes, pointer);
-  }
-  Value widen(Value value) {
-    if (value.getType() == b.getF32Type())
-      return value;
-    return arith::ExtFOp::create(b, b.getF32Type(), value); // exact
-  }
-  Value narrow(Value value, Type type) {
-    if (type == b.getF32Type())
-      return value;
-    return arith::TruncFOp::create(b, type, value);
-  }
-  Value packNibbles(Value low, Value high) {
-    return arith::OrIOp::create(
-        b, arith::AndIOp::create(b, low, i8(0xF)),
-        arith::ShLIOp::create(b, arith::AndIOp::create(b, high, i8(0xF)),
-                              i8(4)));
-  }
-  Value loadScalar(Value buffer) {
-    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
-    return memref::LoadOp::create(b, buffer, SmallVector<Value>(rank, idx(0)));
-  }
-
-  /// What element (row, col) needs, read from the stored scales.
-  lowbit::GroupParams loadParams(Value scales, Value zeros, Value row,
-                                 Value col) {
-    const lowbit::ScaleSpec &scale = scheme.scale;
-    Value scaleRow = row, scaleCol = idx(0);
-    if (scale.granularity == lowbit::Granularity::PerTensor)
-      scaleRow = idx(0);
-    else if (scale.granularity == lowbit::Granularity::Group)
-      scaleCol = arith::DivUIOp::create(b, col, idx(scale.groupSize));
-    lowbit::GroupParams params;
-    params.scale = decodeScale(
-        memref::LoadOp::create(b, scales, ValueRange{scaleRow, scaleCol}));
-    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
-      Value zero =
-          memref::LoadOp::create(b, zeros, ValueRange{scaleRow, scaleCol});
-      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
-    }
-    return params;
-  }
-
-  /// A 1-D grid over `laneCount` lanes (the large dimension on grid x,
-  /// which holds 2^31 - 1 blocks).
-  gpu::LaunchOp createLaunch(Value laneCount) {
-    Value blocks = ceilDiv(laneCount, idx(threadsPerBlock));
-    Value one = idx(1);
-    auto launch = gpu::LaunchOp::create(b, blocks, one, one,
-                                        idx(threadsPerBlock), one, one);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&launch.getBody().front());
-    gpu::TerminatorOp::create(b);
-    return launch;
-  }
-  Value globalThread(gpu::LaunchOp launch) {
-    Value base = arith::MulIOp::create(b, launch.getBlockIds().x,
-                                       launch.getBlockSize().x);
-    return arith::AddIOp::create(b, base, launch.getThreadIds().x);
-  }
-
-  int64_t threadsPerBlock;
 };
 
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
-
-Value dimOf(ImplicitLocOpBuilder &b, Value buffer, int64_t dim) {
-  auto type = cast<MemRefType>(buffer.getType());
-  if (!type.isDynamicDim(dim))
-    return arith::ConstantIndexOp::create(b, type.getDimSize(dim));
-  return memref::DimOp::create(b, buffer, dim);
-}
 
 struct QuantizeRowGroupsToGpu : OpRewritePattern<ld::QuantizeOp> {
   QuantizeRowGroupsToGpu(MLIRContext *context, int64_t threadsPerBlock)

@@ -1,0 +1,176 @@
+//===- GpuKernelBuilder.h - Shared pieces of the lowbit-to-gpu kernels ----===//
+//
+// What every bandwidth-shaped kernel of lowbit-to-gpu needs: finding the
+// buffers at the bufferization boundary, 1-D launches, bounds and alignment
+// tests, and the stored-scale lookup. The kernel bodies derive from
+// GpuKernelBuilder; the scale and element arithmetic is ScaleMath's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_LOWERING_GPUKERNELBUILDER_H
+#define LOWBIT_LOWERING_GPUKERNELBUILDER_H
+
+#include "lowering/ScaleMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace lowbit::gpu_mapping {
+
+using namespace mlir;
+
+/// Bytes each lane moves with one vector access (ld.global.v4.b32).
+constexpr int64_t kVectorBytes = 16;
+constexpr int64_t kWarpSize = 32;
+
+//===----------------------------------------------------------------------===//
+// The bufferization boundary
+//===----------------------------------------------------------------------===//
+
+/// The memref an operand is read from, when it comes from to_tensor.
+inline Value operandBuffer(Value tensor) {
+  if (!tensor)
+    return {};
+  if (auto toTensor = tensor.getDefiningOp<bufferization::ToTensorOp>())
+    return toTensor.getBuffer();
+  return {};
+}
+
+/// The materialize op that writes `result` into a memref available before
+/// `anchor` (a block argument or an op earlier in its block), if any.
+inline bufferization::MaterializeInDestinationOp
+resultDestination(Value result, Operation *anchor) {
+  if (!result || !result.hasOneUse())
+    return {};
+  auto materialize = dyn_cast<bufferization::MaterializeInDestinationOp>(
+      *result.getUsers().begin());
+  if (!materialize || !isa<MemRefType>(materialize.getDest().getType()))
+    return {};
+  Value dest = materialize.getDest();
+  if (auto argument = dyn_cast<BlockArgument>(dest)) {
+    if (argument.getOwner()->getParent()->isAncestor(anchor->getParentRegion()))
+      return materialize;
+    return {};
+  }
+  Operation *definition = dest.getDefiningOp();
+  if (definition->getBlock() == anchor->getBlock() &&
+      definition->isBeforeInBlock(anchor))
+    return materialize;
+  return {};
+}
+
+inline int64_t bytesOf(Type type) { return type.getIntOrFloatBitWidth() / 8; }
+
+inline Value dimOf(ImplicitLocOpBuilder &b, Value buffer, int64_t dim) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (!type.isDynamicDim(dim))
+    return arith::ConstantIndexOp::create(b, type.getDimSize(dim));
+  return memref::DimOp::create(b, buffer, dim);
+}
+
+/// Base of the kernel emitters: one gpu.launch per op.
+class GpuKernelBuilder : public lowbit::ScaleMath {
+public:
+  GpuKernelBuilder(ImplicitLocOpBuilder &builder, const lowbit::Scheme &scheme,
+                   int64_t threadsPerBlock)
+      : ScaleMath(builder, scheme), threadsPerBlock(threadsPerBlock) {}
+
+protected:
+  Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
+  Value ceilDiv(Value value, Value divisor) {
+    Value biased = arith::SubIOp::create(
+        b, arith::AddIOp::create(b, value, divisor), idx(1));
+    return arith::DivUIOp::create(b, biased, divisor);
+  }
+  Value andAll(ArrayRef<Value> conditions) {
+    Value result = conditions.front();
+    for (Value condition : conditions.drop_front())
+      result = arith::AndIOp::create(b, result, condition);
+    return result;
+  }
+  Value inBounds(Value valid, Value col, Value cols) {
+    return andAll(
+        {valid, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols)
+                    .getResult()});
+  }
+  /// Whether `multiple` divides `value`.
+  Value divides(int64_t multiple, Value value) {
+    return arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, value, idx(multiple)), idx(0));
+  }
+  /// Whether the buffer's data pointer is a multiple of `bytes`.
+  Value isAligned(Value buffer, int64_t bytes) {
+    if (bytes <= 1)
+      return arith::ConstantOp::create(b, b.getBoolAttr(true));
+    Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
+    return divides(bytes, pointer);
+  }
+  Value widen(Value value) {
+    if (value.getType() == b.getF32Type())
+      return value;
+    return arith::ExtFOp::create(b, b.getF32Type(), value); // exact
+  }
+  Value narrow(Value value, Type type) {
+    if (type == b.getF32Type())
+      return value;
+    return arith::TruncFOp::create(b, type, value);
+  }
+  Value packNibbles(Value low, Value high) {
+    return arith::OrIOp::create(
+        b, arith::AndIOp::create(b, low, i8(0xF)),
+        arith::ShLIOp::create(b, arith::AndIOp::create(b, high, i8(0xF)),
+                              i8(4)));
+  }
+  Value loadScalar(Value buffer) {
+    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+    return memref::LoadOp::create(b, buffer, SmallVector<Value>(rank, idx(0)));
+  }
+
+  /// What element (row, col) needs, read from the stored scales.
+  lowbit::GroupParams loadParams(Value scales, Value zeros, Value row,
+                                 Value col) {
+    const lowbit::ScaleSpec &scale = scheme.scale;
+    Value scaleRow = row, scaleCol = idx(0);
+    if (scale.granularity == lowbit::Granularity::PerTensor)
+      scaleRow = idx(0);
+    else if (scale.granularity == lowbit::Granularity::Group)
+      scaleCol = arith::DivUIOp::create(b, col, idx(scale.groupSize));
+    lowbit::GroupParams params;
+    params.scale = decodeScale(
+        memref::LoadOp::create(b, scales, ValueRange{scaleRow, scaleCol}));
+    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
+      Value zero =
+          memref::LoadOp::create(b, zeros, ValueRange{scaleRow, scaleCol});
+      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
+    }
+    return params;
+  }
+
+  /// A 1-D grid over `laneCount` lanes (the large dimension on grid x,
+  /// which holds 2^31 - 1 blocks).
+  gpu::LaunchOp createLaunch(Value laneCount) {
+    Value blocks = ceilDiv(laneCount, idx(threadsPerBlock));
+    Value one = idx(1);
+    auto launch = gpu::LaunchOp::create(b, blocks, one, one,
+                                        idx(threadsPerBlock), one, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b);
+    return launch;
+  }
+  Value globalThread(gpu::LaunchOp launch) {
+    Value base = arith::MulIOp::create(b, launch.getBlockIds().x,
+                                       launch.getBlockSize().x);
+    return arith::AddIOp::create(b, base, launch.getThreadIds().x);
+  }
+
+  int64_t threadsPerBlock;
+};
+
+} // namespace lowbit::gpu_mapping
+
+#endif // LOWBIT_LOWERING_GPUKERNELBUILDER_H
