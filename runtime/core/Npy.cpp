@@ -12,6 +12,7 @@
 
 #include "runtime/core/AtomicFile.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -243,7 +244,8 @@ int64_t Array::elementCount() const {
 
 std::string Array::shapeText() const { return shapeToText(shape); }
 
-std::optional<Array> parseNpy(std::string_view contents, std::string *error) {
+std::optional<Array> parseNpy(std::string_view contents, std::string *error,
+                              int maxRank) {
   if (contents.substr(0, kMagic.size()) != kMagic) {
     setError(error, "not a .npy file (bad magic)");
     return std::nullopt;
@@ -289,9 +291,12 @@ std::optional<Array> parseNpy(std::string_view contents, std::string *error) {
                     "array, e.g. with numpy.ascontiguousarray)");
     return std::nullopt;
   }
-  if (header.shape->size() != 1 && header.shape->size() != 2) {
-    setError(error, "only 1-D and 2-D arrays are supported, got shape " +
-                        shapeToText(*header.shape));
+  maxRank = std::clamp(maxRank, 2, kMaxNpyRank);
+  if (header.shape->empty() || int(header.shape->size()) > maxRank) {
+    setError(error, (maxRank == 2 ? std::string("only 1-D and 2-D arrays are")
+                                  : "only arrays of rank 1 to " +
+                                        std::to_string(maxRank) + " are") +
+                        " supported, got shape " + shapeToText(*header.shape));
     return std::nullopt;
   }
   std::optional<int64_t> count =
@@ -319,12 +324,13 @@ std::optional<Array> parseNpy(std::string_view contents, std::string *error) {
   return array;
 }
 
-std::optional<Array> readNpy(const std::string &path, std::string *error) {
+std::optional<Array> readNpy(const std::string &path, std::string *error,
+                             int maxRank) {
   std::string contents;
   if (!runtime::readFile(path, contents, error))
     return std::nullopt;
   std::string reason;
-  std::optional<Array> array = parseNpy(contents, &reason);
+  std::optional<Array> array = parseNpy(contents, &reason, maxRank);
   if (!array)
     setError(error, path + ": " + reason);
   return array;
@@ -332,9 +338,9 @@ std::optional<Array> readNpy(const std::string &path, std::string *error) {
 
 std::optional<std::string> serializeNpy(const Array &array,
                                         std::string *error) {
-  if (array.shape.size() != 1 && array.shape.size() != 2) {
-    setError(error, "only 1-D and 2-D arrays can be written, got shape " +
-                        array.shapeText());
+  if (array.shape.empty() || int(array.shape.size()) > kMaxNpyRank) {
+    setError(error, "only arrays of rank 1 to " + std::to_string(kMaxNpyRank) +
+                        " can be written, got shape " + array.shapeText());
     return std::nullopt;
   }
   std::optional<int64_t> count =

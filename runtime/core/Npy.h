@@ -64,13 +64,20 @@ struct Array {
   }
 };
 
-/// Parses the contents of a .npy file.
-std::optional<Array> parseNpy(std::string_view contents, std::string *error);
+/// The highest rank any reader accepts (KV caches are 4-D).
+constexpr int kMaxNpyRank = 8;
+
+/// Parses the contents of a .npy file of rank 1 to `maxRank` (at most
+/// kMaxNpyRank); the 2-D default is what the quantize commands take.
+std::optional<Array> parseNpy(std::string_view contents, std::string *error,
+                              int maxRank = 2);
 /// Reads a .npy file; messages start with the path.
-std::optional<Array> readNpy(const std::string &path, std::string *error);
+std::optional<Array> readNpy(const std::string &path, std::string *error,
+                             int maxRank = 2);
 
 /// The .npy bytes of `array` (version 1.0, or 2.0 if the header needs it).
-/// Fails if the shape is not 1-D/2-D or does not match the data.
+/// Fails if the rank is not 1 to kMaxNpyRank or the shape does not match
+/// the data.
 std::optional<std::string> serializeNpy(const Array &array, std::string *error);
 /// Writes a .npy file through a temporary file and a rename.
 bool writeNpy(const std::string &path, const Array &array, std::string *error);

@@ -192,3 +192,30 @@ TEST_CASE("staged files are renamed together or not at all", "[npy]") {
   CHECK(std::filesystem::exists(dir / "y"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("npy: N-D arrays where the reader asks for them", "[npy]") {
+  // A [2, 1, 3, 2] f32 array (a small KV cache) round trips at rank 4; the
+  // quantize commands' 2-D readers still refuse it.
+  std::vector<float> values(12);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(i) - 5.5f;
+  npy::Array array = npy::Array::fromValues<float>(
+      npy::DType::F32, {2, 1, 3, 2}, std::span<const float>(values));
+  std::string error;
+  std::optional<std::string> bytes = npy::serializeNpy(array, &error);
+  REQUIRE(bytes);
+  std::optional<npy::Array> back = npy::parseNpy(*bytes, &error, 4);
+  REQUIRE(back);
+  CHECK(back->shape == std::vector<int64_t>{2, 1, 3, 2});
+  CHECK(back->values<float>() == values);
+  CHECK_FALSE(npy::parseNpy(*bytes, &error));
+  CHECK(error ==
+        "only 1-D and 2-D arrays are supported, got shape (2, 1, 3, 2)");
+  CHECK_FALSE(npy::parseNpy(*bytes, &error, 3));
+  CHECK(error == "only arrays of rank 1 to 3 are supported, got shape (2, 1, "
+                 "3, 2)");
+  array.shape = std::vector<int64_t>(9, 1);
+  array.bytes.resize(4);
+  CHECK_FALSE(npy::serializeNpy(array, &error));
+  CHECK(error.find("rank 1 to 8") != std::string::npos);
+}
