@@ -33,6 +33,9 @@ CommandResult runEval(Arguments args);
 CommandResult runAot(Arguments args);
 CommandResult runCache(Arguments args);
 CommandResult runReport(Arguments args);
+CommandResult runKv(Arguments args);
+/// `lowbit eval --kv`: the KV schemes' error table.
+CommandResult runEvalKv(Arguments args);
 
 /// "ROWSxCOLS" with both positive (lowbit aot, lowbit report).
 bool parseRowsByCols(std::string_view text, int64_t maxElements, int64_t &rows,

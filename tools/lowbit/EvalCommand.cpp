@@ -35,7 +35,8 @@ constexpr std::string_view kUsage =
     "1024x1024): N(0, 1); Student-t with 3 degrees of freedom; N(0, 1) with\n"
     "every 128th column (from column 7) 40x larger. Then 4-bit\n"
     "granularities on a weight-like matrix (--weight-rows x --weight-cols,\n"
-    "default 4096x4096) whose rows have log-normal scales.\n";
+    "default 4096x4096) whose rows have log-normal scales.\n\n"
+    "lowbit eval --kv: the KV-cache schemes instead (docs/kv-cache.md).\n";
 
 constexpr std::array<OptionSpec, 5> kOptions = {{
     {"rows", true},
@@ -154,6 +155,8 @@ Scheme int4Scheme(const char *name, Granularity granularity, int axis,
 } // namespace
 
 CommandResult runEval(Arguments args) {
+  if (!args.empty() && args.front() == "--kv")
+    return runEvalKv(args.subspan(1));
   std::string error;
   CommandResult done;
   auto parsed = parseCommandLineOrHelp("eval", args, kOptions, kUsage, &done);

@@ -59,6 +59,9 @@ constexpr Subcommand kSubcommands[] = {
      CacheUse::Reads},
     {"report", "static report of each GPU kernel: widths, occupancy, bandwidth",
      runReport, CacheUse::Reads},
+    {"kv", "a quantized KV cache on .npy files: init, append, dequantize, "
+           "attend",
+     runKv, CacheUse::None},
 };
 
 bool asksForHelp(Arguments args) {

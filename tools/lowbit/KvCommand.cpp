@@ -1,0 +1,369 @@
+//===- KvCommand.cpp - `lowbit kv` and `lowbit eval --kv` -----------------===//
+//
+// The KV cache on .npy files, through kv/KvCache (the reference backend;
+// docs/kv-cache.md). Every subcommand checks its arguments and inputs
+// before it writes, and the cache directory is replaced as one unit, so a
+// refused append leaves the old cache whole.
+//
+//===----------------------------------------------------------------------===//
+
+#include "format/Quantize.h"
+#include "kv/KvCache.h"
+#include "kv/KvEval.h"
+#include "runtime/core/Npy.h"
+#include "tools/lowbit/CommandLine.h"
+#include "tools/lowbit/Commands.h"
+
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: lowbit kv init --cache DIR --scheme kv_int8_g64|kv_int8|"
+    "kv_fp8_e4m3|kv_fp8_e5m2\n"
+    "           --batch B --kv-heads H --head-dim D\n"
+    "           (--capacity T | --pages P --block-table TABLE.npy)\n"
+    "           [--group G] [--convention multiplier|divisor]\n"
+    "           [--k-scales K.npy --v-scales V.npy]\n"
+    "       lowbit kv append --cache DIR --k K.npy --v V.npy [--from "
+    "f32|f16|bf16]\n"
+    "       lowbit kv dequantize --cache DIR --out-k K.npy --out-v V.npy\n"
+    "       lowbit kv attend --cache DIR --q Q.npy --out O.npy [--scale S]"
+    " [--split N]\n\n"
+    "A quantized KV cache in a directory (meta.json and .npy files).\n"
+    "init makes an empty one: contiguous with a capacity of T tokens per\n"
+    "sequence, or paged in pages of 16 tokens with a [batch, max_blocks]\n"
+    "int32 block table. kv_int8 groups G channels (default 64) with one f32\n"
+    "scale; kv_fp8_* take static scales from 1-D float32 files, one entry\n"
+    "(per tensor) or one per kv head. append quantizes [batch, kv_heads,\n"
+    "tokens, head_dim] K and V and writes them after each sequence's\n"
+    "length. dequantize writes [batch, kv_heads, longest, head_dim] float32\n"
+    "(zeros past a shorter sequence). attend runs decode attention of\n"
+    "[batch, q_heads, head_dim] queries (q_heads a multiple of kv_heads;\n"
+    "scale defaults to 1/sqrt(head_dim), splits of N = 256 tokens) and\n"
+    "writes float32 [batch, q_heads, head_dim].\n";
+
+constexpr std::array<OptionSpec, 21> kOptions = {{
+    {"cache", true},     {"scheme", true},     {"batch", true},
+    {"kv-heads", true},  {"head-dim", true},   {"capacity", true},
+    {"pages", true},     {"block-table", true}, {"group", true},
+    {"convention", true}, {"k-scales", true},  {"v-scales", true},
+    {"k", true},         {"v", true},          {"from", true},
+    {"out-k", true},     {"out-v", true},      {"q", true},
+    {"out", true},       {"scale", true},      {"split", true},
+}};
+
+/// Which options each subcommand takes (the rest are refused by name).
+struct Verb {
+  std::string_view name;
+  std::vector<std::string_view> required, optional;
+};
+
+const Verb kVerbs[] = {
+    {"init",
+     {"cache", "scheme", "batch", "kv-heads", "head-dim"},
+     {"capacity", "pages", "block-table", "group", "convention", "k-scales",
+      "v-scales"}},
+    {"append", {"cache", "k", "v"}, {"from"}},
+    {"dequantize", {"cache", "out-k", "out-v"}, {}},
+    {"attend", {"cache", "q", "out"}, {"scale", "split"}},
+};
+
+constexpr int64_t kLimit = int64_t(1) << 30;
+
+/// A float tensor of rank `rank` from `path`: float32, float16, or bf16
+/// bit patterns as uint16 (with --from bf16).
+std::optional<std::pair<std::vector<float>, std::vector<int64_t>>>
+readValues(const std::string &path, size_t rank, std::string_view from,
+           std::string *error) {
+  std::optional<npy::Array> array = npy::readNpy(path, error, npy::kMaxNpyRank);
+  if (!array)
+    return std::nullopt;
+  if (array->shape.size() != rank) {
+    *error = fmt::format("{}: expected a {}-D array, got shape {}", path, rank,
+                         array->shapeText());
+    return std::nullopt;
+  }
+  std::vector<float> values;
+  if (array->dtype == npy::DType::F32 && from != "f16" && from != "bf16")
+    values = array->values<float>();
+  else if (array->dtype == npy::DType::F16 && from != "f32" && from != "bf16")
+    values = widenToFloat(HalfType::F16, array->values<uint16_t>());
+  else if (array->dtype == npy::DType::U16 && from == "bf16")
+    values = widenToFloat(HalfType::BF16, array->values<uint16_t>());
+  else {
+    *error = fmt::format("{}: a {} array cannot hold {} values (float32, "
+                         "float16, or uint16 bf16 bits with --from bf16)",
+                         path, npy::dtypeName(array->dtype),
+                         from.empty() ? "float" : from);
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(values), array->shape);
+}
+
+std::optional<std::vector<float>> readScales(const std::string &path,
+                                             std::string *error) {
+  auto scales = readValues(path, 1, "f32", error);
+  if (!scales)
+    return std::nullopt;
+  return scales->first;
+}
+
+CommandResult runInit(const ParsedCommandLine &parsed) {
+  std::string error;
+  kv::KvCacheConfig config;
+  int64_t groupSize = 64;
+  std::optional<kv::KvScheme> scheme =
+      kv::parseKvScheme(*parsed.value("scheme"), &groupSize);
+  if (!scheme)
+    return fail(fmt::format("unknown KV scheme '{}': expected kv_int8_g64, "
+                            "kv_int8, kv_fp8_e4m3 or kv_fp8_e5m2",
+                            *parsed.value("scheme")));
+  config.scheme = *scheme;
+  auto number = [&](std::string_view name, int64_t fallback, int64_t &into) {
+    std::optional<int64_t> value =
+        integerOption(parsed, name, fallback, 1, kLimit, &error);
+    if (value)
+      into = *value;
+    return value.has_value();
+  };
+  if (!number("batch", 1, config.batch) ||
+      !number("kv-heads", 1, config.kvHeads) ||
+      !number("head-dim", 1, config.headDim) ||
+      !number("group", groupSize, config.int8.groupSize))
+    return fail(error);
+  if (*scheme == kv::KvScheme::Int8Groups) {
+    if (parsed.value("k-scales") || parsed.value("v-scales"))
+      return fail("kv_int8 computes its scales; --k-scales and --v-scales "
+                  "are for kv_fp8_*");
+    if (const std::string *convention = parsed.value("convention")) {
+      std::optional<kv::ScaleConvention> parsedConvention =
+          kv::parseScaleConvention(*convention);
+      if (!parsedConvention)
+        return fail(fmt::format("unknown --convention '{}': expected "
+                                "multiplier or divisor",
+                                *convention));
+      config.int8.convention = *parsedConvention;
+    }
+  } else {
+    if (parsed.value("group") || parsed.value("convention"))
+      return fail("--group and --convention are for kv_int8");
+    if (!parsed.value("k-scales") || !parsed.value("v-scales"))
+      return fail("an FP8 cache needs --k-scales and --v-scales");
+    auto keys = readScales(*parsed.value("k-scales"), &error);
+    if (!keys)
+      return fail(error);
+    auto values = readScales(*parsed.value("v-scales"), &error);
+    if (!values)
+      return fail(error);
+    config.keyScales = std::move(*keys);
+    config.valueScales = std::move(*values);
+  }
+  bool paged = parsed.value("pages") || parsed.value("block-table");
+  if (paged == bool(parsed.value("capacity")))
+    return fail("give either --capacity (contiguous) or --pages and "
+                "--block-table (paged)");
+  config.paged = paged;
+  if (paged) {
+    if (!parsed.value("pages") || !parsed.value("block-table"))
+      return fail("a paged cache needs --pages and --block-table");
+    if (!number("pages", 1, config.pages))
+      return fail(error);
+    std::optional<npy::Array> table =
+        npy::readNpy(*parsed.value("block-table"), &error);
+    if (!table)
+      return fail(error);
+    if (table->dtype != npy::DType::I32 || table->shape.size() != 2 ||
+        table->shape[0] != config.batch)
+      return fail(fmt::format("{}: the block table must be int32 of shape "
+                              "[batch = {}, max_blocks], got {} {}",
+                              *parsed.value("block-table"), config.batch,
+                              npy::dtypeName(table->dtype),
+                              table->shapeText()));
+    config.maxBlocks = table->shape[1];
+    config.blockTable = table->values<int32_t>();
+  } else if (!number("capacity", 1, config.capacity)) {
+    return fail(error);
+  }
+  std::optional<kv::KvCache> cache = kv::KvCache::create(config, &error);
+  if (!cache)
+    return fail(error);
+  if (!kv::writeKvCacheDirectory(*parsed.value("cache"), *cache, &error))
+    return fail(error);
+  return std::nullopt;
+}
+
+CommandResult runAppend(const ParsedCommandLine &parsed) {
+  std::string error;
+  const std::string &directory = *parsed.value("cache");
+  std::optional<kv::KvCache> cache = kv::readKvCacheDirectory(directory, &error);
+  if (!cache)
+    return fail(error);
+  std::string from = parsed.value("from") ? *parsed.value("from") : "";
+  if (!from.empty() && from != "f32" && from != "f16" && from != "bf16")
+    return fail(fmt::format("unknown --from type '{}': expected f32, f16 or "
+                            "bf16",
+                            from));
+  auto keys = readValues(*parsed.value("k"), 4, from, &error);
+  if (!keys)
+    return fail(error);
+  auto values = readValues(*parsed.value("v"), 4, from, &error);
+  if (!values)
+    return fail(error);
+  const kv::KvCacheConfig &config = cache->config();
+  for (const auto *tensor : {&*keys, &*values}) {
+    const std::vector<int64_t> &shape = tensor->second;
+    if (shape != keys->second || shape[0] != config.batch ||
+        shape[1] != config.kvHeads || shape[3] != config.headDim)
+      return fail(fmt::format("K and V must both be [batch = {}, kv_heads = "
+                              "{}, tokens, head_dim = {}]; got ({}, {}, {}, "
+                              "{}) and ({}, {}, {}, {})",
+                              config.batch, config.kvHeads, config.headDim,
+                              keys->second[0], keys->second[1],
+                              keys->second[2], keys->second[3],
+                              values->second[0], values->second[1],
+                              values->second[2], values->second[3]));
+  }
+  if (!cache->append(keys->first, values->first, keys->second[2], &error))
+    return fail(fmt::format("{}: {}", directory, error));
+  if (!kv::writeKvCacheDirectory(directory, *cache, &error))
+    return fail(error);
+  return std::nullopt;
+}
+
+bool writeF32(const std::string &path, std::vector<int64_t> shape,
+              const std::vector<float> &values, std::string *error) {
+  return npy::writeNpy(path,
+                       npy::Array::fromValues<float>(npy::DType::F32,
+                                                     std::move(shape), values),
+                       error);
+}
+
+CommandResult runDequantizeCache(const ParsedCommandLine &parsed) {
+  std::string error;
+  std::optional<kv::KvCache> cache =
+      kv::readKvCacheDirectory(*parsed.value("cache"), &error);
+  if (!cache)
+    return fail(error);
+  const kv::KvCacheConfig &config = cache->config();
+  std::vector<int64_t> shape = {config.batch, config.kvHeads,
+                                cache->maxLength(), config.headDim};
+  if (cache->maxLength() == 0)
+    return fail(fmt::format("{}: the cache holds no tokens yet",
+                            *parsed.value("cache")));
+  if (!writeF32(*parsed.value("out-k"), shape, cache->dequantizeKeys(),
+                &error) ||
+      !writeF32(*parsed.value("out-v"), shape, cache->dequantizeValues(),
+                &error))
+    return fail(error);
+  return std::nullopt;
+}
+
+CommandResult runAttend(const ParsedCommandLine &parsed) {
+  std::string error;
+  std::optional<kv::KvCache> cache =
+      kv::readKvCacheDirectory(*parsed.value("cache"), &error);
+  if (!cache)
+    return fail(error);
+  const kv::KvCacheConfig &config = cache->config();
+  auto query = readValues(*parsed.value("q"), 3, "", &error);
+  if (!query)
+    return fail(error);
+  const std::vector<int64_t> &shape = query->second;
+  if (shape[0] != config.batch || shape[2] != config.headDim)
+    return fail(fmt::format("the queries must be [batch = {}, q_heads, "
+                            "head_dim = {}]; got {}",
+                            config.batch, config.headDim,
+                            npy::Array{npy::DType::F32, shape, {}}.shapeText()));
+  float scale = 1.0f / std::sqrt(float(config.headDim));
+  if (const std::string *text = parsed.value("scale")) {
+    char *end = nullptr;
+    scale = std::strtof(text->c_str(), &end);
+    if (end != text->c_str() + text->size() || !std::isfinite(scale) ||
+        !(scale > 0.0f))
+      return fail(fmt::format("--scale '{}' is not a finite number > 0",
+                              *text));
+  }
+  std::optional<int64_t> split =
+      integerOption(parsed, "split", 256, 1, kLimit, &error);
+  if (!split)
+    return fail(error);
+  std::optional<std::vector<float>> out =
+      cache->attend(query->first, shape[1], scale, *split, &error);
+  if (!out)
+    return fail(error);
+  if (!writeF32(*parsed.value("out"), shape, *out, &error))
+    return fail(error);
+  return std::nullopt;
+}
+
+} // namespace
+
+CommandResult runKv(Arguments args) {
+  if (args.empty() || args.front() == "--help" || args.front() == "-h") {
+    fmt::print("{}", kUsage);
+    return args.empty() ? fail("'kv' needs a subcommand: init, append, "
+                               "dequantize or attend")
+                        : std::nullopt;
+  }
+  const Verb *verb = nullptr;
+  for (const Verb &candidate : kVerbs)
+    if (candidate.name == args.front())
+      verb = &candidate;
+  if (!verb)
+    return fail(fmt::format("unknown 'kv' subcommand '{}': expected init, "
+                            "append, dequantize or attend",
+                            args.front()));
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("kv", args.subspan(1), kOptions, kUsage,
+                                       &done);
+  if (!parsed)
+    return done;
+  if (!parsed->operands.empty())
+    return fail(fmt::format("'kv {}' takes no operands, got '{}'", verb->name,
+                            parsed->operands.front()));
+  for (const auto &[name, value] : parsed->values)
+    if (std::ranges::find(verb->required, name) == verb->required.end() &&
+        std::ranges::find(verb->optional, name) == verb->optional.end())
+      return fail(fmt::format("'kv {}' does not take --{}", verb->name, name));
+  for (std::string_view required : verb->required)
+    if (!parsed->value(required))
+      return fail(fmt::format("'kv {}' needs --{}", verb->name, required));
+  if (verb->name == "init")
+    return runInit(*parsed);
+  if (verb->name == "append")
+    return runAppend(*parsed);
+  if (verb->name == "dequantize")
+    return runDequantizeCache(*parsed);
+  return runAttend(*parsed);
+}
+
+CommandResult runEvalKv(Arguments args) {
+  if (!args.empty())
+    return fail(fmt::format("'eval --kv' takes no other arguments, got '{}'",
+                            args.front()));
+  kv::KvEvalConfig config;
+  config.shape.maxTokens = 256;
+  std::vector<kv::KvEvalRow> rows = kv::evaluateKvSchemes(config);
+  fmt::print("KV cache: [{} sequences, {} q heads, {} kv heads, head_dim {}, "
+             "{} tokens]; keys N(0,1) + offset {} in {} channels, values "
+             "N(0,1) + channel mean; attention: f32 split-K on the "
+             "dequantized cache vs f64 on the original\n",
+             config.shape.batch, config.shape.qHeads, config.shape.kvHeads,
+             config.shape.headDim, config.shape.maxTokens,
+             config.outlierScale, config.outlierChannels);
+  fmt::print("{:<40} {:>9} {:>11} {:>11} {:>14}\n", "scheme", "bits/elem",
+             "K MSE", "V MSE", "attn rel err");
+  for (const kv::KvEvalRow &row : rows)
+    fmt::print("{:<40} {:>9.2f} {:>11.4g} {:>11.4g} {:>13.3f}%\n", row.scheme,
+               row.bitsPerElement, row.keyMse, row.valueMse,
+               100.0 * row.attentionRelativeError);
+  return std::nullopt;
+}
+
+} // namespace lowbit::cli
