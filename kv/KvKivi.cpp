@@ -20,8 +20,16 @@ Scheme asymmetricScheme(const KiviOptions &options, ScaleSpec scale) {
                 options.bits == 4 ? Packing::Nibble : Packing::Byte};
 }
 
-void appendAll(std::vector<float> &into, const std::vector<float> &values) {
-  into.insert(into.end(), values.begin(), values.end());
+/// The tiles dequantized, oldest first, then the full-precision tail.
+std::vector<float> joined(const std::vector<QuantizedTensor> &tiles,
+                          const std::vector<float> &residual) {
+  std::vector<float> result;
+  for (const QuantizedTensor &tile : tiles) {
+    std::vector<float> values = *dequantize(tile, nullptr);
+    result.insert(result.end(), values.begin(), values.end());
+  }
+  result.insert(result.end(), residual.begin(), residual.end());
+  return result;
 }
 
 } // namespace
@@ -119,19 +127,11 @@ bool KiviStream::flush(std::string *error) {
 }
 
 std::vector<float> KiviStream::keys() const {
-  std::vector<float> result;
-  for (const QuantizedTensor &tile : keyTiles)
-    appendAll(result, *dequantize(tile, nullptr));
-  result.insert(result.end(), residualKeys.begin(), residualKeys.end());
-  return result;
+  return joined(keyTiles, residualKeys);
 }
 
 std::vector<float> KiviStream::values() const {
-  std::vector<float> result;
-  for (const QuantizedTensor &tile : valueTiles)
-    appendAll(result, *dequantize(tile, nullptr));
-  result.insert(result.end(), residualValues.begin(), residualValues.end());
-  return result;
+  return joined(valueTiles, residualValues);
 }
 
 double kiviBitsPerElement(const KiviOptions &options) {

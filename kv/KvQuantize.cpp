@@ -72,6 +72,21 @@ int64_t elementCount(std::span<const int64_t> shape) {
   return leadingRows(shape) * shape.back();
 }
 
+namespace {
+/// A valid shape that `input` fills exactly.
+bool validateInput(std::span<const float> input, std::span<const int64_t> shape,
+                   std::string *error) {
+  if (!validateKvShape(shape, error))
+    return false;
+  if (int64_t(input.size()) == elementCount(shape))
+    return true;
+  setError(error, "the input has " + std::to_string(input.size()) +
+                      " elements; the shape needs " +
+                      std::to_string(elementCount(shape)));
+  return false;
+}
+} // namespace
+
 std::string_view scaleConventionName(ScaleConvention convention) {
   return convention == ScaleConvention::Multiplier ? "multiplier" : "divisor";
 }
@@ -98,7 +113,7 @@ std::vector<int64_t> Int8GroupTensor::scaleShape() const {
 std::optional<Int8GroupTensor>
 quantizeInt8Groups(std::span<const float> input, std::span<const int64_t> shape,
                    const Int8GroupOptions &options, std::string *error) {
-  if (!validateKvShape(shape, error))
+  if (!validateInput(input, shape, error))
     return std::nullopt;
   if (options.groupSize < 1 || options.groupSize > kMaxScaleExtent) {
     setError(error, "group size " + std::to_string(options.groupSize) +
@@ -107,12 +122,6 @@ quantizeInt8Groups(std::span<const float> input, std::span<const int64_t> shape,
   }
   if (!(options.epsilon > 0.0f) || !std::isfinite(options.epsilon)) {
     setError(error, "epsilon must be a finite value > 0");
-    return std::nullopt;
-  }
-  if (int64_t(input.size()) != elementCount(shape)) {
-    setError(error, "the input has " + std::to_string(input.size()) +
-                        " elements; the shape needs " +
-                        std::to_string(elementCount(shape)));
     return std::nullopt;
   }
   Int8GroupTensor tensor;
@@ -162,14 +171,8 @@ std::optional<Fp8KvTensor> quantizeFp8Kv(std::span<const float> input,
                                          const Fp8KvOptions &options,
                                          std::span<const float> scales,
                                          std::string *error) {
-  if (!validateKvShape(shape, error))
+  if (!validateInput(input, shape, error))
     return std::nullopt;
-  if (int64_t(input.size()) != elementCount(shape)) {
-    setError(error, "the input has " + std::to_string(input.size()) +
-                        " elements; the shape needs " +
-                        std::to_string(elementCount(shape)));
-    return std::nullopt;
-  }
   if (!options.format.isFloat() || options.format.bits() != 8) {
     setError(error, "an FP8 KV cache needs an 8-bit float format; got " +
                         options.format.name());

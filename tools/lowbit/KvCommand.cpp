@@ -49,13 +49,13 @@ constexpr std::string_view kUsage =
     "writes float32 [batch, q_heads, head_dim].\n";
 
 constexpr std::array<OptionSpec, 21> kOptions = {{
-    {"cache", true},     {"scheme", true},     {"batch", true},
-    {"kv-heads", true},  {"head-dim", true},   {"capacity", true},
-    {"pages", true},     {"block-table", true}, {"group", true},
-    {"convention", true}, {"k-scales", true},  {"v-scales", true},
-    {"k", true},         {"v", true},          {"from", true},
-    {"out-k", true},     {"out-v", true},      {"q", true},
-    {"out", true},       {"scale", true},      {"split", true},
+    {"cache", true},      {"scheme", true},      {"batch", true},
+    {"kv-heads", true},   {"head-dim", true},    {"capacity", true},
+    {"pages", true},      {"block-table", true}, {"group", true},
+    {"convention", true}, {"k-scales", true},    {"v-scales", true},
+    {"k", true},          {"v", true},           {"from", true},
+    {"out-k", true},      {"out-v", true},       {"q", true},
+    {"out", true},        {"scale", true},       {"split", true},
 }};
 
 /// Which options each subcommand takes (the rest are refused by name).
@@ -201,7 +201,8 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
 CommandResult runAppend(const ParsedCommandLine &parsed) {
   std::string error;
   const std::string &directory = *parsed.value("cache");
-  std::optional<kv::KvCache> cache = kv::readKvCacheDirectory(directory, &error);
+  std::optional<kv::KvCache> cache =
+      kv::readKvCacheDirectory(directory, &error);
   if (!cache)
     return fail(error);
   std::string from = parsed.value("from") ? *parsed.value("from") : "";
@@ -220,14 +221,13 @@ CommandResult runAppend(const ParsedCommandLine &parsed) {
     const std::vector<int64_t> &shape = tensor->second;
     if (shape != keys->second || shape[0] != config.batch ||
         shape[1] != config.kvHeads || shape[3] != config.headDim)
-      return fail(fmt::format("K and V must both be [batch = {}, kv_heads = "
-                              "{}, tokens, head_dim = {}]; got ({}, {}, {}, "
-                              "{}) and ({}, {}, {}, {})",
-                              config.batch, config.kvHeads, config.headDim,
-                              keys->second[0], keys->second[1],
-                              keys->second[2], keys->second[3],
-                              values->second[0], values->second[1],
-                              values->second[2], values->second[3]));
+      return fail(fmt::format(
+          "K and V must both be [batch = {}, kv_heads = "
+          "{}, tokens, head_dim = {}]; got ({}, {}, {}, "
+          "{}) and ({}, {}, {}, {})",
+          config.batch, config.kvHeads, config.headDim, keys->second[0],
+          keys->second[1], keys->second[2], keys->second[3], values->second[0],
+          values->second[1], values->second[2], values->second[3]));
   }
   if (!cache->append(keys->first, values->first, keys->second[2], &error))
     return fail(fmt::format("{}: {}", directory, error));
@@ -238,63 +238,58 @@ CommandResult runAppend(const ParsedCommandLine &parsed) {
 
 bool writeF32(const std::string &path, std::vector<int64_t> shape,
               const std::vector<float> &values, std::string *error) {
-  return npy::writeNpy(path,
-                       npy::Array::fromValues<float>(npy::DType::F32,
-                                                     std::move(shape), values),
-                       error);
+  return npy::writeNpy(
+      path,
+      npy::Array::fromValues<float>(npy::DType::F32, std::move(shape), values),
+      error);
 }
 
-CommandResult runDequantizeCache(const ParsedCommandLine &parsed) {
+CommandResult runDequantizeCache(const ParsedCommandLine &parsed,
+                                 const kv::KvCache &cache) {
   std::string error;
-  std::optional<kv::KvCache> cache =
-      kv::readKvCacheDirectory(*parsed.value("cache"), &error);
-  if (!cache)
-    return fail(error);
-  const kv::KvCacheConfig &config = cache->config();
-  std::vector<int64_t> shape = {config.batch, config.kvHeads,
-                                cache->maxLength(), config.headDim};
-  if (cache->maxLength() == 0)
+  const kv::KvCacheConfig &config = cache.config();
+  std::vector<int64_t> shape = {config.batch, config.kvHeads, cache.maxLength(),
+                                config.headDim};
+  if (cache.maxLength() == 0)
     return fail(fmt::format("{}: the cache holds no tokens yet",
                             *parsed.value("cache")));
-  if (!writeF32(*parsed.value("out-k"), shape, cache->dequantizeKeys(),
+  if (!writeF32(*parsed.value("out-k"), shape, cache.dequantizeKeys(),
                 &error) ||
-      !writeF32(*parsed.value("out-v"), shape, cache->dequantizeValues(),
+      !writeF32(*parsed.value("out-v"), shape, cache.dequantizeValues(),
                 &error))
     return fail(error);
   return std::nullopt;
 }
 
-CommandResult runAttend(const ParsedCommandLine &parsed) {
+CommandResult runAttend(const ParsedCommandLine &parsed,
+                        const kv::KvCache &cache) {
   std::string error;
-  std::optional<kv::KvCache> cache =
-      kv::readKvCacheDirectory(*parsed.value("cache"), &error);
-  if (!cache)
-    return fail(error);
-  const kv::KvCacheConfig &config = cache->config();
+  const kv::KvCacheConfig &config = cache.config();
   auto query = readValues(*parsed.value("q"), 3, "", &error);
   if (!query)
     return fail(error);
   const std::vector<int64_t> &shape = query->second;
   if (shape[0] != config.batch || shape[2] != config.headDim)
-    return fail(fmt::format("the queries must be [batch = {}, q_heads, "
-                            "head_dim = {}]; got {}",
-                            config.batch, config.headDim,
-                            npy::Array{npy::DType::F32, shape, {}}.shapeText()));
+    return fail(
+        fmt::format("the queries must be [batch = {}, q_heads, "
+                    "head_dim = {}]; got {}",
+                    config.batch, config.headDim,
+                    npy::Array{npy::DType::F32, shape, {}}.shapeText()));
   float scale = 1.0f / std::sqrt(float(config.headDim));
   if (const std::string *text = parsed.value("scale")) {
     char *end = nullptr;
     scale = std::strtof(text->c_str(), &end);
     if (end != text->c_str() + text->size() || !std::isfinite(scale) ||
         !(scale > 0.0f))
-      return fail(fmt::format("--scale '{}' is not a finite number > 0",
-                              *text));
+      return fail(
+          fmt::format("--scale '{}' is not a finite number > 0", *text));
   }
   std::optional<int64_t> split =
       integerOption(parsed, "split", 256, 1, kLimit, &error);
   if (!split)
     return fail(error);
   std::optional<std::vector<float>> out =
-      cache->attend(query->first, shape[1], scale, *split, &error);
+      cache.attend(query->first, shape[1], scale, *split, &error);
   if (!out)
     return fail(error);
   if (!writeF32(*parsed.value("out"), shape, *out, &error))
@@ -320,8 +315,8 @@ CommandResult runKv(Arguments args) {
                             "append, dequantize or attend",
                             args.front()));
   CommandResult done;
-  auto parsed = parseCommandLineOrHelp("kv", args.subspan(1), kOptions, kUsage,
-                                       &done);
+  auto parsed =
+      parseCommandLineOrHelp("kv", args.subspan(1), kOptions, kUsage, &done);
   if (!parsed)
     return done;
   if (!parsed->operands.empty())
@@ -338,9 +333,14 @@ CommandResult runKv(Arguments args) {
     return runInit(*parsed);
   if (verb->name == "append")
     return runAppend(*parsed);
+  std::string error;
+  std::optional<kv::KvCache> cache =
+      kv::readKvCacheDirectory(*parsed->value("cache"), &error);
+  if (!cache)
+    return fail(error);
   if (verb->name == "dequantize")
-    return runDequantizeCache(*parsed);
-  return runAttend(*parsed);
+    return runDequantizeCache(*parsed, *cache);
+  return runAttend(*parsed, *cache);
 }
 
 CommandResult runEvalKv(Arguments args) {
@@ -355,8 +355,8 @@ CommandResult runEvalKv(Arguments args) {
              "N(0,1) + channel mean; attention: f32 split-K on the "
              "dequantized cache vs f64 on the original\n",
              config.shape.batch, config.shape.qHeads, config.shape.kvHeads,
-             config.shape.headDim, config.shape.maxTokens,
-             config.outlierScale, config.outlierChannels);
+             config.shape.headDim, config.shape.maxTokens, config.outlierScale,
+             config.outlierChannels);
   fmt::print("{:<40} {:>9} {:>11} {:>11} {:>14}\n", "scheme", "bits/elem",
              "K MSE", "V MSE", "attn rel err");
   for (const kv::KvEvalRow &row : rows)
