@@ -162,6 +162,24 @@ protected:
     gpu::TerminatorOp::create(b);
     return launch;
   }
+  /// A grid-stride launch: ceil(laneCount / threadsPerBlock) blocks, at
+  /// most `maxBlocks`; the body loops over what the grid does not cover.
+  gpu::LaunchOp createGridStrideLaunch(Value laneCount, int64_t maxBlocks) {
+    Value blocks = arith::MinUIOp::create(
+        b, ceilDiv(laneCount, idx(threadsPerBlock)), idx(maxBlocks));
+    Value one = idx(1);
+    auto launch = gpu::LaunchOp::create(b, blocks, one, one,
+                                        idx(threadsPerBlock), one, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b);
+    return launch;
+  }
+  /// Threads in the whole grid.
+  Value gridThreads(gpu::LaunchOp launch) {
+    return arith::MulIOp::create(b, launch.getGridSize().x,
+                                 launch.getBlockSize().x);
+  }
   Value globalThread(gpu::LaunchOp launch) {
     Value base = arith::MulIOp::create(b, launch.getBlockIds().x,
                                        launch.getBlockSize().x);

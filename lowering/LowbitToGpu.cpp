@@ -46,6 +46,11 @@ using namespace lowbit::gpu_mapping;
 
 namespace {
 
+/// The grid cap of the grid-stride kernels: about four waves of 256-thread
+/// blocks on a 132-SM H200 (8 resident per SM) or a 148-SM B200, so each
+/// thread's setup is paid for a few trips and the last wave is short.
+constexpr int64_t kGridStrideBlocks = 4096;
+
 //===----------------------------------------------------------------------===//
 // Which schemes this mapping covers
 //===----------------------------------------------------------------------===//
@@ -263,8 +268,11 @@ public:
     }
   }
 
-  /// Dequantize: each lane reads 16 bytes of codes and writes their
-  /// elements with 16-byte stores.
+  /// Dequantize: a grid-stride loop over warp segments of 512 code bytes.
+  /// Lane i loads the segment's 16-byte chunk i (one coalesced
+  /// ld.global.v4); the lanes exchange the chunks' pieces with shuffles so
+  /// that each of a lane's 16-byte output stores lands next to its
+  /// neighbours' (the warp writes 512 contiguous bytes per store).
   void emitDequantize(Value codes, Value scales, Value zeros, Value global,
                       Value output, Value rows, Value cols) {
     Type outputType = cast<MemRefType>(output.getType()).getElementType();
@@ -272,90 +280,292 @@ public:
     bool nibble = scheme.packing == lowbit::Packing::Nibble;
     int64_t perByte = nibble ? 2 : 1;
     int64_t elementsPerLane = kVectorBytes * perByte;
+    // A lane's chunk splits into `stores` units, each one 16-byte store.
+    int64_t stores = elementsPerLane / width;
+    int64_t unitBytes = kVectorBytes / stores;
+    const lowbit::ScaleSpec &scale = scheme.scale;
+    bool perTensor = scale.granularity == lowbit::Granularity::PerTensor;
+    // Groups shorter than a chunk (nvfp4 from nibbles): a scale per unit.
+    bool scalePerUnit = scale.granularity == lowbit::Granularity::Group &&
+                        scale.groupSize % elementsPerLane != 0;
+    bool asymmetric = scaleKind() == lowbit::ScaleKind::Asymmetric;
 
     Value packedCols = nibble ? ceilDiv(cols, idx(2)) : cols;
     Value chunksPerRow = ceilDiv(packedCols, idx(kVectorBytes));
     Value laneCount = arith::MulIOp::create(b, rows, chunksPerRow);
-    gpu::LaunchOp launch = createLaunch(laneCount);
+    Value segmentCount = ceilDiv(laneCount, idx(kWarpSize));
+    gpu::LaunchOp launch = createGridStrideLaunch(laneCount, kGridStrideBlocks);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
 
-    Value thread = globalThread(launch);
-    Value row = arith::DivUIOp::create(b, thread, chunksPerRow);
-    Value chunk = arith::RemUIOp::create(b, thread, chunksPerRow);
-    Value byteCol0 = arith::MulIOp::create(b, chunk, idx(kVectorBytes));
-    Value col0 = arith::MulIOp::create(b, byteCol0, idx(perByte));
-    Value valid =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, thread, laneCount);
-    Value globalValue;
-    if (hasGlobal())
-      globalValue = loadScalar(global);
-    // Whole 16-byte runs of codes in aligned rows take the vector path.
-    Value fast = andAll({valid, isAligned(codes, kVectorBytes),
-                         isAligned(output, kVectorBytes),
-                         divides(elementsPerLane, cols)});
+    Value lane =
+        arith::RemUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize));
+    Value firstSegment =
+        arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize));
+    Value segmentStep =
+        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize));
+    Value globalValue = hasGlobal() ? loadScalar(global) : Value();
+    lowbit::GroupParams tensorParams;
+    if (perTensor) {
+      tensorParams = loadParams(scales, zeros, idx(0), idx(0));
+      tensorParams.global = globalValue;
+    }
+    // Whole segments of 16-byte chunks in aligned rows take the exchange;
+    // the rest (ragged rows, the last partial segment) one element at a
+    // time.
+    Value aligned =
+        andAll({isAligned(codes, kVectorBytes), isAligned(output, kVectorBytes),
+                divides(elementsPerLane, cols)});
+    // The exchange (docs/gpu.md): in round r, lane i = stores * q + m reads
+    // unit r of lane (stores / 32) * ((r + m) mod stores) + q, which is
+    // its data for store (r + m) mod stores; rotating by m puts store k's
+    // data in slot k.
+    Value lane32 = arith::IndexCastUIOp::create(b, b.getI32Type(), lane);
+    Value rotation = arith::AndIOp::create(b, lane32, i32(stores - 1));
+    Value sourceBase = arith::DivUIOp::create(b, lane32, i32(stores));
+    int64_t sourceStride = kWarpSize / stores;
+    // The output as one row of rows * cols elements (identity layout).
+    Value flatOutput = memref::ReinterpretCastOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, outputType), output,
+        OpFoldResult(b.getIndexAttr(0)),
+        ArrayRef<OpFoldResult>{
+            OpFoldResult(arith::MulIOp::create(b, rows, cols).getResult())},
+        ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
 
-    auto ifFast = scf::IfOp::create(b, fast, true);
+    auto loop = scf::ForOp::create(b, firstSegment, segmentCount, segmentStep);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value segment = loop.getInductionVar();
+    Value segmentLane0 = arith::MulIOp::create(b, segment, idx(kWarpSize));
+    Value chunk = arith::AddIOp::create(b, segmentLane0, lane);
+    Value valid =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk, laneCount);
+    Value row = arith::DivUIOp::create(b, chunk, chunksPerRow);
+    Value byteCol0 = arith::MulIOp::create(
+        b,
+        arith::SubIOp::create(b, chunk,
+                              arith::MulIOp::create(b, row, chunksPerRow)),
+        idx(kVectorBytes));
+    Value col0 = arith::MulIOp::create(b, byteCol0, idx(perByte));
+    Value fast = andAll(
+        {aligned,
+         arith::CmpIOp::create(
+             b, arith::CmpIPredicate::ule,
+             arith::AddIOp::create(b, segmentLane0, idx(kWarpSize)), laneCount)
+             .getResult()});
+
+    // What each store needs: its unit's code bytes and, unless per tensor,
+    // its scale (and zero point).
+    SmallVector<Type> unitTypes(stores * unitBytes, b.getI8Type());
+    if (!perTensor) {
+      unitTypes.append(stores, b.getF32Type());
+      if (asymmetric)
+        unitTypes.append(stores, b.getI32Type());
+    }
+    auto paramsAt = [&](Value paramRow, Value col) {
+      lowbit::GroupParams params = loadParams(scales, zeros, paramRow, col);
+      return SmallVector<Value>{params.scale, params.zero};
+    };
+    auto yieldUnits = [&](ArrayRef<SmallVector<Value>> bytes,
+                          ArrayRef<SmallVector<Value>> params) {
+      SmallVector<Value> results;
+      for (const SmallVector<Value> &unit : bytes)
+        results.append(unit.begin(), unit.end());
+      if (!perTensor)
+        for (size_t position = 0; position < (asymmetric ? 2u : 1u); ++position)
+          for (const SmallVector<Value> &unit : params)
+            results.push_back(unit[position]);
+      scf::YieldOp::create(b, results);
+    };
+    auto units = scf::IfOp::create(b, unitTypes, fast, true);
     {
       OpBuilder::InsertionGuard thenGuard(b);
-      b.setInsertionPoint(ifFast.thenBlock()->getTerminator());
+      b.setInsertionPointToStart(units.thenBlock());
       Value packed = vector::LoadOp::create(
           b, VectorType::get({kVectorBytes}, b.getI8Type()), codes,
           ValueRange{row, byteCol0}, /*nontemporal=*/false,
           llvm::MaybeAlign(kVectorBytes));
-      SmallVector<Value> codeValues;
-      for (int64_t j = 0; j < kVectorBytes; ++j) {
-        Value byte = vector::ExtractOp::create(b, packed, j);
-        if (!nibble) {
-          codeValues.push_back(byte);
+      Value words = vector::BitCastOp::create(
+          b, VectorType::get({kVectorBytes / 4}, b.getI32Type()), packed);
+      // This lane's units as 32-bit pieces, and their parameters.
+      SmallVector<SmallVector<Value>> ownPieces(stores), ownParams(stores);
+      for (int64_t r = 0; r < stores; ++r) {
+        if (unitBytes >= 4) {
+          for (int64_t w = 0; w < unitBytes / 4; ++w)
+            ownPieces[r].push_back(
+                vector::ExtractOp::create(b, words, r * unitBytes / 4 + w));
+        } else {
+          Value word = vector::ExtractOp::create(b, words, r * unitBytes / 4);
+          ownPieces[r].push_back(arith::ShRUIOp::create(
+              b, word, i32(int32_t(8 * ((r * unitBytes) % 4)))));
+        }
+      }
+      if (!perTensor) {
+        if (scalePerUnit) {
+          for (int64_t r = 0; r < stores; ++r)
+            ownParams[r] =
+                paramsAt(row, arith::AddIOp::create(b, col0, idx(r * width)));
+        } else {
+          ownParams.assign(stores, paramsAt(row, col0));
+        }
+      }
+      auto shuffle = [&](Value value, Value sourceLane) {
+        return gpu::ShuffleOp::create(b, value, sourceLane, i32(kWarpSize),
+                                      gpu::ShuffleMode::IDX)
+            .getShuffleResult();
+      };
+      // Round r: unit r of the source lane (and its parameters, when they
+      // differ per unit).
+      SmallVector<SmallVector<Value>> slots(stores);
+      for (int64_t r = 0; r < stores; ++r) {
+        Value source = arith::AddIOp::create(
+            b,
+            arith::MulIOp::create(
+                b,
+                arith::AndIOp::create(
+                    b, arith::AddIOp::create(b, rotation, i32(r)),
+                    i32(stores - 1)),
+                i32(sourceStride)),
+            sourceBase);
+        for (Value piece : ownPieces[r])
+          slots[r].push_back(shuffle(piece, source));
+        if (!perTensor && scalePerUnit)
+          for (Value param : ownParams[r])
+            if (param)
+              slots[r].push_back(shuffle(param, source));
+      }
+      // Rotate right by m: slot k holds store k's data.
+      for (int64_t step = 1; step < stores; step *= 2) {
+        Value bit = arith::CmpIOp::create(
+            b, arith::CmpIPredicate::ne,
+            arith::AndIOp::create(b, rotation, i32(step)), i32(0));
+        SmallVector<SmallVector<Value>> next(stores);
+        for (int64_t k = 0; k < stores; ++k)
+          for (size_t position = 0; position < slots[k].size(); ++position)
+            next[k].push_back(
+                select(bit, slots[(k - step + stores) % stores][position],
+                       slots[k][position]));
+        slots = std::move(next);
+      }
+      SmallVector<SmallVector<Value>> bytes(stores), params(stores);
+      size_t pieceCount = ownPieces[0].size();
+      for (int64_t k = 0; k < stores; ++k) {
+        for (int64_t j = 0; j < unitBytes; ++j)
+          bytes[k].push_back(arith::TruncIOp::create(
+              b, b.getI8Type(),
+              arith::ShRUIOp::create(b, slots[k][size_t(j / 4)],
+                                     i32(int32_t(8 * (j % 4))))));
+        if (perTensor)
+          continue;
+        if (scalePerUnit) {
+          params[k].assign(slots[k].begin() + pieceCount, slots[k].end());
+          if (!asymmetric)
+            params[k].push_back(Value());
           continue;
         }
-        codeValues.push_back(arith::AndIOp::create(b, byte, i8(0xF)));
-        codeValues.push_back(arith::ShRUIOp::create(b, byte, i8(4)));
+        // One scale per chunk: store k's came from lane
+        // k * stride + q.
+        Value source =
+            arith::AddIOp::create(b, i32(k * sourceStride), sourceBase);
+        for (Value param : ownParams[0])
+          params[k].push_back(param ? shuffle(param, source) : Value());
       }
-      for (int64_t start = 0; start < elementsPerLane; start += width) {
-        Value col = arith::AddIOp::create(b, col0, idx(start));
-        lowbit::GroupParams params = loadParams(scales, zeros, row, col);
-        params.global = globalValue;
-        SmallVector<Value> values;
-        for (int64_t i = start; i < start + width; i += 2) {
-          auto [first, second] =
-              dequantizePair(codeValues[i], codeValues[i + 1], params);
-          values.push_back(narrow(first, outputType));
-          values.push_back(narrow(second, outputType));
+      yieldUnits(bytes, params);
+
+      // The ragged path: this lane's own bytes, one guarded load each.
+      b.setInsertionPointToStart(units.elseBlock());
+      SmallVector<SmallVector<Value>> ownBytes(stores), slowParams(stores);
+      for (int64_t k = 0; k < stores; ++k) {
+        for (int64_t j = 0; j < unitBytes; ++j) {
+          Value byteCol =
+              arith::AddIOp::create(b, byteCol0, idx(k * unitBytes + j));
+          auto ifByte = scf::IfOp::create(
+              b, b.getI8Type(), inBounds(valid, byteCol, packedCols), true);
+          b.setInsertionPointToStart(ifByte.thenBlock());
+          scf::YieldOp::create(
+              b, memref::LoadOp::create(b, codes, ValueRange{row, byteCol})
+                     .getResult());
+          b.setInsertionPointToStart(ifByte.elseBlock());
+          scf::YieldOp::create(b, i8(0));
+          b.setInsertionPointAfter(ifByte);
+          ownBytes[k].push_back(ifByte.getResult(0));
         }
+        if (perTensor)
+          continue;
+        // Lanes and units past the tensor read the first scale instead.
+        Value unitCol = arith::AddIOp::create(b, col0, idx(k * width));
+        Value inside = inBounds(valid, unitCol, cols);
+        slowParams[k] = paramsAt(select(inside, row, idx(0)),
+                                 select(inside, unitCol, idx(0)));
+      }
+      yieldUnits(ownBytes, slowParams);
+    }
+
+    // Decode each unit (shared by both paths), then store it.
+    SmallVector<SmallVector<Value>> unitValues(stores);
+    for (int64_t k = 0; k < stores; ++k) {
+      lowbit::GroupParams params = tensorParams;
+      if (!perTensor) {
+        params.scale = units.getResult(stores * unitBytes + k);
+        if (asymmetric)
+          params.zero = units.getResult(stores * unitBytes + stores + k);
+        params.global = globalValue;
+      }
+      SmallVector<Value> unitCodes;
+      for (int64_t j = 0; j < unitBytes; ++j) {
+        Value byte = units.getResult(k * unitBytes + j);
+        if (!nibble) {
+          unitCodes.push_back(byte);
+          continue;
+        }
+        unitCodes.push_back(arith::AndIOp::create(b, byte, i8(0xF)));
+        unitCodes.push_back(arith::ShRUIOp::create(b, byte, i8(4)));
+      }
+      for (int64_t i = 0; i < width; i += 2) {
+        auto [first, second] =
+            dequantizePair(unitCodes[i], unitCodes[i + 1], params);
+        unitValues[k].push_back(narrow(first, outputType));
+        unitValues[k].push_back(narrow(second, outputType));
+      }
+    }
+    auto storeIf = scf::IfOp::create(b, fast, true);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
+      Value segmentElement0 =
+          arith::MulIOp::create(b, segment, idx(kWarpSize * elementsPerLane));
+      for (int64_t k = 0; k < stores; ++k) {
+        // Chunk 32k + stores * q + ((k - m) mod stores) of the segment's
+        // output: a permutation of 32 neighbouring chunks.
+        Value slot = arith::AndIOp::create(
+            b, arith::SubIOp::create(b, i32(k + stores), rotation),
+            i32(stores - 1));
+        Value outputChunk = arith::AddIOp::create(
+            b, i32(kWarpSize * k),
+            arith::AddIOp::create(
+                b, arith::MulIOp::create(b, sourceBase, i32(stores)), slot));
+        Value element = arith::AddIOp::create(
+            b, segmentElement0,
+            arith::MulIOp::create(
+                b,
+                arith::IndexCastUIOp::create(b, b.getIndexType(), outputChunk),
+                idx(width)));
         Value vector = vector::FromElementsOp::create(
-            b, VectorType::get({width}, outputType), values);
-        vector::StoreOp::create(b, vector, output, ValueRange{row, col},
+            b, VectorType::get({width}, outputType), unitValues[k]);
+        vector::StoreOp::create(b, vector, flatOutput, ValueRange{element},
                                 /*nontemporal=*/false,
                                 llvm::MaybeAlign(kVectorBytes));
       }
-      // The ragged tail: one byte and its elements at a time.
-      b.setInsertionPoint(ifFast.elseBlock()->getTerminator());
-      for (int64_t j = 0; j < kVectorBytes; ++j) {
-        Value byteCol = arith::AddIOp::create(b, byteCol0, idx(j));
-        auto ifByte =
-            scf::IfOp::create(b, inBounds(valid, byteCol, packedCols), false);
-        OpBuilder::InsertionGuard byteGuard(b);
-        b.setInsertionPoint(ifByte.thenBlock()->getTerminator());
-        Value byte = memref::LoadOp::create(b, codes, ValueRange{row, byteCol});
-        for (int64_t k = 0; k < perByte; ++k) {
-          Value col = arith::AddIOp::create(
-              b, arith::MulIOp::create(b, byteCol, idx(perByte)), idx(k));
-          Value code = byte;
-          if (nibble)
-            code = k == 0 ? arith::AndIOp::create(b, byte, i8(0xF)).getResult()
-                          : arith::ShRUIOp::create(b, byte, i8(4)).getResult();
-          auto ifElement = scf::IfOp::create(
-              b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols),
-              false);
+      // The ragged path: each element of this lane's chunk on its own.
+      b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
+      for (int64_t k = 0; k < stores; ++k) {
+        for (int64_t i = 0; i < width; ++i) {
+          Value col = arith::AddIOp::create(b, col0, idx(k * width + i));
+          auto ifElement =
+              scf::IfOp::create(b, inBounds(valid, col, cols), false);
           OpBuilder::InsertionGuard elementGuard(b);
           b.setInsertionPoint(ifElement.thenBlock()->getTerminator());
-          lowbit::GroupParams params = loadParams(scales, zeros, row, col);
-          params.global = globalValue;
-          memref::StoreOp::create(
-              b, narrow(dequantizeValue(code, params), outputType), output,
-              ValueRange{row, col});
+          memref::StoreOp::create(b, unitValues[k][size_t(i)], output,
+                                  ValueRange{row, col});
         }
       }
     }

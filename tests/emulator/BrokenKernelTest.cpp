@@ -80,8 +80,9 @@ emulator::ModuleMutation wrongShuffleLane(int &edits) {
   };
 }
 
-/// Runs `spec` broken by `mutation` on two ragged shapes; "" if nothing
-/// noticed (the mutation changed nothing, or the test failed to catch it).
+/// Runs `spec` broken by `mutation` on two ragged shapes and one of whole
+/// 16-byte rows (the vector paths); "" if nothing noticed (the mutation
+/// changed nothing, or the test failed to catch it).
 std::string runBroken(const KernelSpec &spec, const Target &target,
                       const emulator::ModuleMutation &mutation) {
   auto program = emulator::EmulatedProgram::compile(spec, target, mutation);
@@ -89,7 +90,7 @@ std::string runBroken(const KernelSpec &spec, const Target &target,
     return "compile: " + program.error().message;
   emulator::Device device;
   KernelRunner run = emulatorRunner(**program, device);
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 37}, {33, 257}}) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 37}, {33, 257}, {5, 320}}) {
     std::string error;
     if (!validateSchemeForShape(spec.scheme, rows, cols, &error))
       continue;

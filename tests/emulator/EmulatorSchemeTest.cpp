@@ -23,9 +23,11 @@ namespace {
 
 /// Partial blocks and tails in both dimensions; 1xN and Nx1 (N prime);
 /// rows of whole 16-byte vectors (lowbit-to-gpu's vector path), one with a
-/// short last group of 128.
+/// short last group of 128, and whole warp segments of 512 code bytes
+/// across rows plus a partial one (the dequantize exchange).
 const std::pair<int64_t, int64_t> kShapes[] = {
-    {1, 1}, {3, 37}, {33, 257}, {1, 4099}, {4099, 1}, {2, 256}, {3, 96}};
+    {1, 1},    {3, 37},  {33, 257}, {1, 4099},
+    {4099, 1}, {2, 256}, {3, 96},   {5, 320}};
 
 void checkTarget(const char *targetName) {
   Target target = testing::targetNamed(targetName);

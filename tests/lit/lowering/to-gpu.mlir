@@ -46,13 +46,15 @@ func.func @fp8_per_tensor(%in: memref<?x?xbf16>, %codes: memref<?x?xi8>,
   return
 }
 
-// Dequantize: 16 code bytes per lane, 16-byte stores of 8 f16, one decode
-// per pair of codes.
+// Dequantize: 16 code bytes per lane, exchanged by indexed shuffles,
+// 16-byte stores of 8 f16 into the flat output, one decode per pair of
+// codes.
 // CHECK-LABEL: func.func @mxfp4_to_f16
 // CHECK: gpu.launch
 // CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?x?xi8>, vector<16xi8>
+// CHECK: gpu.shuffle  idx
 // CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e2m1">} : vector<2xi8> to vector<2xf32>
-// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x?xf16>, vector<8xf16>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
 // CHECK-NOT: lowbit.dequantize
 func.func @mxfp4_to_f16(%codes: memref<?x?xi8>, %scales: memref<?x?xi8>,
                         %out: memref<?x?xf16>) {
