@@ -10,7 +10,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(LOWBIT_CORE_LIBRARIES LowbitFormat LowbitSpec LowbitRuntimeCore
-  LowbitRuntimeCache LowbitRuntimeDriver)
+  LowbitRuntimeCache LowbitRuntimeDriver LowbitAot)
 set(LOWBIT_JIT_LIBRARIES LowbitC LowbitJit LowbitCompiler LowbitLowering
   LowbitDialect)
 

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <memory>
 
 namespace lowbit::aot {
 
@@ -181,19 +182,23 @@ JsonValue toJson(const Manifest &manifest) {
       params.push(std::move(p));
     }
     object.set("params", std::move(params));
+    object.set("workspace_words", JsonValue::number(entry.workspaceWords));
     JsonValue launches = JsonValue::array();
     for (const Launch &launch : entry.launches) {
       JsonValue l = JsonValue::object();
       l.set("entry", JsonValue::string(launch.entry));
       l.set("grid", stringArray(launch.grid));
       l.set("block", stringArray(launch.block));
+      l.set("shared", JsonValue::string(launch.shared));
       JsonValue operands = JsonValue::array();
       for (const Operand &operand : launch.operands) {
         JsonValue o = JsonValue::object();
-        if (operand.memref >= 0)
+        if (operand.memref >= 0) {
           o.set("memref", JsonValue::number(int64_t(operand.memref)));
-        else
+        } else {
           o.set("scalar", JsonValue::string(operand.scalar));
+          o.set("bits", JsonValue::number(int64_t(operand.bits)));
+        }
         operands.push(std::move(o));
       }
       l.set("operands", std::move(operands));
@@ -229,7 +234,10 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
   if (const JsonValue *version = read.field(json, "version", "manifest");
       version && version->asInt() != kManifestVersion) {
     read.fail("version " + version->text() + " is not " +
-              std::to_string(kManifestVersion) + " (rebuild the bundle)");
+              std::to_string(kManifestVersion) +
+              ": version 2 changed the launch expressions to the JIT's "
+              "syntax and added the kernel workspace; rebuild the bundle "
+              "with this lowbit's `lowbit aot`");
     return std::nullopt;
   }
   manifest.target = read.string(json, "target", "manifest");
@@ -257,6 +265,8 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
                                 read.string(p, "element", where + ".params"),
                                 written && written->asBool()});
       }
+    entry.workspaceWords = read.integer(object, "workspace_words", where, 0,
+                                        launch::kMaxWorkspaceWords);
     if (const JsonValue *launches = read.field(object, "launches", where))
       for (const JsonValue &l : launches->items()) {
         std::string at = where + ".launches";
@@ -264,14 +274,21 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
         launch.entry = read.string(l, "entry", at);
         launch.grid = read.triple(l, "grid", at);
         launch.block = read.triple(l, "block", at);
+        launch.shared = read.string(l, "shared", at);
         if (const JsonValue *operands = read.field(l, "operands", at))
           for (const JsonValue &o : operands->items()) {
             Operand operand;
-            if (const JsonValue *memref = o.get("memref"))
+            if (const JsonValue *memref = o.get("memref")) {
               operand.memref = int(
                   read.integer(*memref, at + ".memref", 0, kMaxParameters - 1));
-            else
+            } else {
               operand.scalar = read.string(o, "scalar", at + ".operands");
+              operand.bits =
+                  int(read.integer(o, "bits", at + ".operands", 32, 64));
+              if (operand.bits != 32 && operand.bits != 64)
+                read.fail(at + ".operands.bits: " +
+                          std::to_string(operand.bits) + " is not 32 or 64");
+            }
             launch.operands.push_back(std::move(operand));
           }
         if (const JsonValue *r = l.get("resources")) {
@@ -288,6 +305,14 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
                               get("spill_load_bytes"), get("stack_bytes"),
                               get("shared_bytes")};
         }
+        // Every expression compiles now, so a bad one is refused when the
+        // manifest is read, naming where it is.
+        if (!read.failed)
+          if (Expected<launch::CompiledStep> compiled = launch::compileStep(
+                  toLaunchStep(launch), entry.params.size(),
+                  entry.workspaceWords);
+              !compiled)
+            read.fail(at + ": " + compiled.error().message);
         entry.launches.push_back(std::move(launch));
       }
     if (const JsonValue *data = object.get("data"); data && !data->isNull()) {
@@ -333,196 +358,66 @@ std::optional<Manifest> readManifest(const std::string &bundleDirectory,
   return manifest;
 }
 
-namespace {
-
-/// A recursive-descent evaluator of the prefix expressions (Bundle.h).
-class Evaluator {
-public:
-  Evaluator(std::string_view text, std::span<const Shape> shapes)
-      : text(text), shapes(shapes) {}
-
-  std::optional<int64_t> run(std::string *error) {
-    std::optional<int64_t> value = expression();
-    skipSpace();
-    if (value && position != text.size())
-      fail("trailing characters");
-    if (!message.empty()) {
-      setError(error, "expression '" + std::string(text) + "': " + message);
-      return std::nullopt;
-    }
-    return value;
+launch::LaunchStep toLaunchStep(const Launch &launch) {
+  launch::LaunchStep step;
+  step.kernelName = launch.entry;
+  for (size_t i = 0; i < 3; ++i) {
+    step.sizes[i] = launch.grid[i];
+    step.sizes[3 + i] = launch.block[i];
   }
+  step.sizes[6] = launch.shared;
+  for (const Operand &operand : launch.operands)
+    step.arguments.push_back(
+        operand.memref >= 0
+            ? "m:" + std::to_string(operand.memref)
+            : "s" + std::to_string(operand.bits) + ":" + operand.scalar);
+  return step;
+}
 
-private:
-  void fail(std::string what) {
-    if (message.empty())
-      message = std::move(what);
+std::optional<Launch> fromLaunchStep(const launch::LaunchStep &step,
+                                     std::string *error) {
+  Launch launch;
+  launch.entry = step.kernelName;
+  for (size_t i = 0; i < 3; ++i) {
+    launch.grid[i] = step.sizes[i];
+    launch.block[i] = step.sizes[3 + i];
   }
-  void skipSpace() {
-    while (position < text.size() && text[position] == ' ')
-      ++position;
-  }
-  std::string_view word() {
-    skipSpace();
-    size_t start = position;
-    while (position < text.size() && text[position] != ' ' &&
-           text[position] != '(' && text[position] != ')')
-      ++position;
-    return text.substr(start, position - start);
-  }
-
-  std::optional<int64_t> expression(int depth = 0) {
-    // The GPU tail's expressions are a few levels deep; a limit keeps a
-    // hostile manifest from overflowing the stack.
-    if (depth > 64) {
-      fail("nested deeper than 64 levels");
-      return std::nullopt;
-    }
-    skipSpace();
-    if (position >= text.size()) {
-      fail("unexpected end");
-      return std::nullopt;
-    }
-    if (text[position] != '(') {
-      std::string_view literal = word();
-      int64_t value = 0;
-      auto [end, ec] = std::from_chars(literal.data(),
-                                       literal.data() + literal.size(), value);
-      if (literal.empty() || ec != std::errc() ||
-          end != literal.data() + literal.size()) {
-        fail("bad integer '" + std::string(literal) + "'");
+  launch.shared = step.sizes[6];
+  for (const std::string &argument : step.arguments) {
+    Operand operand;
+    std::string_view text = argument;
+    if (text.starts_with("m:")) {
+      auto [end, ec] = std::from_chars(text.data() + 2,
+                                       text.data() + text.size(), operand.memref);
+      if (ec != std::errc() || end != text.data() + text.size() ||
+          operand.memref < 0) {
+        setError(error, step.kernelName + ": bad argument '" + argument + "'");
         return std::nullopt;
       }
-      return value;
+    } else if (text.starts_with("s32:") || text.starts_with("s64:")) {
+      operand.bits = text[1] == '3' ? 32 : 64;
+      operand.scalar = std::string(text.substr(4));
+    } else {
+      setError(error, step.kernelName + ": bad argument '" + argument + "'");
+      return std::nullopt;
     }
-    ++position;
-    std::string op(word());
-    std::string predicate;
-    if (op == "cmp")
-      predicate = word();
-    std::vector<int64_t> args;
-    while (true) {
-      skipSpace();
-      if (position >= text.size()) {
-        fail("missing ')'");
-        return std::nullopt;
-      }
-      if (text[position] == ')') {
-        ++position;
-        break;
-      }
-      std::optional<int64_t> arg = expression(depth + 1);
-      if (!arg)
-        return std::nullopt;
-      args.push_back(*arg);
-    }
-    return apply(op, predicate, args);
+    launch.operands.push_back(std::move(operand));
   }
-
-  std::optional<int64_t> apply(const std::string &op,
-                               const std::string &predicate,
-                               const std::vector<int64_t> &args) {
-    size_t want = op == "select" ? 3 : 2;
-    if (args.size() != want) {
-      fail("'" + op + "' takes " + std::to_string(want) + " operands");
-      return std::nullopt;
-    }
-    int64_t a = args[0], b = args[1];
-    uint64_t ua = uint64_t(a), ub = uint64_t(b);
-    bool divides = op.find("div") != std::string::npos ||
-                   op.find("rem") != std::string::npos;
-    if (divides && b == 0) {
-      fail("division by zero in '" + op + "'");
-      return std::nullopt;
-    }
-    // INT64_MIN / -1 overflows (undefined in C++, poison in arith).
-    if (divides && op.ends_with("si") &&
-        a == std::numeric_limits<int64_t>::min() && b == -1) {
-      fail("signed overflow in '" + op + "'");
-      return std::nullopt;
-    }
-    if (op == "dim") {
-      if (a < 0 || size_t(a) >= shapes.size() || b < 0 || b > 1) {
-        fail("(dim " + std::to_string(a) + " " + std::to_string(b) +
-             ") is out of range");
-        return std::nullopt;
-      }
-      return shapes[size_t(a)][size_t(b)];
-    }
-    if (op == "add")
-      return int64_t(ua + ub);
-    if (op == "sub")
-      return int64_t(ua - ub);
-    if (op == "mul")
-      return int64_t(ua * ub);
-    if (op == "divsi")
-      return a / b;
-    if (op == "divui")
-      return int64_t(ua / ub);
-    if (op == "remsi")
-      return a % b;
-    if (op == "remui")
-      return int64_t(ua % ub);
-    if (op == "ceildivsi") {
-      int64_t quotient = a / b;
-      return quotient + ((a % b != 0) && ((a < 0) == (b < 0)) ? 1 : 0);
-    }
-    if (op == "ceildivui")
-      return int64_t(ua / ub + (ua % ub != 0 ? 1 : 0));
-    if (op == "floordivsi") {
-      int64_t quotient = a / b;
-      return quotient - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
-    }
-    if (op == "maxsi")
-      return a > b ? a : b;
-    if (op == "minsi")
-      return a < b ? a : b;
-    if (op == "maxui")
-      return int64_t(ua > ub ? ua : ub);
-    if (op == "minui")
-      return int64_t(ua < ub ? ua : ub);
-    if (op == "select")
-      return a != 0 ? args[1] : args[2];
-    if (op == "cmp") {
-      if (predicate == "eq")
-        return a == b;
-      if (predicate == "ne")
-        return a != b;
-      if (predicate == "slt")
-        return a < b;
-      if (predicate == "sle")
-        return a <= b;
-      if (predicate == "sgt")
-        return a > b;
-      if (predicate == "sge")
-        return a >= b;
-      if (predicate == "ult")
-        return ua < ub;
-      if (predicate == "ule")
-        return ua <= ub;
-      if (predicate == "ugt")
-        return ua > ub;
-      if (predicate == "uge")
-        return ua >= ub;
-      fail("unknown predicate '" + predicate + "'");
-      return std::nullopt;
-    }
-    fail("unknown operation '" + op + "'");
-    return std::nullopt;
-  }
-
-  std::string_view text;
-  std::span<const Shape> shapes;
-  size_t position = 0;
-  std::string message;
-};
-
-} // namespace
+  return launch;
+}
 
 std::optional<int64_t> evaluateExpression(std::string_view expression,
                                           std::span<const Shape> shapes,
                                           std::string *error) {
-  return Evaluator(expression, shapes).run(error);
+  Expected<launch::Expression> compiled =
+      launch::Expression::compile(expression, shapes.size());
+  Expected<int64_t> value =
+      compiled ? compiled->evaluate(shapes) : Expected<int64_t>(compiled.error());
+  if (!value) {
+    setError(error, value.error().message);
+    return std::nullopt;
+  }
+  return *value;
 }
 
 size_t elementBytes(std::string_view element) {
@@ -533,32 +428,43 @@ size_t elementBytes(std::string_view element) {
   return 1;
 }
 
+namespace {
+
+/// Compiles `launch` for these shapes and resolves it (the launch module
+/// does both for the JIT too).
+std::unique_ptr<launch::ResolvedStep>
+resolve(const Launch &launch, std::span<const uint64_t> addresses,
+        std::span<const Shape> shapes, uint64_t workspace,
+        int64_t workspaceWords, std::string *error) {
+  Expected<launch::CompiledStep> compiled =
+      launch::compileStep(toLaunchStep(launch), shapes.size(), workspaceWords);
+  if (!compiled) {
+    setError(error, compiled.error().message);
+    return nullptr;
+  }
+  auto resolved = std::make_unique<launch::ResolvedStep>();
+  if (Status status = launch::resolveStep(*compiled, shapes, addresses,
+                                          workspace, workspaceWords, *resolved);
+      !status) {
+    setError(error, status.error().message);
+    return nullptr;
+  }
+  return resolved;
+}
+
+} // namespace
+
 std::optional<PackedArguments>
 packArguments(const Launch &launch, std::span<const uint64_t> addresses,
-              std::span<const Shape> shapes, std::string *error) {
+              std::span<const Shape> shapes, std::string *error,
+              uint64_t workspace, int64_t workspaceWords) {
+  std::unique_ptr<launch::ResolvedStep> resolved =
+      resolve(launch, addresses, shapes, workspace, workspaceWords, error);
+  if (!resolved)
+    return std::nullopt;
   PackedArguments packed;
-  for (const Operand &operand : launch.operands) {
-    if (operand.memref >= 0) {
-      size_t p = size_t(operand.memref);
-      if (p >= addresses.size() || p >= shapes.size()) {
-        setError(error, launch.entry + ": operand names parameter " +
-                            std::to_string(p) + ", which does not exist");
-        return std::nullopt;
-      }
-      // MLIR's expanded descriptor of a row-major rank-2 memref.
-      const Shape &shape = shapes[p];
-      uint64_t slots[7] = {
-          addresses[p],       addresses[p],       0, uint64_t(shape[0]),
-          uint64_t(shape[1]), uint64_t(shape[1]), 1};
-      packed.slots.insert(packed.slots.end(), slots, slots + 7);
-      continue;
-    }
-    std::optional<int64_t> value =
-        evaluateExpression(operand.scalar, shapes, error);
-    if (!value)
-      return std::nullopt;
-    packed.slots.push_back(uint64_t(*value));
-  }
+  packed.slots.assign(resolved->slots.begin(),
+                      resolved->slots.begin() + resolved->slotCount);
   // Pointers are taken after the vector stops growing.
   for (uint64_t &slot : packed.slots)
     packed.pointers.push_back(&slot);
@@ -568,23 +474,18 @@ packArguments(const Launch &launch, std::span<const uint64_t> addresses,
 std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
                                           std::span<const Shape> shapes,
                                           std::string *error) {
+  // Sizes only: every memref operand resolves to address 0.
+  std::vector<uint64_t> addresses(shapes.size(), 0);
+  std::unique_ptr<launch::ResolvedStep> resolved =
+      resolve(launch, addresses, shapes, 0, 0, error);
+  if (!resolved)
+    return std::nullopt;
   LaunchSizes sizes;
   for (size_t i = 0; i < 3; ++i) {
-    std::optional<int64_t> grid =
-        evaluateExpression(launch.grid[i], shapes, error);
-    std::optional<int64_t> block =
-        evaluateExpression(launch.block[i], shapes, error);
-    if (!grid || !block)
-      return std::nullopt;
-    if (*grid < 0 || *grid > 0x7fffffff || *block < 1 || *block > 1024) {
-      setError(error, launch.entry + ": launch size out of range (grid " +
-                          std::to_string(*grid) + ", block " +
-                          std::to_string(*block) + ")");
-      return std::nullopt;
-    }
-    sizes.grid[i] = *grid;
-    sizes.block[i] = *block;
+    sizes.grid[i] = resolved->sizes[i];
+    sizes.block[i] = resolved->sizes[3 + i];
   }
+  sizes.sharedBytes = resolved->sizes[6];
   return sizes;
 }
 

@@ -9,12 +9,11 @@
 // The expressions exist because the GPU tail computes the grid on the host
 // from the memref descriptors' sizes (gpu.launch_func operands); lowbit aot
 // records that host arithmetic instead of a number, so one bundle serves
-// every tensor size. Syntax (prefix, integers are i64):
-//   128 | (dim P D) | (OP A B) | (select C A B) | (cmp PRED A B)
-// where (dim P D) is dimension D of parameter P's shape and OP is one of
-// add sub mul divsi divui ceildivsi ceildivui floordivsi remsi remui maxsi
-// minsi maxui minui; PRED is arith.cmpi's (eq ne slt sle sgt sge ult ule
-// ugt uge). docs/aot.md describes the whole layout.
+// every tensor size. They are the launch module's postfix expressions
+// (runtime/aot/LaunchProgram.h), the same text the JIT caches: one syntax,
+// one compiler, one evaluator for both. docs/aot.md describes the layout.
+// Version 2 of the manifest introduced that syntax and the workspace; a
+// version 1 manifest is refused with a message to rebuild the bundle.
 //
 // MLIR-free: the GPU runner compiles this file with a plain C++ compiler.
 //
@@ -23,6 +22,7 @@
 #ifndef LOWBIT_RUNTIME_AOT_BUNDLE_H
 #define LOWBIT_RUNTIME_AOT_BUNDLE_H
 
+#include "runtime/aot/LaunchProgram.h"
 #include "runtime/core/Json.h"
 
 #include <array>
@@ -40,7 +40,7 @@ using json::JsonValue;
 using json::parseJson;
 
 inline constexpr std::string_view kManifestFormat = "lowbit-aot-bundle";
-inline constexpr int kManifestVersion = 1;
+inline constexpr int kManifestVersion = 2;
 
 using Shape = std::array<int64_t, 2>;
 
@@ -60,10 +60,12 @@ struct ParamInfo {
 
 /// A launch operand: a host-function parameter passed as an expanded
 /// rank-2 memref descriptor (7 kernel parameters: allocated, aligned,
-/// offset, size0, size1, stride0, stride1), or an i64 scalar expression.
+/// offset, size0, size1, stride0, stride1), or a 32- or 64-bit scalar
+/// expression (one 8-byte slot).
 struct Operand {
   int memref = -1;    ///< parameter index, or -1
   std::string scalar; ///< expression, when memref < 0
+  int bits = 64;      ///< scalar width: 32 or 64
 };
 
 /// What ptxas reported for one kernel (-1: unknown).
@@ -75,9 +77,15 @@ struct Resources {
 struct Launch {
   std::string entry;
   std::array<std::string, 3> grid{"1", "1", "1"}, block{"1", "1", "1"};
+  std::string shared = "0"; ///< dynamic shared memory bytes
   std::vector<Operand> operands;
   Resources resources;
 };
+
+/// The launch module's text form of a launch, and back.
+launch::LaunchStep toLaunchStep(const Launch &launch);
+std::optional<Launch> fromLaunchStep(const launch::LaunchStep &step,
+                                     std::string *error);
 
 /// Concrete buffer shapes for one tensor size (the shape rules live in the
 /// format model, which the runner does not link).
@@ -100,6 +108,9 @@ struct BundleEntry {
   std::string op, scheme, valueType;
   std::string ptxFile, cubinFile; ///< cubinFile empty: PTX only
   std::vector<ParamInfo> params;
+  /// i32 words of the per-stream workspace each launch gets as its trailing
+  /// parameter (0: none; runtime/aot/Workspace.h).
+  int64_t workspaceWords = 0;
   std::vector<Launch> launches; ///< in launch order
   std::optional<BundleData> data;
   std::optional<SizeInstance> bench;
@@ -127,19 +138,23 @@ std::optional<int64_t> evaluateExpression(std::string_view expression,
 size_t elementBytes(std::string_view element);
 
 /// The kernel parameters of one launch, packed as cuLaunchKernel wants
-/// them: every slot is 8 bytes (pointers and i64), `pointers[i]` points at
-/// slot i. `addresses[p]` is parameter p's device address.
+/// them: every slot is 8 bytes (pointers, i64, i32 in the low half),
+/// `pointers[i]` points at slot i. `addresses[p]` is parameter p's device
+/// address; with `workspaceWords` > 0 the workspace's [1, words]
+/// descriptor at `workspace` is the trailing parameter.
 struct PackedArguments {
   std::vector<uint64_t> slots;
   std::vector<void *> pointers;
 };
 std::optional<PackedArguments>
 packArguments(const Launch &launch, std::span<const uint64_t> addresses,
-              std::span<const Shape> shapes, std::string *error);
+              std::span<const Shape> shapes, std::string *error,
+              uint64_t workspace = 0, int64_t workspaceWords = 0);
 
 /// Grid and block sizes of a launch for these shapes.
 struct LaunchSizes {
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int64_t sharedBytes = 0;
 };
 std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
                                           std::span<const Shape> shapes,

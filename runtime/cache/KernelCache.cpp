@@ -540,6 +540,16 @@ KernelCache::lookupMemory(const KernelKey &key) const {
   return result.ok() ? *result : nullptr;
 }
 
+void KernelCache::forgetMemory(const KernelKey &key) {
+  Shard &shard = shardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mutex);
+  if (auto found = shard.entries.find(key);
+      found != shard.entries.end() &&
+      found->second.wait_for(std::chrono::seconds(0)) ==
+          std::future_status::ready)
+    shard.entries.erase(found);
+}
+
 Expected<std::shared_ptr<const CacheEntry>>
 KernelCache::getOrCompile(const KernelKey &key, CompileFn compile) {
   // 1. Memory: a finished entry, or another thread's compile in flight.

@@ -177,6 +177,9 @@ public:
 
   /// Memory only; nullptr on a miss. Never compiles, never touches disk.
   std::shared_ptr<const CacheEntry> lookupMemory(const KernelKey &key) const;
+  /// Drops `key`'s finished memory entry (a compile in flight stays); the
+  /// next request reads the disk or compiles. For bounded callers (the Jit).
+  void forgetMemory(const KernelKey &key);
 
   CacheStats stats() const;
   const CacheOptions &options() const { return config; }

@@ -5,8 +5,13 @@
 //   get():    spec + target -> signature (once) -> key for the spec's sizes
 //             and aligned buffers -> resolve (memory, disk, compile once)
 //   run():    key from (rows, cols, pointers) -> CPU engine -> run
-//   launch(): key -> cached entry -> loaded CUmodule -> evaluate the launch
-//             plan -> cuLaunchKernel for each kernel, in order
+//   launch(): key -> loaded CUmodule (once per kernel) -> the stream's
+//             workspace -> the launch program compiled at get() ->
+//             cuLaunchKernel for each kernel, in order
+//
+// A repeated get() of the same spec text and target is one lookup in a
+// bounded map (JitOptions::memoryCapacity); so are the CPU engines, the
+// loaded modules and the GPU cache's memory entries.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +23,11 @@
 #include "runtime/compiler/Compiler.h"
 #include "runtime/driver/CudaDriver.h"
 #include "runtime/driver/NvJitLink.h"
+#include "runtime/aot/LaunchProgram.h"
+#include "runtime/aot/Workspace.h"
 #include "runtime/jit/LaunchPlan.h"
+#include "runtime/jit/LruMap.h"
+#include "runtime/jit/Workspace.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/Error.h"
@@ -86,20 +95,33 @@ struct CpuEntry {
 };
 using CpuResult = Expected<std::shared_ptr<CpuEntry>>;
 
-/// A CUmodule with its functions, loaded once per (Jit, key).
+/// A CUmodule with its functions and compiled launches, loaded once per
+/// (Jit, key).
 struct LoadedModule {
   const runtime::CudaDriverApi *api = nullptr;
+  std::shared_ptr<runtime::CudaContext> context;
   runtime::CUmodule module = nullptr;
   std::vector<runtime::CUfunction> functions;
-  jit::LaunchPlan plan;
-  /// Launches of one module are serialized on the host: the reduction
-  /// globals live in the module (docs/gpu.md).
-  std::mutex launchMutex;
+  std::shared_ptr<const launch::LaunchProgram> program;
   ~LoadedModule() {
     if (module)
       api->cuModuleUnload(module);
   }
 };
+
+/// The memory map key of get(): target and spec text as the caller wrote
+/// them (a different spelling of the same spec is a second entry of the
+/// same kernel).
+std::string memoKeyOf(std::string_view specText, const Target &target) {
+  std::string key;
+  key.reserve(specText.size() + target.chip.size() + 8);
+  key += target.isCpu() ? "cpu" : target.chip;
+  key += '+';
+  key += std::to_string(target.ptxVersion);
+  key += '\n';
+  key += specText;
+  return key;
+}
 
 } // namespace
 
@@ -110,19 +132,34 @@ struct LoadedModule {
 struct Jit::Impl {
   JitOptions options;
   runtime::KernelCache cache;
-  std::atomic<uint64_t> cpuCompiles{0}, gpuCompiles{0};
+  std::atomic<uint64_t> cpuCompiles{0}, gpuCompiles{0}, evictions{0};
 
   std::mutex cpuMutex;
-  std::unordered_map<KernelKey, std::shared_future<CpuResult>, KernelKeyHasher>
+  jit::LruMap<KernelKey, std::shared_future<CpuResult>, KernelKeyHasher>
       cpuKernels;
+
+  /// The GPU keys whose entries the cache holds in memory, to bound it.
+  std::mutex gpuKeysMutex;
+  jit::LruMap<KernelKey, bool, KernelKeyHasher> gpuKeys;
 
   std::mutex cudaMutex;
   std::optional<Expected<std::shared_ptr<runtime::CudaContext>>> cudaContext;
-  std::unordered_map<KernelKey, std::shared_ptr<LoadedModule>, KernelKeyHasher>
+  jit::LruMap<KernelKey, std::shared_ptr<LoadedModule>, KernelKeyHasher>
       modules;
+  /// After the context: freed before it.
+  launch::WorkspacePool workspaces;
+
+  /// get()'s answers by memoKeyOf. The states hold this Impl, so ~Jit
+  /// clears the map.
+  std::mutex kernelsMutex;
+  jit::LruMap<std::string, std::shared_ptr<const Kernel::State>> kernels;
 
   Impl(JitOptions options, runtime::CacheOptions cacheOptions)
-      : options(std::move(options)), cache(std::move(cacheOptions)) {}
+      : options(std::move(options)), cache(std::move(cacheOptions)),
+        cpuKernels(this->options.memoryCapacity),
+        gpuKeys(this->options.memoryCapacity),
+        modules(this->options.memoryCapacity),
+        kernels(this->options.memoryCapacity) {}
 
   ~Impl() {
     // Modules before the context; engines before anything static of LLVM.
@@ -130,23 +167,31 @@ struct Jit::Impl {
     cpuKernels.clear();
   }
 
+  template <typename Evicted> void countEvictions(const Evicted &evicted) {
+    evictions.fetch_add(evicted.size(), std::memory_order_relaxed);
+  }
+
   CpuResult resolveCpu(const KernelKey &key, const KernelSpec &spec);
   Expected<std::shared_ptr<const CacheEntry>> resolveGpu(const KernelKey &key,
                                                          const KernelSpec &spec,
                                                          const Target &target);
+  /// `program`: the launches compiled at get() for this entry; nullptr:
+  /// compile them from the entry's plan.
   Expected<std::shared_ptr<LoadedModule>>
-  loadModule(const KernelKey &key, const CacheEntry &entry);
+  loadModule(const KernelKey &key, const CacheEntry &entry,
+             std::shared_ptr<const launch::LaunchProgram> program,
+             size_t paramCount, int64_t workspaceWords);
 };
 
 CpuResult Jit::Impl::resolveCpu(const KernelKey &key, const KernelSpec &spec) {
   std::shared_future<CpuResult> future;
   std::promise<CpuResult> promise;
   bool compileHere = false;
+  std::vector<std::pair<KernelKey, std::shared_future<CpuResult>>> evicted;
   {
     std::lock_guard<std::mutex> lock(cpuMutex);
-    auto found = cpuKernels.find(key);
-    if (found != cpuKernels.end()) {
-      future = found->second;
+    if (auto *found = cpuKernels.find(key)) {
+      future = *found;
     } else if (cache.options().mode == runtime::CacheMode::MustHit) {
       return makeError(ErrorCode::CacheMiss,
                        "LOWBIT_CACHE=must-hit: CPU kernels are cached in "
@@ -155,10 +200,12 @@ CpuResult Jit::Impl::resolveCpu(const KernelKey &key, const KernelSpec &spec) {
                            "' was not compiled in this process");
     } else {
       future = promise.get_future().share();
-      cpuKernels.emplace(key, future);
+      evicted = cpuKernels.insert(key, future);
       compileHere = true;
     }
   }
+  countEvictions(evicted);
+  evicted.clear(); // Engines are released outside the lock.
   if (!compileHere)
     return future.get();
 
@@ -219,14 +266,28 @@ Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
     kernel.payloadFormat = runtime::PayloadFormat::JitGpu;
     return kernel;
   };
-  return cache.getOrCompile(key, compile);
+  Expected<std::shared_ptr<const CacheEntry>> entry =
+      cache.getOrCompile(key, compile);
+  if (entry) {
+    std::vector<std::pair<KernelKey, bool>> evicted;
+    {
+      std::lock_guard<std::mutex> lock(gpuKeysMutex);
+      evicted = gpuKeys.insert(key, true);
+    }
+    countEvictions(evicted);
+    for (const auto &[old, unused] : evicted)
+      cache.forgetMemory(old);
+  }
+  return entry;
 }
 
 Expected<std::shared_ptr<LoadedModule>>
-Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry) {
+Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
+                      std::shared_ptr<const launch::LaunchProgram> program,
+                      size_t paramCount, int64_t workspaceWords) {
   std::lock_guard<std::mutex> lock(cudaMutex);
-  if (auto found = modules.find(key); found != modules.end())
-    return found->second;
+  if (auto *found = modules.find(key))
+    return *found;
   if (!cudaContext) {
     Expected<const runtime::CudaDriverApi *> api = runtime::cudaDriver();
     if (!api) {
@@ -243,24 +304,29 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry) {
   }
   if (!cudaContext->ok())
     return cudaContext->error();
-  runtime::CudaContext &context = *cudaContext->value();
-  if (Status current = context.makeCurrent(); !current)
+  std::shared_ptr<runtime::CudaContext> context = cudaContext->value();
+  if (Status current = context->makeCurrent(); !current)
     return std::move(current).takeError();
 
   Expected<GpuPayload> payload = runtime::decodeGpuPayload(entry.kernel.binary);
   if (!payload)
     return std::move(payload).takeError();
-  Expected<jit::LaunchPlan> plan = jit::LaunchPlan::parse(payload->plan);
-  if (!plan)
-    return std::move(plan).takeError();
-  if (!plan->unsupported.empty())
-    return makeError(ErrorCode::Unsupported,
-                     "the JIT cannot launch this kernel: " +
-                         plan->unsupported);
-  const runtime::CudaDriverApi &api = context.api();
+  if (!program) {
+    Expected<jit::LaunchPlan> plan = jit::LaunchPlan::parse(payload->plan);
+    if (!plan)
+      return std::move(plan).takeError();
+    Expected<launch::LaunchProgram> compiled =
+        launch::compileLaunchPlan(*plan, paramCount, workspaceWords);
+    if (!compiled)
+      return std::move(compiled).takeError();
+    program = std::make_shared<const launch::LaunchProgram>(
+        std::move(*compiled));
+  }
+  const runtime::CudaDriverApi &api = context->api();
   auto module = std::make_shared<LoadedModule>();
   module->api = &api;
-  module->plan = std::move(*plan);
+  module->context = context;
+  module->program = std::move(program);
   const std::string &image =
       payload->cubin.empty() ? payload->ptx : payload->cubin;
   if (runtime::CUresult result =
@@ -269,7 +335,7 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry) {
     return makeError(ErrorCode::CudaError,
                      runtime::describeCudaError(api, result,
                                                 "cuModuleLoadData"));
-  for (const jit::LaunchStep &step : module->plan.steps) {
+  for (const launch::CompiledStep &step : module->program->steps) {
     runtime::CUfunction function = nullptr;
     if (runtime::CUresult result = api.cuModuleGetFunction(
             &function, module->module, step.kernelName.c_str());
@@ -280,7 +346,8 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry) {
                                                       step.kernelName + ")"));
     module->functions.push_back(function);
   }
-  modules.emplace(key, module);
+  // Evicted modules unload when their last launcher lets go.
+  countEvictions(modules.insert(key, module));
   return module;
 }
 
@@ -288,11 +355,17 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry) {
 // Kernel
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// Parameters a kernel may take (pointer alignment classes in the key).
+constexpr size_t kMaxBuffers = 32;
+} // namespace
+
 struct Kernel::State {
   std::shared_ptr<Jit::Impl> jit;
   KernelSpec spec;
   Target target;
   std::shared_ptr<const PreparedSignature> signature;
+  std::vector<compiler::KernelParam> params;
   size_t paramCount = 0;
   /// The key get() compiled: the spec's sizes, every buffer aligned.
   KernelKey primaryKey;
@@ -302,13 +375,16 @@ struct Kernel::State {
   std::shared_ptr<CpuEntry> cpuEntry;
   bool fromDisk = false;
   double compileMillis = 0;
+  /// GPU: the primary entry's launches, compiled at get(), or why they
+  /// cannot be (an unsupported plan: launch() returns it).
+  std::shared_ptr<const launch::LaunchProgram> program;
+  std::optional<Error> programError;
+  int64_t workspaceWords = 0;
+  /// The primary entry's module, loaded by the first launch.
+  mutable std::mutex moduleMutex;
+  mutable std::shared_ptr<LoadedModule> primaryModule;
 
-  Expected<KernelKey> keyFor(int64_t rows, int64_t cols,
-                             std::span<const void *const> pointers) const {
-    if (pointers.size() != paramCount)
-      return makeError(ErrorCode::InvalidArgument,
-                       "the kernel takes " + std::to_string(paramCount) +
-                           " buffers, got " + std::to_string(pointers.size()));
+  Status checkSizes(int64_t rows, int64_t cols) const {
     if (rows < 0 || cols < 0)
       return makeError(ErrorCode::InvalidArgument, "negative size");
     if ((spec.rows != kDynamic && spec.rows != rows) ||
@@ -318,17 +394,83 @@ struct Kernel::State {
                            std::to_string(spec.rows) + "x" +
                            std::to_string(spec.cols) + "; called with " +
                            std::to_string(rows) + "x" + std::to_string(cols));
+    return Status::success();
+  }
+
+  Expected<KernelKey> keyFor(int64_t rows, int64_t cols,
+                             std::span<const void *const> pointers) const {
+    if (pointers.size() != paramCount)
+      return makeError(ErrorCode::InvalidArgument,
+                       "the kernel takes " + std::to_string(paramCount) +
+                           " buffers, got " + std::to_string(pointers.size()));
+    if (Status sizes = checkSizes(rows, cols); !sizes)
+      return std::move(sizes).takeError();
     return runtime::makeKernelKey(signature, spec.rows == kDynamic ? 0 : rows,
                                   spec.cols == kDynamic ? 0 : cols, pointers);
   }
 
-  jit::ParamShapes shapes(int64_t rows, int64_t cols) const {
-    jit::ParamShapes result;
-    for (const Shape2D &shape : compiler::bufferShapes(spec, rows, cols))
-      result.push_back({shape.rows, shape.cols});
-    return result;
+  /// The parameters' shapes into fixed storage.
+  void shapes(int64_t rows, int64_t cols,
+              std::array<launch::Shape, kMaxBuffers> &out) const {
+    std::vector<Shape2D> shapes = compiler::bufferShapes(spec, rows, cols);
+    for (size_t i = 0; i < shapes.size() && i < out.size(); ++i)
+      out[i] = {shapes[i].rows, shapes[i].cols};
+  }
+
+  Expected<std::shared_ptr<LoadedModule>> module(const KernelKey &key) const {
+    if (key == primaryKey) {
+      std::lock_guard<std::mutex> lock(moduleMutex);
+      if (!primaryModule) {
+        if (programError)
+          return *programError;
+        Expected<std::shared_ptr<LoadedModule>> loaded = jit->loadModule(
+            key, *gpuEntry, program, paramCount, workspaceWords);
+        if (!loaded)
+          return std::move(loaded).takeError();
+        primaryModule = *loaded;
+      }
+      return primaryModule;
+    }
+    // Another alignment class: its own entry, launches and module.
+    Expected<std::shared_ptr<const CacheEntry>> entry =
+        jit->resolveGpu(key, spec, target);
+    if (!entry)
+      return std::move(entry).takeError();
+    return jit->loadModule(key, **entry, nullptr, paramCount, workspaceWords);
   }
 };
+
+std::string_view argumentRoleName(ArgumentRole role) {
+  switch (role) {
+  case ArgumentRole::Input:
+    return "input";
+  case ArgumentRole::Scales:
+    return "scales";
+  case ArgumentRole::Zeros:
+    return "zeros";
+  case ArgumentRole::Global:
+    return "global";
+  case ArgumentRole::Codes:
+    return "codes";
+  case ArgumentRole::Output:
+    return "output";
+  }
+  return "unknown";
+}
+
+std::string_view elementTypeName(ElementType element) {
+  switch (element) {
+  case ElementType::F32:
+    return "f32";
+  case ElementType::F16:
+    return "f16";
+  case ElementType::BF16:
+    return "bf16";
+  case ElementType::U8:
+    return "u8";
+  }
+  return "unknown";
+}
 
 const KernelSpec &Kernel::spec() const { return state->spec; }
 const Target &Kernel::target() const { return state->target; }
@@ -336,6 +478,53 @@ size_t Kernel::bufferCount() const { return state->paramCount; }
 std::string_view Kernel::ptx() const { return state->ptx; }
 bool Kernel::loadedFromDisk() const { return state->fromDisk; }
 double Kernel::compileMillis() const { return state->compileMillis; }
+int64_t Kernel::workspaceWords() const { return state->workspaceWords; }
+
+Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
+                                                      int64_t cols) const {
+  if (Status sizes = state->checkSizes(rows, cols); !sizes)
+    return std::move(sizes).takeError();
+  std::vector<Shape2D> shapes = compiler::bufferShapes(state->spec, rows, cols);
+  std::vector<ArgumentInfo> arguments;
+  for (size_t i = 0; i < state->params.size(); ++i) {
+    const compiler::KernelParam &param = state->params[i];
+    ArgumentInfo info;
+    switch (param.role) {
+    case compiler::KernelParam::Role::Input:
+      info.role = ArgumentRole::Input;
+      break;
+    case compiler::KernelParam::Role::Scales:
+      info.role = ArgumentRole::Scales;
+      break;
+    case compiler::KernelParam::Role::Zeros:
+      info.role = ArgumentRole::Zeros;
+      break;
+    case compiler::KernelParam::Role::Global:
+      info.role = ArgumentRole::Global;
+      break;
+    case compiler::KernelParam::Role::Codes:
+      info.role = ArgumentRole::Codes;
+      break;
+    case compiler::KernelParam::Role::Output:
+      info.role = ArgumentRole::Output;
+      break;
+    default:
+      return makeError(ErrorCode::Unsupported,
+                       "a kernel parameter of a role the runtime does not "
+                       "pass to callers");
+    }
+    const std::string &element = param.elementType;
+    info.element = element == "f32"   ? ElementType::F32
+                   : element == "f16" ? ElementType::F16
+                   : element == "bf16" ? ElementType::BF16
+                                       : ElementType::U8;
+    info.shape = {shapes[i].rows, shapes[i].cols};
+    info.written = param.isResult;
+    info.read = !param.isResult;
+    arguments.push_back(info);
+  }
+  return arguments;
+}
 
 KernelResources Kernel::resources() const {
   KernelResources resources;
@@ -367,8 +556,10 @@ Status Kernel::run(std::span<void *const> buffers, int64_t rows,
     entry = state->jit->resolveCpu(*key, state->spec);
   if (!entry)
     return std::move(entry).takeError();
+  std::array<launch::Shape, kMaxBuffers> shapes;
+  state->shapes(rows, cols, shapes);
   std::vector<compiler::HostBuffer> hostBuffers;
-  jit::ParamShapes shapes = state->shapes(rows, cols);
+  hostBuffers.reserve(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i)
     hostBuffers.push_back({buffers[i], shapes[i][0], shapes[i][1]});
   if (llvm::Error error = (*entry)->kernel->run(hostBuffers))
@@ -382,7 +573,7 @@ Status Kernel::launch(void *stream, std::span<const uint64_t> buffers,
     return makeError(ErrorCode::InvalidArgument,
                      "launch() is for GPU kernels; this one is for the CPU "
                      "(use run())");
-  std::array<const void *, 32> pointers{};
+  std::array<const void *, kMaxBuffers> pointers{};
   if (buffers.size() > pointers.size())
     return makeError(ErrorCode::InvalidArgument, "too many buffers");
   for (size_t i = 0; i < buffers.size(); ++i)
@@ -391,43 +582,44 @@ Status Kernel::launch(void *stream, std::span<const uint64_t> buffers,
       rows, cols, std::span<const void *const>(pointers.data(), buffers.size()));
   if (!key)
     return std::move(key).takeError();
-  Expected<std::shared_ptr<const CacheEntry>> entry = state->gpuEntry;
-  if (!(*key == state->primaryKey))
-    entry = state->jit->resolveGpu(*key, state->spec, state->target);
-  if (!entry)
-    return std::move(entry).takeError();
-  Expected<std::shared_ptr<LoadedModule>> module =
-      state->jit->loadModule(*key, **entry);
+  Expected<std::shared_ptr<LoadedModule>> module = state->module(*key);
   if (!module)
     return std::move(module).takeError();
+  const LoadedModule &loaded = **module;
+  const runtime::CudaDriverApi &api = *loaded.api;
+  // The primary context may not be current on this thread.
+  if (Status current = loaded.context->makeCurrent(); !current)
+    return current;
 
-  // Pack each kernel's parameters: a memref is its expanded descriptor
-  // {allocated, aligned, offset, sizes[2], strides[2]} (docs/kernel-abi.md,
-  // MLIR's default memref lowering for kernel arguments).
-  jit::ParamShapes shapes = state->shapes(rows, cols);
-  LoadedModule &loaded = **module;
-  std::lock_guard<std::mutex> lock(loaded.launchMutex);
-  for (size_t s = 0; s < loaded.plan.steps.size(); ++s) {
-    const jit::LaunchStep &step = loaded.plan.steps[s];
-    Expected<jit::ResolvedLaunch> resolved =
-        jit::resolveLaunch(step, shapes, buffers);
-    if (!resolved)
-      return std::move(resolved).takeError();
-    if (resolved->empty())
+  std::array<launch::Shape, kMaxBuffers> shapes;
+  state->shapes(rows, cols, shapes);
+  std::span<const launch::Shape> paramShapes(shapes.data(), buffers.size());
+  auto cuStream = static_cast<runtime::CUstream>(stream);
+  uint64_t workspace = 0;
+  int64_t words = loaded.program->workspaceWords;
+  if (words > 0) {
+    Expected<uint64_t> acquired =
+        state->jit->workspaces.acquire(api, cuStream, words);
+    if (!acquired)
+      return std::move(acquired).takeError();
+    workspace = *acquired;
+  }
+  // Fixed storage: nothing is allocated per launch.
+  launch::ResolvedStep resolved;
+  for (size_t s = 0; s < loaded.program->steps.size(); ++s) {
+    const launch::CompiledStep &step = loaded.program->steps[s];
+    if (Status status = launch::resolveStep(step, paramShapes, buffers,
+                                            workspace, words, resolved);
+        !status)
+      return status;
+    if (resolved.empty())
       continue; // An empty tensor: nothing to launch.
-    const std::array<int64_t, 7> &sizes = resolved->sizes;
-    std::vector<uint64_t> &values = resolved->values;
-    // Each parameter's address; 32-bit scalars read the low half (little
-    // endian).
-    std::vector<void *> arguments;
-    for (uint64_t &value : values)
-      arguments.push_back(&value);
-    const runtime::CudaDriverApi &api = *loaded.api;
+    const std::array<int64_t, 7> &sizes = resolved.sizes;
     if (runtime::CUresult result = api.cuLaunchKernel(
             loaded.functions[s], unsigned(sizes[0]), unsigned(sizes[1]),
             unsigned(sizes[2]), unsigned(sizes[3]), unsigned(sizes[4]),
-            unsigned(sizes[5]), unsigned(sizes[6]),
-            static_cast<runtime::CUstream>(stream), arguments.data(), nullptr);
+            unsigned(sizes[5]), unsigned(sizes[6]), cuStream,
+            resolved.pointers.data(), nullptr);
         result != runtime::kCudaSuccess)
       return makeError(ErrorCode::CudaError,
                        runtime::describeCudaError(api, result,
@@ -442,7 +634,13 @@ Status Kernel::launch(void *stream, std::span<const uint64_t> buffers,
 //===----------------------------------------------------------------------===//
 
 Jit::Jit(std::shared_ptr<Impl> impl) : impl(std::move(impl)) {}
-Jit::~Jit() = default;
+
+Jit::~Jit() {
+  // The kernels' states hold the Impl: break the cycle. Kernels handed out
+  // keep it alive.
+  std::lock_guard<std::mutex> lock(impl->kernelsMutex);
+  impl->kernels.clear();
+}
 
 Expected<std::unique_ptr<Jit>> Jit::create(JitOptions options) {
   Expected<runtime::CacheOptions> environment =
@@ -460,12 +658,38 @@ Expected<std::unique_ptr<Jit>> Jit::create(JitOptions options) {
       new Jit(std::make_shared<Impl>(std::move(options), cacheOptions)));
 }
 
+namespace {
+
+/// get() of a parsed spec; the callers look in (and fill) the memory map.
+Expected<std::shared_ptr<const Kernel::State>>
+makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
+                const Target &target);
+
+} // namespace
+
 Expected<Kernel> Jit::get(std::string_view specText, const Target &target) {
+  std::string memoKey = memoKeyOf(specText, target);
+  {
+    std::lock_guard<std::mutex> lock(impl->kernelsMutex);
+    if (auto *found = impl->kernels.find(memoKey))
+      return Kernel(*found);
+  }
   std::string error;
   std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
   if (!spec)
     return makeError(ErrorCode::InvalidArgument, "kernel spec: " + error);
-  return get(*spec, target);
+  Expected<std::shared_ptr<const Kernel::State>> state =
+      makeKernelState(impl, *spec, target);
+  if (!state)
+    return std::move(state).takeError();
+  std::vector<std::pair<std::string, std::shared_ptr<const Kernel::State>>>
+      evicted;
+  {
+    std::lock_guard<std::mutex> lock(impl->kernelsMutex);
+    evicted = impl->kernels.insert(memoKey, *state);
+  }
+  impl->countEvictions(evicted);
+  return Kernel(std::move(*state));
 }
 
 Expected<Kernel> Jit::get(std::string_view specText) {
@@ -473,6 +697,18 @@ Expected<Kernel> Jit::get(std::string_view specText) {
 }
 
 Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
+  std::string error;
+  if (!validateKernelSpec(spec, &error))
+    return makeError(ErrorCode::InvalidArgument, "kernel spec: " + error);
+  // The canonical text is the memory map's key for a parsed spec.
+  return get(printKernelSpec(spec), target);
+}
+
+namespace {
+
+Expected<std::shared_ptr<const Kernel::State>>
+makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
+                const Target &target) {
   std::string error;
   if (!validateKernelSpec(spec, &error))
     return makeError(ErrorCode::InvalidArgument, "kernel spec: " + error);
@@ -494,7 +730,12 @@ Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
                                                : runtime::SizePolicy::Static;
   signature.colsPolicy = spec.cols == kDynamic ? runtime::SizePolicy::Dynamic
                                                : runtime::SizePolicy::Static;
-  size_t paramCount = compiler::kernelParams(spec).size();
+  std::vector<compiler::KernelParam> params = compiler::kernelParams(spec);
+  size_t paramCount = params.size();
+  if (paramCount > kMaxBuffers)
+    return makeError(ErrorCode::Unsupported,
+                     "a kernel of " + std::to_string(paramCount) +
+                         " parameters; at most " + std::to_string(kMaxBuffers));
   signature.pointerCount = int(paramCount);
   signature.llvmVersion = LLVM_VERSION_STRING;
   std::string_view pipeline = jitPipelineDescription();
@@ -508,9 +749,10 @@ Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
   state->spec = spec;
   state->target = target;
   state->signature = *prepared;
+  state->params = std::move(params);
   state->paramCount = paramCount;
   // nullptr is 16-byte aligned: the key of aligned buffers.
-  std::array<const void *, 32> aligned{};
+  std::array<const void *, kMaxBuffers> aligned{};
   state->primaryKey = runtime::makeKernelKey(
       state->signature, spec.rows == kDynamic ? 0 : spec.rows,
       spec.cols == kDynamic ? 0 : spec.cols,
@@ -522,7 +764,7 @@ Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
       return std::move(entry).takeError();
     state->cpuEntry = *entry;
     state->compileMillis = (*entry)->compileMillis;
-    return Kernel(std::move(state));
+    return std::shared_ptr<const Kernel::State>(std::move(state));
   }
   auto entry = impl->resolveGpu(state->primaryKey, spec, target);
   if (!entry)
@@ -534,14 +776,29 @@ Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
   state->ptx = std::move(payload->ptx);
   state->fromDisk = (*entry)->origin == CacheEntry::Origin::Disk;
   state->compileMillis = (*entry)->compileMillis;
-  return Kernel(std::move(state));
+  // Launch sizes are compiled once, here; launch() only evaluates them.
+  state->workspaceWords = jit::kernelWorkspaceWords(spec, target);
+  Expected<jit::LaunchPlan> plan = jit::LaunchPlan::parse(payload->plan);
+  Expected<launch::LaunchProgram> program =
+      plan ? launch::compileLaunchPlan(*plan, paramCount,
+                                       state->workspaceWords)
+           : Expected<launch::LaunchProgram>(plan.error());
+  if (program)
+    state->program =
+        std::make_shared<const launch::LaunchProgram>(std::move(*program));
+  else
+    state->programError = program.error();
+  return std::shared_ptr<const Kernel::State>(std::move(state));
 }
+
+} // namespace
 
 JitStats Jit::stats() const {
   JitStats stats;
   stats.cpuCompiles = impl->cpuCompiles.load();
   stats.gpuCompiles = impl->gpuCompiles.load();
   stats.compiles = stats.cpuCompiles + stats.gpuCompiles;
+  stats.evictions = impl->evictions.load();
   stats.cache = impl->cache.stats();
   return stats;
 }

@@ -4,19 +4,15 @@
 // launch order, with grid/block sizes computed from the memref sizes
 // (memref.dim of the kernel's parameters) and the kernel operands. The JIT
 // records that as a LaunchPlan, a small text form stored next to the
-// PTX/cubin in the cache, and evaluates it on every launch: no MLIR on the
-// launch path.
+// PTX/cubin in the cache (and, in the same syntax, in AOT manifests).
 //
-// Text form, one launch per line:
-//   launch NAME|GRIDX|GRIDY|GRIDZ|BLOCKX|BLOCKY|BLOCKZ|SHARED|ARG...
-// where each size is a postfix expression of space-separated tokens
-// (an integer, `dim:P:D` = size D of ABI parameter P, or an operator:
-// add sub mul divs divu ceildivs ceildivu floordivs rems remu maxs mins
-// maxu minu, `cmp:N` with arith.cmpi predicate N, `sel`), and each ARG is
-// `m:P` (ABI parameter P as an expanded memref descriptor, 7 x 64 bits) or
-// `sW:EXPR` (a W-bit integer scalar).
+// The text form, its compiled form and its evaluation live in the
+// MLIR-free launch module (runtime/aot/LaunchProgram.h), which the JIT, the
+// AOT runner and the GPU emulator share; this header adds what needs MLIR
+// (deriving a plan from a module) and keeps the one-shot helpers the
+// emulator and the report use.
 //
-// A host function the JIT cannot describe this way gives a plan that is
+// A host function the JIT cannot describe gives a plan that is
 // `unsupported: REASON`; launch() then returns that reason (Unsupported).
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +22,7 @@
 
 #include "lowbit/Expected.h"
 #include "lowering/Target.h"
+#include "runtime/aot/LaunchProgram.h"
 #include "runtime/spec/KernelSpec.h"
 
 #include <array>
@@ -44,31 +41,21 @@ namespace lowbit::jit {
 /// The sizes of the ABI parameters ([rows, cols] each), in order.
 using ParamShapes = std::vector<std::array<int64_t, 2>>;
 
-struct LaunchStep {
-  std::string kernelName;
-  /// grid x y z, block x y z, dynamic shared bytes.
-  std::array<std::string, 7> sizes;
-  std::vector<std::string> arguments;
-};
+using launch::LaunchPlan;
+using launch::LaunchStep;
 
-struct LaunchPlan {
-  std::vector<LaunchStep> steps;
-  /// Non-empty: the plan could not be derived (why).
-  std::string unsupported;
-
-  std::string serialize() const;
-  static Expected<LaunchPlan> parse(std::string_view text);
-};
-
-/// Evaluates a postfix size expression for the given parameter shapes.
+/// Compiles and evaluates one postfix size expression (launch module) for
+/// the given parameter shapes. For one-off use (the report); launches use
+/// a compiled launch::LaunchProgram.
 Expected<int64_t> evaluateSize(std::string_view expression,
                                const ParamShapes &shapes);
 
 /// One step evaluated for a call: grid x y z, block x y z, dynamic shared
 /// bytes, and the kernel parameters packed as cuLaunchKernel reads them (a
 /// memref is its expanded descriptor {allocated, aligned, offset, sizes[2],
-/// strides[2]}; a 32-bit scalar is the low half of its slot). The CUDA
-/// launch and the GPU emulator both use it.
+/// strides[2]}; a 32-bit scalar is the low half of its slot; with
+/// workspaceWords > 0, the workspace's [1, words] descriptor last). The
+/// GPU emulator uses it.
 struct ResolvedLaunch {
   std::array<int64_t, 7> sizes{};
   std::vector<uint64_t> values;
@@ -77,7 +64,9 @@ struct ResolvedLaunch {
 };
 Expected<ResolvedLaunch> resolveLaunch(const LaunchStep &step,
                                        const ParamShapes &shapes,
-                                       std::span<const uint64_t> buffers);
+                                       std::span<const uint64_t> buffers,
+                                       uint64_t workspace = 0,
+                                       int64_t workspaceWords = 0);
 
 /// The plan of a module after the GPU tail (lowerToNvvm or lowerToPtx):
 /// lower-affine on its host function, then its gpu.launch_func ops. The JIT

@@ -10,15 +10,17 @@ TEST_CASE("launch expressions evaluate against shapes", "[aot]") {
   std::vector<Shape> shapes = {Shape{64, 96}, Shape{64, 48}};
   std::string error;
   CHECK(evaluateExpression("128", shapes, &error) == 128);
-  CHECK(evaluateExpression("(dim 0 1)", shapes, &error) == 96);
-  CHECK(evaluateExpression("(ceildivsi (dim 0 1) 32)", shapes, &error) == 3);
-  CHECK(evaluateExpression("(ceildivsi 97 32)", shapes, &error) == 4);
-  CHECK(evaluateExpression("(floordivsi -1 2)", shapes, &error) == -1);
-  CHECK(evaluateExpression("(select (cmp slt 1 2) 5 6)", shapes, &error) == 5);
-  CHECK(!evaluateExpression("(dim 2 0)", shapes, &error));
-  CHECK(error.find("out of range") != std::string::npos);
-  CHECK(!evaluateExpression("(divsi 1 0)", shapes, &error));
-  CHECK(!evaluateExpression("(frobnicate 1 2)", shapes, &error));
+  CHECK(evaluateExpression("dim:0:1", shapes, &error) == 96);
+  CHECK(evaluateExpression("dim:0:1 32 ceildivs", shapes, &error) == 3);
+  CHECK(evaluateExpression("97 32 ceildivs", shapes, &error) == 4);
+  CHECK(evaluateExpression("-1 2 floordivs", shapes, &error) == -1);
+  CHECK(evaluateExpression("1 2 cmp:2 5 6 sel", shapes, &error) == 5);
+  CHECK(!evaluateExpression("dim:2:0", shapes, &error));
+  CHECK(error.find("names parameter 2 of 2") != std::string::npos);
+  CHECK(!evaluateExpression("1 0 divs", shapes, &error));
+  CHECK(error.find("division by zero") != std::string::npos);
+  CHECK(!evaluateExpression("1 2 frobnicate", shapes, &error));
+  CHECK(error.find("unknown token") != std::string::npos);
 }
 
 // Found by fuzzing (fuzz/regressions/aot-manifest): INT64_MIN / -1 was
@@ -26,22 +28,23 @@ TEST_CASE("launch expressions evaluate against shapes", "[aot]") {
 TEST_CASE("launch expressions refuse overflow and deep nesting", "[aot]") {
   std::vector<Shape> shapes = {Shape{64, 96}};
   std::string error;
-  for (const char *op : {"divsi", "remsi", "ceildivsi", "floordivsi"}) {
-    std::string text = std::string("(") + op + " -9223372036854775808 -1)";
+  for (const char *op : {"divs", "rems", "ceildivs", "floordivs"}) {
+    std::string text = std::string("-9223372036854775808 -1 ") + op;
     CHECK(!evaluateExpression(text, shapes, &error));
     CHECK(error.find("signed overflow") != std::string::npos);
   }
-  CHECK(evaluateExpression("(divui -9223372036854775808 -1)", shapes, &error) ==
+  CHECK(evaluateExpression("-9223372036854775808 -1 divu", shapes, &error) ==
         0);
   std::string deep;
   for (int i = 0; i < 100000; ++i)
-    deep += "(add 1 ";
-  deep += "1" + std::string(100000, ')');
+    deep += "1 ";
+  for (int i = 0; i < 99999; ++i)
+    deep += "add ";
   CHECK(!evaluateExpression(deep, shapes, &error));
-  CHECK(error.find("nested deeper") != std::string::npos);
+  CHECK(error.find("deeper than") != std::string::npos);
   std::string shallow = "1";
   for (int i = 0; i < 16; ++i)
-    shallow = "(add 1 " + shallow + ")";
+    shallow = "1 " + shallow + " add";
   CHECK(evaluateExpression(shallow, shapes, &error) == 17);
 }
 
@@ -56,9 +59,11 @@ TEST_CASE("manifest JSON round-trips", "[aot]") {
   entry.params = {{"input", "f32", false}, {"codes", "i8", true}};
   Launch launch;
   launch.entry = "kernel_kernel";
-  launch.grid = {"(ceildivsi (dim 0 1) 128)", "1", "1"};
-  launch.operands = {Operand{0, ""}, Operand{1, ""}, Operand{-1, "(dim 0 0)"}};
+  launch.grid = {"dim:0:1 128 ceildivs", "1", "1"};
+  launch.operands = {Operand{0, "", 64}, Operand{1, "", 64},
+                     Operand{-1, "dim:0:0", 64}, Operand{-1, "dim:0:1", 32}};
   entry.launches.push_back(launch);
+  entry.workspaceWords = 3;
   entry.bench =
       SizeInstance{8192, 8192, {Shape{8192, 8192}, Shape{8192, 8192}}};
   manifest.entries.push_back(entry);
@@ -69,22 +74,76 @@ TEST_CASE("manifest JSON round-trips", "[aot]") {
   REQUIRE(back);
   REQUIRE(back->entries.size() == 1);
   CHECK(back->entries[0].launches[0].grid[0] == launch.grid[0]);
-  CHECK(back->entries[0].launches[0].operands[2].scalar == "(dim 0 0)");
+  CHECK(back->entries[0].launches[0].operands[2].scalar == "dim:0:0");
+  CHECK(back->entries[0].launches[0].operands[3].bits == 32);
   CHECK(back->entries[0].params[1].written);
   CHECK(back->entries[0].bench->shapes[1][1] == 8192);
+  CHECK(back->entries[0].workspaceWords == 3);
+  CHECK(toJson(*back).serialize() == text);
 
   std::vector<uint64_t> addresses = {0x1000, 0x2000};
   auto packed = packArguments(back->entries[0].launches[0], addresses,
-                              back->entries[0].bench->shapes, &error);
+                              back->entries[0].bench->shapes, &error, 0x3000,
+                              back->entries[0].workspaceWords);
   REQUIRE(packed);
-  // 7 descriptor slots per memref, then the scalar.
-  REQUIRE(packed->slots.size() == 15);
+  // 7 descriptor slots per memref, the scalars, then the workspace's
+  // [1, 3] descriptor.
+  REQUIRE(packed->slots.size() == 23);
   CHECK(packed->slots[0] == 0x1000);
   CHECK(packed->slots[1] == 0x1000);
   CHECK(packed->slots[5] == 8192); // stride0 = cols
   CHECK(packed->slots[6] == 1);
   CHECK(packed->slots[14] == 8192);
+  CHECK(packed->slots[15] == 8192);
   CHECK(packed->pointers[14] == &packed->slots[14]);
+  CHECK(std::vector<uint64_t>(packed->slots.begin() + 16,
+                              packed->slots.end()) ==
+        std::vector<uint64_t>{0x3000, 0x3000, 0, 1, 3, 3, 1});
+  // Without a workspace the trailing descriptor is absent.
+  auto bare = packArguments(back->entries[0].launches[0], addresses,
+                            back->entries[0].bench->shapes, &error);
+  REQUIRE(bare);
+  CHECK(bare->slots.size() == 16);
+}
+
+TEST_CASE("a version 1 manifest is refused with a rebuild message", "[aot]") {
+  std::string error;
+  auto json = parseJson("{\"format\": \"lowbit-aot-bundle\", \"version\": 1, "
+                        "\"target\": \"sm_90a\", \"entries\": []}",
+                        &error);
+  REQUIRE(json);
+  CHECK_FALSE(manifestFromJson(*json, &error));
+  CHECK_THAT(error, Catch::Contains("version 1 is not 2"));
+  CHECK_THAT(error, Catch::Contains("rebuild the bundle"));
+}
+
+TEST_CASE("a manifest's launch expressions are checked when read", "[aot]") {
+  std::string error;
+  auto manifest = [](const std::string &grid, const std::string &operand) {
+    return "{\"format\": \"lowbit-aot-bundle\", \"version\": 2, "
+           "\"target\": \"sm_90a\", \"entries\": [{\"name\": \"q\", "
+           "\"spec\": \"quantize int8\", \"op\": \"quantize\", \"ptx\": "
+           "\"q.ptx\", \"workspace_words\": 0, \"params\": [{\"role\": "
+           "\"input\", \"element\": \"f32\"}], \"launches\": [{\"entry\": "
+           "\"k\", \"grid\": [\"" +
+           grid +
+           "\", \"1\", \"1\"], \"block\": [\"1\", \"1\", \"1\"], "
+           "\"shared\": \"0\", \"operands\": [" +
+           operand + "]}]}]}";
+  };
+  auto read = [&](const std::string &text) {
+    auto json = parseJson(text, &error);
+    REQUIRE(json);
+    return manifestFromJson(*json, &error).has_value();
+  };
+  CHECK(read(manifest("dim:0:1 128 ceildivs", "{\"memref\": 0}")));
+  CHECK_FALSE(read(manifest("dim:1:1", "{\"memref\": 0}")));
+  CHECK_THAT(error, Catch::Contains("entries[0].launches"));
+  CHECK_THAT(error, Catch::Contains("names parameter 1 of 1"));
+  CHECK_FALSE(read(manifest("1", "{\"memref\": 1}")));
+  CHECK_THAT(error, Catch::Contains("names no parameter"));
+  CHECK_FALSE(read(manifest("1", "{\"scalar\": \"1\", \"bits\": 48}")));
+  CHECK_THAT(error, Catch::Contains("not 32 or 64"));
 }
 
 TEST_CASE("malformed manifests are errors", "[aot]") {
@@ -100,12 +159,14 @@ TEST_CASE("manifest sizes are bounded int64, refused not narrowed", "[aot]") {
   // A valid one-entry manifest with one field replaced by `value`.
   auto manifestWith = [](const std::string &rows, const std::string &memref,
                          const std::string &registers) {
-    return "{\"format\": \"lowbit-aot-bundle\", \"version\": 1, "
+    return "{\"format\": \"lowbit-aot-bundle\", \"version\": 2, "
            "\"target\": \"sm_90a\", \"entries\": [{\"name\": \"q\", "
            "\"spec\": \"quantize int8\", \"op\": \"quantize\", \"ptx\": "
-           "\"q.ptx\", \"params\": [{\"role\": \"input\", \"element\": "
+           "\"q.ptx\", \"workspace_words\": 0, \"params\": [{\"role\": "
+           "\"input\", \"element\": "
            "\"f32\"}], \"launches\": [{\"entry\": \"k\", \"grid\": [\"1\", "
-           "\"1\", \"1\"], \"block\": [\"1\", \"1\", \"1\"], \"operands\": "
+           "\"1\", \"1\"], \"block\": [\"1\", \"1\", \"1\"], \"shared\": "
+           "\"0\", \"operands\": "
            "[{\"memref\": " +
            memref + "}], \"resources\": {\"registers\": " + registers +
            "}}], \"bench\": {\"rows\": " + rows +

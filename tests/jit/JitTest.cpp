@@ -266,6 +266,7 @@ TEST_CASE("every named scheme has a launch plan", "[jit][plan]") {
       for (const jit::LaunchStep &step : build->plan.steps)
         for (const std::string &size : step.sizes) {
           auto value = jit::evaluateSize(size, shapes);
+          INFO(size << ": " << (value.ok() ? "" : value.error().message));
           REQUIRE(value.ok());
           CHECK(*value >= 0);
         }

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/aot/Bundle.h"
+#include "runtime/aot/Workspace.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/Npy.h"
 #include "runtime/driver/CudaDriver.h"
@@ -186,11 +187,27 @@ struct Buffers {
   std::vector<DeviceBuffer> device;
   std::vector<uint64_t> addresses;
   std::vector<Shape> shapes;
+  /// The default stream's workspace, when the entry's kernels take one.
+  uint64_t workspace = 0;
+  int64_t workspaceWords = 0;
 };
+
+/// The runner launches on the default stream only, so the pool holds one
+/// workspace (the largest any entry needs). Set by main after the context,
+/// so it is freed before it.
+launch::WorkspacePool *workspaces = nullptr;
 
 std::string allocate(const CudaContext &context, const aot::BundleEntry &entry,
                      const std::vector<Shape> &shapes, Buffers &buffers) {
   buffers.shapes = shapes;
+  buffers.workspaceWords = entry.workspaceWords;
+  if (entry.workspaceWords > 0) {
+    Expected<uint64_t> workspace =
+        workspaces->acquire(context.api(), nullptr, entry.workspaceWords);
+    if (!workspace)
+      return workspace.error().message;
+    buffers.workspace = *workspace;
+  }
   for (size_t i = 0; i < entry.params.size(); ++i) {
     // At least one byte, so that every parameter has a distinct address.
     Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(
@@ -216,7 +233,8 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
     if (!sizes)
       return error;
     std::optional<aot::PackedArguments> arguments =
-        aot::packArguments(launch, buffers.addresses, buffers.shapes, &error);
+        aot::packArguments(launch, buffers.addresses, buffers.shapes, &error,
+                           buffers.workspace, buffers.workspaceWords);
     if (!arguments)
       return error;
     if (sizes->grid[0] == 0 || sizes->grid[1] == 0 || sizes->grid[2] == 0)
@@ -226,7 +244,8 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
           loaded.functions[k], unsigned(sizes->grid[0]),
           unsigned(sizes->grid[1]), unsigned(sizes->grid[2]),
           unsigned(sizes->block[0]), unsigned(sizes->block[1]),
-          unsigned(sizes->block[2]), 0, nullptr, arguments->pointers.data(),
+          unsigned(sizes->block[2]), unsigned(sizes->sharedBytes), nullptr,
+          arguments->pointers.data(),
           nullptr);
       if (result != kCudaSuccess)
         return makeError(ErrorCode::CudaError,
@@ -627,7 +646,8 @@ int checkBundle(const Options &options, const aot::Manifest &manifest) {
       for (const aot::Launch &launch : entry.launches) {
         auto dims = aot::evaluateLaunch(launch, size->shapes, &error);
         auto packed =
-            dims ? aot::packArguments(launch, addresses, size->shapes, &error)
+            dims ? aot::packArguments(launch, addresses, size->shapes, &error,
+                                      0x20000, entry.workspaceWords)
                  : std::nullopt;
         if (!packed) {
           fail(error);
@@ -744,6 +764,8 @@ int main(int argc, char **argv) {
     return 3;
   }
   const CudaDriverApi &api = context->api();
+  launch::WorkspacePool pool;
+  workspaces = &pool;
   ExtraApi extra = bindExtra(api);
   int driverVersion = 0;
   api.cuDriverGetVersion(&driverVersion);

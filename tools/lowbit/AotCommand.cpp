@@ -2,11 +2,11 @@
 //
 // Compiles kernel specs ahead of time into a bundle directory (PTX, cubin,
 // manifest.json, optional .npy data) that the MLIR-free runtime and
-// tools/gpu-runner load. Besides the PTX, the GPU tail leaves host
-// functions whose gpu.launch_func ops say how to launch each kernel; the
-// grid is computed there from the memref descriptors' sizes, so this file
-// turns that host arithmetic into the manifest's launch expressions
-// (runtime/aot/Bundle.h) instead of freezing one tensor size.
+// tools/gpu-runner load. Each spec goes through the JIT's GPU build
+// (jit::buildGpuKernel), whose launch plan (the grid computed from the
+// memref descriptors' sizes, as launch-module expressions) goes into the
+// manifest as it is: the runner evaluates it with the JIT's evaluator
+// (runtime/aot/LaunchProgram.h) instead of a frozen tensor size.
 //
 // With --with-data the expected outputs are computed here by the CPU JIT
 // backend and must equal the reference quantizer (format/Quantize.h) bit
@@ -16,7 +16,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "format/Quantize.h"
-#include "lowering/GpuTail.h"
 #include "lowering/Target.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/cache/Hash.h"
@@ -26,17 +25,12 @@
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/Npy.h"
 #include "runtime/driver/NvJitLink.h"
+#include "runtime/jit/LaunchPlan.h"
+#include "runtime/jit/Workspace.h"
 #include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/ParamRoles.h"
-
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/MLIRContext.h"
 
 #include <charconv>
 #include <cstring>
@@ -104,222 +98,12 @@ bool parseRowsByCols(std::string_view text, int64_t maxElements, int64_t &rows,
 
 namespace {
 
-// --- launch extraction ------------------------------------------------------
-
-/// An affine expression as a prefix expression; `operands` are the map's
-/// dims, then its symbols.
-std::optional<std::string> affineText(mlir::AffineExpr expr, unsigned numDims,
-                                      const std::vector<std::string> &operands,
-                                      std::string &error) {
-  using namespace mlir;
-  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
-    return std::to_string(constant.getValue());
-  if (auto dim = dyn_cast<AffineDimExpr>(expr))
-    return operands[dim.getPosition()];
-  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
-    return operands[numDims + symbol.getPosition()];
-  auto binary = cast<AffineBinaryOpExpr>(expr);
-  auto lhs = affineText(binary.getLHS(), numDims, operands, error);
-  auto rhs = lhs ? affineText(binary.getRHS(), numDims, operands, error)
-                 : std::nullopt;
-  if (!rhs)
-    return std::nullopt;
-  std::string_view name;
-  switch (binary.getKind()) {
-  case AffineExprKind::Add:
-    name = "add";
-    break;
-  case AffineExprKind::Mul:
-    name = "mul";
-    break;
-  case AffineExprKind::FloorDiv:
-    name = "floordivsi";
-    break;
-  case AffineExprKind::CeilDiv:
-    name = "ceildivsi";
-    break;
-  case AffineExprKind::Mod:
-    // Affine mod is non-negative for a positive divisor.
-    return fmt::format("(remsi (add (remsi {0} {1}) {1}) {1})", *lhs, *rhs);
-  default:
-    error = "unsupported affine expression in a launch size";
-    return std::nullopt;
-  }
-  return fmt::format("({} {} {})", name, *lhs, *rhs);
-}
-
-/// The prefix expression (Bundle.h) of an index value of the host function:
-/// constants, dims of the function's memref parameters and integer
-/// arithmetic. Anything else is refused by name, never guessed.
-std::optional<std::string> expressionOf(mlir::Value value,
-                                        mlir::func::FuncOp host,
-                                        std::string &error, int depth = 0) {
-  using namespace mlir;
-  if (depth > 64) {
-    error = "launch size expression too deep";
-    return std::nullopt;
-  }
-  Operation *op = value.getDefiningOp();
-  if (!op) {
-    error = "launch size is a block argument (not a memref dim)";
-    return std::nullopt;
-  }
-  auto sub = [&](Value operand) {
-    return expressionOf(operand, host, error, depth + 1);
-  };
-  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-    if (auto integer = dyn_cast<IntegerAttr>(constant.getValue()))
-      return std::to_string(integer.getValue().getSExtValue());
-    error = "non-integer constant in a launch size";
-    return std::nullopt;
-  }
-  if (auto dim = dyn_cast<memref::DimOp>(op)) {
-    auto argument = dyn_cast<BlockArgument>(dim.getSource());
-    std::optional<int64_t> index = dim.getConstantIndex();
-    if (!argument || argument.getOwner() != &host.getBody().front() || !index) {
-      error = "memref.dim of something other than a kernel parameter";
-      return std::nullopt;
-    }
-    return fmt::format("(dim {} {})", argument.getArgNumber(), *index);
-  }
-  if (auto apply = dyn_cast<affine::AffineApplyOp>(op)) {
-    // Tiling leaves ceildiv-style maps; their operands are dims and
-    // symbols in operand order.
-    std::vector<std::string> operands;
-    for (Value operand : apply.getMapOperands()) {
-      std::optional<std::string> text = sub(operand);
-      if (!text)
-        return std::nullopt;
-      operands.push_back(*text);
-    }
-    return affineText(apply.getAffineMap().getResult(0),
-                      apply.getAffineMap().getNumDims(), operands, error);
-  }
-  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-          arith::ExtUIOp, arith::TruncIOp>(op))
-    return sub(op->getOperand(0));
-  std::string_view name;
-  if (isa<arith::AddIOp>(op))
-    name = "add";
-  else if (isa<arith::SubIOp>(op))
-    name = "sub";
-  else if (isa<arith::MulIOp>(op))
-    name = "mul";
-  else if (isa<arith::DivSIOp>(op))
-    name = "divsi";
-  else if (isa<arith::DivUIOp>(op))
-    name = "divui";
-  else if (isa<arith::CeilDivSIOp>(op))
-    name = "ceildivsi";
-  else if (isa<arith::CeilDivUIOp>(op))
-    name = "ceildivui";
-  else if (isa<arith::FloorDivSIOp>(op))
-    name = "floordivsi";
-  else if (isa<arith::RemSIOp>(op))
-    name = "remsi";
-  else if (isa<arith::RemUIOp>(op))
-    name = "remui";
-  else if (isa<arith::MaxSIOp>(op))
-    name = "maxsi";
-  else if (isa<arith::MinSIOp>(op))
-    name = "minsi";
-  else if (isa<arith::MaxUIOp>(op))
-    name = "maxui";
-  else if (isa<arith::MinUIOp>(op))
-    name = "minui";
-  if (!name.empty()) {
-    auto lhs = sub(op->getOperand(0));
-    auto rhs = lhs ? sub(op->getOperand(1)) : std::nullopt;
-    if (!rhs)
-      return std::nullopt;
-    return fmt::format("({} {} {})", name, *lhs, *rhs);
-  }
-  if (auto select = dyn_cast<arith::SelectOp>(op)) {
-    auto c = sub(select.getCondition());
-    auto a = c ? sub(select.getTrueValue()) : std::nullopt;
-    auto b = a ? sub(select.getFalseValue()) : std::nullopt;
-    if (!b)
-      return std::nullopt;
-    return fmt::format("(select {} {} {})", *c, *a, *b);
-  }
-  if (auto compare = dyn_cast<arith::CmpIOp>(op)) {
-    auto a = sub(compare.getLhs());
-    auto b = a ? sub(compare.getRhs()) : std::nullopt;
-    if (!b)
-      return std::nullopt;
-    return fmt::format(
-        "(cmp {} {} {})",
-        arith::stringifyCmpIPredicate(compare.getPredicate()).str(), *a, *b);
-  }
-  error = "launch size computed by '" + op->getName().getStringRef().str() +
-          "', which the manifest cannot express";
-  return std::nullopt;
-}
-
-std::optional<std::vector<Launch>> extractLaunches(mlir::ModuleOp module,
-                                                   std::string &error) {
-  using namespace mlir;
-  std::vector<Launch> launches;
-  bool failed = false;
-  module.walk([&](gpu::LaunchFuncOp launchOp) {
-    if (failed)
-      return;
-    auto host = launchOp->getParentOfType<func::FuncOp>();
-    Launch launch;
-    launch.entry = launchOp.getKernelName().getValue().str();
-    gpu::KernelDim3 grid = launchOp.getGridSizeOperandValues();
-    gpu::KernelDim3 block = launchOp.getBlockSizeOperandValues();
-    Value sizes[6] = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
-    for (int i = 0; i < 6 && !failed; ++i) {
-      std::optional<std::string> text = expressionOf(sizes[i], host, error);
-      if (!text) {
-        failed = true;
-        break;
-      }
-      (i < 3 ? launch.grid[size_t(i)] : launch.block[size_t(i - 3)]) = *text;
-    }
-    for (Value operand : launchOp.getKernelOperands()) {
-      if (failed)
-        break;
-      aot::Operand entry;
-      if (auto memref = dyn_cast<MemRefType>(operand.getType())) {
-        auto argument = dyn_cast<BlockArgument>(operand);
-        if (memref.getRank() != 2 || !argument ||
-            argument.getOwner() != &host.getBody().front()) {
-          error = "kernel operand is a memref that is not a rank-2 kernel "
-                  "parameter";
-          failed = true;
-          break;
-        }
-        entry.memref = int(argument.getArgNumber());
-      } else if (operand.getType().isIntOrIndex()) {
-        std::optional<std::string> text = expressionOf(operand, host, error);
-        if (!text) {
-          failed = true;
-          break;
-        }
-        entry.scalar = *text;
-      } else {
-        error = "kernel operand of a type the runner cannot pass";
-        failed = true;
-        break;
-      }
-      launch.operands.push_back(std::move(entry));
-    }
-    if (!failed)
-      launches.push_back(std::move(launch));
-  });
-  if (failed)
-    return std::nullopt;
-  return launches;
-}
-
-/// The PTX entry's parameter count must equal what the manifest's operands
-/// expand to (7 per memref, 1 per scalar), all 64-bit: the runner packs
-/// every slot as 8 bytes, so a mismatch here would be a silent misread
-/// there.
+/// The PTX entry's parameters must be what the launch packs: 7 64-bit
+/// slots per memref (and for the workspace), one per scalar of its width.
+/// The runner packs every slot as 8 bytes, so a mismatch here would be a
+/// silent misread there.
 bool checkPtxSignature(const std::string &ptx, const Launch &launch,
-                       std::string &error) {
+                       int64_t workspaceWords, std::string &error) {
   std::string marker = ".entry " + launch.entry + "(";
   size_t start = ptx.find(marker);
   if (start == std::string::npos) {
@@ -336,13 +120,17 @@ bool checkPtxSignature(const std::string &ptx, const Launch &launch,
     if (type == " .u64" || type == " .b64" || type == " .s64")
       ++wide;
   }
-  size_t expected = 0;
-  for (const aot::Operand &operand : launch.operands)
-    expected += operand.memref >= 0 ? 7 : 1;
-  if (params != expected || wide != params) {
+  size_t expected = workspaceWords > 0 ? 7 : 0, expectedWide = expected;
+  for (const aot::Operand &operand : launch.operands) {
+    size_t slots = operand.memref >= 0 ? 7 : 1;
+    expected += slots;
+    if (operand.memref >= 0 || operand.bits == 64)
+      expectedWide += slots;
+  }
+  if (params != expected || wide != expectedWide) {
     error = fmt::format("entry '{}' has {} parameters ({} of 64 bits); the "
-                        "manifest's operands expand to {}",
-                        launch.entry, params, wide, expected);
+                        "manifest's operands expand to {} ({} of 64 bits)",
+                        launch.entry, params, wide, expected, expectedWide);
     return false;
   }
   return true;
@@ -569,49 +357,51 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
                                       std::set<std::string> &usedStems,
                                       runtime::StagedFiles &staged,
                                       std::string &error) {
-  std::unique_ptr<mlir::MLIRContext> context = compiler::makeContext();
-  auto module = compiler::buildKernelModule(*context, spec);
-  if (!module) {
-    error = llvm::toString(module.takeError());
+  // The JIT's own build: the PTX and the launch plan the JIT caches, so
+  // the bundle's launches are the JIT's, in the same syntax.
+  Expected<jit::GpuBuild> build = jit::buildGpuKernel(spec, options.target);
+  if (!build) {
+    error = build.error().message;
     return std::nullopt;
   }
-  if (llvm::Error lowered = compiler::lowerForGpu(**module)) {
-    error = llvm::toString(std::move(lowered));
+  if (!build->plan.unsupported.empty()) {
+    error = "the launches cannot be described: " + build->plan.unsupported;
     return std::nullopt;
   }
-  mlir::FailureOr<PtxModule> ptx = lowerToPtx(**module, options.target, error);
-  if (mlir::failed(ptx))
-    return std::nullopt;
-  std::optional<std::vector<Launch>> launches =
-      extractLaunches(**module, error);
-  if (!launches)
-    return std::nullopt;
-  for (const Launch &launch : *launches)
-    if (!checkPtxSignature(ptx->ptx, launch, error))
+  int64_t workspaceWords = jit::kernelWorkspaceWords(spec, options.target);
+  std::vector<Launch> launches;
+  for (const launch::LaunchStep &step : build->plan.steps) {
+    std::optional<Launch> launch = aot::fromLaunchStep(step, &error);
+    if (!launch || !checkPtxSignature(build->ptx, *launch, workspaceWords,
+                                      error))
       return std::nullopt;
+    launches.push_back(std::move(*launch));
+  }
+  const std::string &ptx = build->ptx;
 
   BundleEntry entry;
   entry.spec = printKernelSpec(spec);
   std::string keyText = entry.spec + "\n" + options.target.str() + "\n" +
-                        std::string(runtime::lowbitVersion()) + "\n" + ptx->ptx;
+                        std::string(runtime::lowbitVersion()) + "\n" + ptx;
   entry.key = runtime::toHex64(
       runtime::xxh64(keyText.data(), keyText.size(), /*seed=*/0));
   entry.name = stemFor(spec, entry.key, usedStems);
   entry.op = spec.op == KernelOp::Quantize ? "quantize" : "dequantize";
   entry.scheme = printSchemeText(spec.scheme);
   entry.valueType = std::string(valueTypeName(spec.valueType));
-  entry.launches = std::move(*launches);
+  entry.launches = std::move(launches);
+  entry.workspaceWords = workspaceWords;
   for (const compiler::KernelParam &param : compiler::kernelParams(spec))
     entry.params.push_back(
         {std::string(paramRoleName(param.role)), param.elementType, param.isResult});
 
   std::string directory = options.outDirectory;
   entry.ptxFile = entry.name + ".ptx";
-  if (!staged.stage(directory + "/" + entry.ptxFile, ptx->ptx, &error))
+  if (!staged.stage(directory + "/" + entry.ptxFile, ptx, &error))
     return std::nullopt;
   if (options.cubin) {
     lowbit::Expected<runtime::Cubin> cubin =
-        runtime::linkPtx(ptx->ptx, options.target.chip);
+        runtime::linkPtx(ptx, options.target.chip);
     if (!cubin) {
       error = "nvJitLink: " + cubin.error().message +
               " (--no-cubin writes PTX only)";

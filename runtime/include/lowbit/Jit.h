@@ -35,12 +35,14 @@
 #include "runtime/cache/KernelCache.h"
 #include "runtime/spec/KernelSpec.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lowbit {
 
@@ -52,6 +54,12 @@ struct JitOptions {
   std::optional<runtime::CacheMode> cacheMode;
   /// The target of get() calls that name none. Default: the host CPU.
   Target target;
+  /// How many entries each in-memory cache keeps (get()'s kernels, CPU
+  /// engines, loaded CUDA modules, GPU cache entries), least recently used
+  /// first out; 0: unbounded. An evicted kernel is reloaded from the disk
+  /// cache (GPU) or recompiled (CPU) when asked for again; Kernel objects
+  /// already handed out keep working.
+  size_t memoryCapacity = 512;
 };
 
 /// Resource usage of a GPU kernel, from ptxas (nvJitLink's info log). -1:
@@ -69,8 +77,30 @@ struct JitStats {
   uint64_t compiles = 0;
   uint64_t cpuCompiles = 0;
   uint64_t gpuCompiles = 0;
+  /// Entries the memory bound pushed out of the Jit's caches.
+  uint64_t evictions = 0;
   /// The GPU kernel cache's counters (memory/disk hits, corrupt entries...).
   runtime::CacheStats cache;
+};
+
+/// What a kernel argument holds (docs/kernel-abi.md).
+enum class ArgumentRole : uint8_t { Input, Scales, Zeros, Global, Codes, Output };
+/// How its elements are stored: values and scales as themselves, codes and
+/// byte-coded scales (e8m0, ue4m3) and zero points as bytes.
+enum class ElementType : uint8_t { F32, F16, BF16, U8 };
+std::string_view argumentRoleName(ArgumentRole role);  ///< "input", ...
+std::string_view elementTypeName(ElementType element); ///< "f32", ...
+
+/// One argument of a kernel for a given [rows, cols]: a compact row-major
+/// 2-D buffer of `shape` elements of `element`.
+struct ArgumentInfo {
+  ArgumentRole role = ArgumentRole::Input;
+  ElementType element = ElementType::F32;
+  std::array<int64_t, 2> shape{};
+  /// The kernel reads it (an input) / writes every element of it (an
+  /// output); exactly one is true.
+  bool read = false;
+  bool written = false;
 };
 
 class Jit;
@@ -86,6 +116,15 @@ public:
   /// The PTX (empty for a CPU kernel).
   std::string_view ptx() const;
   KernelResources resources() const;
+  /// The arguments run()/launch() take for a [rows, cols] tensor, in
+  /// order. InvalidArgument for a negative size or, for a spec with static
+  /// sizes, other sizes.
+  Expected<std::vector<ArgumentInfo>> signature(int64_t rows,
+                                                int64_t cols) const;
+  /// Words of the per-stream workspace launch() passes the GPU kernels as
+  /// their trailing parameter (0: none). Recorded at get(); callers never
+  /// pass it (docs/runtime.md, "Workspace").
+  int64_t workspaceWords() const;
   /// True if get() found the kernel in the disk cache (no compile).
   bool loadedFromDisk() const;
   /// Wall time of get()'s compile in this process (0 for a cache hit).
@@ -97,9 +136,12 @@ public:
 
   /// Launches a GPU kernel on `stream` (a CUstream; nullptr: the default
   /// stream) with bufferCount() device pointers (CUdeviceptr values).
-  /// Asynchronous. Errors: LibraryNotFound (no libcuda), NoDevice,
-  /// CudaError, Unsupported (a kernel whose launch plan the JIT could not
-  /// derive), InvalidArgument.
+  /// Asynchronous. A kernel with a workspace gets its stream's workspace
+  /// (allocated and zeroed on the stream's first launch, never shared with
+  /// another stream). Launch sizes were compiled at get(): a launch
+  /// evaluates them and packs the parameters without allocating. Errors:
+  /// LibraryNotFound (no libcuda), NoDevice, CudaError, Unsupported (a
+  /// kernel whose launch plan the JIT could not derive), InvalidArgument.
   Status launch(void *stream, std::span<const uint64_t> buffers, int64_t rows,
                 int64_t cols) const;
 
@@ -123,7 +165,9 @@ public:
 
   /// The kernel for `spec` on `target`, compiled on first request (once,
   /// however many threads ask) or found in the cache. In must-hit mode a
-  /// kernel in neither cache is a CacheMiss error.
+  /// kernel in neither cache is a CacheMiss error. A repeated request (the
+  /// same spec text and target) is a lookup in memory: no parsing, no key,
+  /// no payload decoding.
   Expected<Kernel> get(const KernelSpec &spec, const Target &target);
   Expected<Kernel> get(std::string_view specText, const Target &target);
   /// With the options' target.

@@ -1,0 +1,61 @@
+//===- Workspace.h - Per-stream kernel workspaces, MLIR-free -----*- C++ -*-===//
+//
+// A kernel whose scratch is not a module global (its reduction counters,
+// its amax) takes one extra trailing parameter: a [1, WORDS] i32 buffer
+// that is zero before the first launch of a launch sequence and that the
+// kernels leave zero (docs/runtime.md, "Workspace"). The runtime owns it:
+// one buffer per stream, zeroed once when allocated, grown (never shrunk)
+// to the largest WORDS asked on that stream. Launches on one stream run in
+// order, so kernels on the same stream may share it; two streams never do.
+// The JIT (lowbit::Jit) and the AOT runner both use this pool.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_AOT_WORKSPACE_H
+#define LOWBIT_RUNTIME_AOT_WORKSPACE_H
+
+#include "lowbit/Expected.h"
+#include "runtime/driver/CudaDriver.h"
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace lowbit::launch {
+
+class WorkspacePool {
+public:
+  WorkspacePool() = default;
+  WorkspacePool(const WorkspacePool &) = delete;
+  WorkspacePool &operator=(const WorkspacePool &) = delete;
+  /// Frees every buffer; the context they were allocated in must be
+  /// current (or gone with the process).
+  ~WorkspacePool();
+
+  /// The device address of `stream`'s workspace, with at least `words`
+  /// zeroed i32 words (words > 0). The first request of a stream, or one
+  /// larger than its buffer, allocates and zeroes a buffer (synchronous:
+  /// cuMemAlloc + cuMemcpyHtoD); every other request is a lookup.
+  Expected<uint64_t> acquire(const runtime::CudaDriverApi &api,
+                             runtime::CUstream stream, int64_t words);
+
+  /// Streams with a buffer (for tests).
+  size_t streamCount() const;
+
+private:
+  struct Slot {
+    runtime::CUstream stream;
+    uint64_t address;
+    int64_t words;
+  };
+  mutable std::mutex mutex;
+  const runtime::CudaDriverApi *driver = nullptr;
+  std::vector<Slot> slots;
+  /// Buffers replaced by larger ones: work already queued may still use
+  /// them, so they are freed with the pool.
+  std::vector<uint64_t> retired;
+};
+
+} // namespace lowbit::launch
+
+#endif // LOWBIT_RUNTIME_AOT_WORKSPACE_H

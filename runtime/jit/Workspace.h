@@ -1,0 +1,31 @@
+//===- Workspace.h - How much workspace a spec's GPU kernels need -*- C++ -*-===//
+//
+// The number of 32-bit words of scratch a spec's GPU kernels take as their
+// trailing workspace parameter (0: none; runtime/aot/Workspace.h holds the
+// buffers). The JIT records it in its kernel object at get(), `lowbit aot`
+// in the manifest; neither recomputes it per launch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_JIT_WORKSPACE_H
+#define LOWBIT_RUNTIME_JIT_WORKSPACE_H
+
+#include "lowering/Target.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace lowbit::jit {
+
+/// Words of workspace of `spec`'s kernels on `target` (0 for the CPU).
+int64_t kernelWorkspaceWords(const KernelSpec &spec, const Target &target);
+
+/// Tests only: makes kernelWorkspaceWords return `words` for every GPU
+/// target (nullopt: the compiler's answer again), so the runtime's
+/// workspace handling runs before any kernel needs one.
+void overrideWorkspaceWordsForTesting(std::optional<int64_t> words);
+
+} // namespace lowbit::jit
+
+#endif // LOWBIT_RUNTIME_JIT_WORKSPACE_H
