@@ -20,8 +20,7 @@ std::string compilerLibraryPath() {
       std::filesystem::read_symlink("/proc/self/exe", code);
   if (code)
     return "";
-  return (executable.parent_path().parent_path() / "lib" /
-          kCompilerLibraryName)
+  return (executable.parent_path().parent_path() / "lib" / kCompilerLibraryName)
       .string();
 }
 

@@ -1,4 +1,5 @@
-//===- CompilerLoader.h - The compiler library, loaded on demand -*- C++ -*-===//
+//===- CompilerLoader.h - The compiler library, loaded on demand -*- C++
+//-*-===//
 //
 // The `lowbit` executable links no MLIR and no LLVM: it answers what needs
 // no compiler (formats, encode, decode, eval, cache, --help, and `compile`

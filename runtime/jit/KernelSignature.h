@@ -1,4 +1,4 @@
-//===- KernelSignature.h - A kernel's cache signature, without MLIR -*- C++ -*-===//
+//===- KernelSignature.h - A kernel's cache key, without MLIR --*- C++ -*-===//
 //
 // What lowbit::Jit::get() puts in a kernel's key (docs/runtime.md, "C++
 // API"), computed without MLIR or LLVM: the canonical spec, the chip and

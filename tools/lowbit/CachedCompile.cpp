@@ -55,13 +55,14 @@ bool runCachedCompile(Arguments args) {
   runtime::CacheOptions lookOnly = *options;
   lookOnly.mode = runtime::CacheMode::MustHit;
   runtime::KernelCache cache(lookOnly);
-  auto noCompile = [](const runtime::KernelKey &)
-      -> Expected<runtime::CompiledKernel> {
+  auto noCompile =
+      [](const runtime::KernelKey &) -> Expected<runtime::CompiledKernel> {
     return makeError(ErrorCode::CacheMiss, "not in the cache");
   };
   auto entry =
       cache.getOrCompile(jit::primaryKernelKey(*spec, *signature), noCompile);
-  if (!entry || (*entry)->kernel.payloadFormat != runtime::PayloadFormat::JitGpu)
+  if (!entry ||
+      (*entry)->kernel.payloadFormat != runtime::PayloadFormat::JitGpu)
     return false;
   Expected<runtime::GpuPayload> payload =
       runtime::decodeGpuPayload((*entry)->kernel.binary);

@@ -29,9 +29,12 @@ struct LibraryCommand {
 };
 
 constexpr LibraryCommand kLibraryCommands[] = {
-    {"compile", runCompile}, {"quantize", runQuantize},
-    {"dequantize", runDequantize}, {"aot", runAot},
-    {"demo", runDemo},       {"report", runReport},
+    {"compile", runCompile},
+    {"quantize", runQuantize},
+    {"dequantize", runDequantize},
+    {"aot", runAot},
+    {"demo", runDemo},
+    {"report", runReport},
 };
 
 int runCommand(Arguments args) {

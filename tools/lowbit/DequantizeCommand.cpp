@@ -2,11 +2,11 @@
 
 #include "format/Quantize.h"
 #include "runtime/core/Npy.h"
+#include "runtime/files/QuantizedFiles.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
-#include "runtime/files/QuantizedFiles.h"
 
 #include <array>
 

@@ -82,10 +82,10 @@ std::vector<Storage> allocate(const KernelSpec &spec,
   for (size_t i = 0; i < params.size(); ++i) {
     storage[i].rows = params[i].shape.rows;
     storage[i].cols = params[i].shape.cols;
-    storage[i].bytes.assign(size_t(params[i].shape.rows *
-                                   params[i].shape.cols) *
-                                kernelParamElementBytes(spec, params[i].element),
-                            0);
+    storage[i].bytes.assign(
+        size_t(params[i].shape.rows * params[i].shape.cols) *
+            kernelParamElementBytes(spec, params[i].element),
+        0);
   }
   return storage;
 }
@@ -182,8 +182,7 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
   }
   std::optional<Kernel> kernel;
   if (!runner) {
-    kernel =
-        cpuKernel(spec, error, timing ? &timing->compileMillis : nullptr);
+    kernel = cpuKernel(spec, error, timing ? &timing->compileMillis : nullptr);
     if (!kernel)
       return std::nullopt;
   }
@@ -280,14 +279,12 @@ std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
   spec.valueType = valueType;
   std::optional<Kernel> kernel;
   if (!runner) {
-    kernel =
-        cpuKernel(spec, error, timing ? &timing->compileMillis : nullptr);
+    kernel = cpuKernel(spec, error, timing ? &timing->compileMillis : nullptr);
     if (!kernel)
       return std::nullopt;
   }
 
-  std::vector<KernelAbiParam> params =
-      sizedAbi(spec, tensor.rows, tensor.cols);
+  std::vector<KernelAbiParam> params = sizedAbi(spec, tensor.rows, tensor.cols);
   std::vector<Storage> storage = allocate(spec, params);
   size_t scaleBytes = size_t(scaleStorageBits(tensor.scheme.scale.type) / 8);
   using Role = KernelParamRole;
@@ -312,7 +309,8 @@ std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
       break;
     }
   }
-  if (!runKernel(kernel, runner, spec, tensor.rows, tensor.cols, storage, error, timing))
+  if (!runKernel(kernel, runner, spec, tensor.rows, tensor.cols, storage, error,
+                 timing))
     return std::nullopt;
   return std::move(storage.back().bytes);
 }

@@ -1,22 +1,22 @@
 //===- QuantizeCommand.cpp - `lowbit quantize` ----------------------------===//
 //
 // Reads a 2-D .npy tensor, quantizes it with a scheme and writes the
-// directory described in runtime/files/QuantizedFiles.h. Every input is read and checked
-// and the whole result computed before anything is written, and the
-// directory is replaced as one unit (a sibling temporary directory swapped
-// in), so a failed, killed or concurrent run never leaves a partial or
-// mixed set.
+// directory described in runtime/files/QuantizedFiles.h. Every input is
+// read and checked and the whole result computed before anything is
+// written, and the directory is replaced as one unit (a sibling temporary
+// directory swapped in), so a failed, killed or concurrent run never leaves
+// a partial or mixed set.
 //
 //===----------------------------------------------------------------------===//
 
 #include "format/Codec.h"
 #include "format/Quantize.h"
 #include "runtime/core/Npy.h"
+#include "runtime/files/QuantizedFiles.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
-#include "runtime/files/QuantizedFiles.h"
 
 #include <array>
 
@@ -322,7 +322,7 @@ CommandResult runQuantize(Arguments args) {
   if (!tensor)
     return fail(error);
   if (!files::writeQuantizedDirectory(*parsed->value("out"), *tensor,
-                               inputTypeName(*inputType), &error))
+                                      inputTypeName(*inputType), &error))
     return fail(error);
   return std::nullopt;
 }
