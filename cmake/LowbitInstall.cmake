@@ -4,6 +4,9 @@
 #         kernel spec, .npy/JSON I/O, kernel cache, dlopen'd CUDA driver.
 #         Needs no MLIR, LLVM or CUDA to consume.
 #   jit   lowbit::Jit (Jit.h) and the C API (lowbit.h); needs MLIR 22.
+#   cli   the lowbit executable (MLIR-free) in bin/ and the compiler
+#         library it loads with dlopen, lib/liblowbit-compiler.so (the
+#         front end looks in ../lib next to itself).
 # The package's imported targets are written by hand (lowbitConfig.cmake.in)
 # rather than exported: the build's targets use source-tree include paths.
 include(GNUInstallDirs)
@@ -11,8 +14,8 @@ include(CMakePackageConfigHelpers)
 
 set(LOWBIT_CORE_LIBRARIES LowbitFormat LowbitSpec LowbitRuntimeCore
   LowbitRuntimeCache LowbitRuntimeDriver LowbitAot)
-set(LOWBIT_JIT_LIBRARIES LowbitC LowbitJit LowbitCompiler LowbitLowering
-  LowbitDialect)
+set(LOWBIT_JIT_LIBRARIES LowbitC LowbitJit LowbitJitKey LowbitCompiler
+  LowbitLowering LowbitTarget LowbitDialect)
 
 # Public headers, at the paths the sources include them by.
 set(LOWBIT_CORE_HEADERS
@@ -50,6 +53,12 @@ install(TARGETS ${LOWBIT_CORE_LIBRARIES}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT core)
 install(TARGETS ${LOWBIT_JIT_LIBRARIES}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT jit)
+
+install(TARGETS lowbit RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  COMPONENT cli)
+# lib/, not CMAKE_INSTALL_LIBDIR: runtime/jit/CompilerLoader.cpp looks in
+# ../lib next to the executable, as in the build tree.
+install(TARGETS lowbit-compiler LIBRARY DESTINATION lib COMPONENT cli)
 
 set(LOWBIT_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/lowbit)
 # The headers a consumer may include, for the self-containment check of

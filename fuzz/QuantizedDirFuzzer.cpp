@@ -5,7 +5,7 @@
 // writes it): the files meta.json, q.npy, scales.npy, zeros.npy and
 // global_scale.npy in that order, separated by kSeparator. A missing part
 // is a missing file. The parts are written to a scratch directory and read
-// back through the CLI's reader (tools/lowbit/QuantizedFiles), as
+// back through the runtime/files reader (QuantizedFiles), as
 // `lowbit dequantize` does; what it accepts is valid for its scheme and
 // dequantizes.
 //
@@ -13,7 +13,7 @@
 
 #include "format/Quantize.h"
 #include "fuzz/FuzzCheck.h"
-#include "tools/lowbit/QuantizedFiles.h"
+#include "runtime/files/QuantizedFiles.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -76,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   std::string error;
   std::optional<QuantizedTensor> tensor =
-      cli::readQuantizedDirectory(directory, &error);
+      files::readQuantizedDirectory(directory, &error);
   if (!tensor) {
     LOWBIT_FUZZ_CHECK(!error.empty(), "a refused directory names its problem");
     return 0;

@@ -82,47 +82,25 @@ struct ParamInfo {
 };
 
 std::vector<ParamInfo> paramInfos(Builder &b, const KernelSpec &spec) {
-  using Role = KernelParam::Role;
-  const Scheme &scheme = spec.scheme;
-  Shape2D values{spec.rows, spec.cols};
-  Shape2D codes = codesShape(scheme, spec.rows, spec.cols);
-  Shape2D scales = scaleShape(scheme, spec.rows, spec.cols);
-  Shape2D one{1, 1};
-  Type valueType = valueElementType(b, spec.valueType);
-  Type scaleType = storedScaleTypeOf(b, scheme.scale.type);
-  Type i8 = b.getI8Type(), f32 = b.getF32Type();
-  bool zeros = scheme.scale.zeroPoint;
   std::vector<ParamInfo> params;
-  if (spec.op == KernelOp::Dequantize) {
-    params.push_back({Role::Codes, false, i8, codes});
-    params.push_back({Role::Scales, false, scaleType, scales});
-    if (zeros)
-      params.push_back({Role::Zeros, false, i8, scales});
-    if (spec.hasGlobal())
-      params.push_back({Role::Global, false, f32, one});
-    params.push_back({Role::Output, true, valueType, values});
-    return params;
+  for (const KernelAbiParam &param : kernelAbi(spec)) {
+    Type elementType;
+    switch (param.element) {
+    case KernelParamElement::Value:
+      elementType = valueElementType(b, spec.valueType);
+      break;
+    case KernelParamElement::Scale:
+      elementType = storedScaleTypeOf(b, spec.scheme.scale.type);
+      break;
+    case KernelParamElement::Byte:
+      elementType = b.getI8Type();
+      break;
+    case KernelParamElement::F32:
+      elementType = b.getF32Type();
+      break;
+    }
+    params.push_back({param.role, param.isResult, elementType, param.shape});
   }
-  // Quantize: operands in the op's order, then results in the op's order.
-  params.push_back({Role::Input, false, valueType, values});
-  bool globalGiven =
-      spec.hasGlobal() &&
-      (spec.isStatic() || spec.globalSource == GlobalSource::Given);
-  if (spec.isStatic()) {
-    params.push_back({Role::Scales, false, scaleType, scales});
-    if (zeros)
-      params.push_back({Role::Zeros, false, i8, scales});
-  }
-  if (globalGiven)
-    params.push_back({Role::Global, false, f32, one});
-  params.push_back({Role::Codes, true, i8, codes});
-  if (!spec.isStatic()) {
-    params.push_back({Role::Scales, true, scaleType, scales});
-    if (zeros)
-      params.push_back({Role::Zeros, true, i8, scales});
-  }
-  if (spec.hasGlobal() && !globalGiven)
-    params.push_back({Role::Global, true, f32, one});
   return params;
 }
 

@@ -17,6 +17,7 @@
 
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/spec/KernelAbi.h"
 #include "runtime/spec/KernelSpec.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -46,12 +47,13 @@ std::unique_ptr<mlir::MLIRContext> makeContext();
 
 /// One kernel parameter of the ABI, in order.
 struct KernelParam {
-  enum class Role { Input, Scales, Zeros, Global, Codes, Output };
+  using Role = KernelParamRole;
   Role role;
   bool isResult;           ///< written by the kernel
   std::string elementType; ///< "f32", "f16", "bf16", "i8"
 };
-/// The parameter list of a spec's kernel (docs/kernel-abi.md).
+/// The parameter list of a spec's kernel (docs/kernel-abi.md):
+/// runtime/spec/KernelAbi.h with MLIR's type names.
 std::vector<KernelParam> kernelParams(const KernelSpec &spec);
 
 /// The module with one kernel function, verified.

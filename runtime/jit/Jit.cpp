@@ -17,7 +17,6 @@
 
 #include "lowbit/Jit.h"
 
-#include "lowering/CpuTail.h"
 #include "runtime/cache/GpuPayload.h"
 #include "runtime/cache/Hash.h"
 #include "runtime/compiler/Compiler.h"
@@ -25,11 +24,11 @@
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/aot/LaunchProgram.h"
 #include "runtime/aot/Workspace.h"
+#include "runtime/jit/KernelSignature.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/jit/LruMap.h"
 #include "runtime/jit/Workspace.h"
 
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/Error.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -48,15 +47,9 @@ using runtime::KernelKeyHasher;
 using runtime::PreparedSignature;
 
 std::string_view jitPipelineDescription() {
-  // The pipelines' own text where a tail exposes it (the CPU tail prints
-  // its PassManager), so that a changed pipeline is a changed key without
-  // anyone bumping anything. The GPU tail's passes live in
-  // lowering/GpuTail.cpp, whose text is in compilerBuildHash() (the key's
-  // "compiler" line) with every other compiler source.
-  static const std::string description =
-      "lowbit-to-loops | cpu: " + cpuTailPipelineText() +
-      " | gpu: lowering/GpuTail.cpp + nvJitLink(-O3)";
-  return description;
+  // Generated from the compiler at build time (KernelSignature.h), so that
+  // the MLIR-free front end computes the same keys.
+  return jit::compilerPipelineDescription();
 }
 
 namespace {
@@ -715,31 +708,15 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   if (target.isNvidia() && !validateTarget(target, &error))
     return makeError(ErrorCode::InvalidArgument, "target: " + error);
 
-  runtime::KernelSignature signature;
-  signature.spec = printKernelSpec(spec);
-  if (target.isCpu()) {
-    signature.chip = "host";
-    static const std::string features = hostFeatures();
-    signature.features = features;
-  } else {
-    signature.chip = target.chip;
-    signature.features = "+ptx" + std::to_string(target.ptxVersion);
-  }
-  signature.inputDtype = std::string(valueTypeName(spec.valueType));
-  signature.rowsPolicy = spec.rows == kDynamic ? runtime::SizePolicy::Dynamic
-                                               : runtime::SizePolicy::Static;
-  signature.colsPolicy = spec.cols == kDynamic ? runtime::SizePolicy::Dynamic
-                                               : runtime::SizePolicy::Static;
+  static const std::string features = hostFeatures();
+  runtime::KernelSignature signature =
+      jit::kernelSignature(spec, target, features);
   std::vector<compiler::KernelParam> params = compiler::kernelParams(spec);
   size_t paramCount = params.size();
   if (paramCount > kMaxBuffers)
     return makeError(ErrorCode::Unsupported,
                      "a kernel of " + std::to_string(paramCount) +
                          " parameters; at most " + std::to_string(kMaxBuffers));
-  signature.pointerCount = int(paramCount);
-  signature.llvmVersion = LLVM_VERSION_STRING;
-  std::string_view pipeline = jitPipelineDescription();
-  signature.pipelineHash = runtime::xxh64(pipeline.data(), pipeline.size(), 0);
   auto prepared = runtime::prepareSignature(std::move(signature));
   if (!prepared)
     return std::move(prepared).takeError();
@@ -751,12 +728,7 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   state->signature = *prepared;
   state->params = std::move(params);
   state->paramCount = paramCount;
-  // nullptr is 16-byte aligned: the key of aligned buffers.
-  std::array<const void *, kMaxBuffers> aligned{};
-  state->primaryKey = runtime::makeKernelKey(
-      state->signature, spec.rows == kDynamic ? 0 : spec.rows,
-      spec.cols == kDynamic ? 0 : spec.cols,
-      std::span<const void *const>(aligned.data(), paramCount));
+  state->primaryKey = jit::primaryKernelKey(spec, state->signature);
 
   if (target.isCpu()) {
     CpuResult entry = impl->resolveCpu(state->primaryKey, spec);

@@ -28,4 +28,16 @@ run(readelf -d ${WORK_DIR}/build/consumer)
 if(output MATCHES "libMLIR|libLLVM")
   message(FATAL_ERROR "the core consumer links MLIR/LLVM:\n${output}")
 endif()
+# The installed CLI: the front end links no MLIR or LLVM, and finds the
+# installed compiler library in ../lib when a command compiles.
+run(readelf -d ${prefix}/bin/lowbit)
+if(output MATCHES "libMLIR|libLLVM")
+  message(FATAL_ERROR "the lowbit front end links MLIR/LLVM:\n${output}")
+endif()
+run(${prefix}/bin/lowbit formats)
+run(${CMAKE_COMMAND} -E env LOWBIT_CACHE=off
+    ${prefix}/bin/lowbit compile "quantize fp8_e4m3" --target sm_90a)
+if(NOT output MATCHES "\\.target sm_90a")
+  message(FATAL_ERROR "the installed lowbit compiled no PTX: ${output}")
+endif()
 message("install test passed")

@@ -15,6 +15,7 @@ config.environment["PATH"] = os.pathsep.join(
     [config.lowbit_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]
 )
 config.substitutions.append(("%lowbit_src", config.lowbit_src_root))
+config.substitutions.append(("%lowbit_bin", config.lowbit_tools_dir))
 config.substitutions.append(("%python", config.python_executable))
 # `%expect-exit N cmd...`: passes if cmd exits with exactly N and prints
 # nothing on stdout; echoes cmd's stderr so FileCheck can check the message.

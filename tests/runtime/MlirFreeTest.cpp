@@ -1,6 +1,7 @@
 // The runtime core must run where no LLVM is installed (AOT bundles on the
 // GPU machine, engines that ship kernels without LLVM). This reads the
-// DT_NEEDED entries of a program linked only from the runtime libraries.
+// DT_NEEDED entries of a program linked only from the runtime libraries,
+// and of the lowbit executable, an MLIR-free front end (docs/runtime.md).
 
 #include <catch2/catch.hpp>
 
@@ -55,7 +56,8 @@ std::vector<std::string> neededLibraries(const std::string &path) {
 TEST_CASE("The runtime core links no MLIR, no LLVM and no CUDA library",
           "[runtime][mlir-free]") {
   for (const char *program :
-       {LOWBIT_LINKCHECK_PATH, LOWBIT_RUNTIME_TESTS_PATH}) {
+       {LOWBIT_LINKCHECK_PATH, LOWBIT_RUNTIME_TESTS_PATH,
+        LOWBIT_FRONT_END_PATH}) {
     INFO(program);
     std::vector<std::string> needed = neededLibraries(program);
     REQUIRE_FALSE(needed.empty()); // at least libc

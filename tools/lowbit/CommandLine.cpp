@@ -93,6 +93,10 @@ parseCommandLineOrHelp(std::string_view command,
   return parsed;
 }
 
+void printError(std::string_view message) {
+  fmt::print(stderr, "lowbit: error: {}\n", message);
+}
+
 CommandResult checkCacheEnvironment() {
   Expected<runtime::CacheOptions> options =
       runtime::CacheOptions::fromEnvironment();

@@ -10,7 +10,10 @@
 #define LOWBIT_TOOLS_LOWBIT_COMMANDS_H
 
 #include "runtime/spec/KernelSpec.h"
+#include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Diagnostics.h"
+
+#include <array>
 
 #include <cstdint>
 #include <span>
@@ -36,6 +39,18 @@ CommandResult runReport(Arguments args);
 CommandResult runKv(Arguments args);
 /// `lowbit eval --kv`: the KV schemes' error table.
 CommandResult runEvalKv(Arguments args);
+
+/// `compile`'s options, shared by the front end's cache lookup.
+inline constexpr std::array<OptionSpec, 2> kCompileOptions = {{
+    {"target", true},
+    {"emit", true},
+}};
+/// `compile` answered from the disk cache without the compiler library:
+/// PTX of a kernel lowbit::Jit wrote before. Prints it and returns true;
+/// false (printing nothing) when the command needs the compiler: a miss,
+/// an unusable entry, another stage, LOWBIT_DUMP_DIR, or any argument
+/// error (the library reports those).
+bool runCachedCompile(Arguments args);
 
 /// "ROWSxCOLS" with both positive (lowbit aot, lowbit report).
 bool parseRowsByCols(std::string_view text, int64_t maxElements, int64_t &rows,

@@ -50,11 +50,6 @@ constexpr std::string_view kUsage =
     "LOWBIT_DUMP_DIR=DIR also writes every stage the compile went through to\n"
     "DIR/<kernel>.<stage>.mlir|.ll|.ptx.\n";
 
-constexpr std::array<OptionSpec, 2> kOptions = {{
-    {"target", true},
-    {"emit", true},
-}};
-
 enum class EmitStage { Mlir, Loops, Llvm, Ptx };
 
 std::optional<EmitStage> parseEmitStage(std::string_view name) {
@@ -209,7 +204,7 @@ CommandResult runCompile(Arguments args) {
   std::string error;
   CommandResult done;
   auto parsed =
-      parseCommandLineOrHelp("compile", args, kOptions, kUsage, &done);
+      parseCommandLineOrHelp("compile", args, kCompileOptions, kUsage, &done);
   if (!parsed)
     return done;
   if (parsed->operands.size() != 1)

@@ -2,11 +2,11 @@
 
 #include "format/Quantize.h"
 #include "runtime/core/Npy.h"
+#include "runtime/files/QuantizedFiles.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
-#include "tools/lowbit/QuantizedFiles.h"
 
 #include <array>
 
@@ -67,7 +67,7 @@ CommandResult runDequantize(Arguments args) {
 
   const std::string &directory = *parsed->value("in");
   std::optional<QuantizedTensor> tensor =
-      readQuantizedDirectory(directory, &error);
+      files::readQuantizedDirectory(directory, &error);
   if (!tensor)
     return fail(fmt::format("{}: {}", directory, error));
   std::vector<int64_t> shape = {tensor->rows, tensor->cols};

@@ -1,23 +1,23 @@
 //===- JitBackend.cpp - Host buffers in, QuantizedTensor out --------------===//
+//
+// The CPU kernels come from lowbit::Jit (runtime/include/lowbit/Jit.h), the
+// library's one thread-safe kernel cache; this file only lays the
+// QuantizedTensor out in the ABI's buffers (runtime/spec/KernelAbi.h) and
+// back.
+//
+//===----------------------------------------------------------------------===//
 
 #include "tools/lowbit/JitBackend.h"
 
-#include "lowering/Target.h"
-#include "runtime/cache/KernelCache.h"
-#include "runtime/compiler/Compiler.h"
-
-#include "llvm/Support/Error.h"
+#include "lowbit/Jit.h"
+#include "runtime/spec/KernelAbi.h"
 
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <memory>
+#include <mutex>
 
 namespace lowbit::cli {
-
-using compiler::CpuKernel;
-using compiler::HostBuffer;
-using compiler::KernelParam;
 
 namespace {
 
@@ -33,81 +33,72 @@ void setError(std::string *error, std::string message) {
     *error = std::move(message);
 }
 
-using KernelCache = std::map<std::string, std::unique_ptr<CpuKernel>>;
+/// The process's Jit (LOWBIT_CACHE, LOWBIT_CACHE_DIR), made on first use.
+/// Released by releaseJitKernels() rather than by static destruction: see
+/// JitBackend.h.
+std::mutex jitMutex;
+std::unique_ptr<Jit> processJit;
 
-/// Allocated on first use and never destroyed by static destruction: see
-/// releaseJitKernels() for why.
-KernelCache *&kernelCache() {
-  static KernelCache *cache = nullptr;
-  if (!cache)
-    cache = new KernelCache;
-  return cache;
+Jit *sharedJit(std::string *error) {
+  std::lock_guard<std::mutex> lock(jitMutex);
+  if (!processJit) {
+    Expected<std::unique_ptr<Jit>> created = Jit::create();
+    if (!created) {
+      setError(error, created.error().message);
+      return nullptr;
+    }
+    processJit = std::move(*created);
+  }
+  return processJit.get();
 }
 
-CpuKernel *cachedKernel(const KernelSpec &spec, std::string *error,
-                        double *compileMillis) {
+/// The CPU kernel of `spec` from the Jit (compiled on first request).
+std::optional<Kernel> cpuKernel(const KernelSpec &spec, std::string *error,
+                                double *compileMillis) {
   if (compileMillis)
     *compileMillis = 0;
-  KernelCache &cache = *kernelCache();
-  std::string key = printKernelSpec(spec);
-  if (auto found = cache.find(key); found != cache.end())
-    return found->second.get();
-  // These kernels live in this process's memory only, so a deployment
-  // that must never compile (LOWBIT_CACHE=must-hit) gets a refusal, and a
-  // LOWBIT_CACHE that means nothing is an error here as in every command.
-  Expected<runtime::CacheOptions> cacheOptions =
-      runtime::CacheOptions::fromEnvironment();
-  if (!cacheOptions) {
-    setError(error, cacheOptions.error().message);
-    return nullptr;
-  }
-  if (cacheOptions->mode == runtime::CacheMode::MustHit) {
-    setError(error, "LOWBIT_CACHE=must-hit: the CPU kernel '" + key +
-                        "' would be compiled (CPU kernels are cached in "
-                        "memory only)");
-    return nullptr;
-  }
-  Clock::time_point start = Clock::now();
-  auto kernel = compiler::compileForCpu(spec);
+  Jit *jit = sharedJit(error);
+  if (!jit)
+    return std::nullopt;
+  Expected<Kernel> kernel = jit->get(spec, Target{});
   if (!kernel) {
-    setError(error, llvm::toString(kernel.takeError()));
-    return nullptr;
+    setError(error, kernel.error().message);
+    return std::nullopt;
   }
   if (compileMillis)
-    *compileMillis = millisSince(start);
-  return (cache[key] = std::move(*kernel)).get();
+    *compileMillis = kernel->compileMillis();
+  return std::move(*kernel);
 }
 
-size_t elementBytes(const std::string &type) {
-  if (type == "f32")
-    return 4;
-  if (type == "f16" || type == "bf16")
-    return 2;
-  return 1;
-}
-
-size_t valueBytes(ValueType type) { return type == ValueType::F32 ? 4 : 2; }
-
-/// Host storage for one kernel parameter, shaped per bufferShapes().
+/// Host storage for one kernel parameter, shaped per kernelAbi().
 struct Storage {
   std::vector<uint8_t> bytes;
   int64_t rows = 0, cols = 0;
 };
 
 std::vector<Storage> allocate(const KernelSpec &spec,
-                              const std::vector<KernelParam> &params,
-                              int64_t rows, int64_t cols) {
-  std::vector<Shape2D> shapes = compiler::bufferShapes(spec, rows, cols);
+                              const std::vector<KernelAbiParam> &params) {
   std::vector<Storage> storage(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
-    storage[i].rows = shapes[i].rows;
-    storage[i].cols = shapes[i].cols;
-    storage[i].bytes.assign(size_t(shapes[i].rows * shapes[i].cols) *
-                                elementBytes(params[i].elementType),
-                            0);
+    storage[i].rows = params[i].shape.rows;
+    storage[i].cols = params[i].shape.cols;
+    storage[i].bytes.assign(
+        size_t(params[i].shape.rows * params[i].shape.cols) *
+            kernelParamElementBytes(spec, params[i].element),
+        0);
   }
   return storage;
 }
+
+/// The ABI of `spec` for a [rows, cols] tensor.
+std::vector<KernelAbiParam> sizedAbi(KernelSpec spec, int64_t rows,
+                                     int64_t cols) {
+  spec.rows = rows;
+  spec.cols = cols;
+  return kernelAbi(spec);
+}
+
+size_t valueBytes(ValueType type) { return type == ValueType::F32 ? 4 : 2; }
 
 /// QuantizedTensor keeps scales as uint32 codes; the buffer holds the low
 /// `bytesPerScale` bytes of each (little endian).
@@ -126,10 +117,11 @@ std::vector<uint32_t> readScales(const Storage &storage, size_t bytesPerScale) {
   return codes;
 }
 
-/// The CPU kernel, or `runner` when it is set (then `kernel` is null).
-bool runKernel(CpuKernel *kernel, const KernelRunner &runner,
-               const KernelSpec &spec, std::vector<Storage> &storage,
-               std::string *error, JitTiming *timing) {
+/// The CPU kernel, or `runner` when it is set (then `kernel` is empty).
+bool runKernel(const std::optional<Kernel> &kernel, const KernelRunner &runner,
+               const KernelSpec &spec, int64_t rows, int64_t cols,
+               std::vector<Storage> &storage, std::string *error,
+               JitTiming *timing) {
   Clock::time_point start = Clock::now();
   if (runner) {
     std::vector<KernelBuffer> buffers;
@@ -138,11 +130,11 @@ bool runKernel(CpuKernel *kernel, const KernelRunner &runner,
     if (!runner(spec, buffers, error))
       return false;
   } else {
-    std::vector<HostBuffer> buffers;
+    std::vector<void *> buffers;
     for (Storage &s : storage)
-      buffers.push_back({s.bytes.data(), s.rows, s.cols});
-    if (llvm::Error runError = kernel->run(buffers)) {
-      setError(error, llvm::toString(std::move(runError)));
+      buffers.push_back(s.bytes.data());
+    if (Status status = kernel->run(buffers, rows, cols); !status) {
+      setError(error, status.error().message);
       return false;
     }
   }
@@ -155,7 +147,7 @@ bool runKernel(CpuKernel *kernel, const KernelRunner &runner,
 
 bool compileCpuKernel(const KernelSpec &spec, std::string *error,
                       double *compileMillis) {
-  return cachedKernel(spec, error, compileMillis) != nullptr;
+  return cpuKernel(spec, error, compileMillis).has_value();
 }
 
 KernelSpec quantizeSpecFor(const Scheme &scheme, ValueType valueType,
@@ -188,17 +180,17 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
                     "global scale where it has them)");
     return std::nullopt;
   }
-  CpuKernel *kernel =
-      runner ? nullptr
-             : cachedKernel(spec, error,
-                            timing ? &timing->compileMillis : nullptr);
-  if (!kernel && !runner)
-    return std::nullopt;
+  std::optional<Kernel> kernel;
+  if (!runner) {
+    kernel = cpuKernel(spec, error, timing ? &timing->compileMillis : nullptr);
+    if (!kernel)
+      return std::nullopt;
+  }
 
-  std::vector<KernelParam> params = compiler::kernelParams(spec);
-  std::vector<Storage> storage = allocate(spec, params, rows, cols);
+  std::vector<KernelAbiParam> params = sizedAbi(spec, rows, cols);
+  std::vector<Storage> storage = allocate(spec, params);
   size_t scaleBytes = size_t(scaleStorageBits(scheme.scale.type) / 8);
-  using Role = KernelParam::Role;
+  using Role = KernelParamRole;
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i].isResult)
       continue;
@@ -238,7 +230,7 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
     if (!validateQuantized(givenTensor, error))
       return std::nullopt;
   }
-  if (!runKernel(kernel, runner, spec, storage, error, timing))
+  if (!runKernel(kernel, runner, spec, rows, cols, storage, error, timing))
     return std::nullopt;
 
   QuantizedTensor tensor(scheme);
@@ -285,18 +277,17 @@ std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
   spec.op = KernelOp::Dequantize;
   spec.scheme = tensor.scheme;
   spec.valueType = valueType;
-  CpuKernel *kernel =
-      runner ? nullptr
-             : cachedKernel(spec, error,
-                            timing ? &timing->compileMillis : nullptr);
-  if (!kernel && !runner)
-    return std::nullopt;
+  std::optional<Kernel> kernel;
+  if (!runner) {
+    kernel = cpuKernel(spec, error, timing ? &timing->compileMillis : nullptr);
+    if (!kernel)
+      return std::nullopt;
+  }
 
-  std::vector<KernelParam> params = compiler::kernelParams(spec);
-  std::vector<Storage> storage =
-      allocate(spec, params, tensor.rows, tensor.cols);
+  std::vector<KernelAbiParam> params = sizedAbi(spec, tensor.rows, tensor.cols);
+  std::vector<Storage> storage = allocate(spec, params);
   size_t scaleBytes = size_t(scaleStorageBits(tensor.scheme.scale.type) / 8);
-  using Role = KernelParam::Role;
+  using Role = KernelParamRole;
   for (size_t i = 0; i < params.size(); ++i) {
     Storage &s = storage[i];
     switch (params[i].role) {
@@ -318,45 +309,15 @@ std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
       break;
     }
   }
-  if (!runKernel(kernel, runner, spec, storage, error, timing))
+  if (!runKernel(kernel, runner, spec, tensor.rows, tensor.cols, storage, error,
+                 timing))
     return std::nullopt;
   return std::move(storage.back().bytes);
 }
 
-std::optional<PtxBuild> jitCompilePtx(const KernelSpec &spec,
-                                      std::string_view targetText,
-                                      std::string *error) {
-  std::string reason;
-  std::optional<Target> target = parseTarget(targetText, &reason);
-  if (!target) {
-    setError(error, reason);
-    return std::nullopt;
-  }
-  if (!target->isNvidia()) {
-    setError(error, "PTX needs an NVIDIA target, got '" + target->str() + "'");
-    return std::nullopt;
-  }
-  if (!validateTarget(*target, &reason)) {
-    setError(error, reason);
-    return std::nullopt;
-  }
-  Clock::time_point start = Clock::now();
-  auto ptx = compiler::compileToPtx(spec, *target);
-  if (!ptx) {
-    setError(error, llvm::toString(ptx.takeError()));
-    return std::nullopt;
-  }
-  PtxBuild build;
-  build.compileMillis = millisSince(start);
-  build.ptx = std::move(ptx->ptx);
-  build.kernelNames = std::move(ptx->kernelNames);
-  return build;
-}
-
 void releaseJitKernels() {
-  KernelCache *&cache = kernelCache();
-  delete cache;
-  cache = nullptr;
+  std::lock_guard<std::mutex> lock(jitMutex);
+  processJit.reset();
 }
 
 } // namespace lowbit::cli

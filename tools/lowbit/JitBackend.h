@@ -11,11 +11,12 @@
 // are the reference quantizer's representation (QuantizedTensor), so the
 // same writer serves both backends and the files are equal byte for byte.
 //
-// Compiled kernels live in a process-wide cache keyed by the canonical
-// spec. The JIT engines must be destroyed before LLVM's own statics are
-// (static destruction of an engine crashed a test binary), so main() calls
-// releaseJitKernels() before it returns; a process that never calls it
-// leaks the engines, which is also safe.
+// Compiled kernels come from one process-wide lowbit::Jit (the library's
+// thread-safe cache; LOWBIT_CACHE and LOWBIT_CACHE_DIR as everywhere). Its
+// JIT engines must be destroyed before LLVM's own statics are (static
+// destruction of an engine crashed a test binary), so the command entry
+// calls releaseJitKernels() before it returns; a process that never calls
+// it leaks the engines, which is also safe.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,19 +82,8 @@ jitDequantize(const QuantizedTensor &tensor, ValueType valueType,
               std::string *error, JitTiming *timing = nullptr,
               const KernelRunner &runner = {});
 
-/// PTX for an NVIDIA target such as "sm_90a" or "sm_89+ptx81"; the
-/// target is validated before any code generation.
-struct PtxBuild {
-  std::string ptx;
-  std::vector<std::string> kernelNames;
-  double compileMillis = 0;
-};
-std::optional<PtxBuild> jitCompilePtx(const KernelSpec &spec,
-                                      std::string_view target,
-                                      std::string *error);
-
-/// Destroys every cached kernel (and its JIT engine). Call before main()
-/// returns.
+/// Destroys the process's Jit and every kernel it holds (and their JIT
+/// engines). Call before main() returns.
 void releaseJitKernels();
 
 } // namespace lowbit::cli

@@ -1,22 +1,22 @@
 //===- QuantizeCommand.cpp - `lowbit quantize` ----------------------------===//
 //
 // Reads a 2-D .npy tensor, quantizes it with a scheme and writes the
-// directory described in QuantizedFiles.h. Every input is read and checked
-// and the whole result computed before anything is written, and the
-// directory is replaced as one unit (a sibling temporary directory swapped
-// in), so a failed, killed or concurrent run never leaves a partial or
-// mixed set.
+// directory described in runtime/files/QuantizedFiles.h. Every input is
+// read and checked and the whole result computed before anything is
+// written, and the directory is replaced as one unit (a sibling temporary
+// directory swapped in), so a failed, killed or concurrent run never leaves
+// a partial or mixed set.
 //
 //===----------------------------------------------------------------------===//
 
 #include "format/Codec.h"
 #include "format/Quantize.h"
 #include "runtime/core/Npy.h"
+#include "runtime/files/QuantizedFiles.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
-#include "tools/lowbit/QuantizedFiles.h"
 
 #include <array>
 
@@ -197,7 +197,7 @@ CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
     auto array = npy::readNpy(*scaleFile, &error);
     if (!array)
       return fail(error);
-    auto codes = scalesFromArray(*array, scheme, rows, cols, &error);
+    auto codes = files::scalesFromArray(*array, scheme, rows, cols, &error);
     if (!codes)
       return fail(fmt::format("{}: {}", *scaleFile, error));
     given.scaleCodes = std::move(*codes);
@@ -213,7 +213,7 @@ CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
       auto zeros = npy::readNpy(*zeroFile, &error);
       if (!zeros)
         return fail(error);
-      auto values = zerosFromArray(*zeros, scheme, rows, cols, &error);
+      auto values = files::zerosFromArray(*zeros, scheme, rows, cols, &error);
       if (!values)
         return fail(fmt::format("{}: {}", *zeroFile, error));
       given.zeros = std::move(*values);
@@ -231,7 +231,7 @@ CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
     auto array = npy::readNpy(*globalFile, &error);
     if (!array)
       return fail(error);
-    auto value = globalFromArray(*array, &error);
+    auto value = files::globalFromArray(*array, &error);
     if (!value)
       return fail(fmt::format("{}: {}", *globalFile, error));
     given.globalScale = *value;
@@ -321,8 +321,8 @@ CommandResult runQuantize(Arguments args) {
         input->values<uint16_t>(), rows, cols, given, &error);
   if (!tensor)
     return fail(error);
-  if (!writeQuantizedDirectory(*parsed->value("out"), *tensor,
-                               inputTypeName(*inputType), &error))
+  if (!files::writeQuantizedDirectory(*parsed->value("out"), *tensor,
+                                      inputTypeName(*inputType), &error))
     return fail(error);
   return std::nullopt;
 }

@@ -1,14 +1,19 @@
 //===- main.cpp - The lowbit command-line tool ----------------------------===//
 //
-// Dispatches to a subcommand and is the only place that turns an error into
-// an exit code.
+// Dispatches to a subcommand and turns an error into an exit code. This is
+// the MLIR-free front end: the commands that never compile run here, and
+// `compile` is answered from the disk cache when it can be
+// (CachedCompile.cpp). Everything else goes to the compiler library,
+// loaded with dlopen only then (runtime/jit/CompilerLoader.h), so
+// `lowbit formats` or a cached `lowbit compile` never loads MLIR or LLVM.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/Diagnostics.h"
-#include "tools/lowbit/JitBackend.h"
+
+#include "runtime/jit/CompilerLoader.h"
 
 #include <cstdio>
 #include <exception>
@@ -18,10 +23,6 @@
 #include <fmt/format.h>
 
 namespace lowbit::cli {
-
-void printError(std::string_view message) {
-  fmt::print(stderr, "lowbit: error: {}\n", message);
-}
 
 namespace {
 
@@ -33,9 +34,13 @@ enum class CacheUse : bool { None, Reads };
 struct Subcommand {
   std::string_view name;
   std::string_view summary;
+  /// Runs here; nullptr: runs in the compiler library.
   CommandResult (*run)(Arguments);
   CacheUse cache;
 };
+
+/// A command of the compiler library (CompilerLibrary.cpp).
+constexpr CommandResult (*kInCompilerLibrary)(Arguments) = nullptr;
 
 constexpr Subcommand kSubcommands[] = {
     {"formats", "list the number formats and named schemes", runFormats,
@@ -44,21 +49,21 @@ constexpr Subcommand kSubcommands[] = {
     {"decode", "convert codes of a format to values", runDecode,
      CacheUse::None},
     {"compile", "print a kernel spec's kernel: MLIR, loops, LLVM IR or PTX",
-     runCompile, CacheUse::Reads},
-    {"quantize", "quantize a .npy tensor with a scheme", runQuantize,
+     kInCompilerLibrary, CacheUse::Reads},
+    {"quantize", "quantize a .npy tensor with a scheme", kInCompilerLibrary,
      CacheUse::Reads},
     {"dequantize", "turn a quantized directory back into a .npy tensor",
-     runDequantize, CacheUse::Reads},
+     kInCompilerLibrary, CacheUse::Reads},
     {"eval", "error tables of the schemes on synthetic data", runEval,
      CacheUse::None},
     {"aot", "write PTX/cubin bundles with a manifest for the MLIR-free runtime",
-     runAot, CacheUse::Reads},
+     kInCompilerLibrary, CacheUse::Reads},
     {"demo", "JIT every scheme for the CPU and sm_90a, check it bit-exact",
-     runDemo, CacheUse::Reads},
+     kInCompilerLibrary, CacheUse::Reads},
     {"cache", "show, list or clear the disk kernel cache", runCache,
      CacheUse::Reads},
     {"report", "static report of each GPU kernel: widths, occupancy, bandwidth",
-     runReport, CacheUse::Reads},
+     kInCompilerLibrary, CacheUse::Reads},
     {"kv", "a quantized KV cache on .npy files: init, append, dequantize, "
            "attend",
      runKv, CacheUse::None},
@@ -82,28 +87,56 @@ void printUsage() {
   fmt::print("\n'lowbit <command> --help' describes one command.\n");
 }
 
-CommandResult dispatch(Arguments args) {
-  if (args.empty())
-    return fail("no command given; 'lowbit --help' lists them");
+/// Runs the command in the compiler library, loading it now.
+int runInCompilerLibrary(Arguments args) {
+  Expected<const jit::CompilerLibrary *> library = jit::compilerLibrary();
+  if (!library) {
+    printError(library.error().message);
+    return 1;
+  }
+  std::vector<std::string> words(args.begin(), args.end());
+  std::vector<const char *> argv;
+  for (const std::string &word : words)
+    argv.push_back(word.c_str());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  return (*library)->runCommand(int(words.size()), argv.data());
+}
+
+/// The exit code, or nullopt with the error in `result`.
+std::optional<int> dispatch(Arguments args, CommandResult &result) {
+  if (args.empty()) {
+    result = fail("no command given; 'lowbit --help' lists them");
+    return std::nullopt;
+  }
   std::string_view name = args.front();
   if (name == "--help" || name == "-h" || name == "help") {
     printUsage();
-    return std::nullopt;
+    return 0;
   }
   for (const Subcommand &subcommand : kSubcommands) {
     if (subcommand.name != name)
       continue;
     if (subcommand.cache == CacheUse::Reads && !asksForHelp(args.subspan(1)))
-      if (CommandResult invalid = checkCacheEnvironment())
-        return invalid;
-    return subcommand.run(args.subspan(1));
+      if ((result = checkCacheEnvironment()))
+        return std::nullopt;
+    // A PTX kernel on disk needs no compiler.
+    if (subcommand.name == "compile" && runCachedCompile(args.subspan(1)))
+      return 0;
+    if (!subcommand.run)
+      return runInCompilerLibrary(args);
+    if ((result = subcommand.run(args.subspan(1))))
+      return std::nullopt;
+    return 0;
   }
   if (name.starts_with("-"))
-    return fail(fmt::format("unknown option '{}'; 'lowbit --help' lists the "
-                            "commands",
-                            name));
-  return fail(fmt::format(
-      "unknown command '{}'; 'lowbit --help' lists the commands", name));
+    result = fail(fmt::format("unknown option '{}'; 'lowbit --help' lists the "
+                              "commands",
+                              name));
+  else
+    result = fail(fmt::format(
+        "unknown command '{}'; 'lowbit --help' lists the commands", name));
+  return std::nullopt;
 }
 
 } // namespace
@@ -116,7 +149,10 @@ int main(int argc, char **argv) {
   // failure as a value, but the tool must still never abort.
   int exitCode = 0;
   try {
-    if (CommandResult error = dispatch(args)) {
+    CommandResult error;
+    if (std::optional<int> code = dispatch(args, error)) {
+      exitCode = *code;
+    } else {
       printError(error->message);
       exitCode = kExitUsage;
     }
@@ -124,7 +160,5 @@ int main(int argc, char **argv) {
     printError(fmt::format("internal error: {}", exception.what()));
     exitCode = 1;
   }
-  // JIT engines must go before LLVM's statics do (see JitBackend.h).
-  releaseJitKernels();
   return exitCode;
 }

@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOWBIT_TOOLS_LOWBIT_QUANTIZEDFILES_H
-#define LOWBIT_TOOLS_LOWBIT_QUANTIZEDFILES_H
+#ifndef LOWBIT_RUNTIME_FILES_QUANTIZEDFILES_H
+#define LOWBIT_RUNTIME_FILES_QUANTIZEDFILES_H
 
 #include "format/Quantize.h"
 #include "runtime/core/Json.h"
@@ -30,7 +30,7 @@
 #include <optional>
 #include <string>
 
-namespace lowbit::cli {
+namespace lowbit::files {
 
 /// The dtype scales of `type` are stored with in scales.npy.
 npy::DType scaleFileDType(ScaleType type);
@@ -73,6 +73,6 @@ bool writeQuantizedDirectory(const std::string &directory,
 std::optional<QuantizedTensor>
 readQuantizedDirectory(const std::string &directory, std::string *error);
 
-} // namespace lowbit::cli
+} // namespace lowbit::files
 
-#endif // LOWBIT_TOOLS_LOWBIT_QUANTIZEDFILES_H
+#endif // LOWBIT_RUNTIME_FILES_QUANTIZEDFILES_H

@@ -1,6 +1,6 @@
 //===- QuantizedFiles.cpp - A quantized tensor as a directory -------------===//
 
-#include "tools/lowbit/QuantizedFiles.h"
+#include "runtime/files/QuantizedFiles.h"
 
 #include "format/Codec.h"
 #include "runtime/core/AtomicDirectory.h"
@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-namespace lowbit::cli {
+namespace lowbit::files {
 namespace {
 
 void setError(std::string *error, std::string message) {
@@ -660,4 +660,4 @@ readQuantizedDirectory(const std::string &directory, std::string *error) {
   }
 }
 
-} // namespace lowbit::cli
+} // namespace lowbit::files

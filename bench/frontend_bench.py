@@ -1,0 +1,77 @@
+"""Whole-process time of the lowbit front end (docs/runtime.md, "The front
+end"): a cached `lowbit compile`, against an empty main and against NVRTC
+compiling the same scheme's reference kernel in a process of its own, all
+measured in one run.
+
+Usage: frontend_bench.py BUILD_DIR [--runs N] [--scheme S] [--chip C]
+                         [--baseline LOWBIT]
+
+Each command runs N times (default 11) in turn, and the median wall time
+is reported. --baseline times another lowbit executable's cached compile
+too (an older, MLIR-linked build). Prints numbers only; the results are in
+bench/RESULTS.md.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+def timed(command, environment):
+    start = time.perf_counter()
+    subprocess.run(command, env=environment, check=True,
+                   stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("build")
+    parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--scheme", default="mxfp4")
+    parser.add_argument("--chip", default="sm_90a")
+    parser.add_argument("--baseline")
+    args = parser.parse_args()
+    binaries = os.path.join(args.build, "bin")
+    spec = "quantize {} dynamic".format(args.scheme)
+    with tempfile.TemporaryDirectory() as cache:
+        environment = dict(os.environ, LOWBIT_CACHE_DIR=cache)
+        environment.pop("LOWBIT_CACHE", None)
+        commands = {
+            "empty main": [os.path.join(binaries, "lowbit-bench-empty-main")],
+            "lowbit formats": [os.path.join(binaries, "lowbit"), "formats"],
+            "lowbit compile (cached)": [os.path.join(binaries, "lowbit"),
+                                        "compile", spec, "--target", args.chip],
+            "NVRTC peer (whole process)": [
+                os.path.join(binaries, "lowbit-bench-nvrtc-process"),
+                args.scheme, args.chip],
+        }
+        if args.baseline:
+            commands["baseline lowbit compile (cached)"] = [
+                args.baseline, "compile", spec, "--target", args.chip]
+        # Fill the cache (each build has its own key) and warm the page cache.
+        for command in commands.values():
+            timed(command, environment)
+        samples = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, command in commands.items():
+                samples[name].append(timed(command, environment))
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    print("{} (median of {} runs, ms)".format(spec + " --target " + args.chip, args.runs))
+    for name, value in medians.items():
+        print("  {:<36} {:8.2f}  (min {:.2f})".format(name, value, min(samples[name])))
+    cached = medians["lowbit compile (cached)"]
+    print("  cached compile / NVRTC peer        {:8.3f}".format(
+        cached / medians["NVRTC peer (whole process)"]))
+    print("  cached compile - empty main        {:8.2f} ms".format(
+        cached - medians["empty main"]))
+    if args.baseline:
+        print("  baseline / cached compile          {:8.2f}x".format(
+            medians["baseline lowbit compile (cached)"] / cached))
+
+
+if __name__ == "__main__":
+    main()

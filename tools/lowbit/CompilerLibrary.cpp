@@ -1,0 +1,80 @@
+//===- CompilerLibrary.cpp - The commands that compile, as a library ------===//
+//
+// liblowbit-compiler.so: the commands that may compile a kernel (compile,
+// quantize, dequantize, aot, demo, report) with MLIR, LLVM and lowbit::Jit.
+// The lowbit executable (main.cpp) links none of them and loads this
+// library with dlopen when a command needs it (runtime/jit/CompilerLoader.h
+// names the two C entry points). Only those two symbols are exported.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cache/KernelKey.h"
+#include "tools/lowbit/Commands.h"
+#include "tools/lowbit/Diagnostics.h"
+#include "tools/lowbit/JitBackend.h"
+
+#include <cstdio>
+#include <exception>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+namespace {
+
+struct LibraryCommand {
+  std::string_view name;
+  CommandResult (*run)(Arguments);
+};
+
+constexpr LibraryCommand kLibraryCommands[] = {
+    {"compile", runCompile},
+    {"quantize", runQuantize},
+    {"dequantize", runDequantize},
+    {"aot", runAot},
+    {"demo", runDemo},
+    {"report", runReport},
+};
+
+int runCommand(Arguments args) {
+  for (const LibraryCommand &command : kLibraryCommands) {
+    if (args.empty() || command.name != args.front())
+      continue;
+    if (CommandResult error = command.run(args.subspan(1))) {
+      printError(error->message);
+      return kExitUsage;
+    }
+    return 0;
+  }
+  printError(fmt::format("the compiler library has no command '{}'",
+                         args.empty() ? "" : args.front()));
+  return kExitUsage;
+}
+
+} // namespace
+} // namespace lowbit::cli
+
+extern "C" __attribute__((visibility("default"))) const char *
+lowbit_compiler_build() {
+  return lowbit::runtime::compilerBuildHash().data();
+}
+
+extern "C" __attribute__((visibility("default"))) int
+lowbit_compiler_run_command(int argc, const char *const *argv) {
+  using namespace lowbit::cli;
+  std::vector<std::string_view> args(argv, argv + argc);
+  // A last resort only (e.g. out of memory): commands report every expected
+  // failure as a value, but the tool must still never abort.
+  int exitCode = 0;
+  try {
+    exitCode = runCommand(args);
+  } catch (const std::exception &exception) {
+    printError(fmt::format("internal error: {}", exception.what()));
+    exitCode = 1;
+  }
+  // JIT engines must go before LLVM's statics do (see JitBackend.h).
+  releaseJitKernels();
+  std::fflush(stdout);
+  return exitCode;
+}
