@@ -7,7 +7,9 @@ Usage: frontend_bench.py BUILD_DIR [--runs N] [--scheme S] [--chip C]
                          [--baseline LOWBIT]
 
 Each command runs N times (default 11) in turn, and the median wall time
-is reported. --baseline times another lowbit executable's cached compile
+is reported, with the median CPU time (user + system, from wait4) beside
+it: on a shared machine the wall time waits for other processes, the CPU
+time much less. --baseline times another lowbit executable's cached compile
 too (an older, MLIR-linked build). Prints numbers only; the results are in
 bench/RESULTS.md.
 """
@@ -21,10 +23,16 @@ import time
 
 
 def timed(command, environment):
+    """Wall and CPU milliseconds of one run of `command`."""
     start = time.perf_counter()
-    subprocess.run(command, env=environment, check=True,
-                   stdout=subprocess.DEVNULL)
-    return (time.perf_counter() - start) * 1000
+    process = subprocess.Popen(command, env=environment,
+                               stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = (time.perf_counter() - start) * 1000
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        raise SystemExit("{} exited with {}".format(command, process.returncode))
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
 
 def main():
@@ -56,13 +64,18 @@ def main():
         for command in commands.values():
             timed(command, environment)
         samples = {name: [] for name in commands}
+        cpu = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, command in commands.items():
-                samples[name].append(timed(command, environment))
+                wall, used = timed(command, environment)
+                samples[name].append(wall)
+                cpu[name].append(used)
     medians = {name: statistics.median(values) for name, values in samples.items()}
     print("{} (median of {} runs, ms)".format(spec + " --target " + args.chip, args.runs))
+    print("  {:<36} {:>8}  {:>8}  {:>8}".format("", "wall", "min", "cpu"))
     for name, value in medians.items():
-        print("  {:<36} {:8.2f}  (min {:.2f})".format(name, value, min(samples[name])))
+        print("  {:<36} {:8.2f}  {:8.2f}  {:8.2f}".format(
+            name, value, min(samples[name]), statistics.median(cpu[name])))
     cached = medians["lowbit compile (cached)"]
     print("  cached compile / NVRTC peer        {:8.3f}".format(
         cached / medians["NVRTC peer (whole process)"]))

@@ -34,10 +34,10 @@ void setError(std::string *error, std::string message) {
 }
 
 /// The process's Jit (LOWBIT_CACHE, LOWBIT_CACHE_DIR), made on first use.
-/// Released by releaseJitKernels() rather than by static destruction: see
-/// JitBackend.h.
+/// A plain pointer: never destroyed by static destruction, only by
+/// releaseJitKernels() (see JitBackend.h).
 std::mutex jitMutex;
-std::unique_ptr<Jit> processJit;
+Jit *processJit = nullptr;
 
 Jit *sharedJit(std::string *error) {
   std::lock_guard<std::mutex> lock(jitMutex);
@@ -47,9 +47,9 @@ Jit *sharedJit(std::string *error) {
       setError(error, created.error().message);
       return nullptr;
     }
-    processJit = std::move(*created);
+    processJit = created->release();
   }
-  return processJit.get();
+  return processJit;
 }
 
 /// The CPU kernel of `spec` from the Jit (compiled on first request).
@@ -317,7 +317,8 @@ std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
 
 void releaseJitKernels() {
   std::lock_guard<std::mutex> lock(jitMutex);
-  processJit.reset();
+  delete processJit;
+  processJit = nullptr;
 }
 
 } // namespace lowbit::cli
