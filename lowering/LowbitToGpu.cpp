@@ -116,11 +116,23 @@ public:
     Value groupsPerRow = ceilDiv(cols, idx(groupSize));
     Value groupCount = arith::MulIOp::create(b, rows, groupsPerRow);
     Value laneCount = arith::MulIOp::create(b, groupCount, idx(lanes));
-    gpu::LaunchOp launch = createLaunch(laneCount);
+    // Grid-stride over warp segments, so that the lanes of a warp run the
+    // same trips (the shuffles need all of them) and each thread's setup
+    // is paid once for several trips.
+    gpu::LaunchOp launch = createGridStrideLaunch(laneCount, kGridStrideBlocks);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value warpLane =
+        arith::RemUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize));
+    auto loop = scf::ForOp::create(
+        b, arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize)),
+        ceilDiv(laneCount, idx(kWarpSize)),
+        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize)));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
 
-    Value thread = globalThread(launch);
+    Value thread = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, loop.getInductionVar(), idx(kWarpSize)),
+        warpLane);
     Value lane = arith::RemUIOp::create(b, thread, idx(lanes));
     Value group = arith::DivUIOp::create(b, thread, idx(lanes));
     Value row = arith::DivUIOp::create(b, group, groupsPerRow);
