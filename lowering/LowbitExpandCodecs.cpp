@@ -25,6 +25,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "lowbit-expand-codecs"
 
 namespace lowbit {
@@ -155,6 +157,56 @@ Value encodeFloat(CodecBuilder &cb, const lowbit::FloatEncodeConstants &c,
                    cb.u32(c.nanCode), code);
 }
 
+/// Whether encodeFloatRnSaturating gives encodeFloat's bits: round to
+/// nearest even, saturating, a format with subnormals and mantissa bits
+/// (e2m1, e2m3, e3m2, e4m3, e5m2, ue4m3 and most parametric formats), and
+/// a magic constant 2^subnormalShiftBase that is a normal f32.
+bool hasRnSaturatingEncoder(const lowbit::Format &format,
+                            const lowbit::EncodeOptions &options,
+                            const lowbit::FloatEncodeConstants &c) {
+  return format.isFloat() && format.hasSubnormals() &&
+         format.floatParams().manBits > 0 && options.saturate &&
+         c.rounding == lowbit::Rounding::NearestEven &&
+         c.subnormalShiftBase >= -126 && c.subnormalShiftBase <= 127;
+}
+
+/// The same bits as encodeFloat for hasRnSaturatingEncoder's formats, in
+/// about a third of the ops. Below the smallest normal, adding the magic
+/// constant 2^subnormalShiftBase (whose f32 ulp is the format's subnormal
+/// spacing) rounds |x| onto the subnormal grid with the FPU's own
+/// round-to-nearest-even, as encodeFloat's shift-and-round does (f32
+/// subnormal inputs included: the add keeps them, no flush to zero).
+/// Above it, t is rounded at droppedBits as in encodeFloat; inf and every
+/// overflow exceed maxMagnitude and clamp to it (saturating); NaN gives
+/// nanCode.
+Value encodeFloatRnSaturating(CodecBuilder &cb,
+                              const lowbit::FloatEncodeConstants &c,
+                              Value input) {
+  using P = arith::CmpIPredicate;
+  Value bits = cb.toBits(input);
+  Value magnitudeBits = cb.band(bits, cb.u32(0x7fffffffu));
+  Value dropped = cb.u32(c.droppedBits);
+  uint32_t droppedMask = (uint32_t(1) << c.droppedBits) - 1;
+  Value t = cb.sub(magnitudeBits, cb.s32(c.rebias));
+  Value parity = cb.band(cb.lshr(t, dropped), cb.u32(1));
+  Value normalCode =
+      cb.lshr(cb.add(t, cb.add(parity, cb.u32(droppedMask >> 1))), dropped);
+  Value magic = cb.f32Const(std::ldexp(1.0f, c.subnormalShiftBase));
+  Value subnormalCode = cb.sub(
+      cb.toBits(arith::AddFOp::create(cb.b, cb.toFloat(magnitudeBits), magic)),
+      cb.toBits(magic));
+  uint32_t minNormalBits = uint32_t(c.rebias + c.minNormalT);
+  Value magnitude =
+      cb.select(cb.cmp(P::ult, magnitudeBits, cb.u32(minNormalBits)),
+                subnormalCode, normalCode);
+  magnitude = arith::MinUIOp::create(cb.b, magnitude, cb.u32(c.maxMagnitude));
+  Value code = magnitude;
+  if (c.signKeep)
+    code = cb.bor(code, cb.shl(cb.lshr(bits, cb.u32(31)), cb.u32(c.signShift)));
+  return cb.select(cb.cmp(P::ugt, magnitudeBits, cb.u32(0x7f800000u)),
+                   cb.u32(c.nanCode), code);
+}
+
 /// Codec.cpp's encodeIntValue: round (rn/rz/rp), clamp, NaN gives 0.
 /// Clamping first and rounding second gives the same result because the
 /// bounds are integers, and keeps fptosi in range.
@@ -263,11 +315,15 @@ void expandEncode(lowbit::dialect::EncodeOp op) {
   CodecBuilder cb(builder, op.getInput().getType());
   lowbit::Format format = op.getModelFormat();
   lowbit::EncodeOptions options = op.getEncodeOptions();
-  Value code =
-      format.isInt()
-          ? encodeInt(cb, format, options.rounding, op.getInput())
-          : encodeFloat(cb, lowbit::makeEncodeConstants(format, options),
-                        op.getInput());
+  lowbit::FloatEncodeConstants constants =
+      lowbit::makeEncodeConstants(format, options);
+  Value code;
+  if (format.isInt())
+    code = encodeInt(cb, format, options.rounding, op.getInput());
+  else if (hasRnSaturatingEncoder(format, options, constants))
+    code = encodeFloatRnSaturating(cb, constants, op.getInput());
+  else
+    code = encodeFloat(cb, constants, op.getInput());
   Value result = arith::TruncIOp::create(builder, op.getType(), code);
   op.replaceAllUsesWith(result);
   op.erase();

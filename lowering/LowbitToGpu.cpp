@@ -116,11 +116,23 @@ public:
     Value groupsPerRow = ceilDiv(cols, idx(groupSize));
     Value groupCount = arith::MulIOp::create(b, rows, groupsPerRow);
     Value laneCount = arith::MulIOp::create(b, groupCount, idx(lanes));
-    gpu::LaunchOp launch = createLaunch(laneCount);
+    // Grid-stride over warp segments, so that the lanes of a warp run the
+    // same trips (the shuffles need all of them) and each thread's setup
+    // is paid once for several trips.
+    gpu::LaunchOp launch = createGridStrideLaunch(laneCount, kGridStrideBlocks);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value warpLane =
+        arith::RemUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize));
+    auto loop = scf::ForOp::create(
+        b, arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize)),
+        ceilDiv(laneCount, idx(kWarpSize)),
+        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize)));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
 
-    Value thread = globalThread(launch);
+    Value thread = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, loop.getInductionVar(), idx(kWarpSize)),
+        warpLane);
     Value lane = arith::RemUIOp::create(b, thread, idx(lanes));
     Value group = arith::DivUIOp::create(b, thread, idx(lanes));
     Value row = arith::DivUIOp::create(b, group, groupsPerRow);
@@ -355,7 +367,9 @@ public:
 
     // What each store needs: its unit's code bytes and, unless per tensor,
     // its scale (and zero point).
-    SmallVector<Type> unitTypes(stores * unitBytes, b.getI8Type());
+    // Units travel as 32-bit pieces (one register per 4 code bytes).
+    int64_t piecesPerUnit = std::max<int64_t>(1, unitBytes / 4);
+    SmallVector<Type> unitTypes(stores * piecesPerUnit, b.getI32Type());
     if (!perTensor) {
       unitTypes.append(stores, b.getF32Type());
       if (asymmetric)
@@ -365,10 +379,10 @@ public:
       lowbit::GroupParams params = loadParams(scales, zeros, paramRow, col);
       return SmallVector<Value>{params.scale, params.zero};
     };
-    auto yieldUnits = [&](ArrayRef<SmallVector<Value>> bytes,
+    auto yieldUnits = [&](ArrayRef<SmallVector<Value>> pieces,
                           ArrayRef<SmallVector<Value>> params) {
       SmallVector<Value> results;
-      for (const SmallVector<Value> &unit : bytes)
+      for (const SmallVector<Value> &unit : pieces)
         results.append(unit.begin(), unit.end());
       if (!perTensor)
         for (size_t position = 0; position < (asymmetric ? 2u : 1u); ++position)
@@ -446,14 +460,10 @@ public:
                        slots[k][position]));
         slots = std::move(next);
       }
-      SmallVector<SmallVector<Value>> bytes(stores), params(stores);
+      SmallVector<SmallVector<Value>> pieces(stores), params(stores);
       size_t pieceCount = ownPieces[0].size();
       for (int64_t k = 0; k < stores; ++k) {
-        for (int64_t j = 0; j < unitBytes; ++j)
-          bytes[k].push_back(arith::TruncIOp::create(
-              b, b.getI8Type(),
-              arith::ShRUIOp::create(b, slots[k][size_t(j / 4)],
-                                     i32(int32_t(8 * (j % 4))))));
+        pieces[k].assign(slots[k].begin(), slots[k].begin() + pieceCount);
         if (perTensor)
           continue;
         if (scalePerUnit) {
@@ -469,12 +479,13 @@ public:
         for (Value param : ownParams[0])
           params[k].push_back(param ? shuffle(param, source) : Value());
       }
-      yieldUnits(bytes, params);
+      yieldUnits(pieces, params);
 
       // The ragged path: this lane's own bytes, one guarded load each.
       b.setInsertionPointToStart(units.elseBlock());
       SmallVector<SmallVector<Value>> ownBytes(stores), slowParams(stores);
       for (int64_t k = 0; k < stores; ++k) {
+        ownBytes[k].assign(piecesPerUnit, i32(0));
         for (int64_t j = 0; j < unitBytes; ++j) {
           Value byteCol =
               arith::AddIOp::create(b, byteCol0, idx(k * unitBytes + j));
@@ -487,7 +498,13 @@ public:
           b.setInsertionPointToStart(ifByte.elseBlock());
           scf::YieldOp::create(b, i8(0));
           b.setInsertionPointAfter(ifByte);
-          ownBytes[k].push_back(ifByte.getResult(0));
+          Value &piece = ownBytes[k][size_t(j / 4)];
+          piece = arith::OrIOp::create(
+              b, piece,
+              arith::ShLIOp::create(b,
+                                    arith::ExtUIOp::create(b, b.getI32Type(),
+                                                           ifByte.getResult(0)),
+                                    i32(int32_t(8 * (j % 4)))));
         }
         if (perTensor)
           continue;
@@ -500,19 +517,24 @@ public:
       yieldUnits(ownBytes, slowParams);
     }
 
-    // Decode each unit (shared by both paths), then store it.
-    SmallVector<SmallVector<Value>> unitValues(stores);
+    // Decode each unit (shared by both paths) and store it right away, so
+    // that only one unit's values are live at a time.
+    Value segmentElement0 =
+        arith::MulIOp::create(b, segment, idx(kWarpSize * elementsPerLane));
     for (int64_t k = 0; k < stores; ++k) {
       lowbit::GroupParams params = tensorParams;
       if (!perTensor) {
-        params.scale = units.getResult(stores * unitBytes + k);
+        params.scale = units.getResult(stores * piecesPerUnit + k);
         if (asymmetric)
-          params.zero = units.getResult(stores * unitBytes + stores + k);
+          params.zero = units.getResult(stores * piecesPerUnit + stores + k);
         params.global = globalValue;
       }
       SmallVector<Value> unitCodes;
       for (int64_t j = 0; j < unitBytes; ++j) {
-        Value byte = units.getResult(k * unitBytes + j);
+        Value piece = units.getResult(k * piecesPerUnit + j / 4);
+        Value byte = arith::TruncIOp::create(
+            b, b.getI8Type(),
+            arith::ShRUIOp::create(b, piece, i32(int32_t(8 * (j % 4)))));
         if (!nibble) {
           unitCodes.push_back(byte);
           continue;
@@ -520,53 +542,46 @@ public:
         unitCodes.push_back(arith::AndIOp::create(b, byte, i8(0xF)));
         unitCodes.push_back(arith::ShRUIOp::create(b, byte, i8(4)));
       }
+      SmallVector<Value> values;
       for (int64_t i = 0; i < width; i += 2) {
         auto [first, second] =
             dequantizePair(unitCodes[i], unitCodes[i + 1], params);
-        unitValues[k].push_back(narrow(first, outputType));
-        unitValues[k].push_back(narrow(second, outputType));
+        values.push_back(narrow(first, outputType));
+        values.push_back(narrow(second, outputType));
       }
-    }
-    auto storeIf = scf::IfOp::create(b, fast, true);
-    {
-      OpBuilder::InsertionGuard thenGuard(b);
+      auto storeIf = scf::IfOp::create(b, fast, true);
+      OpBuilder::InsertionGuard storeGuard(b);
       b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
-      Value segmentElement0 =
-          arith::MulIOp::create(b, segment, idx(kWarpSize * elementsPerLane));
-      for (int64_t k = 0; k < stores; ++k) {
-        // Chunk 32k + stores * q + ((k - m) mod stores) of the segment's
-        // output: a permutation of 32 neighbouring chunks.
-        Value slot = arith::AndIOp::create(
-            b, arith::SubIOp::create(b, i32(k + stores), rotation),
-            i32(stores - 1));
-        Value outputChunk = arith::AddIOp::create(
-            b, i32(kWarpSize * k),
-            arith::AddIOp::create(
-                b, arith::MulIOp::create(b, sourceBase, i32(stores)), slot));
-        Value element = arith::AddIOp::create(
-            b, segmentElement0,
-            arith::MulIOp::create(
-                b,
-                arith::IndexCastUIOp::create(b, b.getIndexType(), outputChunk),
-                idx(width)));
-        Value vector = vector::FromElementsOp::create(
-            b, VectorType::get({width}, outputType), unitValues[k]);
-        vector::StoreOp::create(b, vector, flatOutput, ValueRange{element},
-                                /*nontemporal=*/false,
-                                llvm::MaybeAlign(kVectorBytes));
-      }
-      // The ragged path: each element of this lane's chunk on its own.
+      // Chunk 32k + stores * q + ((k - m) mod stores) of the segment's
+      // output: the warp's lanes write a permutation of 32 neighbouring
+      // chunks.
+      Value slot = arith::AndIOp::create(
+          b, arith::SubIOp::create(b, i32(k + stores), rotation),
+          i32(stores - 1));
+      Value outputChunk = arith::AddIOp::create(
+          b, i32(kWarpSize * k),
+          arith::AddIOp::create(
+              b, arith::MulIOp::create(b, sourceBase, i32(stores)), slot));
+      Value element = arith::AddIOp::create(
+          b, segmentElement0,
+          arith::MulIOp::create(
+              b, arith::IndexCastUIOp::create(b, b.getIndexType(), outputChunk),
+              idx(width)));
+      Value vector = vector::FromElementsOp::create(
+          b, VectorType::get({width}, outputType), values);
+      vector::StoreOp::create(b, vector, flatOutput, ValueRange{element},
+                              /*nontemporal=*/false,
+                              llvm::MaybeAlign(kVectorBytes));
+      // The ragged path: each element of this unit on its own.
       b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
-      for (int64_t k = 0; k < stores; ++k) {
-        for (int64_t i = 0; i < width; ++i) {
-          Value col = arith::AddIOp::create(b, col0, idx(k * width + i));
-          auto ifElement =
-              scf::IfOp::create(b, inBounds(valid, col, cols), false);
-          OpBuilder::InsertionGuard elementGuard(b);
-          b.setInsertionPoint(ifElement.thenBlock()->getTerminator());
-          memref::StoreOp::create(b, unitValues[k][size_t(i)], output,
-                                  ValueRange{row, col});
-        }
+      for (int64_t i = 0; i < width; ++i) {
+        Value col = arith::AddIOp::create(b, col0, idx(k * width + i));
+        auto ifElement =
+            scf::IfOp::create(b, inBounds(valid, col, cols), false);
+        OpBuilder::InsertionGuard elementGuard(b);
+        b.setInsertionPoint(ifElement.thenBlock()->getTerminator());
+        memref::StoreOp::create(b, values[size_t(i)], output,
+                                ValueRange{row, col});
       }
     }
   }
