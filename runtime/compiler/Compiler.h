@@ -46,13 +46,27 @@ std::unique_ptr<mlir::MLIRContext> makeContext();
 
 /// One kernel parameter of the ABI, in order.
 struct KernelParam {
-  enum class Role { Input, Scales, Zeros, Global, Codes, Output };
+  /// Workspace is never listed by kernelParams (see workspaceWords).
+  enum class Role { Input, Scales, Zeros, Global, Codes, Output, Workspace };
   Role role;
   bool isResult;           ///< written by the kernel
   std::string elementType; ///< "f32", "f16", "bf16", "i8"
 };
 /// The parameter list of a spec's kernel (docs/kernel-abi.md).
 std::vector<KernelParam> kernelParams(const KernelSpec &spec);
+
+/// 32-bit words of the scratch buffer that the GPU kernels of `spec` for
+/// `target` take as one extra, last parameter after kernelParams' (a
+/// memref<1 x words x i32>, all zero before the first launch; the kernels
+/// leave it all zero): docs/kernel-abi.md, "Workspace". 0: no such
+/// parameter, always so for the cpu target and for a spec that does not
+/// compile. It runs lowerForGpu (a few milliseconds): keep the result with
+/// the compiled kernel.
+int64_t workspaceWords(const KernelSpec &spec, const Target &target);
+/// The same for a target given by name ("sm_90a"); 0 for an unknown one.
+int64_t workspaceWords(const KernelSpec &spec, std::string_view target);
+/// The workspace words of a module after lowerForGpu (or the GPU tail).
+int64_t workspaceWordsOf(mlir::ModuleOp module);
 
 /// The module with one kernel function, verified.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
