@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuReductionBuilder.h"
 #include "lowering/Passes.h"
 
 #include "dialect/LowbitOps.h"
@@ -29,9 +29,9 @@ namespace ld = lowbit::dialect;
 namespace lowbit::gpu_mapping {
 namespace {
 
-class RowReduceEmitter : public GpuKernelBuilder {
+class RowReduceEmitter : public GpuReductionBuilder {
 public:
-  using GpuKernelBuilder::GpuKernelBuilder;
+  using GpuReductionBuilder::GpuReductionBuilder;
 
   void emitQuantizeRows(Value input, Value codes, Value scales, Value zeros) {
     Type inputType = cast<MemRefType>(input.getType()).getElementType();
@@ -83,15 +83,7 @@ public:
           scf::YieldOp::create(b, accumulate(acc, value, withMinMax));
         });
     SmallVector<Value> acc(scalarLoop.getResults());
-    for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2)
-      for (size_t position = 0; position < acc.size(); ++position) {
-        Value other =
-            gpu::ShuffleOp::create(b, acc[position], int32_t(offset),
-                                   int32_t(kWarpSize), gpu::ShuffleMode::XOR)
-                .getShuffleResult();
-        acc[position] = position == 1 ? stdMin(acc[position], other)
-                                      : stdMax(acc[position], other);
-      }
+    acc = reduceWarp(acc, kWarpSize, withMinMax);
     lowbit::Stats stats = toStats(acc, withMinMax);
 
     // The row's scale, stored by lane 0.
@@ -223,24 +215,18 @@ struct QuantizeRowsToGpu : OpRewritePattern<ld::QuantizeOp> {
     Value input = operandBuffer(op.getInput());
     if (!input)
       return rewriter.notifyMatchFailure(op, "input not from a memref");
-    auto codes = resultDestination(op.getCodes(), op);
-    auto scales = resultDestination(op.getScales(), op);
-    bufferization::MaterializeInDestinationOp zeros;
-    if (op.getZeros() && !(zeros = resultDestination(op.getZeros(), op)))
-      return rewriter.notifyMatchFailure(op, "zeros not materialized");
-    if (!codes || !scales)
+    FailureOr<QuantizeDestinations> destinations =
+        QuantizeDestinations::find(op);
+    if (failed(destinations))
       return rewriter.notifyMatchFailure(op, "results not materialized");
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     b.setInsertionPoint(op);
     RowReduceEmitter emitter(b, scheme, threadsPerBlock);
-    emitter.emitQuantizeRows(input, codes.getDest(), scales.getDest(),
-                             zeros ? zeros.getDest() : Value());
-    rewriter.eraseOp(codes);
-    rewriter.eraseOp(scales);
-    if (zeros)
-      rewriter.eraseOp(zeros);
-    rewriter.eraseOp(op);
+    emitter.emitQuantizeRows(input, destinations->codes.getDest(),
+                             destinations->scales.getDest(),
+                             destinations->zerosBuffer());
+    destinations->eraseWith(rewriter, op);
     return success();
   }
 

@@ -25,7 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/GpuTensorReduce.h"
-#include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuReductionBuilder.h"
 #include "lowering/Passes.h"
 
 #include "dialect/LowbitOps.h"
@@ -49,9 +49,9 @@ constexpr int64_t kMaxStatsBlocks = 1024;
 constexpr int64_t kElementsPerLane = 16;
 
 /// Emits the two launches; the arithmetic is ScaleMath's.
-class TensorReduceEmitter : public GpuKernelBuilder {
+class TensorReduceEmitter : public GpuReductionBuilder {
 public:
-  using GpuKernelBuilder::GpuKernelBuilder;
+  using GpuReductionBuilder::GpuReductionBuilder;
 
   /// Launch 1: the statistics of the whole of `input` (amax; with
   /// `withMinMax` also min and max), reduced through `workspace`; the last
@@ -296,22 +296,6 @@ private:
     return {arith::AddIOp::create(
         b, arith::MulIOp::create(b, slot, idx(statCount)), idx(position))};
   }
-  /// Combines the statistics of aligned runs of `lanes` lanes with xor
-  /// shuffles; every lane of the warp takes part.
-  SmallVector<Value> reduceWarp(SmallVector<Value> acc, int64_t lanes,
-                                bool withMinMax) {
-    for (int64_t offset = lanes / 2; offset >= 1; offset /= 2)
-      for (size_t position = 0; position < acc.size(); ++position) {
-        Value other =
-            gpu::ShuffleOp::create(b, acc[position], int32_t(offset),
-                                   int32_t(kWarpSize), gpu::ShuffleMode::XOR)
-                .getShuffleResult();
-        acc[position] = withMinMax && position == 1
-                            ? stdMin(acc[position], other)
-                            : stdMax(acc[position], other);
-      }
-    return acc;
-  }
   /// Position 1 (min, <= +0) is kept as 0 - min, which is >= +0 (a
   /// negation would turn +0 into -0, whose bits order above everything);
   /// amax and max are >= +0 already. Non-negative floats, +inf included,
@@ -347,12 +331,9 @@ struct QuantizePerTensorToGpu : OpRewritePattern<ld::QuantizeOp> {
     Value input = operandBuffer(op.getInput());
     if (!input)
       return rewriter.notifyMatchFailure(op, "input not from a memref");
-    auto codes = resultDestination(op.getCodes(), op);
-    auto scales = resultDestination(op.getScales(), op);
-    bufferization::MaterializeInDestinationOp zeros;
-    if (op.getZeros() && !(zeros = resultDestination(op.getZeros(), op)))
-      return rewriter.notifyMatchFailure(op, "zeros not materialized");
-    if (!codes || !scales)
+    FailureOr<QuantizeDestinations> destinations =
+        QuantizeDestinations::find(op);
+    if (failed(destinations))
       return rewriter.notifyMatchFailure(op, "results not materialized");
     bool withMinMax = scale.rule == lowbit::ScaleRule::MinMax;
     int64_t words = (withMinMax ? 3 : 1) + 1;
@@ -365,8 +346,8 @@ struct QuantizePerTensorToGpu : OpRewritePattern<ld::QuantizeOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     b.setInsertionPoint(op);
     TensorReduceEmitter emitter(b, scheme, threadsPerBlock);
-    Value scaleBuffer = scales.getDest();
-    Value zeroBuffer = zeros ? zeros.getDest() : Value();
+    Value scaleBuffer = destinations->scales.getDest();
+    Value zeroBuffer = destinations->zerosBuffer();
     emitter.emitStatsLaunch(
         input, workspace, withMinMax, [&](const lowbit::Stats &stats) {
           Value stored = emitter.pickScale(stats, Value());
@@ -378,12 +359,9 @@ struct QuantizePerTensorToGpu : OpRewritePattern<ld::QuantizeOp> {
                 b, emitter.pickZero(stats.min, emitter.decodeScale(stored)),
                 zeroBuffer, ValueRange{zero, zero});
         });
-    emitter.emitQuantizeLaunch(input, codes.getDest(), scaleBuffer, zeroBuffer);
-    rewriter.eraseOp(codes);
-    rewriter.eraseOp(scales);
-    if (zeros)
-      rewriter.eraseOp(zeros);
-    rewriter.eraseOp(op);
+    emitter.emitQuantizeLaunch(input, destinations->codes.getDest(),
+                               scaleBuffer, zeroBuffer);
+    destinations->eraseWith(rewriter, op);
     return success();
   }
 
