@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuTensorReduce.h"
 #include "lowering/Passes.h"
 
 #include "dialect/LowbitOps.h"
@@ -637,22 +638,11 @@ struct QuantizeRowGroupsToGpu : OpRewritePattern<ld::QuantizeOp> {
     Value rows = dimOf(b, input, 0);
     Value cols = dimOf(b, input, 1);
     GpuKernelEmitter emitter(b, scheme, threadsPerBlock);
-    if (computedGlobal) {
-      // The tensor's amax as a loop nest with scf.reduce, for the GPU
-      // tail's generic reduction, then the global scale stored (a
-      // one-thread kernel); the group launch reads it back.
-      lowbit::Stats tensorStats = emitter.emitTensorStats(
-          rows, cols, /*withMinMax=*/false, [&](Value row, Value col) {
-            Value value =
-                memref::LoadOp::create(b, input, ValueRange{row, col});
-            if (value.getType() != b.getF32Type())
-              value = arith::ExtFOp::create(b, b.getF32Type(), value);
-            return value;
-          });
-      Value zero = arith::ConstantIndexOp::create(b, 0);
-      memref::StoreOp::create(b, emitter.computeGlobal(tensorStats.absMax),
-                              global, ValueRange{zero, zero});
-    }
+    if (computedGlobal)
+      // Launch 1 of 2: the tensor amax and the stored global scale
+      // (GpuTensorReduce.h); the group launch reads the global back.
+      emitTensorGlobalLaunch(rewriter, b, op, scheme, input, global,
+                             threadsPerBlock);
     emitter.emitQuantizeRowGroups(input, codes.getDest(), scales.getDest(),
                                   zeros ? zeros.getDest() : Value(), global,
                                   rows, cols, lanes);
@@ -734,4 +724,6 @@ void lowbit::populateLowbitToGpuPatterns(RewritePatternSet &patterns,
                                          int64_t threadsPerBlock) {
   patterns.add<QuantizeRowGroupsToGpu, DequantizeToGpu>(patterns.getContext(),
                                                         threadsPerBlock);
+  populateLowbitTensorReducePatterns(patterns, threadsPerBlock);
+  populateLowbitRowReducePatterns(patterns, threadsPerBlock);
 }

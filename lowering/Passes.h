@@ -54,6 +54,17 @@ namespace lowbit {
 void populateLowbitToGpuPatterns(mlir::RewritePatternSet &patterns,
                                  int64_t threadsPerBlock = 256);
 
+/// Dynamic per-tensor quantize (byte codes) in two launches: a grid-stride
+/// statistics launch reduced through the runtime's workspace parameter,
+/// then the quantize pass (lowering/GpuTensorReduce.cpp).
+void populateLowbitTensorReducePatterns(mlir::RewritePatternSet &patterns,
+                                        int64_t threadsPerBlock);
+
+/// Dynamic per-token (per_channel axis 0) quantize in one launch, one warp
+/// per row (lowering/GpuRowReduce.cpp).
+void populateLowbitRowReducePatterns(mlir::RewritePatternSet &patterns,
+                                     int64_t threadsPerBlock);
+
 } // namespace lowbit
 
 #endif // LOWBIT_LOWERING_PASSES_H

@@ -47,7 +47,7 @@ def LowbitToGpu : Pass<"lowbit-to-gpu", "mlir::ModuleOp"> {
     "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
     "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
     "mlir::gpu::GPUDialect", "mlir::vector::VectorDialect",
-    "mlir::bufferization::BufferizationDialect"
+    "mlir::bufferization::BufferizationDialect", "mlir::NVVM::NVVMDialect"
   ];
 }
 

@@ -4,6 +4,7 @@
 
 #include "dialect/LowbitOps.h"
 #include "lowering/CpuTail.h"
+#include "lowering/GpuTensorReduce.h"
 #include "lowering/Passes.h"
 #include "lowering/ScaleMath.h"
 
@@ -255,6 +256,35 @@ llvm::Error lowerForGpu(ModuleOp module) {
   if (failed(pm.run(module)))
     return makeError("lowering for the GPU failed: " + diagnostics.message());
   return llvm::Error::success();
+}
+
+int64_t workspaceWordsOf(ModuleOp module) {
+  return gpu_mapping::workspaceWordsOf(
+      module.lookupSymbol<func::FuncOp>(kKernelName));
+}
+
+int64_t workspaceWords(const KernelSpec &spec, const Target &target) {
+  if (!target.isNvidia())
+    return 0;
+  // The lowering decides which kernels reduce through a workspace; asking
+  // it keeps one source of truth.
+  std::unique_ptr<MLIRContext> context = makeContext();
+  DiagnosticCollector diagnostics(*context);
+  auto module = buildKernelModule(*context, spec);
+  if (!module) {
+    llvm::consumeError(module.takeError());
+    return 0;
+  }
+  if (llvm::Error error = lowerForGpu(**module)) {
+    llvm::consumeError(std::move(error));
+    return 0;
+  }
+  return workspaceWordsOf(**module);
+}
+
+int64_t workspaceWords(const KernelSpec &spec, std::string_view target) {
+  std::optional<Target> parsed = parseTarget(target, nullptr);
+  return parsed ? workspaceWords(spec, *parsed) : 0;
 }
 
 std::optional<Stage> parseStage(std::string_view name) {

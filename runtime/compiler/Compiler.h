@@ -47,6 +47,7 @@ std::unique_ptr<mlir::MLIRContext> makeContext();
 
 /// One kernel parameter of the ABI, in order.
 struct KernelParam {
+  /// Workspace is never listed by kernelParams (see workspaceWords).
   using Role = KernelParamRole;
   Role role;
   bool isResult;           ///< written by the kernel
@@ -55,6 +56,19 @@ struct KernelParam {
 /// The parameter list of a spec's kernel (docs/kernel-abi.md):
 /// runtime/spec/KernelAbi.h with MLIR's type names.
 std::vector<KernelParam> kernelParams(const KernelSpec &spec);
+
+/// 32-bit words of the scratch buffer that the GPU kernels of `spec` for
+/// `target` take as one extra, last parameter after kernelParams' (a
+/// memref<1 x words x i32>, all zero before the first launch; the kernels
+/// leave it all zero): docs/kernel-abi.md, "Workspace". 0: no such
+/// parameter, always so for the cpu target and for a spec that does not
+/// compile. It runs lowerForGpu (a few milliseconds): keep the result with
+/// the compiled kernel.
+int64_t workspaceWords(const KernelSpec &spec, const Target &target);
+/// The same for a target given by name ("sm_90a"); 0 for an unknown one.
+int64_t workspaceWords(const KernelSpec &spec, std::string_view target);
+/// The workspace words of a module after lowerForGpu (or the GPU tail).
+int64_t workspaceWordsOf(mlir::ModuleOp module);
 
 /// The module with one kernel function, verified.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>

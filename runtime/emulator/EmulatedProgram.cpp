@@ -16,6 +16,8 @@ struct EmulatedProgram::State {
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<EmulatedModule> module;
   std::optional<KernelSpec> spec;
+  /// The workspace the spec's kernels take (docs/kernel-abi.md), in words.
+  int64_t workspaceWords = 0;
 };
 
 EmulatedProgram::EmulatedProgram() : state(std::make_unique<State>()) {}
@@ -84,6 +86,7 @@ EmulatedProgram::compile(const KernelSpec &spec, const Target &target,
     return compileError(llvm::toString(module.takeError()));
   if (llvm::Error error = compiler::lowerForGpu(**module))
     return compileError(llvm::toString(std::move(error)));
+  state.workspaceWords = compiler::workspaceWordsOf(**module);
   Status status = lowerAndLoad(state, program->launchPlan, **module, target,
                                mutate, diagnostics);
   *module = nullptr;
@@ -129,7 +132,22 @@ Status EmulatedProgram::runSpec(Device &device,
                          elementBytesOf(params[i].elementType),
                          params[i].isResult,
                          "kernel parameter " + std::to_string(i)});
-  return run(device, described);
+  // The runtime's workspace: zero before the first launch, and the
+  // kernels must leave it zero after the last (docs/kernel-abi.md).
+  std::vector<int32_t> workspace(size_t(state->workspaceWords), 0);
+  if (!workspace.empty())
+    described.push_back({workspace.data(), 1, int64_t(workspace.size()),
+                         sizeof(int32_t), true, "the workspace"});
+  if (Status status = run(device, described); !status)
+    return status;
+  for (size_t word = 0; word < workspace.size(); ++word)
+    if (workspace[word] != 0)
+      return makeError(ErrorCode::Unsupported,
+                       "the kernels left word " + std::to_string(word) +
+                           " of the workspace at " +
+                           std::to_string(workspace[word]) +
+                           " after the last launch; it must be zero again");
+  return Status::success();
 }
 
 Status EmulatedProgram::run(Device &device,

@@ -74,7 +74,9 @@ public:
   Status run(Device &device, std::span<const EmulatorBuffer> buffers) const;
   /// For a spec: one buffer per kernel parameter (docs/kernel-abi.md
   /// order) with its shape; element sizes and which buffers are inputs come
-  /// from the spec.
+  /// from the spec. When the kernels take a workspace, runSpec passes a
+  /// zeroed one after them and fails the run if any word of it is not zero
+  /// again after the last launch.
   Status runSpec(Device &device, std::span<const ShapedBuffer> buffers) const;
 
   const jit::LaunchPlan &plan() const { return launchPlan; }

@@ -18,7 +18,17 @@
 
 namespace lowbit {
 
-enum class KernelParamRole { Input, Scales, Zeros, Global, Codes, Output };
+/// Workspace: the GPU kernels' runtime-owned scratch (docs/kernel-abi.md),
+/// never in kernelAbi()'s list.
+enum class KernelParamRole {
+  Input,
+  Scales,
+  Zeros,
+  Global,
+  Codes,
+  Output,
+  Workspace
+};
 
 /// What a parameter's elements are: the spec's value type (f32, f16,
 /// bf16), the scheme's stored scale type (scaleStorageBits), bytes (codes,

@@ -1,0 +1,422 @@
+//===- GpuTensorReduce.cpp - Per-tensor dynamic quantize in two launches --===//
+//
+// Per-tensor dynamic quantize (one scale for the whole tensor) and the
+// computed global scale of the two-level schemes, in the bandwidth-shaped
+// GPU mapping (docs/gpu.md, "Per-tensor scales"):
+//
+//   launch 1  grid-stride over the flat tensor with 16-byte loads (a scalar
+//             loop takes the ragged or unaligned rest); per-lane statistics,
+//             warp xor shuffles, a shared-memory block reduction, then lane
+//             0 of each block folds the block's statistics into the
+//             workspace with one relaxed device-scope atomic max each (on
+//             the float bits: non-negative floats order like their bits)
+//             and takes a ticket. The block that takes the last ticket reads
+//             and zeroes the workspace, computes the scale (ScaleMath, the
+//             reference's arithmetic) and stores it.
+//   launch 2  the quantize pass: each lane loads 16 elements with 16-byte
+//             loads, reads the stored scale, encodes pairs with one
+//             vector<2xf32> lowbit.encode (one x2 cvt) and stores 16 code
+//             bytes at once.
+//
+// The workspace is a kernel parameter the runtime owns (docs/kernel-abi.md,
+// "Workspace"), so two streams never share scratch; no CAS loop, no
+// system-scope atomic, no module global.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GpuTensorReduce.h"
+#include "lowering/GpuReductionBuilder.h"
+#include "lowering/Passes.h"
+
+#include "dialect/LowbitOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+namespace ld = lowbit::dialect;
+
+namespace lowbit::gpu_mapping {
+namespace {
+
+/// At most this many blocks stride over the tensor in launch 1: enough to
+/// keep every SM of an H200 (132 x 8 resident blocks of 256 threads) or a
+/// B200 (148 x 8) nearly full; more blocks would only add atomics.
+constexpr int64_t kMaxStatsBlocks = 1024;
+/// Elements per lane in the quantize pass: 16 code bytes, one 16-byte store.
+constexpr int64_t kElementsPerLane = 16;
+
+/// Emits the two launches; the arithmetic is ScaleMath's.
+class TensorReduceEmitter : public GpuReductionBuilder {
+public:
+  using GpuReductionBuilder::GpuReductionBuilder;
+
+  /// Launch 1: the statistics of the whole of `input` (amax; with
+  /// `withMinMax` also min and max), reduced through `workspace`; the last
+  /// block calls `storeResults` with them (the builder inside that block).
+  void emitStatsLaunch(Value input, Value workspace, bool withMinMax,
+                       function_ref<void(const lowbit::Stats &)> storeResults) {
+    Type inputType = cast<MemRefType>(input.getType()).getElementType();
+    int64_t width = kVectorBytes / bytesOf(inputType);
+    int64_t statCount = withMinMax ? 3 : 1;
+    int64_t warps = threadsPerBlock / kWarpSize;
+
+    Value count =
+        arith::MulIOp::create(b, dimOf(b, input, 0), dimOf(b, input, 1));
+    Value blocks = arith::MinUIOp::create(
+        b, ceilDiv(count, idx(threadsPerBlock * width)), idx(kMaxStatsBlocks));
+    auto sharedType =
+        MemRefType::get({warps * statCount}, b.getF32Type(), AffineMap(),
+                        gpu::AddressSpaceAttr::get(
+                            b.getContext(), gpu::AddressSpace::Workgroup));
+    auto launch = gpu::LaunchOp::create(
+        b, blocks, idx(1), idx(1), idx(threadsPerBlock), idx(1), idx(1),
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, TypeRange{sharedType});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value shared = launch.getWorkgroupAttributions().front();
+
+    Value flat = flatten(input, count);
+    Value thread = globalThread(launch);
+    Value gridSize = launch.getGridSize().x;
+    Value stride = arith::MulIOp::create(b, gridSize, idx(threadsPerBlock));
+    // Whole 16-byte vectors from an aligned base, then the rest one by one.
+    Value vectorCount = arith::SelectOp::create(
+        b, isAligned(input, kVectorBytes),
+        arith::DivUIOp::create(b, count, idx(width)), idx(0));
+    SmallVector<Value> init(statCount, f32(0.0f));
+    auto vectorLoop = scf::ForOp::create(
+        b, thread, vectorCount, stride, init,
+        [&](OpBuilder &, Location, Value vectorIndex, ValueRange acc) {
+          Value vector = vector::LoadOp::create(
+              b, VectorType::get({width}, inputType), flat,
+              ValueRange{arith::MulIOp::create(b, vectorIndex, idx(width))},
+              /*nontemporal=*/false, llvm::MaybeAlign(kVectorBytes));
+          SmallVector<Value> next(acc);
+          for (int64_t i = 0; i < width; ++i)
+            next =
+                accumulate(next, widen(vector::ExtractOp::create(b, vector, i)),
+                           withMinMax);
+          scf::YieldOp::create(b, next);
+        });
+    Value scalarStart = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, vectorCount, idx(width)), thread);
+    auto scalarLoop = scf::ForOp::create(
+        b, scalarStart, count, stride, vectorLoop.getResults(),
+        [&](OpBuilder &, Location, Value index, ValueRange acc) {
+          Value value = widen(memref::LoadOp::create(b, flat, index));
+          scf::YieldOp::create(b, accumulate(acc, value, withMinMax));
+        });
+    SmallVector<Value> acc(scalarLoop.getResults());
+
+    // The warp, then the block: lane 0 of each warp leaves its warp's
+    // statistics in shared memory, warp 0 combines them. max/min of
+    // NaN-free values are exact and order-independent, and every lane
+    // starts at +0 (as the reference), so no -0 and no NaN ever appear.
+    acc = reduceWarp(acc, kWarpSize, withMinMax);
+    Value tid = launch.getThreadIds().x;
+    Value lane = arith::RemUIOp::create(b, tid, idx(kWarpSize));
+    Value warp = arith::DivUIOp::create(b, tid, idx(kWarpSize));
+    Value isLaneZero =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0));
+    auto storeShared = scf::IfOp::create(b, isLaneZero, false);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPoint(storeShared.thenBlock()->getTerminator());
+      for (int64_t position = 0; position < statCount; ++position)
+        memref::StoreOp::create(b, acc[position], shared,
+                                sharedIndex(warp, position, statCount));
+    }
+    gpu::BarrierOp::create(b);
+    auto firstWarp = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, idx(0)),
+        false);
+    OpBuilder::InsertionGuard warpGuard(b);
+    b.setInsertionPoint(firstWarp.thenBlock()->getTerminator());
+    auto loadShared = scf::IfOp::create(
+        b, SmallVector<Type>(statCount, b.getF32Type()),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane, idx(warps)),
+        true);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPointToStart(loadShared.thenBlock());
+      SmallVector<Value> values;
+      for (int64_t position = 0; position < statCount; ++position)
+        values.push_back(memref::LoadOp::create(
+            b, shared, sharedIndex(lane, position, statCount)));
+      scf::YieldOp::create(b, values);
+      b.setInsertionPointToStart(loadShared.elseBlock());
+      scf::YieldOp::create(b, SmallVector<Value>(statCount, f32(0.0f)));
+    }
+    SmallVector<Value> blockAcc = reduceWarp(
+        SmallVector<Value>(loadShared.getResults()), warps, withMinMax);
+
+    // Thread 0: fold into the workspace, then take a ticket. The fence
+    // orders the maxima before the ticket (release) and, in the last
+    // block, the ticket before the reads (acquire): __threadfence().
+    auto firstThread = scf::IfOp::create(b, isLaneZero, false);
+    b.setInsertionPoint(firstThread.thenBlock()->getTerminator());
+    for (int64_t position = 0; position < statCount; ++position)
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::maxu,
+                                  toOrderedBits(blockAcc[position], position),
+                                  workspace, ValueRange{idx(0), idx(position)});
+    NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
+    Value ticket = memref::AtomicRMWOp::create(
+        b, arith::AtomicRMWKind::addi, i32(1), workspace,
+        ValueRange{idx(0), idx(statCount)});
+    Value lastTicket = arith::IndexCastUIOp::create(
+        b, b.getI32Type(), arith::SubIOp::create(b, gridSize, idx(1)));
+    auto lastBlock = scf::IfOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket, lastTicket),
+        false);
+    b.setInsertionPoint(lastBlock.thenBlock()->getTerminator());
+    NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
+    // Read and zero each word in one exchange: the workspace leaves the
+    // launch as it came, all zero.
+    SmallVector<Value> totals;
+    for (int64_t position = 0; position < statCount; ++position) {
+      Value bits = memref::AtomicRMWOp::create(
+          b, arith::AtomicRMWKind::assign, i32(0), workspace,
+          ValueRange{idx(0), idx(position)});
+      totals.push_back(fromOrderedBits(bits, position));
+    }
+    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::assign, i32(0),
+                                workspace, ValueRange{idx(0), idx(statCount)});
+    storeResults(toStats(totals, withMinMax));
+  }
+
+  /// Launch 2: codes of the whole tensor with the stored per-tensor scale.
+  void emitQuantizeLaunch(Value input, Value codes, Value scales, Value zeros) {
+    Type inputType = cast<MemRefType>(input.getType()).getElementType();
+    int64_t width = kVectorBytes / bytesOf(inputType);
+
+    Value count =
+        arith::MulIOp::create(b, dimOf(b, input, 0), dimOf(b, input, 1));
+    Value laneCount = ceilDiv(count, idx(kElementsPerLane));
+    gpu::LaunchOp launch = createLaunch(laneCount);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+
+    Value flatInput = flatten(input, count);
+    Value flatCodes = flatten(codes, count);
+    Value thread = globalThread(launch);
+    Value first = arith::MulIOp::create(b, thread, idx(kElementsPerLane));
+    Value fast = andAll(
+        {isAligned(input, kVectorBytes), isAligned(codes, kElementsPerLane),
+         arith::CmpIOp::create(
+             b, arith::CmpIPredicate::ule,
+             arith::AddIOp::create(b, first, idx(kElementsPerLane)), count)
+             .getResult()});
+
+    lowbit::GroupParams params =
+        withExactReciprocal(loadParams(scales, zeros, idx(0), idx(0)));
+
+    // Elements past the tensor read as 0; their codes are never stored.
+    auto loadIf = scf::IfOp::create(
+        b, SmallVector<Type>(kElementsPerLane, b.getF32Type()), fast, true);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPointToStart(loadIf.thenBlock());
+      SmallVector<Value> elements;
+      for (int64_t start = 0; start < kElementsPerLane; start += width) {
+        Value vector = vector::LoadOp::create(
+            b, VectorType::get({width}, inputType), flatInput,
+            ValueRange{arith::AddIOp::create(b, first, idx(start))},
+            /*nontemporal=*/false, llvm::MaybeAlign(kVectorBytes));
+        for (int64_t i = 0; i < width; ++i)
+          elements.push_back(widen(vector::ExtractOp::create(b, vector, i)));
+      }
+      scf::YieldOp::create(b, elements);
+      b.setInsertionPointToStart(loadIf.elseBlock());
+      SmallVector<Value> scalars;
+      for (int64_t i = 0; i < kElementsPerLane; ++i) {
+        Value index = arith::AddIOp::create(b, first, idx(i));
+        auto scalarIf = scf::IfOp::create(
+            b, b.getF32Type(),
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index, count),
+            true);
+        b.setInsertionPointToStart(scalarIf.thenBlock());
+        scf::YieldOp::create(
+            b, widen(memref::LoadOp::create(b, flatInput, index)));
+        b.setInsertionPointToStart(scalarIf.elseBlock());
+        scf::YieldOp::create(b, f32(0.0f));
+        b.setInsertionPointAfter(scalarIf);
+        scalars.push_back(scalarIf.getResult(0));
+      }
+      scf::YieldOp::create(b, scalars);
+    }
+
+    SmallVector<Value> bytes;
+    for (int64_t i = 0; i < kElementsPerLane; i += 2) {
+      auto [low, high] =
+          quantizePair(loadIf.getResult(i), loadIf.getResult(i + 1), params);
+      bytes.push_back(low);
+      bytes.push_back(high);
+    }
+    auto storeIf = scf::IfOp::create(b, fast, true);
+    OpBuilder::InsertionGuard storeGuard(b);
+    b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
+    Value packed = vector::FromElementsOp::create(
+        b, VectorType::get({kElementsPerLane}, b.getI8Type()), bytes);
+    vector::StoreOp::create(b, packed, flatCodes, ValueRange{first},
+                            /*nontemporal=*/false,
+                            llvm::MaybeAlign(kElementsPerLane));
+    b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
+    for (int64_t i = 0; i < kElementsPerLane; ++i) {
+      Value index = arith::AddIOp::create(b, first, idx(i));
+      auto byteIf = scf::IfOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index, count),
+          false);
+      OpBuilder::InsertionGuard byteGuard(b);
+      b.setInsertionPoint(byteIf.thenBlock()->getTerminator());
+      memref::StoreOp::create(b, bytes[i], flatCodes, index);
+    }
+  }
+
+private:
+  /// The row-major [rows, cols] buffer as its `count` elements in one
+  /// dimension (the ABI's buffers are contiguous: offset 0, strides
+  /// {cols, 1}). A reinterpret_cast, which MemRefToLLVM lowers directly
+  /// (collapse_shape would need expand-strided-metadata first).
+  Value flatten(Value buffer, Value count) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    return memref::ReinterpretCastOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, element), buffer,
+        OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
+  SmallVector<Value> sharedIndex(Value slot, int64_t position,
+                                 int64_t statCount) {
+    return {arith::AddIOp::create(
+        b, arith::MulIOp::create(b, slot, idx(statCount)), idx(position))};
+  }
+  /// Position 1 (min, <= +0) is kept as 0 - min, which is >= +0 (a
+  /// negation would turn +0 into -0, whose bits order above everything);
+  /// amax and max are >= +0 already. Non-negative floats, +inf included,
+  /// order like their bits, so an unsigned atomic max combines them.
+  Value toOrderedBits(Value value, int64_t position) {
+    if (position == 1)
+      value = arith::SubFOp::create(b, f32(0.0f), value);
+    return arith::BitcastOp::create(b, b.getI32Type(), value);
+  }
+  Value fromOrderedBits(Value bits, int64_t position) {
+    Value value = arith::BitcastOp::create(b, b.getF32Type(), bits);
+    if (position == 1)
+      value = arith::SubFOp::create(b, f32(0.0f), value);
+    return value;
+  }
+};
+
+/// Dynamic per-tensor quantize with byte codes: the two launches above.
+struct QuantizePerTensorToGpu : OpRewritePattern<ld::QuantizeOp> {
+  QuantizePerTensorToGpu(MLIRContext *context, int64_t threadsPerBlock)
+      : OpRewritePattern(context), threadsPerBlock(threadsPerBlock) {}
+
+  LogicalResult matchAndRewrite(ld::QuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    lowbit::Scheme scheme = ld::toScheme(op.getScheme());
+    const lowbit::ScaleSpec &scale = scheme.scale;
+    if (scale.mode != lowbit::ScaleMode::Dynamic ||
+        scale.granularity != lowbit::Granularity::PerTensor ||
+        scheme.packing != lowbit::Packing::Byte ||
+        lowbit::containerBits(scheme) != 8 || op.getGlobal() ||
+        op.getStaticGlobal())
+      return rewriter.notifyMatchFailure(op, "not a per-tensor byte scheme");
+    Value input = operandBuffer(op.getInput());
+    if (!input)
+      return rewriter.notifyMatchFailure(op, "input not from a memref");
+    FailureOr<QuantizeDestinations> destinations =
+        QuantizeDestinations::find(op);
+    if (failed(destinations))
+      return rewriter.notifyMatchFailure(op, "results not materialized");
+    bool withMinMax = scale.rule == lowbit::ScaleRule::MinMax;
+    int64_t words = (withMinMax ? 3 : 1) + 1;
+    auto function = op->getParentOfType<FunctionOpInterface>();
+    int64_t existing = workspaceWordsOf(function);
+    if (!function || (existing > 0 && existing < words))
+      return rewriter.notifyMatchFailure(op, "no room for the workspace");
+
+    Value workspace = workspaceArgument(rewriter, op, words);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    b.setInsertionPoint(op);
+    TensorReduceEmitter emitter(b, scheme, threadsPerBlock);
+    Value scaleBuffer = destinations->scales.getDest();
+    Value zeroBuffer = destinations->zerosBuffer();
+    emitter.emitStatsLaunch(
+        input, workspace, withMinMax, [&](const lowbit::Stats &stats) {
+          Value stored = emitter.pickScale(stats, Value());
+          Value zero = arith::ConstantIndexOp::create(b, 0);
+          memref::StoreOp::create(b, stored, scaleBuffer,
+                                  ValueRange{zero, zero});
+          if (zeroBuffer)
+            memref::StoreOp::create(
+                b, emitter.pickZero(stats.min, emitter.decodeScale(stored)),
+                zeroBuffer, ValueRange{zero, zero});
+        });
+    emitter.emitQuantizeLaunch(input, destinations->codes.getDest(),
+                               scaleBuffer, zeroBuffer);
+    destinations->eraseWith(rewriter, op);
+    return success();
+  }
+
+  int64_t threadsPerBlock;
+};
+
+} // namespace
+
+int64_t workspaceWordsOf(Operation *function) {
+  auto functionOp = dyn_cast_or_null<FunctionOpInterface>(function);
+  if (!functionOp || functionOp.isExternal())
+    return 0;
+  for (BlockArgument argument : functionOp.getArguments())
+    if (functionOp.getArgAttr(argument.getArgNumber(), kWorkspaceAttrName))
+      return cast<MemRefType>(argument.getType()).getDimSize(1);
+  return 0;
+}
+
+Value workspaceArgument(RewriterBase &rewriter, Operation *op, int64_t words) {
+  auto function = op->getParentOfType<FunctionOpInterface>();
+  for (BlockArgument argument : function.getArguments())
+    if (function.getArgAttr(argument.getArgNumber(), kWorkspaceAttrName))
+      return cast<MemRefType>(argument.getType()).getDimSize(1) >= words
+                 ? Value(argument)
+                 : Value();
+  auto type = MemRefType::get({1, words}, rewriter.getI32Type());
+  unsigned position = function.getNumArguments();
+  rewriter.modifyOpInPlace(function, [&] {
+    (void)function.insertArgument(
+        position, type,
+        rewriter.getDictionaryAttr(
+            rewriter.getNamedAttr(kWorkspaceAttrName, rewriter.getUnitAttr())),
+        function.getLoc());
+  });
+  return function.getArgument(position);
+}
+
+void emitTensorGlobalLaunch(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
+                            Operation *op, const Scheme &scheme, Value input,
+                            Value global, int64_t threadsPerBlock) {
+  // Two words (amax, ticket), the least any workspace has.
+  Value workspace = workspaceArgument(rewriter, op, 2);
+  TensorReduceEmitter emitter(b, scheme, threadsPerBlock);
+  emitter.emitStatsLaunch(
+      input, workspace, /*withMinMax=*/false, [&](const lowbit::Stats &stats) {
+        Value zero = arith::ConstantIndexOp::create(b, 0);
+        memref::StoreOp::create(b, emitter.computeGlobal(stats.absMax), global,
+                                ValueRange{zero, zero});
+      });
+}
+
+} // namespace lowbit::gpu_mapping
+
+void lowbit::populateLowbitTensorReducePatterns(RewritePatternSet &patterns,
+                                                int64_t threadsPerBlock) {
+  patterns.add<gpu_mapping::QuantizePerTensorToGpu>(patterns.getContext(),
+                                                    threadsPerBlock);
+}

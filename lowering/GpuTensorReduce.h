@@ -1,0 +1,51 @@
+//===- GpuTensorReduce.h - Whole-tensor statistics on the GPU ---*- C++ -*-===//
+//
+// The tensor-wide reduction of the per-tensor dynamic schemes (fp8_e4m3,
+// fp8_e5m2, int8, and nvfp4's computed global scale): one launch with a
+// grid-stride, 16-byte amax, warp shuffles and a shared-memory block
+// reduction, one relaxed device-scope atomic max per block into the
+// runtime's workspace, and an atomic ticket whose last block computes and
+// stores the scale and zeroes the workspace again (docs/gpu.md,
+// docs/kernel-abi.md "Workspace").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_LOWERING_GPUTENSORREDUCE_H
+#define LOWBIT_LOWERING_GPUTENSORREDUCE_H
+
+#include "format/Scheme.h"
+
+// The launches fence with nvvm.memory.barrier: a pass that emits them
+// lists the NVVM dialect among its dependent dialects.
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace lowbit::gpu_mapping {
+
+/// The function argument attribute that marks the workspace parameter.
+inline constexpr const char *kWorkspaceAttrName = "lowbit.workspace";
+
+/// The workspace argument of `op`'s function, appended as its last argument
+/// (memref<1 x words x i32>) when the function has none yet; an existing
+/// one is reused (the launches run one after another and each reduction
+/// leaves it zero). Null when an existing one has fewer than `words` words.
+mlir::Value workspaceArgument(mlir::RewriterBase &rewriter, mlir::Operation *op,
+                              int64_t words);
+
+/// Launch 1 of a computed global scale (nvfp4 dynamic): the tensor amax of
+/// `input` reduced through the workspace, and `computeGlobal(amax)` stored
+/// into `global` ([1, 1] f32) by the last block. Emitted at the builder's
+/// insertion point, before the launch that reads the global.
+void emitTensorGlobalLaunch(mlir::RewriterBase &rewriter,
+                            mlir::ImplicitLocOpBuilder &b, mlir::Operation *op,
+                            const Scheme &scheme, mlir::Value input,
+                            mlir::Value global, int64_t threadsPerBlock);
+
+/// The function's workspace size in 32-bit words (its kWorkspaceAttrName
+/// argument's second dimension); 0 when it has none.
+int64_t workspaceWordsOf(mlir::Operation *function);
+
+} // namespace lowbit::gpu_mapping
+
+#endif // LOWBIT_LOWERING_GPUTENSORREDUCE_H
