@@ -2,6 +2,7 @@
 
 #include "lowering/CpuTail.h"
 
+#include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -114,6 +115,7 @@ llvm::Error lowerLoopsToLlvm(ModuleOp module) {
     return success();
   });
   PassManager pm(module.getContext());
+  configureVerifier(pm);
   addCpuTailPasses(pm);
   if (failed(pm.run(module)))
     return makeError("lowering to the LLVM dialect failed: " + diagnostics);

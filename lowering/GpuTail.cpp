@@ -10,6 +10,7 @@
 #include "lowering/GpuTail.h"
 
 #include "dialect/LowbitOps.h"
+#include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -29,6 +30,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -44,15 +46,18 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVM/NVVM/Utils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
 
 #define DEBUG_TYPE "lowbit-gpu-tail"
@@ -409,6 +414,21 @@ void expandLibdeviceMathOps(ModuleOp module) {
   }
 }
 
+/// Whether any kernel holds a loop (before scf -> cf): the GPU tail's
+/// choice of LLVM level (GpuTail.h).
+bool kernelsHaveLoops(ModuleOp module) {
+  bool found = false;
+  module.walk([&](gpu::GPUModuleOp gpuModule) {
+    gpuModule.walk([&](Operation *op) {
+      // A compare-and-swap atomic becomes a retry loop.
+      if (isa<scf::ForOp, scf::WhileOp, cf::BranchOp, cf::CondBranchOp,
+              memref::GenericAtomicRMWOp>(op))
+        found = true;
+    });
+  });
+  return found;
+}
+
 /// The kernels' atomics only combine values within one launch (the next
 /// kernel on the stream sees them through the launch boundary), so they
 /// need neither ordering nor system scope: relaxed, device (.gpu) scope,
@@ -429,6 +449,45 @@ void relaxDeviceAtomics(ModuleOp module) {
     });
   });
 }
+
+/// gpu-module-to-binary's NVPTX serializer, PTX only, with two differences:
+///  - libdevice (~2 ms to read and link) is linked only when the kernels
+///    call one of its functions (an `__nv_` declaration is left after
+///    translation). lowbit's kernels never do (expandLibdeviceMathOps and
+///    convert-math-to-llvm keep math out of it), so today it never is.
+///  - the PTX comes back as a string instead of a gpu.binary op, whose
+///    string attribute the (long-lived, pooled) context would keep forever.
+class PtxSerializer : public NVVM::SerializeGPUModuleBase {
+public:
+  using SerializeGPUModuleBase::SerializeGPUModuleBase;
+
+protected:
+  std::optional<SmallVector<std::unique_ptr<llvm::Module>>>
+  loadBitcodeFiles(llvm::Module &module) override {
+    bool callsLibdevice =
+        llvm::any_of(module.functions(), [](const llvm::Function &function) {
+          return function.isDeclaration() &&
+                 function.getName().starts_with("__nv_");
+        });
+    if (!callsLibdevice)
+      return SmallVector<std::unique_ptr<llvm::Module>>();
+    return SerializeGPUModuleBase::loadBitcodeFiles(module);
+  }
+
+  FailureOr<SmallVector<char, 0>>
+  moduleToObject(llvm::Module &llvmModule) override {
+    FailureOr<llvm::TargetMachine *> machine = getOrCreateTargetMachine();
+    if (failed(machine)) {
+      getOperation().emitError() << "no LLVM target machine for " << triple;
+      return failure();
+    }
+    FailureOr<SmallString<0>> ptx = translateModuleToISA(
+        llvmModule, **machine, [&] { return getOperation().emitError(); });
+    if (failed(ptx))
+      return failure();
+    return SmallVector<char, 0>(ptx->begin(), ptx->end());
+  }
+};
 
 /// While alive, collects the context's diagnostics as text, so that a
 /// failing pass's messages become the error lowerToNvvm/lowerToPtx return.
@@ -453,7 +512,7 @@ private:
 } // namespace
 
 LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
-                          std::string &error) {
+                          std::string &error, const PtxOptions &options) {
   if (!target.isNvidia()) {
     error = "the GPU tail needs an NVIDIA target, got '" + target.str() + "'";
     return failure();
@@ -461,6 +520,11 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   // Before any codegen: LLVM aborts on a PTX version the chip rejects.
   if (!validateTarget(target, &error))
     return failure();
+  if (options.optLevel && (*options.optLevel < 0 || *options.optLevel > 3)) {
+    error = "the GPU tail's LLVM optimization level must be 0..3, got " +
+            std::to_string(*options.optLevel);
+    return failure();
+  }
 
   MLIRContext *context = module.getContext();
   DiagnosticCollector diagnostics(context);
@@ -468,6 +532,7 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   // Chip-specific conversions, then the codecs for everything else.
   {
     PassManager pm(context);
+    configureVerifier(pm);
     LowbitNativeConversionsOptions nativeOptions;
     nativeOptions.chip = target.chip;
     nativeOptions.ptxVersion = target.ptxVersion;
@@ -485,6 +550,7 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   expandLibdeviceMathOps(module);
 
   PassManager pm(context);
+  configureVerifier(pm);
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   if (failed(pm.run(module))) {
@@ -507,7 +573,8 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   GpuNVVMAttachTargetOptions targetOptions;
   targetOptions.chip = target.chip;
   targetOptions.features = "+ptx" + std::to_string(target.ptxVersion);
-  targetOptions.optLevel = 3;
+  targetOptions.optLevel = options.optLevel.value_or(
+      kernelsHaveLoops(module) ? kLoopPtxOptLevel : kLoopFreePtxOptLevel);
   pm.addPass(createGpuNVVMAttachTarget(targetOptions));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createLowerAffinePass());
@@ -523,34 +590,52 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
     return failure();
   }
   relaxDeviceAtomics(module);
+  // Verified once here when the passes did not verify after each step:
+  // malformed IR must be an error, never reach LLVM's translation.
+  if (!verifyAfterEachPass() && failed(verify(module))) {
+    error = diagnostics.failedIn("verifying the lowered module");
+    return failure();
+  }
   return success();
 }
 
 FailureOr<PtxModule> lowerToPtx(ModuleOp module, const Target &target,
-                                std::string &error) {
-  if (failed(lowerToNvvm(module, target, error)))
+                                std::string &error, const PtxOptions &options) {
+  if (failed(lowerToNvvm(module, target, error, options)))
     return failure();
 
-  MLIRContext *context = module.getContext();
-  DiagnosticCollector diagnostics(context);
-  PassManager pm(context);
-  GpuModuleToBinaryPassOptions binaryOptions;
-  binaryOptions.compilationTarget = "isa";
-  pm.addPass(createGpuModuleToBinaryPass(binaryOptions));
-  if (failed(pm.run(module))) {
-    error = diagnostics.failedIn("GPU codegen");
+  // mergeGpuModules left one gpu.module, with its #nvvm.target.
+  SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
+  if (gpuModules.empty()) {
+    error = "GPU tail produced no PTX (no scf.parallel to map?)";
     return failure();
   }
-
+  MLIRContext *context = module.getContext();
+  DiagnosticCollector diagnostics(context);
   PtxModule result;
-  module.walk([&](gpu::BinaryOp binary) {
-    for (Attribute object : binary.getObjects())
-      if (auto gpuObject = dyn_cast<gpu::ObjectAttr>(object))
-        result.ptx += gpuObject.getObject().getValue().str();
-  });
+  NVVM::SerializeGPUModuleBase::init();
+  for (gpu::GPUModuleOp gpuModule : gpuModules) {
+    ArrayAttr targets = gpuModule.getTargetsAttr();
+    auto nvvmTarget = targets && targets.size() == 1
+                          ? dyn_cast<NVVM::NVVMTargetAttr>(targets[0])
+                          : NVVM::NVVMTargetAttr();
+    if (!nvvmTarget) {
+      error = "GPU tail: the gpu.module has no single #nvvm.target";
+      return failure();
+    }
+    PtxSerializer serializer(*gpuModule, nvvmTarget);
+    std::optional<SmallVector<char, 0>> ptx = serializer.run();
+    if (!ptx) {
+      error = diagnostics.failedIn("GPU codegen");
+      return failure();
+    }
+    result.ptx.append(ptx->begin(), ptx->end());
+  }
   module.walk([&](gpu::LaunchFuncOp launch) {
     result.kernelNames.push_back(launch.getKernelName().getValue().str());
   });
+  result.optLevel =
+      cast<NVVM::NVVMTargetAttr>(gpuModules.front().getTargetsAttr()[0]).getO();
   if (result.ptx.empty()) {
     error = "GPU tail produced no PTX (no scf.parallel to map?)";
     return failure();

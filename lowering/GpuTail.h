@@ -12,10 +12,12 @@
 //   -> gpu-map-parallel-loops -> convert-parallel-loops-to-gpu
 //   -> sink host-side loads and arithmetic into the gpu.launch that uses them
 //   -> gpu-kernel-outlining -> one gpu.module for all kernels
-//   -> nvvm-attach-target{chip, +ptxNN, O=3}
+//   -> nvvm-attach-target{chip, +ptxNN, O=PtxOptions::optLevel}
 //   -> (in gpu.module) lower-affine, convert-scf-to-cf, convert-math-to-llvm,
 //      convert-gpu-to-nvvm, reconcile-unrealized-casts
-//   -> gpu-module-to-binary{format=isa} -> the PTX string of the gpu.binary.
+//   -> LLVM IR -> LLVM's optimizer at optLevel -> NVPTX codegen -> PTX
+//      (gpu-module-to-binary's serializer, minus libdevice when nothing
+//      calls it; the gpu.module stays in place).
 // docs/gpu.md has the details and what is not done yet.
 //
 // Errors are values: the target is validated before any codegen (LLVM
@@ -34,6 +36,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,10 +54,29 @@ constexpr int64_t kThreadsPerBlock = 128;
 /// Call on the context's registry before parsing or building the module.
 void registerGpuTailDependencies(mlir::DialectRegistry &registry);
 
+/// LLVM's optimization levels of the GPU tail, chosen per module: the
+/// cheapest level whose PTX is byte-identical to O3's. Kernels without loops
+/// (every lowbit-to-gpu kernel) get O2: O3's extra work (mostly more
+/// aggressive unrolling) finds nothing to do there. Kernels with loops (the
+/// generic mapping's per-thread loops, e.g. the per-tensor amax) get O3,
+/// whose unrolling changes their PTX. tests/gpu/OptLevelTest.cpp checks
+/// every named scheme's kernels on sm_90a and sm_100a against O3;
+/// docs/pipeline.md has the measurement (O1 changes both kinds).
+constexpr int kLoopFreePtxOptLevel = 2;
+constexpr int kLoopPtxOptLevel = 3;
+
+struct PtxOptions {
+  /// LLVM's -O level for the kernels (0..3), the #nvvm.target's O;
+  /// std::nullopt chooses as above.
+  std::optional<int> optLevel;
+};
+
 struct PtxModule {
   std::string ptx;
   /// The kernels in `ptx`, in launch order (gpu.launch_func order).
   std::vector<std::string> kernelNames;
+  /// The LLVM level the kernels were optimized at.
+  int optLevel = kLoopPtxOptLevel;
 };
 
 /// Lowers `module` (modified in place) up to, not including, serialization:
@@ -64,14 +86,16 @@ struct PtxModule {
 /// module the GPU emulator executes and lowerToPtx serializes. Same error
 /// rules as lowerToPtx.
 mlir::LogicalResult lowerToNvvm(mlir::ModuleOp module, const Target &target,
-                                std::string &error);
+                                std::string &error,
+                                const PtxOptions &options = {});
 
 /// Lowers `module` (modified in place) to PTX for `target`, which must be an
 /// NVIDIA target. On failure returns failure() and a message in `error`;
 /// never aborts for a bad target. The context must have
 /// registerGpuTailDependencies' registry appended.
 mlir::FailureOr<PtxModule> lowerToPtx(mlir::ModuleOp module,
-                                      const Target &target, std::string &error);
+                                      const Target &target, std::string &error,
+                                      const PtxOptions &options = {});
 
 } // namespace lowbit
 

@@ -5,6 +5,7 @@
 #include "dialect/LowbitOps.h"
 #include "lowering/CpuTail.h"
 #include "lowering/GpuTensorReduce.h"
+#include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 #include "lowering/ScaleMath.h"
 
@@ -22,6 +23,8 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
 
 using namespace mlir;
 namespace ld = lowbit::dialect;
@@ -115,24 +118,94 @@ void registerCompilerDialects(DialectRegistry &registry) {
   registerGpuTailDependencies(registry);
 }
 
-std::unique_ptr<MLIRContext> makeContext() {
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  // One context per kernel; a thread pool per context would cost more
-  // than the single-threaded passes over a one-function module.
-  auto context =
-      std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
-  context->loadAllAvailableDialects();
-  return context;
+namespace {
+
+const DialectRegistry &compilerRegistry() {
+  static const DialectRegistry *registry = [] {
+    auto *built = new DialectRegistry();
+    registerCompilerDialects(*built);
+    return built;
+  }();
+  return *registry;
 }
 
+/// Idle contexts, most recently returned last. Never destroyed: a lease
+/// may still be out while the process exits, and the exit need not pay
+/// for tearing the contexts down.
+struct ContextPool {
+  /// More idle contexts than this are not worth their memory.
+  static constexpr size_t kMaxIdle = 8;
+  std::mutex mutex;
+  std::vector<std::pair<std::unique_ptr<MLIRContext>, unsigned>> idle;
+
+  static ContextPool &global() {
+    static ContextPool *pool = new ContextPool();
+    return *pool;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<MLIRContext> makeContext() {
+  // Single-threaded: the passes run over one small module, where a thread
+  // pool per context would cost more than it saves. The dialects load on
+  // first use (a pass's dependent dialects, the parser), so a CPU compile
+  // never loads NVVM, GPU or vector.
+  return std::make_unique<MLIRContext>(compilerRegistry(),
+                                       MLIRContext::Threading::DISABLED);
+}
+
+ContextLease borrowContext() {
+  ContextPool &pool = ContextPool::global();
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    if (!pool.idle.empty()) {
+      auto [context, uses] = std::move(pool.idle.back());
+      pool.idle.pop_back();
+      return ContextLease(std::move(context), uses + 1);
+    }
+  }
+  return ContextLease(makeContext(), 1);
+}
+
+ContextLease::ContextLease(ContextLease &&other) noexcept
+    : context(std::move(other.context)), uses(other.uses) {}
+
+ContextLease::~ContextLease() {
+  if (!context || uses >= kContextUses)
+    return;
+  ContextPool &pool = ContextPool::global();
+  std::unique_lock<std::mutex> lock(pool.mutex);
+  if (pool.idle.size() < ContextPool::kMaxIdle)
+    pool.idle.emplace_back(std::move(context), uses);
+  lock.unlock();
+  // Destroyed here, outside the lock, when the pool is full or it retired.
+  context.reset();
+}
+
+namespace {
+
+/// kernelParams and bufferShapes need only a few builtin types: one small
+/// context serves them, instead of a context per call (or a pooled one
+/// while the caller's compile holds another).
+template <typename Fn> auto withBuiltinTypes(Fn fn) {
+  static std::mutex mutex;
+  static MLIRContext *context =
+      new MLIRContext(MLIRContext::Threading::DISABLED);
+  std::lock_guard<std::mutex> lock(mutex);
+  Builder b(context);
+  return fn(b);
+}
+
+} // namespace
+
 std::vector<KernelParam> kernelParams(const KernelSpec &spec) {
-  MLIRContext context(MLIRContext::Threading::DISABLED);
-  Builder b(&context);
-  std::vector<KernelParam> params;
-  for (const ParamInfo &info : paramInfos(b, spec))
-    params.push_back({info.role, info.isResult, typeName(info.elementType)});
-  return params;
+  return withBuiltinTypes([&](Builder &b) {
+    std::vector<KernelParam> params;
+    for (const ParamInfo &info : paramInfos(b, spec))
+      params.push_back({info.role, info.isResult, typeName(info.elementType)});
+    return params;
+  });
 }
 
 std::vector<Shape2D> bufferShapes(const KernelSpec &spec, int64_t rows,
@@ -140,12 +213,12 @@ std::vector<Shape2D> bufferShapes(const KernelSpec &spec, int64_t rows,
   KernelSpec sized = spec;
   sized.rows = rows;
   sized.cols = cols;
-  MLIRContext context(MLIRContext::Threading::DISABLED);
-  Builder b(&context);
-  std::vector<Shape2D> shapes;
-  for (const ParamInfo &info : paramInfos(b, sized))
-    shapes.push_back(info.shape);
-  return shapes;
+  return withBuiltinTypes([&](Builder &b) {
+    std::vector<Shape2D> shapes;
+    for (const ParamInfo &info : paramInfos(b, sized))
+      shapes.push_back(info.shape);
+    return shapes;
+  });
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>
@@ -242,6 +315,7 @@ buildKernelModule(MLIRContext &context, const KernelSpec &spec) {
 llvm::Error lowerToLoops(ModuleOp module) {
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
+  configureVerifier(pm);
   pm.addPass(createLowbitToLoops());
   if (failed(pm.run(module)))
     return makeError("lowbit-to-loops failed: " + diagnostics.message());
@@ -251,6 +325,7 @@ llvm::Error lowerToLoops(ModuleOp module) {
 llvm::Error lowerForGpu(ModuleOp module) {
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
+  configureVerifier(pm);
   pm.addPass(createLowbitToGpu());
   pm.addPass(createLowbitToLoops());
   if (failed(pm.run(module)))
@@ -298,7 +373,7 @@ std::optional<Stage> parseStage(std::string_view name) {
 }
 
 llvm::Expected<std::string> emit(const KernelSpec &spec, Stage stage) {
-  std::unique_ptr<MLIRContext> context = makeContext();
+  ContextLease context = borrowContext();
   auto module = buildKernelModule(*context, spec);
   if (!module)
     return module.takeError();
@@ -320,11 +395,12 @@ llvm::Expected<std::string> emit(const KernelSpec &spec, Stage stage) {
 }
 
 llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
-                                       const Target &target) {
+                                       const Target &target,
+                                       const PtxOptions &options) {
   if (!target.isNvidia())
     return makeError("compileToPtx needs an NVIDIA target, got '" +
                      target.str() + "'");
-  std::unique_ptr<MLIRContext> context = makeContext();
+  ContextLease context = borrowContext();
   auto module = buildKernelModule(*context, spec);
   if (!module)
     return module.takeError();
@@ -332,7 +408,7 @@ llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
     return std::move(error);
   DiagnosticCollector diagnostics(*context);
   std::string error;
-  FailureOr<PtxModule> ptx = lowerToPtx(**module, target, error);
+  FailureOr<PtxModule> ptx = lowerToPtx(**module, target, error, options);
   if (failed(ptx))
     return makeError(error.empty() ? diagnostics.message() : error);
   return std::move(*ptx);
@@ -387,7 +463,7 @@ private:
 
 llvm::Expected<std::unique_ptr<CpuKernel>>
 compileForCpu(const KernelSpec &spec) {
-  std::unique_ptr<MLIRContext> context = makeContext();
+  ContextLease context = borrowContext();
   auto module = buildKernelModule(*context, spec);
   if (!module)
     return module.takeError();

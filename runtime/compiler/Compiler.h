@@ -42,8 +42,34 @@ inline constexpr const char *kKernelName = "kernel";
 /// Registers what the compiler's modules use (lowbit, func, arith, math,
 /// memref, scf, bufferization, cf, llvm and their LLVM translations).
 void registerCompilerDialects(mlir::DialectRegistry &registry);
-/// A context with those dialects loaded.
+/// A new context with those dialects registered (loaded when first used).
 std::unique_ptr<mlir::MLIRContext> makeContext();
+
+/// A context borrowed from the compiler's process-wide pool: the compile
+/// functions below (and lowbit::Jit's GPU build) reuse long-lived contexts
+/// instead of creating and loading one per kernel. Each lease is one
+/// thread's alone until it is returned (on destruction); concurrent
+/// compiles get different contexts. A context is retired after
+/// kContextUses leases, because what a compile interns in it (types,
+/// attributes) is never freed while it lives. docs/pipeline.md.
+class ContextLease {
+public:
+  static constexpr unsigned kContextUses = 64;
+  ContextLease(ContextLease &&other) noexcept;
+  ContextLease &operator=(ContextLease &&) = delete;
+  ~ContextLease();
+  mlir::MLIRContext &operator*() const { return *context; }
+  mlir::MLIRContext *operator->() const { return context.get(); }
+  mlir::MLIRContext *get() const { return context.get(); }
+
+private:
+  friend ContextLease borrowContext();
+  ContextLease(std::unique_ptr<mlir::MLIRContext> context, unsigned uses)
+      : context(std::move(context)), uses(uses) {}
+  std::unique_ptr<mlir::MLIRContext> context;
+  unsigned uses;
+};
+ContextLease borrowContext();
 
 /// One kernel parameter of the ABI, in order.
 struct KernelParam {
@@ -95,7 +121,8 @@ llvm::Expected<std::string> emit(const KernelSpec &spec, Stage stage);
 /// lowerToLoops, then the GPU tail's lowerToPtx (lowering/GpuTail.h), which
 /// validates the target first and refuses loop nests it cannot map yet.
 llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
-                                       const Target &target);
+                                       const Target &target,
+                                       const PtxOptions &options = {});
 
 /// A 2-D row-major host buffer: `data` points at rows x cols elements of
 /// the parameter's element type (the global scale is 1 x 1).

@@ -3,8 +3,12 @@
 #include "runtime/driver/NvJitLink.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <regex>
+#include <thread>
 
 namespace lowbit::runtime {
 
@@ -51,11 +55,14 @@ loadNvJitLink(const LibraryLoadOptions &options) {
 }
 
 Expected<const NvJitLinkApi *> nvJitLinkLibrary() {
-  static const Expected<std::shared_ptr<const NvJitLinkApi>> loaded =
-      loadNvJitLink(LibraryLoadOptions::fromEnvironment("LOWBIT_LIBNVJITLINK"));
-  if (!loaded)
-    return loaded.error();
-  return loaded->get();
+  // Never destroyed: the warm-up thread may still use it while the process
+  // exits.
+  static const auto *loaded =
+      new Expected<std::shared_ptr<const NvJitLinkApi>>(loadNvJitLink(
+          LibraryLoadOptions::fromEnvironment("LOWBIT_LIBNVJITLINK")));
+  if (!*loaded)
+    return loaded->error();
+  return (*loaded)->get();
 }
 
 std::vector<KernelResources> parsePtxasInfoLog(std::string_view log) {
@@ -225,6 +232,114 @@ Expected<Cubin> linkPtx(std::string_view ptx, std::string_view arch,
   if (!api)
     return api.error();
   return linkPtx(**api, ptx, arch, options);
+}
+
+namespace {
+
+/// The warm-up's state. Never destroyed: the thread may outlive main.
+struct Warmup {
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool started = false;
+  bool running = false;
+  bool loaded = false;
+
+  static Warmup &get() {
+    static Warmup *warmup = new Warmup();
+    return *warmup;
+  }
+};
+
+/// Registered (after nvJitLink is loaded, so it runs before nvJitLink's own
+/// exit handlers) to keep exit from tearing nvJitLink down mid-link.
+void waitForWarmupAtExit() { (void)waitForNvJitLinkWarmup(); }
+
+/// The smallest PTX nvJitLink accepts for every chip lowbit targets
+/// (sm_80 PTX is valid input for sm_80 and newer).
+constexpr std::string_view kWarmupPtx = ".version 7.0\n"
+                                        ".target sm_80\n"
+                                        ".address_size 64\n"
+                                        ".visible .entry lowbit_warmup()\n"
+                                        "{\n"
+                                        "  ret;\n"
+                                        "}\n";
+
+} // namespace
+
+void startNvJitLinkWarmup(std::string_view arch) {
+  if (!isValidArch(arch))
+    return;
+  Warmup &warmup = Warmup::get();
+  {
+    std::lock_guard<std::mutex> lock(warmup.mutex);
+    if (warmup.started)
+      return;
+    warmup.started = true;
+    warmup.running = true;
+  }
+  auto finish = [&warmup](bool loaded) {
+    std::lock_guard<std::mutex> lock(warmup.mutex);
+    warmup.running = false;
+    warmup.loaded = loaded;
+    warmup.finished.notify_all();
+  };
+  try {
+    std::thread([finish, chip = std::string(arch)] {
+      Expected<const NvJitLinkApi *> api = nvJitLinkLibrary();
+      if (api) {
+        std::atexit(waitForWarmupAtExit);
+        (void)linkPtx(**api, kWarmupPtx, chip);
+      }
+      finish(api.ok());
+    }).detach();
+  } catch (...) {
+    // No thread to be had: the first link pays the setup itself.
+    finish(false);
+  }
+}
+
+bool waitForNvJitLinkWarmup() {
+  Warmup &warmup = Warmup::get();
+  std::unique_lock<std::mutex> lock(warmup.mutex);
+  warmup.finished.wait(lock, [&] { return !warmup.running; });
+  return warmup.loaded;
+}
+
+std::string_view cubinMakerName(CubinMaker maker) {
+  return maker == CubinMaker::Driver ? "driver" : "nvjitlink";
+}
+
+Expected<CubinMaker> parseCubinMaker(std::string_view name) {
+  if (name == "nvjitlink")
+    return CubinMaker::NvJitLink;
+  if (name == "driver")
+    return CubinMaker::Driver;
+  return makeError(ErrorCode::InvalidArgument,
+                   "unknown cubin maker '" + std::string(name) +
+                       "': expected 'nvjitlink' (PTX -> cubin at compile "
+                       "time) or 'driver' (the driver JIT-compiles the PTX "
+                       "when a launch loads it)");
+}
+
+Expected<CubinMaker> cubinMakerFromEnvironment() {
+  const char *value = std::getenv("LOWBIT_CUBIN");
+  if (!value || !*value)
+    return CubinMaker::NvJitLink;
+  Expected<CubinMaker> maker = parseCubinMaker(value);
+  if (!maker)
+    return makeError(ErrorCode::InvalidArgument,
+                     "LOWBIT_CUBIN: " + maker.error().message);
+  return maker;
+}
+
+std::optional<Cubin> makeCubin(const NvJitLinkApi *api, std::string_view ptx,
+                               std::string_view arch, CubinMaker maker) {
+  if (maker == CubinMaker::Driver || !api)
+    return std::nullopt;
+  Expected<Cubin> cubin = linkPtx(*api, ptx, arch);
+  if (!cubin)
+    return std::nullopt;
+  return std::move(*cubin);
 }
 
 } // namespace lowbit::runtime

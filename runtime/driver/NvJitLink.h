@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +93,48 @@ Expected<Cubin> linkPtx(const NvJitLinkApi &api, std::string_view ptx,
 /// With the process-wide library.
 Expected<Cubin> linkPtx(std::string_view ptx, std::string_view arch,
                         const LinkOptions &options = {});
+
+/// Starts, once per process, a background thread that loads nvJitLink
+/// (nvJitLinkLibrary()) and links a trivial kernel for `arch`. The first
+/// link in a process otherwise pays ~10 ms of dlopen and ~60 ms of
+/// nvJitLink's own first-use setup serially; started when a compile
+/// begins, that overlaps with the lowering that produces the PTX. Later
+/// calls, an invalid `arch` and LOWBIT_DISABLE_CUDA do nothing. Nothing
+/// waits for it except process exit (so nvJitLink is never torn down
+/// under the thread) and waitForNvJitLinkWarmup.
+void startNvJitLinkWarmup(std::string_view arch);
+
+/// Blocks until a started warm-up has finished; true if one ran and loaded
+/// nvJitLink. For tests and benchmarks.
+bool waitForNvJitLinkWarmup();
+
+/// Who turns a GPU kernel's PTX into machine code.
+enum class CubinMaker {
+  /// nvJitLink, at compile time: the cache entry holds the cubin (the
+  /// default). Without nvJitLink, or when it cannot link for the chip, the
+  /// entry holds PTX only, as with Driver.
+  NvJitLink,
+  /// The CUDA driver's PTX JIT (cuModuleLoadData on the PTX), when a
+  /// launch first loads the kernel: compiling costs nothing until a launch
+  /// needs it, and the driver's own compute cache (CUDA_CACHE_PATH) keeps
+  /// the cubin for later processes.
+  Driver,
+};
+std::string_view cubinMakerName(CubinMaker maker);
+/// "nvjitlink" or "driver"; anything else is InvalidArgument.
+Expected<CubinMaker> parseCubinMaker(std::string_view name);
+/// From LOWBIT_CUBIN (unset or empty: NvJitLink); an unknown value is an
+/// error, never a silent default.
+Expected<CubinMaker> cubinMakerFromEnvironment();
+
+/// The machine code a cache entry should hold for `ptx` on `arch`: a cubin
+/// from nvJitLink (`api`, may be null when nvJitLink is missing), or
+/// std::nullopt, meaning "store the PTX and let the driver JIT it at load":
+/// always for Driver, and for NvJitLink when `api` is null or the link
+/// fails (CUDA 13's nvJitLink does not know sm_101a; the driver's own error
+/// then names any problem in the PTX at load).
+std::optional<Cubin> makeCubin(const NvJitLinkApi *api, std::string_view ptx,
+                               std::string_view arch, CubinMaker maker);
 
 } // namespace lowbit::runtime
 

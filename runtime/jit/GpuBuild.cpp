@@ -2,14 +2,18 @@
 //
 // The same steps as compiler::compileToPtx (build, lowbit-to-loops, GPU
 // tail), keeping the lowered module long enough to read its host function:
-// that is where the grid sizes and the kernel operands are.
+// that is where the grid sizes and the kernel operands are. The context is
+// borrowed from the compiler's pool, and nvJitLink's first-use setup is
+// started on a background thread while the lowering runs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/jit/LaunchPlan.h"
 
 #include "lowering/GpuTail.h"
+#include "lowering/PassVerification.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/driver/NvJitLink.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,13 +36,13 @@ namespace {
 /// arith ops whose value the plan evaluates, by operation name.
 const llvm::StringMap<std::string_view> &binaryOperators() {
   static const llvm::StringMap<std::string_view> table = {
-      {"arith.addi", "add"},          {"arith.subi", "sub"},
-      {"arith.muli", "mul"},          {"arith.divsi", "divs"},
-      {"arith.divui", "divu"},        {"arith.ceildivsi", "ceildivs"},
+      {"arith.addi", "add"},           {"arith.subi", "sub"},
+      {"arith.muli", "mul"},           {"arith.divsi", "divs"},
+      {"arith.divui", "divu"},         {"arith.ceildivsi", "ceildivs"},
       {"arith.ceildivui", "ceildivu"}, {"arith.floordivsi", "floordivs"},
-      {"arith.remsi", "rems"},        {"arith.remui", "remu"},
-      {"arith.maxsi", "maxs"},        {"arith.minsi", "mins"},
-      {"arith.maxui", "maxu"},        {"arith.minui", "minu"},
+      {"arith.remsi", "rems"},         {"arith.remui", "remu"},
+      {"arith.maxsi", "maxs"},         {"arith.minsi", "mins"},
+      {"arith.maxui", "maxu"},         {"arith.minui", "minu"},
   };
   return table;
 }
@@ -84,8 +88,7 @@ bool describeValue(Value value, func::FuncOp function, std::string &out,
   }
   llvm::StringRef name = op->getName().getStringRef();
   if (name == "arith.index_cast" || name == "arith.index_castui" ||
-      name == "arith.extsi" || name == "arith.extui" ||
-      name == "arith.trunci")
+      name == "arith.extsi" || name == "arith.extui" || name == "arith.trunci")
     return describeValue(op->getOperand(0), function, out, reason, depth + 1);
   if (auto found = binaryOperators().find(name);
       found != binaryOperators().end()) {
@@ -185,6 +188,7 @@ LaunchPlan describeGpuLaunches(ModuleOp module) {
   });
   // The host glue may still use affine.apply for tile counts.
   PassManager passes(module.getContext());
+  configureVerifier(passes);
   passes.addNestedPass<func::FuncOp>(createLowerAffinePass());
   if (failed(passes.run(module))) {
     LaunchPlan plan;
@@ -203,7 +207,13 @@ Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec,
   if (!target.isNvidia())
     return fail("buildGpuKernel needs an NVIDIA target, got '" + target.str() +
                 "'");
-  std::unique_ptr<MLIRContext> context = compiler::makeContext();
+  // The PTX built here goes to nvJitLink next (unless LOWBIT_CUBIN=driver):
+  // its first use in a process (~70 ms) runs beside the lowering.
+  if (Expected<runtime::CubinMaker> maker =
+          runtime::cubinMakerFromEnvironment();
+      maker && *maker == runtime::CubinMaker::NvJitLink)
+    runtime::startNvJitLinkWarmup(target.chip);
+  compiler::ContextLease context = compiler::borrowContext();
   std::string diagnostics;
   ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &diag) {
     if (!diagnostics.empty())

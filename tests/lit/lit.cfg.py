@@ -14,6 +14,9 @@ config.test_exec_root = os.path.join(config.lowbit_obj_root, "tests", "lit")
 config.environment["PATH"] = os.pathsep.join(
     [config.lowbit_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]
 )
+# The tests verify the IR after every pass; release builds do not
+# (docs/pipeline.md).
+config.environment["LOWBIT_VERIFY_PASSES"] = "1"
 config.substitutions.append(("%lowbit_src", config.lowbit_src_root))
 config.substitutions.append(("%lowbit_bin", config.lowbit_tools_dir))
 config.substitutions.append(("%python", config.python_executable))

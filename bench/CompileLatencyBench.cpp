@@ -1,0 +1,381 @@
+//===- CompileLatencyBench.cpp - spec -> PTX and spec -> cubin latency ----===//
+//
+// What a caller waits for when lowbit compiles a kernel, for every named
+// scheme, next to NVRTC (+ nvJitLink) on the same scheme's CUDA C++
+// reference kernel (runtime/nvrtc), all in the same run:
+//
+//   ptx cold    spec -> PTX, the first compile in a fresh process (a child
+//               process runs just that compile and reports its time: the
+//               context, dialect loading and LLVM's NVPTX setup included;
+//               loading the process's libraries is not: that is the
+//               whole-process CLI timing's business);
+//   ptx warm    the same compile again in a warm process (pooled context);
+//   cubin cold  spec -> PTX -> cubin (jit::buildGpuKernel + nvJitLink, what
+//               lowbit::Jit does on a cache miss) in a fresh child process:
+//               nvJitLink's dlopen and first-use setup included, which
+//               buildGpuKernel starts on a background thread;
+//   cubin warm  the same in a warm process;
+//   nvrtc       the reference kernel by NVRTC to PTX, and NVRTC + nvJitLink
+//               to a cubin, warm.
+// Every number is a median of `runs` (>= 7 by default); cold numbers are
+// medians over `runs` child processes. Ratios are against the peer in the
+// same run (the machine is shared and noisy).
+//
+// --levels: spec -> PTX at LLVM O1, O2 and O3 (warm medians) and whether
+// each level's PTX is byte-identical to O3's, for every named scheme's
+// quantize and dequantize kernels: the measurement behind the GPU tail's
+// default level (lowering/GpuTail.h, kDefaultPtxOptLevel).
+//
+// Numbers only: never a test, never pass/fail on timing.
+//
+// usage: lowbit-bench-latency [--runs N] [--chips sm_90a,sm_100a]
+//                             [--ops quantize,dequantize] [--no-cold]
+//                             [--levels]
+//        lowbit-bench-latency --child ptx|cubin CHIP SPEC   (one cold compile)
+//
+//===----------------------------------------------------------------------===//
+
+#include "format/Scheme.h"
+#include "lowering/GpuTail.h"
+#include "lowering/Target.h"
+#include "runtime/compiler/Compiler.h"
+#include "runtime/driver/NvJitLink.h"
+#include "runtime/driver/Nvrtc.h"
+#include "runtime/jit/LaunchPlan.h"
+#include "runtime/nvrtc/ReferenceKernels.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include "BenchTiming.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace lowbit;
+using namespace lowbit::bench;
+
+namespace {
+
+std::vector<std::string> splitCommas(const std::string &text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    if (end > start)
+      parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+/// spec -> PTX, or spec -> PTX -> cubin; returns false with a reason.
+bool compileOnce(const KernelSpec &spec, const Target &target, bool cubin,
+                 std::string &reason) {
+  if (!cubin) {
+    llvm::Expected<PtxModule> ptx = compiler::compileToPtx(spec, target);
+    if (!ptx) {
+      reason = llvm::toString(ptx.takeError());
+      return false;
+    }
+    return true;
+  }
+  Expected<jit::GpuBuild> build = jit::buildGpuKernel(spec, target);
+  if (!build) {
+    reason = build.error().message;
+    return false;
+  }
+  Expected<runtime::Cubin> linked = runtime::linkPtx(build->ptx, target.chip);
+  if (!linked) {
+    reason = linked.error().message;
+    return false;
+  }
+  return true;
+}
+
+/// The child: one cold compile, its milliseconds on stdout.
+int runChild(const std::string &mode, const std::string &chip,
+             const std::string &specText) {
+  std::string error;
+  std::optional<Target> target = parseTarget(chip, &error);
+  std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
+  if (!target || !spec) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 2;
+  }
+  Clock::time_point start = Clock::now();
+  if (!compileOnce(*spec, *target, mode == "cubin", error)) {
+    std::fprintf(stderr, "%s\n", error.substr(0, error.find('\n')).c_str());
+    return 1;
+  }
+  std::printf("%.3f\n", millisSince(start));
+  std::fflush(stdout);
+  // Skip the teardown: only the compile is measured.
+  std::_Exit(0);
+}
+
+/// Runs this program as a child; its printed milliseconds, or -1.
+double childMillis(const std::string &mode, const std::string &chip,
+                   const std::string &spec) {
+  int pipeEnds[2];
+  if (pipe(pipeEnds) != 0)
+    return -1;
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    dup2(pipeEnds[1], 1);
+    close(pipeEnds[0]);
+    close(pipeEnds[1]);
+    execl("/proc/self/exe", "lowbit-bench-latency", "--child", mode.c_str(),
+          chip.c_str(), spec.c_str(), (char *)nullptr);
+    _exit(127);
+  }
+  close(pipeEnds[1]);
+  std::string output;
+  char buffer[256];
+  ssize_t got;
+  while ((got = read(pipeEnds[0], buffer, sizeof buffer)) > 0)
+    output.append(buffer, size_t(got));
+  close(pipeEnds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || output.empty())
+    return -1;
+  return std::atof(output.c_str());
+}
+
+double coldMedian(const std::string &mode, const std::string &chip,
+                  const std::string &spec, int runs) {
+  std::vector<double> values;
+  for (int run = 0; run < runs; ++run) {
+    double millis = childMillis(mode, chip, spec);
+    if (millis < 0)
+      return -1;
+    values.push_back(millis);
+  }
+  return median(values);
+}
+
+double warmMedian(const KernelSpec &spec, const Target &target, bool cubin,
+                  int runs, std::string &reason) {
+  if (!compileOnce(spec, target, cubin, reason)) // warms the process
+    return -1;
+  std::vector<double> values;
+  for (int run = 0; run < runs; ++run) {
+    Clock::time_point start = Clock::now();
+    if (!compileOnce(spec, target, cubin, reason))
+      return -1;
+    values.push_back(millisSince(start));
+  }
+  return median(values);
+}
+
+std::string cell(double value, const char *format = "%.1f") {
+  if (value < 0)
+    return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+std::string ratio(double numerator, double denominator) {
+  if (numerator <= 0 || denominator <= 0)
+    return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fx", numerator / denominator);
+  return text;
+}
+
+/// spec -> PTX at `level` on a pooled context: the PTX and the time.
+bool ptxAtLevel(const KernelSpec &spec, const Target &target, int level,
+                std::string &ptx, double &millis, std::string &reason) {
+  Clock::time_point start = Clock::now();
+  compiler::ContextLease context = compiler::borrowContext();
+  auto module = compiler::buildKernelModule(*context, spec);
+  if (!module) {
+    reason = llvm::toString(module.takeError());
+    return false;
+  }
+  if (llvm::Error error = compiler::lowerForGpu(**module)) {
+    reason = llvm::toString(std::move(error));
+    return false;
+  }
+  PtxOptions options;
+  options.optLevel = level;
+  mlir::FailureOr<PtxModule> result =
+      lowerToPtx(**module, target, reason, options);
+  if (mlir::failed(result))
+    return false;
+  millis = millisSince(start);
+  ptx = std::move(result->ptx);
+  return true;
+}
+
+int runLevels(const std::vector<std::string> &chips, int runs) {
+  std::printf("spec -> PTX by LLVM level (warm medians of %d, ms); "
+              "'=' PTX byte-identical to O3's, '!' different\n",
+              runs);
+  std::printf("%-8s %-24s %9s %9s %9s\n", "chip", "kernel", "O1", "O2", "O3");
+  for (const std::string &chip : chips) {
+    std::string error;
+    std::optional<Target> target = parseTarget(chip, &error);
+    if (!target)
+      return 1;
+    for (const Scheme &scheme : namedSchemes()) {
+      for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
+        KernelSpec spec;
+        spec.op = op;
+        spec.scheme = scheme;
+        std::string label =
+            scheme.name + (op == KernelOp::Quantize ? " q" : " dq");
+        std::map<int, std::string> ptx;
+        std::map<int, double> millis;
+        bool ok = true;
+        for (int level : {3, 2, 1}) {
+          std::vector<double> times;
+          for (int run = 0; run <= runs && ok; ++run) {
+            double took = 0;
+            ok = ptxAtLevel(spec, *target, level, ptx[level], took, error);
+            if (run > 0)
+              times.push_back(took);
+          }
+          millis[level] = ok ? median(times) : -1;
+        }
+        if (!ok) {
+          std::printf("%-8s %-24s refused: %s\n", chip.c_str(), label.c_str(),
+                      error.substr(0, error.find('\n')).c_str());
+          continue;
+        }
+        auto mark = [&](int level) {
+          return cell(millis[level]) + (ptx[level] == ptx[3] ? " =" : " !");
+        };
+        std::printf("%-8s %-24s %9s %9s %9s\n", chip.c_str(), label.c_str(),
+                    mark(1).c_str(), mark(2).c_str(), mark(3).c_str());
+      }
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc == 5 && std::string(argv[1]) == "--child")
+    return runChild(argv[2], argv[3], argv[4]);
+  int runs = 7;
+  std::vector<std::string> chips = {"sm_90a", "sm_100a"};
+  std::vector<std::string> ops = {"quantize"};
+  bool cold = true, levels = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--runs" && i + 1 < argc)
+      runs = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--chips" && i + 1 < argc)
+      chips = splitCommas(argv[++i]);
+    else if (arg == "--ops" && i + 1 < argc)
+      ops = splitCommas(argv[++i]);
+    else if (arg == "--no-cold")
+      cold = false;
+    else if (arg == "--levels")
+      levels = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: lowbit-bench-latency [--runs N] [--chips A,B] "
+                   "[--ops quantize,dequantize] [--no-cold] [--levels]\n");
+      return 2;
+    }
+  }
+  if (levels)
+    return runLevels(chips, runs);
+
+  auto nvrtc = runtime::nvrtcLibrary();
+  auto linker = runtime::nvJitLinkLibrary();
+  if (!linker) {
+    std::fprintf(stderr, "nvJitLink is needed for spec -> cubin: %s\n",
+                 linker.error().message.c_str());
+    return 1;
+  }
+  std::printf("spec -> PTX and spec -> cubin, f32 input, dynamic scales; "
+              "medians of %d (cold: %d child processes); ms\n",
+              runs, runs);
+  std::printf("peer: NVRTC (PTX) and NVRTC + nvJitLink (cubin) on the "
+              "scheme's reference kernel, warm%s\n",
+              nvrtc ? "" : " (NVRTC not available)");
+  std::printf("%-8s %-22s %8s %8s %6s %9s %9s %6s %9s %10s %9s %9s\n", "chip",
+              "kernel", "ptx cold", "ptx warm", "c/w", "cubin cld", "cubin wrm",
+              "c/w", "nvrtc ptx", "nvrtc+link", "nvrtc/ptx", "peer/cubin");
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>>
+      peers; // (chip, scheme) -> (nvrtc, nvrtc + link)
+  for (const std::string &chip : chips) {
+    std::string error;
+    std::optional<Target> target = parseTarget(chip, &error);
+    if (!target || !validateTarget(*target, &error) || !target->isNvidia()) {
+      std::fprintf(stderr, "bad chip '%s': %s\n", chip.c_str(), error.c_str());
+      return 1;
+    }
+    for (const Scheme &scheme : namedSchemes()) {
+      for (const std::string &opName : ops) {
+        std::string specText = opName + " " + scheme.name;
+        std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
+        if (!spec) {
+          std::fprintf(stderr, "%s: %s\n", specText.c_str(), error.c_str());
+          return 1;
+        }
+        std::string reason;
+        double ptxWarm = warmMedian(*spec, *target, false, runs, reason);
+        double cubinWarm =
+            ptxWarm < 0 ? -1 : warmMedian(*spec, *target, true, runs, reason);
+        if (ptxWarm < 0 || cubinWarm < 0) {
+          std::printf("%-8s %-22s refused: %s\n", chip.c_str(),
+                      specText.c_str(),
+                      reason.substr(0, reason.find('\n')).c_str());
+          continue;
+        }
+        double ptxCold = cold ? coldMedian("ptx", chip, specText, runs) : -1;
+        double cubinCold =
+            cold ? coldMedian("cubin", chip, specText, runs) : -1;
+
+        auto &peer = peers[{chip, scheme.name}];
+        if (nvrtc && peer.first == 0) {
+          peer = {-1, -1};
+          auto source = runtime::referenceKernelSource(scheme.name, "f32");
+          std::vector<double> ptxTimes, cubinTimes;
+          for (int run = 0; source && run <= runs; ++run) {
+            auto build =
+                runtime::buildReferenceKernel(**nvrtc, *linker, *source, chip);
+            if (!build)
+              break;
+            if (run == 0)
+              continue; // NVRTC's own first use
+            ptxTimes.push_back(build->nvrtcMillis);
+            cubinTimes.push_back(build->nvrtcMillis + build->linkMillis);
+          }
+          if (!ptxTimes.empty())
+            peer = {median(ptxTimes), median(cubinTimes)};
+        }
+        std::printf("%-8s %-22s %8s %8s %6s %9s %9s %6s %9s %10s %9s %9s\n",
+                    chip.c_str(), specText.c_str(), cell(ptxCold).c_str(),
+                    cell(ptxWarm).c_str(), ratio(ptxCold, ptxWarm).c_str(),
+                    cell(cubinCold).c_str(), cell(cubinWarm).c_str(),
+                    ratio(cubinCold, cubinWarm).c_str(),
+                    cell(peer.first).c_str(), cell(peer.second).c_str(),
+                    ratio(peer.first, ptxWarm).c_str(),
+                    ratio(peer.second, cubinWarm).c_str());
+        std::fflush(stdout);
+      }
+    }
+  }
+  std::printf("c/w = cold / warm (target <= 1.5x); nvrtc/ptx and "
+              "peer/cubin = the peer's time / lowbit's warm time (above 1: "
+              "lowbit is faster)\n");
+  return 0;
+}
