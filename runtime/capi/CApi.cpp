@@ -543,6 +543,8 @@ lowbit_status lowbit_jit_create(const lowbit_jit_options *options,
         return invalid("cache_mode '" + std::string(name) +
                        "': expected on, readonly, off or must-hit");
     }
+    if (options && options->memory_capacity)
+      jitOptions.memoryCapacity = options->memory_capacity;
     Expected<std::unique_ptr<Jit>> created = Jit::create(jitOptions);
     if (!created)
       return std::move(created).takeError();
@@ -595,16 +597,17 @@ lowbit_status lowbit_kernel_arg(const lowbit_kernel *kernel, size_t index,
       return invalid("argument " + std::to_string(index) +
                      ": the kernel takes " +
                      std::to_string(kernel->params.size()) + " arguments");
-    if (rows < 0 || cols < 0)
-      return invalid("negative size");
-    const compiler::KernelParam &param = kernel->params[index];
-    Shape2D shape =
-        compiler::bufferShapes(kernel->kernel.spec(), rows, cols)[index];
-    info->role = lowbit_arg_role(int(param.role));
-    info->is_output = param.isResult;
-    info->dtype = dtypeOfElement(param.elementType);
-    info->shape[0] = shape.rows;
-    info->shape[1] = shape.cols;
+    // The C form of Kernel::signature (same roles, in the same order).
+    Expected<std::vector<ArgumentInfo>> signature =
+        kernel->kernel.signature(rows, cols);
+    if (!signature)
+      return std::move(signature).takeError();
+    const ArgumentInfo &argument = (*signature)[index];
+    info->role = lowbit_arg_role(int(argument.role));
+    info->is_output = argument.written;
+    info->dtype = dtypeOfElement(std::string(elementTypeName(argument.element)));
+    info->shape[0] = argument.shape[0];
+    info->shape[1] = argument.shape[1];
     return Status::success();
   });
 }
