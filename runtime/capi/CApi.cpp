@@ -263,12 +263,16 @@ Expected<std::vector<char *>> kernelArgs(const lowbit_kernel *kernel,
                    "; kernels take 2-D [rows, cols] tensors");
   rows = sizing.shape[0];
   cols = sizing.shape[1];
-  std::vector<Shape2D> shapes =
-      compiler::bufferShapes(kernel->kernel.spec(), rows, cols);
+  // Kernel::signature asks the format model (no MLIR on this path).
+  Expected<std::vector<ArgumentInfo>> signature =
+      kernel->kernel.signature(rows, cols);
+  if (!signature)
+    return signature.error();
   std::vector<char *> pointers;
   for (size_t i = 0; i < count; ++i) {
+    Shape2D shape{(*signature)[i].shape[0], (*signature)[i].shape[1]};
     if (Status status =
-            checkKernelArg(&args[i], i, kernel->params[i], shapes[i], device);
+            checkKernelArg(&args[i], i, kernel->params[i], shape, device);
         !status)
       return status.error();
     pointers.push_back(dataOf(args[i]));

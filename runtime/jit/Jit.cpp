@@ -17,6 +17,8 @@
 
 #include "lowbit/Jit.h"
 
+#include "format/Scheme.h"
+
 #include "lowering/CpuTail.h"
 #include "runtime/cache/GpuPayload.h"
 #include "runtime/cache/Hash.h"
@@ -409,12 +411,30 @@ struct Kernel::State {
                                   spec.cols == kDynamic ? 0 : cols, pointers);
   }
 
-  /// The parameters' shapes into fixed storage.
+  /// The parameters' shapes into fixed storage, from the format model by
+  /// role (docs/kernel-abi.md; the same rules as compiler::bufferShapes,
+  /// which builds an MLIRContext and so is no launch-path call).
   void shapes(int64_t rows, int64_t cols,
               std::array<launch::Shape, kMaxBuffers> &out) const {
-    std::vector<Shape2D> shapes = compiler::bufferShapes(spec, rows, cols);
-    for (size_t i = 0; i < shapes.size() && i < out.size(); ++i)
-      out[i] = {shapes[i].rows, shapes[i].cols};
+    Shape2D codes = codesShape(spec.scheme, rows, cols);
+    Shape2D scales = scaleShape(spec.scheme, rows, cols);
+    for (size_t i = 0; i < params.size() && i < out.size(); ++i) {
+      switch (params[i].role) {
+      case compiler::KernelParam::Role::Codes:
+        out[i] = {codes.rows, codes.cols};
+        break;
+      case compiler::KernelParam::Role::Scales:
+      case compiler::KernelParam::Role::Zeros:
+        out[i] = {scales.rows, scales.cols};
+        break;
+      case compiler::KernelParam::Role::Global:
+        out[i] = {1, 1};
+        break;
+      default: // input, output
+        out[i] = {rows, cols};
+        break;
+      }
+    }
   }
 
   Expected<std::shared_ptr<LoadedModule>> module(const KernelKey &key) const {
@@ -484,7 +504,8 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
                                                       int64_t cols) const {
   if (Status sizes = state->checkSizes(rows, cols); !sizes)
     return std::move(sizes).takeError();
-  std::vector<Shape2D> shapes = compiler::bufferShapes(state->spec, rows, cols);
+  std::array<launch::Shape, kMaxBuffers> shapes;
+  state->shapes(rows, cols, shapes);
   std::vector<ArgumentInfo> arguments;
   for (size_t i = 0; i < state->params.size(); ++i) {
     const compiler::KernelParam &param = state->params[i];
@@ -518,7 +539,7 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
                    : element == "f16" ? ElementType::F16
                    : element == "bf16" ? ElementType::BF16
                                        : ElementType::U8;
-    info.shape = {shapes[i].rows, shapes[i].cols};
+    info.shape = shapes[i];
     info.written = param.isResult;
     info.read = !param.isResult;
     arguments.push_back(info);

@@ -468,3 +468,42 @@ TEST_CASE("two threads run the same kernel at once, bit-exact", "[jit]") {
   CHECK(failures.load() == 0);
   CHECK(mismatches.load() == 0);
 }
+
+TEST_CASE("the launch path's shapes are the compiler's", "[jit][signature]") {
+  // Kernel::signature (and launch) ask the format model by role; the
+  // compiler's bufferShapes builds the module's parameter list. Equal for
+  // every named scheme, both ops, ragged sizes.
+  auto jit = makeJit(freshDirectory("shapes"), runtime::CacheMode::Off);
+  for (const Scheme &scheme : namedSchemes())
+    for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize})
+      for (bool isStatic : {false, true}) {
+        // Static scales add read parameters; two schemes cover them (one
+        // with zero points).
+        if (isStatic && (op == KernelOp::Dequantize ||
+                         (scheme.name != "mxfp4" && scheme.name != "int4_g128")))
+          continue;
+        KernelSpec spec;
+        spec.op = op;
+        spec.scheme = scheme;
+        if (isStatic)
+          spec.scheme.scale.mode = ScaleMode::Static;
+        auto kernel = jit->get(spec, gpuTarget());
+        REQUIRE(kernel.ok());
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1},
+                                  {3, 37},
+                                  {130, 1000},
+                                  {0, 64}}) {
+          auto signature = kernel->signature(rows, cols);
+          REQUIRE(signature.ok());
+          std::vector<Shape2D> expected =
+              compiler::bufferShapes(spec, rows, cols);
+          REQUIRE(signature->size() == expected.size());
+          for (size_t i = 0; i < expected.size(); ++i) {
+            INFO(printKernelSpec(spec) << " " << rows << "x" << cols << " #"
+                                       << i);
+            CHECK((*signature)[i].shape[0] == expected[i].rows);
+            CHECK((*signature)[i].shape[1] == expected[i].cols);
+          }
+        }
+      }
+}
