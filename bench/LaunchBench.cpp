@@ -1,4 +1,5 @@
-//===- LaunchBench.cpp - Host cost of Kernel::launch and a memory-hit get ---===//
+//===- LaunchBench.cpp - Host cost of Kernel::launch and a memory-hit get
+//---===//
 //
 // Issue 11's launch-path numbers: the median over 10^5 calls of
 //   - Jit::get() of a spec already got (a memory hit),
@@ -118,7 +119,8 @@ int main(int argc, char **argv) {
   std::vector<float> input(32, 1.5f);
   std::vector<uint8_t> codes(16), scales(1);
   std::vector<void *> host = {input.data(), codes.data(), scales.data()};
-  report("get() memory hit  'quantize mxfp4 dynamic' cpu", medianNanos(calls, [&] {
+  report("get() memory hit  'quantize mxfp4 dynamic' cpu",
+         medianNanos(calls, [&] {
            return (*jit)->get("quantize mxfp4 dynamic", Target{}).ok();
          }));
   report("run() 1x32 'quantize mxfp4 dynamic' cpu (host + kernel)",

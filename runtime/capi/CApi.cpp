@@ -609,7 +609,8 @@ lowbit_status lowbit_kernel_arg(const lowbit_kernel *kernel, size_t index,
     const ArgumentInfo &argument = (*signature)[index];
     info->role = lowbit_arg_role(int(argument.role));
     info->is_output = argument.written;
-    info->dtype = dtypeOfElement(std::string(elementTypeName(argument.element)));
+    info->dtype =
+        dtypeOfElement(std::string(elementTypeName(argument.element)));
     info->shape[0] = argument.shape[0];
     info->shape[1] = argument.shape[1];
     return Status::success();

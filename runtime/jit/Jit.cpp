@@ -20,13 +20,13 @@
 #include "format/Scheme.h"
 
 #include "lowering/CpuTail.h"
+#include "runtime/aot/LaunchProgram.h"
+#include "runtime/aot/Workspace.h"
 #include "runtime/cache/GpuPayload.h"
 #include "runtime/cache/Hash.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/driver/CudaDriver.h"
 #include "runtime/driver/NvJitLink.h"
-#include "runtime/aot/LaunchProgram.h"
-#include "runtime/aot/Workspace.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/jit/LruMap.h"
 #include "runtime/jit/Workspace.h"
@@ -321,8 +321,8 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
         launch::compileLaunchPlan(*plan, paramCount, workspaceWords);
     if (!compiled)
       return std::move(compiled).takeError();
-    program = std::make_shared<const launch::LaunchProgram>(
-        std::move(*compiled));
+    program =
+        std::make_shared<const launch::LaunchProgram>(std::move(*compiled));
   }
   const runtime::CudaDriverApi &api = context->api();
   auto module = std::make_shared<LoadedModule>();
@@ -334,9 +334,9 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
   if (runtime::CUresult result =
           api.cuModuleLoadData(&module->module, image.c_str());
       result != runtime::kCudaSuccess)
-    return makeError(ErrorCode::CudaError,
-                     runtime::describeCudaError(api, result,
-                                                "cuModuleLoadData"));
+    return makeError(
+        ErrorCode::CudaError,
+        runtime::describeCudaError(api, result, "cuModuleLoadData"));
   for (const launch::CompiledStep &step : module->program->steps) {
     runtime::CUfunction function = nullptr;
     if (runtime::CUresult result = api.cuModuleGetFunction(
@@ -535,8 +535,8 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
                        "pass to callers");
     }
     const std::string &element = param.elementType;
-    info.element = element == "f32"   ? ElementType::F32
-                   : element == "f16" ? ElementType::F16
+    info.element = element == "f32"    ? ElementType::F32
+                   : element == "f16"  ? ElementType::F16
                    : element == "bf16" ? ElementType::BF16
                                        : ElementType::U8;
     info.shape = shapes[i];
@@ -600,7 +600,8 @@ Status Kernel::launch(void *stream, std::span<const uint64_t> buffers,
   for (size_t i = 0; i < buffers.size(); ++i)
     pointers[i] = reinterpret_cast<const void *>(uintptr_t(buffers[i]));
   Expected<KernelKey> key = state->keyFor(
-      rows, cols, std::span<const void *const>(pointers.data(), buffers.size()));
+      rows, cols,
+      std::span<const void *const>(pointers.data(), buffers.size()));
   if (!key)
     return std::move(key).takeError();
   Expected<std::shared_ptr<LoadedModule>> module = state->module(*key);
@@ -790,7 +791,8 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   auto entry = impl->resolveGpu(state->primaryKey, spec, target);
   if (!entry)
     return std::move(entry).takeError();
-  Expected<GpuPayload> payload = runtime::decodeGpuPayload((*entry)->kernel.binary);
+  Expected<GpuPayload> payload =
+      runtime::decodeGpuPayload((*entry)->kernel.binary);
   if (!payload)
     return std::move(payload).takeError();
   state->gpuEntry = *entry;
@@ -801,8 +803,7 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   state->workspaceWords = jit::kernelWorkspaceWords(spec, target);
   Expected<jit::LaunchPlan> plan = jit::LaunchPlan::parse(payload->plan);
   Expected<launch::LaunchProgram> program =
-      plan ? launch::compileLaunchPlan(*plan, paramCount,
-                                       state->workspaceWords)
+      plan ? launch::compileLaunchPlan(*plan, paramCount, state->workspaceWords)
            : Expected<launch::LaunchProgram>(plan.error());
   if (program)
     state->program =

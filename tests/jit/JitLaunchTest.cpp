@@ -53,8 +53,8 @@ struct Stub {
     at = reinterpret_cast<const LaunchRecord *(*)(long)>(
         dlsym(library, "stub_launch_at"));
     reset = reinterpret_cast<void (*)()>(dlsym(library, "stub_reset"));
-    extraParams =
-        reinterpret_cast<void (*)(int)>(dlsym(library, "stub_set_extra_params"));
+    extraParams = reinterpret_cast<void (*)(int)>(
+        dlsym(library, "stub_set_extra_params"));
     REQUIRE((count && at && reset && extraParams));
   }
 };
@@ -100,7 +100,8 @@ TEST_CASE("launch: two threads, two streams, one workspace each",
   stub.reset();
 
   constexpr int kLaunches = 100;
-  void *streams[2] = {reinterpret_cast<void *>(0x51), reinterpret_cast<void *>(0x52)};
+  void *streams[2] = {reinterpret_cast<void *>(0x51),
+                      reinterpret_cast<void *>(0x52)};
   std::atomic<int> ready{0};
   std::atomic<int> failures{0};
   auto worker = [&](void *stream) {

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <new>
@@ -291,13 +291,14 @@ TEST_CASE("launch plan expressions", "[jit][plan]") {
   // Found by fuzzing (fuzz/regressions/launch-plan): INT64_MIN / -1 and
   // ceildivs of INT64_MIN were undefined behaviour, ceildivu wrapped.
   for (const char *op : {"divs", "rems", "ceildivs", "floordivs"})
-    CHECK_FALSE(jit::evaluateSize(std::string("-9223372036854775808 -1 ") + op,
-                                  shapes)
-                    .ok());
+    CHECK_FALSE(
+        jit::evaluateSize(std::string("-9223372036854775808 -1 ") + op, shapes)
+            .ok());
   CHECK(*jit::evaluateSize("-9223372036854775808 2 ceildivs", shapes) ==
         -4611686018427387904);
   CHECK(*jit::evaluateSize("-7 2 ceildivs", shapes) == -3);
-  CHECK(*jit::evaluateSize("-1 2 ceildivu", shapes) == -9223372036854775807 - 1);
+  CHECK(*jit::evaluateSize("-1 2 ceildivu", shapes) ==
+        -9223372036854775807 - 1);
 }
 
 TEST_CASE("get() of a known spec is a memory lookup", "[jit][memory]") {
@@ -313,7 +314,8 @@ TEST_CASE("get() of a known spec is a memory lookup", "[jit][memory]") {
   CHECK(jit->stats().gpuCompiles == 1);
   // Another target is another kernel.
   std::string error;
-  auto sm100 = jit->get("quantize mxfp8 dynamic", *parseTarget("sm_100a", &error));
+  auto sm100 =
+      jit->get("quantize mxfp8 dynamic", *parseTarget("sm_100a", &error));
   REQUIRE(sm100.ok());
   CHECK(jit->stats().gpuCompiles == 2);
 }
@@ -479,8 +481,9 @@ TEST_CASE("the launch path's shapes are the compiler's", "[jit][signature]") {
       for (bool isStatic : {false, true}) {
         // Static scales add read parameters; two schemes cover them (one
         // with zero points).
-        if (isStatic && (op == KernelOp::Dequantize ||
-                         (scheme.name != "mxfp4" && scheme.name != "int4_g128")))
+        if (isStatic &&
+            (op == KernelOp::Dequantize ||
+             (scheme.name != "mxfp4" && scheme.name != "int4_g128")))
           continue;
         KernelSpec spec;
         spec.op = op;
@@ -499,8 +502,8 @@ TEST_CASE("the launch path's shapes are the compiler's", "[jit][signature]") {
               compiler::bufferShapes(spec, rows, cols);
           REQUIRE(signature->size() == expected.size());
           for (size_t i = 0; i < expected.size(); ++i) {
-            INFO(printKernelSpec(spec) << " " << rows << "x" << cols << " #"
-                                       << i);
+            INFO(printKernelSpec(spec)
+                 << " " << rows << "x" << cols << " #" << i);
             CHECK((*signature)[i].shape[0] == expected[i].rows);
             CHECK((*signature)[i].shape[1] == expected[i].cols);
           }
