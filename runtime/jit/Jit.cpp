@@ -460,36 +460,24 @@ struct Kernel::State {
   }
 };
 
+using Role = compiler::KernelParam::Role;
+static_assert(int(Role::Input) == int(ArgumentRole::Input) &&
+              int(Role::Scales) == int(ArgumentRole::Scales) &&
+              int(Role::Zeros) == int(ArgumentRole::Zeros) &&
+              int(Role::Global) == int(ArgumentRole::Global) &&
+              int(Role::Codes) == int(ArgumentRole::Codes) &&
+              int(Role::Output) == int(ArgumentRole::Output));
+
 std::string_view argumentRoleName(ArgumentRole role) {
-  switch (role) {
-  case ArgumentRole::Input:
-    return "input";
-  case ArgumentRole::Scales:
-    return "scales";
-  case ArgumentRole::Zeros:
-    return "zeros";
-  case ArgumentRole::Global:
-    return "global";
-  case ArgumentRole::Codes:
-    return "codes";
-  case ArgumentRole::Output:
-    return "output";
-  }
-  return "unknown";
+  static constexpr std::string_view names[] = {"input",  "scales", "zeros",
+                                               "global", "codes",  "output"};
+  return size_t(role) < std::size(names) ? names[size_t(role)] : "unknown";
 }
 
 std::string_view elementTypeName(ElementType element) {
-  switch (element) {
-  case ElementType::F32:
-    return "f32";
-  case ElementType::F16:
-    return "f16";
-  case ElementType::BF16:
-    return "bf16";
-  case ElementType::U8:
-    return "u8";
-  }
-  return "unknown";
+  static constexpr std::string_view names[] = {"f32", "f16", "bf16", "u8"};
+  return size_t(element) < std::size(names) ? names[size_t(element)]
+                                            : "unknown";
 }
 
 const KernelSpec &Kernel::spec() const { return state->spec; }
@@ -510,30 +498,13 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
   for (size_t i = 0; i < state->params.size(); ++i) {
     const compiler::KernelParam &param = state->params[i];
     ArgumentInfo info;
-    switch (param.role) {
-    case compiler::KernelParam::Role::Input:
-      info.role = ArgumentRole::Input;
-      break;
-    case compiler::KernelParam::Role::Scales:
-      info.role = ArgumentRole::Scales;
-      break;
-    case compiler::KernelParam::Role::Zeros:
-      info.role = ArgumentRole::Zeros;
-      break;
-    case compiler::KernelParam::Role::Global:
-      info.role = ArgumentRole::Global;
-      break;
-    case compiler::KernelParam::Role::Codes:
-      info.role = ArgumentRole::Codes;
-      break;
-    case compiler::KernelParam::Role::Output:
-      info.role = ArgumentRole::Output;
-      break;
-    default:
+    // The public roles are the ABI's, in the same order; a role past
+    // Output (the workspace) is the runtime's, never the caller's.
+    if (int(param.role) > int(ArgumentRole::Output))
       return makeError(ErrorCode::Unsupported,
                        "a kernel parameter of a role the runtime does not "
                        "pass to callers");
-    }
+    info.role = ArgumentRole(int(param.role));
     const std::string &element = param.elementType;
     info.element = element == "f32"    ? ElementType::F32
                    : element == "f16"  ? ElementType::F16
