@@ -204,6 +204,9 @@ class Kernel:
             infos.append(info)
         return infos
 
+    # Kernel::signature in C++, lowbit_kernel_arg in C.
+    signature = args
+
     def _complete(self, arrays):
         """All arguments: `arrays` as given, or the inputs alone with the
         outputs allocated (returned as the second value)."""

@@ -308,9 +308,9 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
         // Every expression compiles now, so a bad one is refused when the
         // manifest is read, naming where it is.
         if (!read.failed)
-          if (Expected<launch::CompiledStep> compiled = launch::compileStep(
-                  toLaunchStep(launch), entry.params.size(),
-                  entry.workspaceWords);
+          if (Expected<launch::CompiledStep> compiled =
+                  launch::compileStep(toLaunchStep(launch), entry.params.size(),
+                                      entry.workspaceWords);
               !compiled)
             read.fail(at + ": " + compiled.error().message);
         entry.launches.push_back(std::move(launch));
@@ -367,10 +367,10 @@ launch::LaunchStep toLaunchStep(const Launch &launch) {
   }
   step.sizes[6] = launch.shared;
   for (const Operand &operand : launch.operands)
-    step.arguments.push_back(
-        operand.memref >= 0
-            ? "m:" + std::to_string(operand.memref)
-            : "s" + std::to_string(operand.bits) + ":" + operand.scalar);
+    step.arguments.push_back(operand.memref >= 0
+                                 ? "m:" + std::to_string(operand.memref)
+                                 : "s" + std::to_string(operand.bits) + ":" +
+                                       operand.scalar);
   return step;
 }
 
@@ -387,8 +387,8 @@ std::optional<Launch> fromLaunchStep(const launch::LaunchStep &step,
     Operand operand;
     std::string_view text = argument;
     if (text.starts_with("m:")) {
-      auto [end, ec] = std::from_chars(text.data() + 2,
-                                       text.data() + text.size(), operand.memref);
+      auto [end, ec] = std::from_chars(
+          text.data() + 2, text.data() + text.size(), operand.memref);
       if (ec != std::errc() || end != text.data() + text.size() ||
           operand.memref < 0) {
         setError(error, step.kernelName + ": bad argument '" + argument + "'");
@@ -411,8 +411,8 @@ std::optional<int64_t> evaluateExpression(std::string_view expression,
                                           std::string *error) {
   Expected<launch::Expression> compiled =
       launch::Expression::compile(expression, shapes.size());
-  Expected<int64_t> value =
-      compiled ? compiled->evaluate(shapes) : Expected<int64_t>(compiled.error());
+  Expected<int64_t> value = compiled ? compiled->evaluate(shapes)
+                                     : Expected<int64_t>(compiled.error());
   if (!value) {
     setError(error, value.error().message);
     return std::nullopt;

@@ -48,12 +48,14 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 }
 
 bool parseInteger(std::string_view text, int64_t &value) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
   return !text.empty() && ec == std::errc() && end == text.data() + text.size();
 }
 
 bool parseIndex(std::string_view text, size_t &value) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
   return !text.empty() && ec == std::errc() && end == text.data() + text.size();
 }
 
@@ -70,6 +72,136 @@ constexpr NamedOp kBinaryOps[] = {
     {"maxs", Op::MaxS},         {"mins", Op::MinS},
     {"maxu", Op::MaxU},         {"minu", Op::MinU},
 };
+
+/// A binary operator (or cmp) on two values; `why` says what went wrong
+/// (division by zero, INT64_MIN / -1).
+int64_t applyBinary(const Expression::Instruction &instruction, int64_t lhs,
+                    int64_t rhs, const char *&why) {
+  uint64_t ul = uint64_t(lhs), ur = uint64_t(rhs);
+  bool divides = instruction.op >= Op::DivS && instruction.op <= Op::RemU;
+  if (divides && rhs == 0) {
+    why = "division by zero";
+    return 0;
+  }
+  bool isSigned = instruction.op == Op::DivS ||
+                  instruction.op == Op::CeilDivS ||
+                  instruction.op == Op::FloorDivS || instruction.op == Op::RemS;
+  // INT64_MIN / -1 overflows (undefined in C++, poison in arith).
+  if (isSigned && lhs == std::numeric_limits<int64_t>::min() && rhs == -1) {
+    why = "signed overflow in a division";
+    return 0;
+  }
+  int64_t result = 0;
+  switch (instruction.op) {
+  case Op::Add:
+    result = int64_t(ul + ur);
+    break;
+  case Op::Sub:
+    result = int64_t(ul - ur);
+    break;
+  case Op::Mul:
+    result = int64_t(ul * ur);
+    break;
+  case Op::DivS:
+    result = lhs / rhs;
+    break;
+  case Op::DivU:
+    result = int64_t(ul / ur);
+    break;
+  case Op::CeilDivS:
+    result = lhs / rhs + ((lhs % rhs != 0 && (lhs < 0) == (rhs < 0)) ? 1 : 0);
+    break;
+  case Op::CeilDivU:
+    result = int64_t(ul / ur + (ul % ur != 0 ? 1 : 0));
+    break;
+  case Op::FloorDivS:
+    result = lhs / rhs - ((lhs % rhs != 0 && (lhs < 0) != (rhs < 0)) ? 1 : 0);
+    break;
+  case Op::RemS:
+    result = lhs % rhs;
+    break;
+  case Op::RemU:
+    result = int64_t(ul % ur);
+    break;
+  case Op::MaxS:
+    result = std::max(lhs, rhs);
+    break;
+  case Op::MinS:
+    result = std::min(lhs, rhs);
+    break;
+  case Op::MaxU:
+    result = int64_t(std::max(ul, ur));
+    break;
+  case Op::MinU:
+    result = int64_t(std::min(ul, ur));
+    break;
+  case Op::Cmp:
+    switch (instruction.operand) {
+    case 0:
+      result = lhs == rhs;
+      break;
+    case 1:
+      result = lhs != rhs;
+      break;
+    case 2:
+      result = lhs < rhs;
+      break;
+    case 3:
+      result = lhs <= rhs;
+      break;
+    case 4:
+      result = lhs > rhs;
+      break;
+    case 5:
+      result = lhs >= rhs;
+      break;
+    case 6:
+      result = ul < ur;
+      break;
+    case 7:
+      result = ul <= ur;
+      break;
+    case 8:
+      result = ul > ur;
+      break;
+    default:
+      result = ul >= ur;
+      break;
+    }
+    break;
+  default:
+    why = "corrupt program";
+    return 0;
+  }
+  return result;
+}
+
+/// Folds the instruction just appended when all its operands are
+/// constants (the GPU tail leaves `(mul 0 -1)` and the like), so that a
+/// launch evaluates only what depends on the shapes. A division by zero
+/// is left for evaluate() to report.
+void foldLast(std::vector<Expression::Instruction> &code) {
+  const Expression::Instruction last = code.back();
+  if (last.op == Op::Constant || last.op == Op::Dim)
+    return;
+  size_t arity = last.op == Op::Select ? 3 : 2, n = code.size();
+  if (n < arity + 1)
+    return;
+  for (size_t i = n - 1 - arity; i < n - 1; ++i)
+    if (code[i].op != Op::Constant)
+      return;
+  int64_t value = 0;
+  if (last.op == Op::Select) {
+    value = code[n - 4].operand ? code[n - 3].operand : code[n - 2].operand;
+  } else {
+    const char *why = nullptr;
+    value = applyBinary(last, code[n - 3].operand, code[n - 2].operand, why);
+    if (why)
+      return;
+  }
+  code.resize(n - 1 - arity);
+  code.push_back({Op::Constant, value});
+}
 
 Error planError(std::string message) {
   return makeError(ErrorCode::CorruptEntry, "launch plan: " + message);
@@ -153,8 +285,7 @@ Expected<Expression> Expression::compile(std::string_view text,
         return bad("bad token '" + std::string(token) + "'");
       if (param >= paramCount)
         return bad("'" + std::string(token) + "' names parameter " +
-                   std::to_string(param) + " of " +
-                   std::to_string(paramCount));
+                   std::to_string(param) + " of " + std::to_string(paramCount));
       instruction = {Op::Dim, int64_t(param * 2 + dim)};
     } else if (token == "sel") {
       instruction.op = Op::Select;
@@ -188,6 +319,7 @@ Expected<Expression> Expression::compile(std::string_view text,
       return bad("deeper than " + std::to_string(kMaxStack) + " operands");
     expression.maxDepth = std::max(expression.maxDepth, depth);
     expression.code.push_back(instruction);
+    foldLast(expression.code);
   }
   if (depth != 1)
     return bad("does not reduce to one value");
@@ -223,78 +355,10 @@ Expected<int64_t> Expression::evaluate(std::span<const Shape> shapes) const {
       break;
     }
     int64_t rhs = stack[--top];
-    int64_t lhs = stack[top - 1];
-    uint64_t ul = uint64_t(lhs), ur = uint64_t(rhs);
-    bool divides = instruction.op >= Op::DivS && instruction.op <= Op::RemU;
-    if (divides && rhs == 0)
-      return bad("division by zero");
-    bool isSigned = instruction.op == Op::DivS || instruction.op == Op::CeilDivS ||
-                    instruction.op == Op::FloorDivS || instruction.op == Op::RemS;
-    // INT64_MIN / -1 overflows (undefined in C++, poison in arith).
-    if (isSigned && lhs == std::numeric_limits<int64_t>::min() && rhs == -1)
-      return bad("signed overflow in a division");
-    int64_t result = 0;
-    switch (instruction.op) {
-    case Op::Add:
-      result = int64_t(ul + ur);
-      break;
-    case Op::Sub:
-      result = int64_t(ul - ur);
-      break;
-    case Op::Mul:
-      result = int64_t(ul * ur);
-      break;
-    case Op::DivS:
-      result = lhs / rhs;
-      break;
-    case Op::DivU:
-      result = int64_t(ul / ur);
-      break;
-    case Op::CeilDivS:
-      result = lhs / rhs + ((lhs % rhs != 0 && (lhs < 0) == (rhs < 0)) ? 1 : 0);
-      break;
-    case Op::CeilDivU:
-      result = int64_t(ul / ur + (ul % ur != 0 ? 1 : 0));
-      break;
-    case Op::FloorDivS:
-      result = lhs / rhs - ((lhs % rhs != 0 && (lhs < 0) != (rhs < 0)) ? 1 : 0);
-      break;
-    case Op::RemS:
-      result = lhs % rhs;
-      break;
-    case Op::RemU:
-      result = int64_t(ul % ur);
-      break;
-    case Op::MaxS:
-      result = std::max(lhs, rhs);
-      break;
-    case Op::MinS:
-      result = std::min(lhs, rhs);
-      break;
-    case Op::MaxU:
-      result = int64_t(std::max(ul, ur));
-      break;
-    case Op::MinU:
-      result = int64_t(std::min(ul, ur));
-      break;
-    case Op::Cmp:
-      switch (instruction.operand) {
-      case 0: result = lhs == rhs; break;
-      case 1: result = lhs != rhs; break;
-      case 2: result = lhs < rhs; break;
-      case 3: result = lhs <= rhs; break;
-      case 4: result = lhs > rhs; break;
-      case 5: result = lhs >= rhs; break;
-      case 6: result = ul < ur; break;
-      case 7: result = ul <= ur; break;
-      case 8: result = ul > ur; break;
-      default: result = ul >= ur; break;
-      }
-      break;
-    default:
-      return bad("corrupt program");
-    }
-    stack[top - 1] = result;
+    const char *why = nullptr;
+    stack[top - 1] = applyBinary(instruction, stack[top - 1], rhs, why);
+    if (why)
+      return bad(why);
   }
   return stack[0];
 }
@@ -329,13 +393,14 @@ Expected<CompiledStep> compileStep(const LaunchStep &step, size_t paramCount,
       if (!parseIndex(body.substr(2), argument.param) ||
           argument.param >= paramCount)
         return inStep(makeError(ErrorCode::InvalidArgument,
-                                "argument '" + text + "' names no parameter of " +
+                                "argument '" + text +
+                                    "' names no parameter of " +
                                     std::to_string(paramCount)));
       argument.kind = Argument::Kind::Memref;
       compiled.slotCount += 7;
     } else if (body.starts_with("s32:") || body.starts_with("s64:")) {
-      argument.kind = body[1] == '3' ? Argument::Kind::Scalar32
-                                     : Argument::Kind::Scalar64;
+      argument.kind =
+          body[1] == '3' ? Argument::Kind::Scalar32 : Argument::Kind::Scalar64;
       Expected<Expression> value =
           Expression::compile(body.substr(4), paramCount);
       if (!value)
@@ -411,8 +476,7 @@ Status resolveStep(const CompiledStep &step, std::span<const Shape> shapes,
   };
   for (const Argument &argument : step.arguments) {
     if (argument.kind == Argument::Kind::Memref) {
-      if (argument.param >= addresses.size() ||
-          argument.param >= shapes.size())
+      if (argument.param >= addresses.size() || argument.param >= shapes.size())
         return makeError(ErrorCode::InvalidArgument,
                          step.kernelName + ": the call has no parameter " +
                              std::to_string(argument.param));

@@ -1,4 +1,5 @@
-//===- LaunchProgram.h - GPU launch sizes and operands, MLIR-free -*- C++ -*-===//
+//===- LaunchProgram.h - GPU launch sizes and operands, MLIR-free -*- C++
+//-*-===//
 //
 // The one launch-expression module of lowbit. The GPU tail leaves a host
 // function whose gpu.launch_func ops compute each kernel's grid, block and
@@ -73,8 +74,7 @@ struct LaunchPlan {
 /// (division by zero, INT64_MIN / -1).
 class Expression {
 public:
-  static Expected<Expression> compile(std::string_view text,
-                                      size_t paramCount);
+  static Expected<Expression> compile(std::string_view text, size_t paramCount);
   Expected<int64_t> evaluate(std::span<const Shape> shapes) const;
   /// The text it was compiled from.
   const std::string &text() const { return source; }
@@ -95,8 +95,8 @@ private:
 struct Argument {
   enum class Kind : uint8_t { Memref, Scalar32, Scalar64 };
   Kind kind = Kind::Memref;
-  size_t param = 0;  ///< Memref
-  Expression value;  ///< Scalar32/64
+  size_t param = 0; ///< Memref
+  Expression value; ///< Scalar32/64
 };
 
 /// The kernel parameters one launch can pass (cuLaunchKernel's array).

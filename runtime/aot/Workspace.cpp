@@ -42,17 +42,17 @@ Expected<uint64_t> WorkspacePool::acquire(const runtime::CudaDriverApi &api,
   if (runtime::CUresult result = api.cuMemAlloc(&address, bytes);
       result != runtime::kCudaSuccess)
     return makeError(ErrorCode::CudaError,
-                     runtime::describeCudaError(
-                         api, result,
-                         "cuMemAlloc(workspace, " + std::to_string(bytes) +
-                             " bytes)"));
+                     runtime::describeCudaError(api, result,
+                                                "cuMemAlloc(workspace, " +
+                                                    std::to_string(bytes) +
+                                                    " bytes)"));
   std::vector<int32_t> zeros(size_t(words), 0);
   if (runtime::CUresult result = api.cuMemcpyHtoD(address, zeros.data(), bytes);
       result != runtime::kCudaSuccess) {
     api.cuMemFree(address);
-    return makeError(ErrorCode::CudaError,
-                     runtime::describeCudaError(api, result,
-                                                "cuMemcpyHtoD(workspace)"));
+    return makeError(
+        ErrorCode::CudaError,
+        runtime::describeCudaError(api, result, "cuMemcpyHtoD(workspace)"));
   }
   if (found) {
     retired.push_back(found->address);

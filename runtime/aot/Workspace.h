@@ -1,4 +1,5 @@
-//===- Workspace.h - Per-stream kernel workspaces, MLIR-free -----*- C++ -*-===//
+//===- Workspace.h - Per-stream kernel workspaces, MLIR-free -----*- C++
+//-*-===//
 //
 // A kernel whose scratch is not a module global (its reduction counters,
 // its amax) takes one extra trailing parameter: a [1, WORDS] i32 buffer

@@ -263,12 +263,16 @@ Expected<std::vector<char *>> kernelArgs(const lowbit_kernel *kernel,
                    "; kernels take 2-D [rows, cols] tensors");
   rows = sizing.shape[0];
   cols = sizing.shape[1];
-  std::vector<Shape2D> shapes =
-      compiler::bufferShapes(kernel->kernel.spec(), rows, cols);
+  // Kernel::signature asks the format model (no MLIR on this path).
+  Expected<std::vector<ArgumentInfo>> signature =
+      kernel->kernel.signature(rows, cols);
+  if (!signature)
+    return signature.error();
   std::vector<char *> pointers;
   for (size_t i = 0; i < count; ++i) {
+    Shape2D shape{(*signature)[i].shape[0], (*signature)[i].shape[1]};
     if (Status status =
-            checkKernelArg(&args[i], i, kernel->params[i], shapes[i], device);
+            checkKernelArg(&args[i], i, kernel->params[i], shape, device);
         !status)
       return status.error();
     pointers.push_back(dataOf(args[i]));
@@ -543,6 +547,8 @@ lowbit_status lowbit_jit_create(const lowbit_jit_options *options,
         return invalid("cache_mode '" + std::string(name) +
                        "': expected on, readonly, off or must-hit");
     }
+    if (options && options->memory_capacity)
+      jitOptions.memoryCapacity = options->memory_capacity;
     Expected<std::unique_ptr<Jit>> created = Jit::create(jitOptions);
     if (!created)
       return std::move(created).takeError();
@@ -595,16 +601,18 @@ lowbit_status lowbit_kernel_arg(const lowbit_kernel *kernel, size_t index,
       return invalid("argument " + std::to_string(index) +
                      ": the kernel takes " +
                      std::to_string(kernel->params.size()) + " arguments");
-    if (rows < 0 || cols < 0)
-      return invalid("negative size");
-    const compiler::KernelParam &param = kernel->params[index];
-    Shape2D shape =
-        compiler::bufferShapes(kernel->kernel.spec(), rows, cols)[index];
-    info->role = lowbit_arg_role(int(param.role));
-    info->is_output = param.isResult;
-    info->dtype = dtypeOfElement(param.elementType);
-    info->shape[0] = shape.rows;
-    info->shape[1] = shape.cols;
+    // The C form of Kernel::signature (same roles, in the same order).
+    Expected<std::vector<ArgumentInfo>> signature =
+        kernel->kernel.signature(rows, cols);
+    if (!signature)
+      return std::move(signature).takeError();
+    const ArgumentInfo &argument = (*signature)[index];
+    info->role = lowbit_arg_role(int(argument.role));
+    info->is_output = argument.written;
+    info->dtype =
+        dtypeOfElement(std::string(elementTypeName(argument.element)));
+    info->shape[0] = argument.shape[0];
+    info->shape[1] = argument.shape[1];
     return Status::success();
   });
 }

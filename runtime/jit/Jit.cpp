@@ -17,6 +17,9 @@
 
 #include "lowbit/Jit.h"
 
+#include "format/Scheme.h"
+
+#include "lowering/CpuTail.h"
 #include "runtime/cache/GpuPayload.h"
 #include "runtime/cache/Hash.h"
 #include "runtime/compiler/Compiler.h"
@@ -312,8 +315,8 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
         launch::compileLaunchPlan(*plan, paramCount, workspaceWords);
     if (!compiled)
       return std::move(compiled).takeError();
-    program = std::make_shared<const launch::LaunchProgram>(
-        std::move(*compiled));
+    program =
+        std::make_shared<const launch::LaunchProgram>(std::move(*compiled));
   }
   const runtime::CudaDriverApi &api = context->api();
   auto module = std::make_shared<LoadedModule>();
@@ -325,9 +328,9 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
   if (runtime::CUresult result =
           api.cuModuleLoadData(&module->module, image.c_str());
       result != runtime::kCudaSuccess)
-    return makeError(ErrorCode::CudaError,
-                     runtime::describeCudaError(api, result,
-                                                "cuModuleLoadData"));
+    return makeError(
+        ErrorCode::CudaError,
+        runtime::describeCudaError(api, result, "cuModuleLoadData"));
   for (const launch::CompiledStep &step : module->program->steps) {
     runtime::CUfunction function = nullptr;
     if (runtime::CUresult result = api.cuModuleGetFunction(
@@ -402,12 +405,30 @@ struct Kernel::State {
                                   spec.cols == kDynamic ? 0 : cols, pointers);
   }
 
-  /// The parameters' shapes into fixed storage.
+  /// The parameters' shapes into fixed storage, from the format model by
+  /// role (docs/kernel-abi.md; the same rules as compiler::bufferShapes,
+  /// which builds an MLIRContext and so is no launch-path call).
   void shapes(int64_t rows, int64_t cols,
               std::array<launch::Shape, kMaxBuffers> &out) const {
-    std::vector<Shape2D> shapes = compiler::bufferShapes(spec, rows, cols);
-    for (size_t i = 0; i < shapes.size() && i < out.size(); ++i)
-      out[i] = {shapes[i].rows, shapes[i].cols};
+    Shape2D codes = codesShape(spec.scheme, rows, cols);
+    Shape2D scales = scaleShape(spec.scheme, rows, cols);
+    for (size_t i = 0; i < params.size() && i < out.size(); ++i) {
+      switch (params[i].role) {
+      case compiler::KernelParam::Role::Codes:
+        out[i] = {codes.rows, codes.cols};
+        break;
+      case compiler::KernelParam::Role::Scales:
+      case compiler::KernelParam::Role::Zeros:
+        out[i] = {scales.rows, scales.cols};
+        break;
+      case compiler::KernelParam::Role::Global:
+        out[i] = {1, 1};
+        break;
+      default: // input, output
+        out[i] = {rows, cols};
+        break;
+      }
+    }
   }
 
   Expected<std::shared_ptr<LoadedModule>> module(const KernelKey &key) const {
@@ -433,36 +454,24 @@ struct Kernel::State {
   }
 };
 
+using Role = compiler::KernelParam::Role;
+static_assert(int(Role::Input) == int(ArgumentRole::Input) &&
+              int(Role::Scales) == int(ArgumentRole::Scales) &&
+              int(Role::Zeros) == int(ArgumentRole::Zeros) &&
+              int(Role::Global) == int(ArgumentRole::Global) &&
+              int(Role::Codes) == int(ArgumentRole::Codes) &&
+              int(Role::Output) == int(ArgumentRole::Output));
+
 std::string_view argumentRoleName(ArgumentRole role) {
-  switch (role) {
-  case ArgumentRole::Input:
-    return "input";
-  case ArgumentRole::Scales:
-    return "scales";
-  case ArgumentRole::Zeros:
-    return "zeros";
-  case ArgumentRole::Global:
-    return "global";
-  case ArgumentRole::Codes:
-    return "codes";
-  case ArgumentRole::Output:
-    return "output";
-  }
-  return "unknown";
+  static constexpr std::string_view names[] = {"input",  "scales", "zeros",
+                                               "global", "codes",  "output"};
+  return size_t(role) < std::size(names) ? names[size_t(role)] : "unknown";
 }
 
 std::string_view elementTypeName(ElementType element) {
-  switch (element) {
-  case ElementType::F32:
-    return "f32";
-  case ElementType::F16:
-    return "f16";
-  case ElementType::BF16:
-    return "bf16";
-  case ElementType::U8:
-    return "u8";
-  }
-  return "unknown";
+  static constexpr std::string_view names[] = {"f32", "f16", "bf16", "u8"};
+  return size_t(element) < std::size(names) ? names[size_t(element)]
+                                            : "unknown";
 }
 
 const KernelSpec &Kernel::spec() const { return state->spec; }
@@ -477,41 +486,25 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
                                                       int64_t cols) const {
   if (Status sizes = state->checkSizes(rows, cols); !sizes)
     return std::move(sizes).takeError();
-  std::vector<Shape2D> shapes = compiler::bufferShapes(state->spec, rows, cols);
+  std::array<launch::Shape, kMaxBuffers> shapes;
+  state->shapes(rows, cols, shapes);
   std::vector<ArgumentInfo> arguments;
   for (size_t i = 0; i < state->params.size(); ++i) {
     const compiler::KernelParam &param = state->params[i];
     ArgumentInfo info;
-    switch (param.role) {
-    case compiler::KernelParam::Role::Input:
-      info.role = ArgumentRole::Input;
-      break;
-    case compiler::KernelParam::Role::Scales:
-      info.role = ArgumentRole::Scales;
-      break;
-    case compiler::KernelParam::Role::Zeros:
-      info.role = ArgumentRole::Zeros;
-      break;
-    case compiler::KernelParam::Role::Global:
-      info.role = ArgumentRole::Global;
-      break;
-    case compiler::KernelParam::Role::Codes:
-      info.role = ArgumentRole::Codes;
-      break;
-    case compiler::KernelParam::Role::Output:
-      info.role = ArgumentRole::Output;
-      break;
-    default:
+    // The public roles are the ABI's, in the same order; a role past
+    // Output (the workspace) is the runtime's, never the caller's.
+    if (int(param.role) > int(ArgumentRole::Output))
       return makeError(ErrorCode::Unsupported,
                        "a kernel parameter of a role the runtime does not "
                        "pass to callers");
-    }
+    info.role = ArgumentRole(int(param.role));
     const std::string &element = param.elementType;
-    info.element = element == "f32"   ? ElementType::F32
-                   : element == "f16" ? ElementType::F16
+    info.element = element == "f32"    ? ElementType::F32
+                   : element == "f16"  ? ElementType::F16
                    : element == "bf16" ? ElementType::BF16
                                        : ElementType::U8;
-    info.shape = {shapes[i].rows, shapes[i].cols};
+    info.shape = shapes[i];
     info.written = param.isResult;
     info.read = !param.isResult;
     arguments.push_back(info);
@@ -572,7 +565,8 @@ Status Kernel::launch(void *stream, std::span<const uint64_t> buffers,
   for (size_t i = 0; i < buffers.size(); ++i)
     pointers[i] = reinterpret_cast<const void *>(uintptr_t(buffers[i]));
   Expected<KernelKey> key = state->keyFor(
-      rows, cols, std::span<const void *const>(pointers.data(), buffers.size()));
+      rows, cols,
+      std::span<const void *const>(pointers.data(), buffers.size()));
   if (!key)
     return std::move(key).takeError();
   Expected<std::shared_ptr<LoadedModule>> module = state->module(*key);
@@ -741,7 +735,8 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   auto entry = impl->resolveGpu(state->primaryKey, spec, target);
   if (!entry)
     return std::move(entry).takeError();
-  Expected<GpuPayload> payload = runtime::decodeGpuPayload((*entry)->kernel.binary);
+  Expected<GpuPayload> payload =
+      runtime::decodeGpuPayload((*entry)->kernel.binary);
   if (!payload)
     return std::move(payload).takeError();
   state->gpuEntry = *entry;
@@ -752,8 +747,7 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   state->workspaceWords = jit::kernelWorkspaceWords(spec, target);
   Expected<jit::LaunchPlan> plan = jit::LaunchPlan::parse(payload->plan);
   Expected<launch::LaunchProgram> program =
-      plan ? launch::compileLaunchPlan(*plan, paramCount,
-                                       state->workspaceWords)
+      plan ? launch::compileLaunchPlan(*plan, paramCount, state->workspaceWords)
            : Expected<launch::LaunchProgram>(plan.error());
   if (program)
     state->program =

@@ -1,4 +1,5 @@
-//===- LaunchPlan.h - How to launch a spec's GPU kernels ---------*- C++ -*-===//
+//===- LaunchPlan.h - How to launch a spec's GPU kernels ---------*- C++
+//-*-===//
 //
 // lowerToPtx leaves the host function holding the gpu.launch_func ops, in
 // launch order, with grid/block sizes computed from the memref sizes

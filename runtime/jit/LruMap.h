@@ -1,4 +1,5 @@
-//===- LruMap.h - A bounded map that forgets the least recently used -*- C++ -*-===//
+//===- LruMap.h - A bounded map that forgets the least recently used -*- C++
+//-*-===//
 //
 // The Jit's in-memory caches (kernels by spec text, CPU engines, loaded
 // CUDA modules, GPU cache keys) are bounded by JitOptions::memoryCapacity.

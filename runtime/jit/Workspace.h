@@ -1,4 +1,5 @@
-//===- Workspace.h - How much workspace a spec's GPU kernels need -*- C++ -*-===//
+//===- Workspace.h - How much workspace a spec's GPU kernels need -*- C++
+//-*-===//
 //
 // The number of 32-bit words of scratch a spec's GPU kernels take as their
 // trailing workspace parameter (0: none; runtime/aot/Workspace.h holds the

@@ -96,9 +96,9 @@ TEST_CASE("manifest JSON round-trips", "[aot]") {
   CHECK(packed->slots[14] == 8192);
   CHECK(packed->slots[15] == 8192);
   CHECK(packed->pointers[14] == &packed->slots[14]);
-  CHECK(std::vector<uint64_t>(packed->slots.begin() + 16,
-                              packed->slots.end()) ==
-        std::vector<uint64_t>{0x3000, 0x3000, 0, 1, 3, 3, 1});
+  CHECK(
+      std::vector<uint64_t>(packed->slots.begin() + 16, packed->slots.end()) ==
+      std::vector<uint64_t>{0x3000, 0x3000, 0, 1, 3, 3, 1});
   // Without a workspace the trailing descriptor is absent.
   auto bare = packArguments(back->entries[0].launches[0], addresses,
                             back->entries[0].bench->shapes, &error);

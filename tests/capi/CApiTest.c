@@ -204,7 +204,7 @@ static void testJit(void) {
   lowbit_kernel *kernel = NULL;
   EXPECT_ERROR(lowbit_jit_create(NULL, NULL), LOWBIT_ERROR_INVALID_ARGUMENT,
                "jit is NULL");
-  lowbit_jit_options options = {NULL, "sometimes"};
+  lowbit_jit_options options = {NULL, "sometimes", 0};
   EXPECT_ERROR(lowbit_jit_create(&options, &jit), LOWBIT_ERROR_INVALID_ARGUMENT,
                "cache_mode 'sometimes'");
   CHECK(jit == NULL);

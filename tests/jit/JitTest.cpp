@@ -1,6 +1,7 @@
 //===- JitTest.cpp - lowbit::Jit through its public header ----------------===//
 
 #include "lowbit/Jit.h"
+#include "format/Quantize.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/jit/LaunchPlan.h"
 
@@ -8,6 +9,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <new>
@@ -289,11 +291,222 @@ TEST_CASE("launch plan expressions", "[jit][plan]") {
   // Found by fuzzing (fuzz/regressions/launch-plan): INT64_MIN / -1 and
   // ceildivs of INT64_MIN were undefined behaviour, ceildivu wrapped.
   for (const char *op : {"divs", "rems", "ceildivs", "floordivs"})
-    CHECK_FALSE(jit::evaluateSize(std::string("-9223372036854775808 -1 ") + op,
-                                  shapes)
-                    .ok());
+    CHECK_FALSE(
+        jit::evaluateSize(std::string("-9223372036854775808 -1 ") + op, shapes)
+            .ok());
   CHECK(*jit::evaluateSize("-9223372036854775808 2 ceildivs", shapes) ==
         -4611686018427387904);
   CHECK(*jit::evaluateSize("-7 2 ceildivs", shapes) == -3);
-  CHECK(*jit::evaluateSize("-1 2 ceildivu", shapes) == -9223372036854775807 - 1);
+  CHECK(*jit::evaluateSize("-1 2 ceildivu", shapes) ==
+        -9223372036854775807 - 1);
+}
+
+TEST_CASE("get() of a known spec is a memory lookup", "[jit][memory]") {
+  auto jit = makeJit(freshDirectory("memo"), runtime::CacheMode::Off);
+  auto first = jit->get("quantize mxfp8 dynamic", gpuTarget());
+  REQUIRE(first.ok());
+  runtime::CacheStats before = jit->stats().cache;
+  auto second = jit->get("quantize mxfp8 dynamic", gpuTarget());
+  REQUIRE(second.ok());
+  // The same kernel object, without a key or a cache lookup.
+  CHECK(second->ptx().data() == first->ptx().data());
+  CHECK(jit->stats().cache.memoryHits == before.memoryHits);
+  CHECK(jit->stats().gpuCompiles == 1);
+  // Another target is another kernel.
+  std::string error;
+  auto sm100 =
+      jit->get("quantize mxfp8 dynamic", *parseTarget("sm_100a", &error));
+  REQUIRE(sm100.ok());
+  CHECK(jit->stats().gpuCompiles == 2);
+}
+
+TEST_CASE("memory caches are bounded: an evicted CPU kernel is recompiled",
+          "[jit][memory]") {
+  JitOptions options;
+  options.cacheMode = runtime::CacheMode::Off;
+  options.memoryCapacity = 2;
+  auto created = Jit::create(options);
+  REQUIRE(created.ok());
+  Jit &jit = **created;
+  const std::vector<std::string> specs = {"quantize mxfp4 dynamic",
+                                          "quantize mxfp8 dynamic",
+                                          "quantize int8 dynamic"};
+  std::vector<Kernel> kernels;
+  for (const std::string &spec : specs) {
+    auto kernel = jit.get(spec, Target{});
+    REQUIRE(kernel.ok());
+    kernels.push_back(*kernel);
+  }
+  CHECK(jit.stats().cpuCompiles == 3);
+  CHECK(jit.stats().evictions >= 2); // get()'s map and the engines
+  // The first spec was pushed out of both: asked again, it compiles again.
+  REQUIRE(jit.get(specs[0], Target{}).ok());
+  CHECK(jit.stats().cpuCompiles == 4);
+  // The most recent one stayed.
+  REQUIRE(jit.get(specs[2], Target{}).ok());
+  CHECK(jit.stats().cpuCompiles == 4);
+  // A kernel handed out before its eviction still runs.
+  HostBuffers buffers(kernels[1], 2, 32);
+  CHECK(kernels[1].run(buffers.pointers, 2, 32).ok());
+}
+
+TEST_CASE("memory caches are bounded: an evicted GPU kernel comes from disk",
+          "[jit][memory]") {
+  fs::path directory = freshDirectory("bounded-gpu");
+  JitOptions options;
+  options.cacheDirectory = directory.string();
+  options.cacheMode = runtime::CacheMode::ReadWrite;
+  options.memoryCapacity = 1;
+  auto created = Jit::create(options);
+  REQUIRE(created.ok());
+  Jit &jit = **created;
+  auto first = jit.get("dequantize mxfp4 dynamic", gpuTarget());
+  REQUIRE(first.ok());
+  std::string ptx(first->ptx());
+  REQUIRE(jit.get("dequantize mxfp8 dynamic", gpuTarget()).ok());
+  CHECK(jit.stats().gpuCompiles == 2);
+  CHECK(jit.stats().cache.diskHits == 0);
+  auto again = jit.get("dequantize mxfp4 dynamic", gpuTarget());
+  REQUIRE(again.ok());
+  CHECK(jit.stats().gpuCompiles == 2);
+  CHECK(jit.stats().cache.diskHits == 1);
+  CHECK(again->loadedFromDisk());
+  CHECK(again->ptx() == ptx);
+}
+
+TEST_CASE("Kernel::signature describes the arguments", "[jit][signature]") {
+  auto jit = makeJit(freshDirectory("signature"), runtime::CacheMode::Off);
+  auto kernel = jit->get("quantize mxfp4 from=bf16 dynamic", Target{});
+  REQUIRE(kernel.ok());
+  auto signature = kernel->signature(3, 64);
+  REQUIRE(signature.ok());
+  REQUIRE(signature->size() == 3);
+  const ArgumentInfo &input = (*signature)[0], &codes = (*signature)[1],
+                     &scales = (*signature)[2];
+  CHECK(input.role == ArgumentRole::Input);
+  CHECK(input.element == ElementType::BF16);
+  CHECK(input.shape == std::array<int64_t, 2>{3, 64});
+  CHECK((input.read && !input.written));
+  CHECK(codes.role == ArgumentRole::Codes);
+  CHECK(codes.element == ElementType::U8);
+  CHECK(codes.shape == std::array<int64_t, 2>{3, 32}); // two codes a byte
+  CHECK((codes.written && !codes.read));
+  CHECK(scales.role == ArgumentRole::Scales);
+  CHECK(scales.element == ElementType::U8); // e8m0 codes
+  CHECK(scales.shape == std::array<int64_t, 2>{3, 2});
+  CHECK(argumentRoleName(scales.role) == "scales");
+  CHECK(elementTypeName(input.element) == "bf16");
+  CHECK(kernel->workspaceWords() == 0); // CPU kernels take none
+
+  auto dequantize = jit->get("dequantize nvfp4 dynamic", Target{});
+  REQUIRE(dequantize.ok());
+  auto dq = dequantize->signature(1, 16);
+  REQUIRE(dq.ok());
+  REQUIRE(dq->size() == 4);
+  CHECK((*dq)[2].role == ArgumentRole::Global);
+  CHECK((*dq)[2].element == ElementType::F32);
+  CHECK((*dq)[3].role == ArgumentRole::Output);
+  CHECK((*dq)[3].written);
+
+  CHECK_FALSE(kernel->signature(-1, 64).ok());
+  auto fixed = jit->get("quantize mxfp4 rows=2 cols=32", Target{});
+  REQUIRE(fixed.ok());
+  CHECK(fixed->signature(2, 32).ok());
+  auto other = fixed->signature(4, 32);
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().code == ErrorCode::InvalidArgument);
+}
+
+TEST_CASE("two threads run the same kernel at once, bit-exact", "[jit]") {
+  auto jit = makeJit(freshDirectory("two-threads"), runtime::CacheMode::Off);
+  auto kernel = jit->get("quantize nvfp4 dynamic", Target{});
+  REQUIRE(kernel.ok());
+  const Scheme scheme = *lookupScheme("nvfp4", nullptr);
+  constexpr int64_t kRows = 17, kCols = 1000;
+  auto signature = kernel->signature(kRows, kCols);
+  REQUIRE(signature.ok());
+  std::atomic<int> ready{0}, mismatches{0}, failures{0};
+  auto worker = [&](uint32_t seed) {
+    std::mt19937 generator(seed);
+    std::uniform_real_distribution<float> values(-300.0f, 300.0f);
+    std::vector<float> input(size_t(kRows * kCols));
+    for (float &value : input)
+      value = values(generator);
+    std::string error;
+    std::optional<QuantizedTensor> expected =
+        quantize(scheme, input, kRows, kCols, &error);
+    REQUIRE(expected);
+    std::vector<std::vector<uint8_t>> outputs;
+    for (size_t i = 1; i < signature->size(); ++i) {
+      const ArgumentInfo &info = (*signature)[i];
+      outputs.emplace_back(size_t(info.shape[0] * info.shape[1]) *
+                           (info.element == ElementType::F32 ? 4 : 1));
+    }
+    std::vector<void *> buffers = {input.data()};
+    for (auto &output : outputs)
+      buffers.push_back(output.data());
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }
+    for (int run = 0; run < 20; ++run) {
+      for (auto &output : outputs)
+        std::fill(output.begin(), output.end(), uint8_t(0xA5));
+      if (!kernel->run(buffers, kRows, kCols).ok()) {
+        failures.fetch_add(1);
+        continue;
+      }
+      std::vector<uint8_t> scales(expected->scaleCodes.begin(),
+                                  expected->scaleCodes.end());
+      float global = 0;
+      std::memcpy(&global, outputs[2].data(), 4);
+      if (outputs[0] != expected->codes || outputs[1] != scales ||
+          std::memcmp(&global, &expected->globalScale, 4) != 0)
+        mismatches.fetch_add(1);
+    }
+  };
+  std::thread a(worker, 1u), b(worker, 2u);
+  a.join();
+  b.join();
+  CHECK(failures.load() == 0);
+  CHECK(mismatches.load() == 0);
+}
+
+TEST_CASE("the launch path's shapes are the compiler's", "[jit][signature]") {
+  // Kernel::signature (and launch) ask the format model by role; the
+  // compiler's bufferShapes builds the module's parameter list. Equal for
+  // every named scheme, both ops, ragged sizes.
+  auto jit = makeJit(freshDirectory("shapes"), runtime::CacheMode::Off);
+  for (const Scheme &scheme : namedSchemes())
+    for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize})
+      for (bool isStatic : {false, true}) {
+        // Static scales add read parameters; two schemes cover them (one
+        // with zero points).
+        if (isStatic &&
+            (op == KernelOp::Dequantize ||
+             (scheme.name != "mxfp4" && scheme.name != "int4_g128")))
+          continue;
+        KernelSpec spec;
+        spec.op = op;
+        spec.scheme = scheme;
+        if (isStatic)
+          spec.scheme.scale.mode = ScaleMode::Static;
+        auto kernel = jit->get(spec, gpuTarget());
+        REQUIRE(kernel.ok());
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1},
+                                  {3, 37},
+                                  {130, 1000},
+                                  {0, 64}}) {
+          auto signature = kernel->signature(rows, cols);
+          REQUIRE(signature.ok());
+          std::vector<Shape2D> expected =
+              compiler::bufferShapes(spec, rows, cols);
+          REQUIRE(signature->size() == expected.size());
+          for (size_t i = 0; i < expected.size(); ++i) {
+            INFO(printKernelSpec(spec)
+                 << " " << rows << "x" << cols << " #" << i);
+            CHECK((*signature)[i].shape[0] == expected[i].rows);
+            CHECK((*signature)[i].shape[1] == expected[i].cols);
+          }
+        }
+      }
 }

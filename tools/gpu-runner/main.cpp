@@ -245,8 +245,7 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
           unsigned(sizes->grid[1]), unsigned(sizes->grid[2]),
           unsigned(sizes->block[0]), unsigned(sizes->block[1]),
           unsigned(sizes->block[2]), unsigned(sizes->sharedBytes), nullptr,
-          arguments->pointers.data(),
-          nullptr);
+          arguments->pointers.data(), nullptr);
       if (result != kCudaSuccess)
         return makeError(ErrorCode::CudaError,
                          describeCudaError(api, result, "cuLaunchKernel") +

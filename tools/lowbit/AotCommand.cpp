@@ -305,9 +305,9 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
   data.size = sizeInstance(spec, rows, cols);
   for (size_t i = 0; i < params.size(); ++i) {
     const auto &param = params[i];
-    std::string file = fmt::format("{}.{}.{}.{}.npy", stem, i,
-                                   paramRoleName(param.role),
-                                   param.isResult ? "expected" : "in");
+    std::string file =
+        fmt::format("{}.{}.{}.{}.npy", stem, i, paramRoleName(param.role),
+                    param.isResult ? "expected" : "in");
     std::vector<uint8_t> bytes = parameterBytes(
         param, shapes[i], *reference,
         param.role == compiler::KernelParam::Role::Output ? output : input);
@@ -372,8 +372,8 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
   std::vector<Launch> launches;
   for (const launch::LaunchStep &step : build->plan.steps) {
     std::optional<Launch> launch = aot::fromLaunchStep(step, &error);
-    if (!launch || !checkPtxSignature(build->ptx, *launch, workspaceWords,
-                                      error))
+    if (!launch ||
+        !checkPtxSignature(build->ptx, *launch, workspaceWords, error))
       return std::nullopt;
     launches.push_back(std::move(*launch));
   }
@@ -392,8 +392,8 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
   entry.launches = std::move(launches);
   entry.workspaceWords = workspaceWords;
   for (const compiler::KernelParam &param : compiler::kernelParams(spec))
-    entry.params.push_back(
-        {std::string(paramRoleName(param.role)), param.elementType, param.isResult});
+    entry.params.push_back({std::string(paramRoleName(param.role)),
+                            param.elementType, param.isResult});
 
   std::string directory = options.outDirectory;
   entry.ptxFile = entry.name + ".ptx";
@@ -463,10 +463,9 @@ CommandResult runAot(Arguments args) {
       } else {
         int64_t rows = 0, cols = 0;
         std::string reason;
-        if (!parseRowsByCols(*text,
-                             arg == "--bench" ? kMaxBenchElements
-                                              : kMaxDataElements,
-                             rows, cols, reason))
+        if (!parseRowsByCols(
+                *text, arg == "--bench" ? kMaxBenchElements : kMaxDataElements,
+                rows, cols, reason))
           return fail(fmt::format("{}: {}", arg, reason));
         if (arg == "--bench") {
           options.benchRows = rows;

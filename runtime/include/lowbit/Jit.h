@@ -1,11 +1,12 @@
-//===- Jit.h - lowbit's C++ API: spec + target -> Kernel -> run ---*- C++ -*-===//
+//===- Jit.h - lowbit's C++ API: spec + target -> Kernel -> run ---*- C++
+//-*-===//
 //
 // The one public header of the JIT. A caller names a kernel by its spec
 // (runtime/spec/KernelSpec.h, or its one-line text) and a target (host CPU
 // or an NVIDIA chip), and gets a Kernel:
 //
-//   auto jit = lowbit::Jit::create();                      // env: LOWBIT_CACHE*
-//   auto kernel = (*jit)->get("quantize mxfp4 dynamic", target);
+//   auto jit = lowbit::Jit::create();                      // env:
+//   LOWBIT_CACHE* auto kernel = (*jit)->get("quantize mxfp4 dynamic", target);
 //   kernel->run(hostPointers, rows, cols);                 // CPU
 //   kernel->launch(stream, devicePointers, rows, cols);    // CUDA
 //
@@ -84,7 +85,14 @@ struct JitStats {
 };
 
 /// What a kernel argument holds (docs/kernel-abi.md).
-enum class ArgumentRole : uint8_t { Input, Scales, Zeros, Global, Codes, Output };
+enum class ArgumentRole : uint8_t {
+  Input,
+  Scales,
+  Zeros,
+  Global,
+  Codes,
+  Output
+};
 /// How its elements are stored: values and scales as themselves, codes and
 /// byte-coded scales (e8m0, ue4m3) and zero points as bytes.
 enum class ElementType : uint8_t { F32, F16, BF16, U8 };

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define LOWBIT_C_API_VERSION 1
+#define LOWBIT_C_API_VERSION 2
 
 /* The error codes: lowbit::ErrorCode (lowbit/Expected.h) plus two for
  * failures of the C boundary itself. */
@@ -71,6 +71,10 @@ typedef struct lowbit_jit_options {
   const char *cache_directory;
   /* "on", "readonly", "off" or "must-hit"; NULL: LOWBIT_CACHE. */
   const char *cache_mode;
+  /* Entries each in-memory cache keeps, least recently used out first
+   * (lowbit::JitOptions::memoryCapacity); 0: the default (512). Added in
+   * version 2. */
+  size_t memory_capacity;
 } lowbit_jit_options;
 
 /* `options` may be NULL (everything from the environment). */
@@ -103,6 +107,9 @@ typedef struct lowbit_arg_info {
   int64_t shape[2]; /* for the rows x cols given to lowbit_kernel_arg */
 } lowbit_arg_info;
 
+/* The kernel's signature (lowbit::Kernel::signature): its argument count,
+ * and argument `index` for a [rows, cols] tensor. A GPU kernel's workspace
+ * is not an argument: launch passes it. */
 size_t lowbit_kernel_arg_count(const lowbit_kernel *kernel);
 /* Argument `index` of the kernel for a [rows, cols] tensor. */
 lowbit_status lowbit_kernel_arg(const lowbit_kernel *kernel, size_t index,

@@ -1,0 +1,170 @@
+//===- JitLaunchTest.cpp - Kernel::launch against a driver stub -----------===//
+//
+// Runs with LOWBIT_LIBCUDA pointing at tests/jit/CudaDriverStub.c (set by
+// ctest) and nvJitLink disabled (PTX-only entries, which the stub reads):
+// what Kernel::launch hands cuLaunchKernel, per stream, from two threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowbit/Jit.h"
+#include "runtime/jit/Workspace.h"
+
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <thread>
+
+using namespace lowbit;
+
+namespace {
+
+/// Before anything loads the driver or nvJitLink (each once per process).
+const bool environmentSet = [] {
+  setenv("LOWBIT_LIBCUDA", LOWBIT_CUDA_STUB, 1);
+  setenv("LOWBIT_LIBNVJITLINK", "/nonexistent/libnvJitLink.so", 1);
+  return true;
+}();
+
+constexpr int kMaxParams = 64;
+struct LaunchRecord {
+  void *stream;
+  int params;
+  unsigned grid[3], block[3];
+  uint64_t values[kMaxParams];
+  int trailingZero;
+};
+
+/// The stub's test hooks, from the library lowbit loaded.
+struct Stub {
+  long (*count)() = nullptr;
+  const LaunchRecord *(*at)(long) = nullptr;
+  void (*reset)() = nullptr;
+  void (*extraParams)(int) = nullptr;
+  Stub() {
+    REQUIRE(environmentSet);
+    void *library = dlopen(LOWBIT_CUDA_STUB, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(library);
+    count = reinterpret_cast<long (*)()>(dlsym(library, "stub_launch_count"));
+    at = reinterpret_cast<const LaunchRecord *(*)(long)>(
+        dlsym(library, "stub_launch_at"));
+    reset = reinterpret_cast<void (*)()>(dlsym(library, "stub_reset"));
+    extraParams = reinterpret_cast<void (*)(int)>(
+        dlsym(library, "stub_set_extra_params"));
+    REQUIRE((count && at && reset && extraParams));
+  }
+};
+
+Target sm90a() {
+  std::string error;
+  std::optional<Target> target = parseTarget("sm_90a", &error);
+  REQUIRE(target);
+  return *target;
+}
+
+std::unique_ptr<Jit> memoryJit() {
+  JitOptions options;
+  options.cacheMode = runtime::CacheMode::Off;
+  auto jit = Jit::create(options);
+  REQUIRE(jit.ok());
+  return std::move(jit).value();
+}
+
+/// Made-up, 256-byte aligned device addresses (the stub never reads them).
+std::vector<uint64_t> fakeBuffers(const Kernel &kernel) {
+  std::vector<uint64_t> buffers;
+  for (size_t i = 0; i < kernel.bufferCount(); ++i)
+    buffers.push_back(0x7000000 + 0x100000 * i);
+  return buffers;
+}
+
+} // namespace
+
+TEST_CASE("launch: two threads, two streams, one workspace each",
+          "[launch][workspace]") {
+  Stub stub;
+  constexpr int64_t kWords = 24;
+  jit::overrideWorkspaceWordsForTesting(kWords);
+  stub.extraParams(7); // the workspace descriptor the PTX does not list yet
+  auto jit = memoryJit();
+  // The per-tensor dynamic scheme: several kernels per launch.
+  auto kernel = jit->get("quantize fp8_e4m3 dynamic", sm90a());
+  jit::overrideWorkspaceWordsForTesting(std::nullopt);
+  REQUIRE(kernel.ok());
+  CHECK(kernel->workspaceWords() == kWords);
+  std::vector<uint64_t> buffers = fakeBuffers(*kernel);
+  stub.reset();
+
+  constexpr int kLaunches = 100;
+  void *streams[2] = {reinterpret_cast<void *>(0x51),
+                      reinterpret_cast<void *>(0x52)};
+  std::atomic<int> ready{0};
+  std::atomic<int> failures{0};
+  auto worker = [&](void *stream) {
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }
+    for (int i = 0; i < kLaunches; ++i)
+      if (!kernel->launch(stream, buffers, 64, 96 + 32 * (i % 3)).ok())
+        failures.fetch_add(1);
+  };
+  std::thread a(worker, streams[0]), b(worker, streams[1]);
+  a.join();
+  b.join();
+  CHECK(failures.load() == 0);
+
+  long count = stub.count();
+  REQUIRE(count >= 2 * kLaunches);
+  REQUIRE(count <= 4096);
+  std::map<void *, std::set<uint64_t>> workspaceOf;
+  for (long i = 0; i < count; ++i) {
+    const LaunchRecord &record = *stub.at(i);
+    REQUIRE(record.params >= 7);
+    const uint64_t *d = &record.values[record.params - 7];
+    // The trailing parameter: a [1, WORDS] i32 row-major descriptor of
+    // memory the runtime allocated, all zero at the launch.
+    CHECK(record.trailingZero == 1);
+    CHECK(d[0] == d[1]);
+    CHECK(d[2] == 0);
+    CHECK(d[3] == 1);
+    CHECK(d[4] == uint64_t(kWords));
+    CHECK(d[5] == uint64_t(kWords));
+    CHECK(d[6] == 1);
+    workspaceOf[record.stream].insert(d[0]);
+  }
+  REQUIRE(workspaceOf.size() == 2);
+  REQUIRE(workspaceOf[streams[0]].size() == 1);
+  REQUIRE(workspaceOf[streams[1]].size() == 1);
+  // Never shared between the two streams.
+  CHECK(*workspaceOf[streams[0]].begin() != *workspaceOf[streams[1]].begin());
+  stub.extraParams(0);
+}
+
+TEST_CASE("launch: no workspace, no extra parameter", "[launch][workspace]") {
+  Stub stub;
+  auto jit = memoryJit();
+  auto kernel = jit->get("quantize mxfp4 dynamic", sm90a());
+  REQUIRE(kernel.ok());
+  CHECK(kernel->workspaceWords() == 0);
+  std::vector<uint64_t> buffers = fakeBuffers(*kernel);
+  stub.reset();
+  Status launched = kernel->launch(nullptr, buffers, 4, 64);
+  INFO((launched.ok() ? "" : launched.error().message));
+  REQUIRE(launched.ok());
+  REQUIRE(stub.count() >= 1);
+  const LaunchRecord &record = *stub.at(0);
+  // The PTX's own parameters: the buffers' descriptors, first the input's.
+  CHECK(record.trailingZero == -1);
+  CHECK(record.values[0] == buffers[0]);
+  CHECK(record.values[3] == 4);  // rows
+  CHECK(record.values[4] == 64); // cols
+  // A launch with the wrong number of buffers is refused before the driver.
+  stub.reset();
+  buffers.pop_back();
+  CHECK_FALSE(kernel->launch(nullptr, buffers, 4, 64).ok());
+  CHECK(stub.count() == 0);
+}
