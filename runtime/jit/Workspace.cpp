@@ -2,6 +2,8 @@
 
 #include "runtime/jit/Workspace.h"
 
+#include "runtime/compiler/Compiler.h"
+
 #include <atomic>
 
 namespace lowbit::jit {
@@ -12,15 +14,13 @@ std::atomic<int64_t> overriddenWords{-1};
 } // namespace
 
 int64_t kernelWorkspaceWords(const KernelSpec &spec, const Target &target) {
-  (void)spec;
   if (!target.isNvidia())
     return 0;
   if (int64_t words = overriddenWords.load(); words >= 0)
     return words;
-  // PLACEHOLDER (issue 8): the compiler's workspaceWords(spec, target)
-  // (runtime/compiler, helper gpu-tensor) answers here once merged; until
-  // then no kernel takes a workspace (their scratch is a module global).
-  return 0;
+  // The compiler maps the spec for the GPU to find out (a few ms); callers
+  // keep the answer with the kernel (docs/kernel-abi.md, "Workspace").
+  return compiler::workspaceWords(spec, target);
 }
 
 void overrideWorkspaceWordsForTesting(std::optional<int64_t> words) {
