@@ -4,15 +4,19 @@
 
 #include "dialect/LowbitOps.h"
 #include "lowering/CpuTail.h"
+#include "lowering/LowbitFusion.h"
+#include "lowering/LowbitFusionBody.h"
 #include "lowering/Passes.h"
 #include "lowering/ScaleMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -79,7 +83,20 @@ struct ParamInfo {
   bool isResult;
   Type elementType;
   Shape2D shape;
+  std::string side; ///< KernelParam::side
 };
+
+const char *sideName(PrologueOperand operand) {
+  switch (operand) {
+  case PrologueOperand::Weight:
+    return "weight";
+  case PrologueOperand::Residual:
+    return "residual";
+  case PrologueOperand::Smooth:
+    return "smooth";
+  }
+  return "";
+}
 
 std::vector<ParamInfo> paramInfos(Builder &b, const KernelSpec &spec) {
   using Role = KernelParam::Role;
@@ -104,7 +121,25 @@ std::vector<ParamInfo> paramInfos(Builder &b, const KernelSpec &spec) {
     return params;
   }
   // Quantize: operands in the op's order, then results in the op's order.
-  params.push_back({Role::Input, false, valueType, values});
+  // A fused kernel's prologues add their side tensors after the input and
+  // the updated residual last (docs/fusion.md).
+  params.push_back(
+      {Role::Input,
+       false,
+       valueType,
+       {spec.rows, spec.cols == kDynamic
+                       ? kDynamic
+                       : prologueInputWidth(spec.prologues, spec.cols)}});
+  bool writesResidual = false;
+  for (const Prologue &prologue : spec.prologues) {
+    writesResidual |= prologueWritesResidual(prologue.kind);
+    for (PrologueOperand operand : prologueOperands(prologue.kind))
+      params.push_back({Role::Input, false, valueType,
+                        operand == PrologueOperand::Residual
+                            ? values
+                            : Shape2D{1, spec.cols},
+                        sideName(operand)});
+  }
   bool globalGiven =
       spec.hasGlobal() &&
       (spec.isStatic() || spec.globalSource == GlobalSource::Given);
@@ -123,6 +158,8 @@ std::vector<ParamInfo> paramInfos(Builder &b, const KernelSpec &spec) {
   }
   if (spec.hasGlobal() && !globalGiven)
     params.push_back({Role::Global, true, f32, one});
+  if (writesResidual)
+    params.push_back({Role::Output, true, valueType, values, "residual"});
   return params;
 }
 
@@ -132,6 +169,7 @@ void registerCompilerDialects(DialectRegistry &registry) {
   registry.insert<ld::LowbitDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, func::FuncDialect,
                   math::MathDialect, memref::MemRefDialect, scf::SCFDialect>();
+  registerLowbitFusionDependencies(registry);
   registerCpuTailDialects(registry);
   registerGpuTailDependencies(registry);
 }
@@ -152,7 +190,8 @@ std::vector<KernelParam> kernelParams(const KernelSpec &spec) {
   Builder b(&context);
   std::vector<KernelParam> params;
   for (const ParamInfo &info : paramInfos(b, spec))
-    params.push_back({info.role, info.isResult, typeName(info.elementType)});
+    params.push_back(
+        {info.role, info.isResult, typeName(info.elementType), info.side});
   return params;
 }
 
@@ -177,6 +216,9 @@ buildKernelModule(MLIRContext &context, const KernelSpec &spec) {
   DiagnosticCollector diagnostics(context);
   context.loadDialect<ld::LowbitDialect, func::FuncDialect,
                       bufferization::BufferizationDialect>();
+  if (!spec.prologues.empty())
+    context.loadDialect<arith::ArithDialect, math::MathDialect,
+                        linalg::LinalgDialect, tensor::TensorDialect>();
   FailureOr<ld::SchemeAttr> schemeAttr =
       ld::toSchemeAttr(&context, spec.scheme, &error);
   if (failed(schemeAttr))
@@ -208,11 +250,18 @@ buildKernelModule(MLIRContext &context, const KernelSpec &spec) {
                                              memref, /*restrict=*/true);
   };
   using Role = KernelParam::Role;
-  Value operands[6] = {}; // by Role, read-only parameters
-  Value results[6] = {};  // by Role, written parameters
-  for (auto [index, param] : llvm::enumerate(params))
+  Value operands[6] = {};                       // by Role, read-only parameters
+  Value results[6] = {};                        // by Role, written parameters
+  SmallVector<Value> sideOperands, sideResults; // a fused kernel's
+  for (auto [index, param] : llvm::enumerate(params)) {
+    if (!param.side.empty()) {
+      (param.isResult ? sideResults : sideOperands)
+          .push_back(body->getArgument(index));
+      continue;
+    }
     (param.isResult ? results : operands)[int(param.role)] =
         body->getArgument(index);
+  }
   auto tensorOrNull = [&](Value memref) {
     return memref ? readTensor(memref) : Value();
   };
@@ -221,7 +270,29 @@ buildKernelModule(MLIRContext &context, const KernelSpec &spec) {
   };
 
   SmallVector<std::pair<Value, Value>> materialize; // (tensor, memref)
-  if (spec.op == KernelOp::Quantize) {
+  if (spec.op == KernelOp::Quantize && !spec.prologues.empty()) {
+    SmallVector<Value> sideTensors;
+    for (Value side : sideOperands)
+      sideTensors.push_back(readTensor(side));
+    FusedQuantizeSignature signature{tensorOrNull(operands[int(Role::Scales)]),
+                                     tensorOrNull(operands[int(Role::Zeros)]),
+                                     tensorOrNull(operands[int(Role::Global)]),
+                                     typeOrNull(results[int(Role::Codes)]),
+                                     typeOrNull(results[int(Role::Scales)]),
+                                     typeOrNull(results[int(Role::Zeros)]),
+                                     typeOrNull(results[int(Role::Global)]),
+                                     *schemeAttr};
+    ld::FusedOp fused = buildFusedQuantize(
+        b, loc, spec.prologues, readTensor(operands[int(Role::Input)]),
+        sideTensors, signature);
+    SmallVector<Value> destinations;
+    for (Role role : {Role::Codes, Role::Scales, Role::Zeros, Role::Global})
+      if (results[int(role)])
+        destinations.push_back(results[int(role)]);
+    llvm::append_range(destinations, sideResults);
+    for (auto [tensor, memref] : llvm::zip(fused.getResults(), destinations))
+      materialize.push_back({tensor, memref});
+  } else if (spec.op == KernelOp::Quantize) {
     Value input = readTensor(operands[int(Role::Input)]);
     Value staticScales = tensorOrNull(operands[int(Role::Scales)]);
     Value staticZeros = tensorOrNull(operands[int(Role::Zeros)]);
@@ -263,6 +334,7 @@ buildKernelModule(MLIRContext &context, const KernelSpec &spec) {
 llvm::Error lowerToLoops(ModuleOp module) {
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
+  pm.addPass(createLowbitFusionToLoops());
   pm.addPass(createLowbitToLoops());
   if (failed(pm.run(module)))
     return makeError("lowbit-to-loops failed: " + diagnostics.message());
@@ -270,6 +342,10 @@ llvm::Error lowerToLoops(ModuleOp module) {
 }
 
 llvm::Error lowerForGpu(ModuleOp module) {
+  if (module.walk([](ld::FusedOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
+    return makeError("fused kernels (prologue | quantize) have no GPU "
+                     "lowering yet; they run on the CPU target");
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
   pm.addPass(createLowbitToGpu());
