@@ -220,25 +220,18 @@ Value emitPrologueExp(OpBuilder &b, Location loc, Value x) {
   // prologueExp, operation for operation.
   auto constant = [&](float value) { return f32Constant(b, loc, value); };
   Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  using C = PrologueExpConstants;
   Value clamped = arith::MinimumFOp::create(
-      b, loc, arith::MaximumFOp::create(b, loc, x, constant(-104.0f)),
-      constant(89.0f));
+      b, loc, arith::MaximumFOp::create(b, loc, x, constant(C::kLowest)),
+      constant(C::kHighest));
   Value n = math::RoundEvenOp::create(
-      b, loc, arith::MulFOp::create(b, loc, clamped, constant(0x1.715476p+0f)));
+      b, loc, arith::MulFOp::create(b, loc, clamped, constant(C::kLog2E)));
   Value r = arith::SubFOp::create(
-      b, loc, clamped,
-      arith::MulFOp::create(b, loc, n, constant(0x1.62e4p-1f)));
+      b, loc, clamped, arith::MulFOp::create(b, loc, n, constant(C::kLn2High)));
   r = arith::SubFOp::create(
-      b, loc, r, arith::MulFOp::create(b, loc, n, constant(0x1.7f7d1cp-20f)));
-  const float coefficients[] = {0x1.6c16c2p-10f,
-                                0x1.111112p-7f,
-                                0x1.555556p-5f,
-                                0x1.555556p-3f,
-                                0.5f,
-                                1.0f,
-                                1.0f};
-  Value p = constant(coefficients[0]);
-  for (float coefficient : ArrayRef<float>(coefficients).drop_front())
+      b, loc, r, arith::MulFOp::create(b, loc, n, constant(C::kLn2Low)));
+  Value p = constant(C::kCoefficients[0]);
+  for (float coefficient : ArrayRef<float>(C::kCoefficients).drop_front())
     p = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, p, r),
                               constant(coefficient));
   Value exponent = arith::FPToSIOp::create(b, loc, b.getI32Type(), n);
