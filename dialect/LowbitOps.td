@@ -190,4 +190,6 @@ def Lowbit_DecodeOp : Lowbit_Op<"decode", [Pure]> {
   let hasVerifier = 1;
 }
 
+include "dialect/LowbitFusedOps.td"
+
 #endif // LOWBIT_OPS_TD

@@ -31,19 +31,6 @@ bool isPowerOfTwo(int64_t value) {
 }
 
 constexpr int64_t kMinHadamardBlock = 16, kMaxHadamardBlock = 4096;
-/// prologueExp's constants (f32, exact as written): log2(e), ln(2) split
-/// into 12 high bits and the rest, and 1/720, 1/120, 1/24, 1/6, 1/2, 1, 1.
-constexpr float kLog2E = 0x1.715476p+0f;
-constexpr float kLn2High = 0x1.62e4p-1f;
-constexpr float kLn2Low = 0x1.7f7d1cp-20f;
-constexpr std::array<float, 7> kExpCoefficients = {0x1.6c16c2p-10f,
-                                                   0x1.111112p-7f,
-                                                   0x1.555556p-5f,
-                                                   0x1.555556p-3f,
-                                                   0.5f,
-                                                   1.0f,
-                                                   1.0f};
-
 std::optional<float> parseFloat(std::string_view text) {
   float value = 0;
   auto [end, code] =
@@ -505,13 +492,14 @@ float prologueExp(float x) {
   // applied as two exact powers of two so that n may reach [-151, 129].
   if (std::isnan(x))
     return x;
-  x = std::min(std::max(x, -104.0f), 89.0f);
-  float n = std::nearbyint(x * kLog2E);
-  float r = x - n * kLn2High;
-  r = r - n * kLn2Low;
-  float p = kExpCoefficients[0];
-  for (size_t index = 1; index < kExpCoefficients.size(); ++index)
-    p = p * r + kExpCoefficients[index];
+  using C = PrologueExpConstants;
+  x = std::min(std::max(x, C::kLowest), C::kHighest);
+  float n = std::nearbyint(x * C::kLog2E);
+  float r = x - n * C::kLn2High;
+  r = r - n * C::kLn2Low;
+  float p = C::kCoefficients[0];
+  for (size_t index = 1; index < C::kCoefficients.size(); ++index)
+    p = p * r + C::kCoefficients[index];
   int exponent = int(n);
   int first = exponent / 2, second = exponent - first;
   return p * bitsToFloat(uint32_t(first + 127) << 23) *

@@ -19,6 +19,7 @@
 
 #include "format/Quantize.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -111,6 +112,24 @@ std::optional<Prologue> parsePrologue(std::string_view text,
                                       std::string *error = nullptr);
 /// The canonical text (parsePrologue reads it back to an equal prologue).
 std::string printPrologue(const Prologue &prologue);
+
+/// prologueExp's f32 constants (exact as written, docs/fusion.md); the
+/// lowering emits the same sequence with them.
+struct PrologueExpConstants {
+  static constexpr float kLowest = -104.0f, kHighest = 89.0f;
+  /// log2(e), and ln(2) split into 12 high bits and the rest.
+  static constexpr float kLog2E = 0x1.715476p+0f;
+  static constexpr float kLn2High = 0x1.62e4p-1f;
+  static constexpr float kLn2Low = 0x1.7f7d1cp-20f;
+  /// Horner, highest first: 1/720, 1/120, 1/24, 1/6, 1/2, 1, 1.
+  static constexpr std::array<float, 7> kCoefficients = {0x1.6c16c2p-10f,
+                                                         0x1.111112p-7f,
+                                                         0x1.555556p-5f,
+                                                         0x1.555556p-3f,
+                                                         0.5f,
+                                                         1.0f,
+                                                         1.0f};
+};
 
 /// lowbit's f32 exp: a fixed sequence of f32 operations (docs/fusion.md),
 /// so the reference, the CPU kernels and the GPU kernels agree bit for bit.

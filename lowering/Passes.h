@@ -37,6 +37,15 @@ class LLVMDialect;
 namespace gpu {
 class GPUDialect;
 }
+namespace linalg {
+class LinalgDialect;
+}
+namespace affine {
+class AffineDialect;
+}
+namespace tensor {
+class TensorDialect;
+}
 class RewritePatternSet;
 } // namespace mlir
 

@@ -27,6 +27,27 @@ def LowbitToLoops : Pass<"lowbit-to-loops", "mlir::ModuleOp"> {
   ];
 }
 
+def LowbitFusionToLoops : Pass<"lowbit-fusion-to-loops", "mlir::ModuleOp"> {
+  let summary = "Lower lowbit.fused kernels' prologues to loops";
+  let description = [{
+    Inlines every `lowbit.fused` region into its function (the kernel
+    boundary is the function from here on), bufferizes the prologue's
+    linalg and tensor ops with One-Shot Bufferize (lowbit ops stay on
+    tensors and read the prologue's result through a
+    `bufferization.to_tensor`), and lowers the linalg ops to scf loops:
+    parallel dimensions to scf.parallel, RMSNorm's row reduction to an
+    scf.for in column order. Run it before lowbit-to-loops
+    (docs/fusion.md).
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+    "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+    "mlir::affine::AffineDialect"
+  ];
+}
+
 def LowbitToGpu : Pass<"lowbit-to-gpu", "mlir::ModuleOp"> {
   let summary = "Map lowbit.quantize/dequantize to bandwidth-shaped gpu.launch";
   let description = [{

@@ -5,6 +5,8 @@
 #include "dialect/LowbitOps.h"
 #include "lowering/CpuTail.h"
 #include "lowering/GpuTensorReduce.h"
+#include "lowering/LowbitFusion.h"
+#include "lowering/LowbitFusionBody.h"
 #include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 #include "lowering/ScaleMath.h"
@@ -12,9 +14,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -83,6 +87,7 @@ struct ParamInfo {
   bool isResult;
   Type elementType;
   Shape2D shape;
+  std::string side; ///< KernelParam::side
 };
 
 std::vector<ParamInfo> paramInfos(Builder &b, const KernelSpec &spec) {
@@ -103,7 +108,8 @@ std::vector<ParamInfo> paramInfos(Builder &b, const KernelSpec &spec) {
       elementType = b.getF32Type();
       break;
     }
-    params.push_back({param.role, param.isResult, elementType, param.shape});
+    params.push_back(
+        {param.role, param.isResult, elementType, param.shape, param.side});
   }
   return params;
 }
@@ -114,6 +120,7 @@ void registerCompilerDialects(DialectRegistry &registry) {
   registry.insert<ld::LowbitDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, func::FuncDialect,
                   math::MathDialect, memref::MemRefDialect, scf::SCFDialect>();
+  registerLowbitFusionDependencies(registry);
   registerCpuTailDialects(registry);
   registerGpuTailDependencies(registry);
 }
@@ -203,7 +210,8 @@ std::vector<KernelParam> kernelParams(const KernelSpec &spec) {
   return withBuiltinTypes([&](Builder &b) {
     std::vector<KernelParam> params;
     for (const ParamInfo &info : paramInfos(b, spec))
-      params.push_back({info.role, info.isResult, typeName(info.elementType)});
+      params.push_back(
+          {info.role, info.isResult, typeName(info.elementType), info.side});
     return params;
   });
 }
@@ -229,6 +237,9 @@ buildKernelModule(MLIRContext &context, const KernelSpec &spec) {
   DiagnosticCollector diagnostics(context);
   context.loadDialect<ld::LowbitDialect, func::FuncDialect,
                       bufferization::BufferizationDialect>();
+  if (!spec.prologues.empty())
+    context.loadDialect<arith::ArithDialect, math::MathDialect,
+                        linalg::LinalgDialect, tensor::TensorDialect>();
   FailureOr<ld::SchemeAttr> schemeAttr =
       ld::toSchemeAttr(&context, spec.scheme, &error);
   if (failed(schemeAttr))
@@ -260,11 +271,18 @@ buildKernelModule(MLIRContext &context, const KernelSpec &spec) {
                                              memref, /*restrict=*/true);
   };
   using Role = KernelParam::Role;
-  Value operands[6] = {}; // by Role, read-only parameters
-  Value results[6] = {};  // by Role, written parameters
-  for (auto [index, param] : llvm::enumerate(params))
+  Value operands[6] = {};                       // by Role, read-only parameters
+  Value results[6] = {};                        // by Role, written parameters
+  SmallVector<Value> sideOperands, sideResults; // a fused kernel's
+  for (auto [index, param] : llvm::enumerate(params)) {
+    if (!param.side.empty()) {
+      (param.isResult ? sideResults : sideOperands)
+          .push_back(body->getArgument(index));
+      continue;
+    }
     (param.isResult ? results : operands)[int(param.role)] =
         body->getArgument(index);
+  }
   auto tensorOrNull = [&](Value memref) {
     return memref ? readTensor(memref) : Value();
   };
@@ -273,7 +291,29 @@ buildKernelModule(MLIRContext &context, const KernelSpec &spec) {
   };
 
   SmallVector<std::pair<Value, Value>> materialize; // (tensor, memref)
-  if (spec.op == KernelOp::Quantize) {
+  if (spec.op == KernelOp::Quantize && !spec.prologues.empty()) {
+    SmallVector<Value> sideTensors;
+    for (Value side : sideOperands)
+      sideTensors.push_back(readTensor(side));
+    FusedQuantizeSignature signature{tensorOrNull(operands[int(Role::Scales)]),
+                                     tensorOrNull(operands[int(Role::Zeros)]),
+                                     tensorOrNull(operands[int(Role::Global)]),
+                                     typeOrNull(results[int(Role::Codes)]),
+                                     typeOrNull(results[int(Role::Scales)]),
+                                     typeOrNull(results[int(Role::Zeros)]),
+                                     typeOrNull(results[int(Role::Global)]),
+                                     *schemeAttr};
+    ld::FusedOp fused = buildFusedQuantize(
+        b, loc, spec.prologues, readTensor(operands[int(Role::Input)]),
+        sideTensors, signature);
+    SmallVector<Value> destinations;
+    for (Role role : {Role::Codes, Role::Scales, Role::Zeros, Role::Global})
+      if (results[int(role)])
+        destinations.push_back(results[int(role)]);
+    llvm::append_range(destinations, sideResults);
+    for (auto [tensor, memref] : llvm::zip(fused.getResults(), destinations))
+      materialize.push_back({tensor, memref});
+  } else if (spec.op == KernelOp::Quantize) {
     Value input = readTensor(operands[int(Role::Input)]);
     Value staticScales = tensorOrNull(operands[int(Role::Scales)]);
     Value staticZeros = tensorOrNull(operands[int(Role::Zeros)]);
@@ -316,6 +356,7 @@ llvm::Error lowerToLoops(ModuleOp module) {
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
   configureVerifier(pm);
+  pm.addPass(createLowbitFusionToLoops());
   pm.addPass(createLowbitToLoops());
   if (failed(pm.run(module)))
     return makeError("lowbit-to-loops failed: " + diagnostics.message());
@@ -323,6 +364,10 @@ llvm::Error lowerToLoops(ModuleOp module) {
 }
 
 llvm::Error lowerForGpu(ModuleOp module) {
+  if (module.walk([](ld::FusedOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
+    return makeError("fused kernels (prologue | quantize) have no GPU "
+                     "lowering yet; they run on the CPU target");
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
   configureVerifier(pm);

@@ -78,6 +78,10 @@ struct KernelParam {
   Role role;
   bool isResult;           ///< written by the kernel
   std::string elementType; ///< "f32", "f16", "bf16", "i8"
+  /// A prologue's side tensor (docs/fusion.md): "weight", "residual",
+  /// "smooth" (Input role) or "residual" (Output role, the updated
+  /// residual). Empty for every other parameter.
+  std::string side;
 };
 /// The parameter list of a spec's kernel (docs/kernel-abi.md):
 /// runtime/spec/KernelAbi.h with MLIR's type names.

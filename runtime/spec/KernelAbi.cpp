@@ -2,9 +2,24 @@
 
 #include "runtime/spec/KernelAbi.h"
 
+#include "format/Prologue.h"
 #include "format/Quantize.h"
 
 namespace lowbit {
+
+namespace {
+const char *sideName(PrologueOperand operand) {
+  switch (operand) {
+  case PrologueOperand::Weight:
+    return "weight";
+  case PrologueOperand::Residual:
+    return "residual";
+  case PrologueOperand::Smooth:
+    return "smooth";
+  }
+  return "";
+}
+} // namespace
 
 std::vector<KernelAbiParam> kernelAbi(const KernelSpec &spec) {
   using Role = KernelParamRole;
@@ -27,7 +42,25 @@ std::vector<KernelAbiParam> kernelAbi(const KernelSpec &spec) {
     return params;
   }
   // Quantize: operands in the op's order, then results in the op's order.
-  params.push_back({Role::Input, false, Element::Value, values});
+  // A fused kernel's prologues add their side tensors after the input and
+  // the updated residual last (docs/fusion.md).
+  params.push_back(
+      {Role::Input,
+       false,
+       Element::Value,
+       {spec.rows, spec.cols == kDynamic
+                       ? kDynamic
+                       : prologueInputWidth(spec.prologues, spec.cols)}});
+  bool writesResidual = false;
+  for (const Prologue &prologue : spec.prologues) {
+    writesResidual |= prologueWritesResidual(prologue.kind);
+    for (PrologueOperand operand : prologueOperands(prologue.kind))
+      params.push_back({Role::Input, false, Element::Value,
+                        operand == PrologueOperand::Residual
+                            ? values
+                            : Shape2D{1, spec.cols},
+                        sideName(operand)});
+  }
   bool globalGiven =
       spec.hasGlobal() &&
       (spec.isStatic() || spec.globalSource == GlobalSource::Given);
@@ -46,6 +79,8 @@ std::vector<KernelAbiParam> kernelAbi(const KernelSpec &spec) {
   }
   if (spec.hasGlobal() && !globalGiven)
     params.push_back({Role::Global, true, Element::F32, one});
+  if (writesResidual)
+    params.push_back({Role::Output, true, Element::Value, values, "residual"});
   return params;
 }
 

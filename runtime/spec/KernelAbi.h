@@ -14,6 +14,7 @@
 #include "runtime/spec/KernelSpec.h"
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace lowbit {
@@ -40,13 +41,18 @@ struct KernelAbiParam {
   bool isResult; ///< written by the kernel
   KernelParamElement element;
   Shape2D shape; ///< from the spec's sizes (kDynamic where they are)
+  /// A fused prologue's side tensor ("weight", "smooth", "residual", and
+  /// the written "residual"); empty for the quantizer's own parameters.
+  std::string side;
 };
 
 /// The parameters of `spec`'s kernel, in ABI order: dequantize reads codes,
 /// scales, zero points and the global scale and writes the output;
 /// quantize takes its operands (input, given scales, zero points, global
 /// scale) and then its results (codes, computed scales, zero points and
-/// global scale).
+/// global scale). A fused kernel (docs/fusion.md) takes its prologues'
+/// side tensors right after the input, and writes the updated residual
+/// last; its input is [rows, prologueInputWidth(prologues, cols)].
 std::vector<KernelAbiParam> kernelAbi(const KernelSpec &spec);
 
 /// Bytes per element of a parameter of `spec`'s kernel.

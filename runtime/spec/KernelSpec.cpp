@@ -162,6 +162,38 @@ std::string granularityText(const ScaleSpec &scale) {
   return name;
 }
 
+/// Splits `text` at top-level '|': every part but the last is one prologue
+/// token; `text` becomes the last part (the kernel op).
+bool takePrologues(std::string_view &text, std::vector<Prologue> &prologues,
+                   std::string *error) {
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(')
+      ++depth;
+    if (text[i] == ')' && depth > 0)
+      --depth;
+    if (text[i] != '|' || depth != 0)
+      continue;
+    std::vector<std::string_view> tokens =
+        tokenize(text.substr(start, i - start));
+    if (tokens.size() != 1)
+      return fail(error, tokens.empty()
+                             ? "an empty prologue before '|' at column " +
+                                   std::to_string(i + 1)
+                             : "a prologue is one token, got '" +
+                                   std::string(tokens[1]) + "' after '" +
+                                   std::string(tokens[0]) + "'");
+    std::optional<Prologue> prologue = parsePrologue(tokens[0], error);
+    if (!prologue)
+      return false;
+    prologues.push_back(std::move(*prologue));
+    start = i + 1;
+  }
+  text = text.substr(start);
+  return true;
+}
+
 } // namespace
 
 std::string_view valueTypeName(ValueType type) {
@@ -295,6 +327,11 @@ std::optional<Scheme> parseSchemeText(std::string_view text,
 }
 
 bool validateKernelSpec(const KernelSpec &spec, std::string *error) {
+  if (!spec.prologues.empty() && spec.op != KernelOp::Quantize)
+    return fail(error, "prologues ('" + printPrologue(spec.prologues[0]) +
+                           "') go only in front of quantize");
+  if (!validatePrologueChain(spec.prologues, spec.cols, error))
+    return false;
   if (spec.globalSource == GlobalSource::Given &&
       (!spec.hasGlobal() || spec.isStatic() || spec.op != KernelOp::Quantize))
     return fail(error, "global=given is for quantizing with a dynamic scheme "
@@ -308,6 +345,9 @@ bool validateKernelSpec(const KernelSpec &spec, std::string *error) {
 
 std::optional<KernelSpec> parseKernelSpec(std::string_view text,
                                           std::string *error) {
+  std::vector<Prologue> prologues;
+  if (!takePrologues(text, prologues, error))
+    return std::nullopt;
   std::vector<std::string_view> tokens = tokenize(text);
   if (tokens.size() < 2) {
     fail(error, "a kernel spec is 'quantize|dequantize SCHEME [key=value...]'");
@@ -445,6 +485,7 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
     spec.scheme.name = named->name;
   else
     spec.scheme.name.clear();
+  spec.prologues = std::move(prologues);
   if (!validateKernelSpec(spec, error))
     return std::nullopt;
   return spec;
@@ -456,8 +497,10 @@ std::string printKernelSpec(const KernelSpec &spec) {
   Scheme dynamicScheme = spec.scheme;
   dynamicScheme.scale.mode = ScaleMode::Dynamic;
   Scheme printed = findNamedScheme(dynamicScheme) ? dynamicScheme : spec.scheme;
-  std::string text =
-      spec.op == KernelOp::Quantize ? "quantize " : "dequantize ";
+  std::string text;
+  for (const Prologue &prologue : spec.prologues)
+    text += printPrologue(prologue) + " | ";
+  text += spec.op == KernelOp::Quantize ? "quantize " : "dequantize ";
   text += printSchemeText(printed);
   text += spec.op == KernelOp::Quantize ? " from=" : " to=";
   text += valueTypeName(spec.valueType);

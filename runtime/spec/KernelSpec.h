@@ -11,6 +11,12 @@
 //              [global=computed|given] [rows=N cols=N | dynamic]
 //   dequantize SCHEME [to=f32|f16|bf16] [scale=static|dynamic]
 //              [rows=N cols=N | dynamic]
+// A quantize spec may start with prologues, fused in front of it
+// (docs/fusion.md), each one token followed by '|':
+//   rmsnorm(eps=1e-6) | quantize nvfp4 from=bf16
+//   add_rmsnorm(eps=1e-5) | quantize fp8_e4m3
+//   silu_mul | quantize mxfp4          smooth | quantize int8
+//   hadamard(128) | quantize mxfp4     map(x * 0.5 + 1) | quantize e4m3
 // SCHEME is a named scheme (mxfp4, nvfp4, ...) or the compact form
 //   scheme(format=e2m1,scale=group(32;axis=1),tail=true,type=e8m0,
 //          rule=floor,zero_point=false,global=none,layout=row_major,
@@ -30,12 +36,14 @@
 #ifndef LOWBIT_RUNTIME_SPEC_KERNELSPEC_H
 #define LOWBIT_RUNTIME_SPEC_KERNELSPEC_H
 
+#include "format/Prologue.h"
 #include "format/Scheme.h"
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lowbit {
 
@@ -55,7 +63,10 @@ struct KernelSpec {
   Scheme scheme = namedSchemes().front();
   ValueType valueType = ValueType::F32;
   GlobalSource globalSource = GlobalSource::Computed;
-  /// kDynamic, or the static size.
+  /// Fused in front of the quantize, applied in order (empty: none).
+  std::vector<Prologue> prologues;
+  /// kDynamic, or the static size (of the quantized tensor; silu_mul reads
+  /// twice as many input columns).
   int64_t rows = kDynamic, cols = kDynamic;
 
   bool hasGlobal() const {

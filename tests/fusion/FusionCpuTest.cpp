@@ -1,0 +1,110 @@
+//===- FusionCpuTest.cpp - Fused kernels on the CPU tail vs the reference -===//
+//
+// Every prologue x every named scheme x f32/f16/bf16, at shapes with
+// ragged tails: the JIT kernel's codes, scales, zero points, global scale
+// and updated residual equal format/Prologue.h + format/Quantize.h bit for
+// bit. Kernels have dynamic shapes where the prologue allows it (Hadamard
+// needs static columns), so one compile serves several shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/compiler/Compiler.h"
+#include "runtime/spec/KernelSpec.h"
+#include "tests/fusion/FusionCheck.h"
+
+#include <catch2/catch.hpp>
+
+#include <iostream>
+#include <map>
+
+using namespace lowbit;
+using namespace lowbit::compiler;
+
+namespace {
+
+compiler::CpuKernel &kernelFor(const KernelSpec &spec) {
+  // Leaked on purpose, like tests/compiler's cache: JIT engines torn down
+  // after LLVM's statics crash the process at exit.
+  static auto &cache = *new std::map<std::string, std::unique_ptr<CpuKernel>>;
+  std::string key = printKernelSpec(spec);
+  auto found = cache.find(key);
+  if (found != cache.end())
+    return *found->second;
+  auto kernel = compileForCpu(spec);
+  if (!kernel) {
+    std::string message = llvm::toString(kernel.takeError());
+    FAIL("compiling '" << key << "': " << message);
+  }
+  return *(cache[key] = std::move(*kernel));
+}
+
+std::string runOnCpu(const KernelSpec &spec, std::vector<HostBuffer> &buffers) {
+  if (llvm::Error error = kernelFor(spec).run(buffers))
+    return llvm::toString(std::move(error));
+  return "";
+}
+
+/// The prologues under test and, for each, whether its kernel can take
+/// dynamic shapes.
+const std::pair<const char *, bool> kPrologues[] = {
+    {"rmsnorm(eps=1e-6)", true},
+    {"add_rmsnorm(eps=1e-5)", true},
+    {"silu_mul", true},
+    {"smooth", true},
+    {"hadamard(16)", false},
+    {"map(silu(x) * 0.5 + abs(x) / 3 - max(x, -1))", true},
+};
+
+/// Ragged for every group size of the named schemes (16, 32, 128): 48 and
+/// 80 are multiples of 16 (Hadamard's block) but not of 32 or 128.
+const std::pair<int64_t, int64_t> kShapes[] = {{1, 16}, {3, 48}, {5, 80}};
+
+} // namespace
+
+TEST_CASE("fusion: every prologue x named scheme x dtype is bit-exact on the "
+          "CPU tail",
+          "[fusion][cpu]") {
+  int checked = 0, refused = 0;
+  for (auto [prologue, dynamic] : kPrologues)
+    for (const Scheme &scheme : namedSchemes())
+      for (const char *dtype : {"f32", "f16", "bf16"})
+        for (auto [rows, cols] : kShapes) {
+          std::string text = std::string(prologue) + " | quantize " +
+                             scheme.name + " from=" + dtype +
+                             (dynamic ? std::string(" dynamic")
+                                      : " rows=" + std::to_string(rows) +
+                                            " cols=" + std::to_string(cols));
+          std::string error;
+          std::optional<KernelSpec> spec = parseKernelSpec(text, &error);
+          INFO(text);
+          REQUIRE(spec);
+          if (!validateSchemeForShape(spec->scheme, rows, cols, &error)) {
+            ++refused; // a scheme without tails and a ragged shape
+            continue;
+          }
+          std::string result = testing::checkFused(
+              *spec, rows, cols, uint32_t(rows * 1000 + cols), runOnCpu);
+          INFO(rows << "x" << cols);
+          CHECK(result == "");
+          ++checked;
+        }
+  std::cout << "fusion: " << checked << " fused kernels bit-exact on the CPU "
+            << "tail (" << refused << " shapes refused by their scheme)\n";
+  CHECK(checked > 0);
+}
+
+TEST_CASE("fusion: a chain of prologues and a static shape", "[fusion][cpu]") {
+  for (const char *text :
+       {"smooth | rmsnorm(eps=1e-6) | quantize nvfp4 from=bf16 rows=7 "
+        "cols=96",
+        "silu_mul | hadamard(row) | quantize mxfp4 from=f16 rows=3 cols=64",
+        "add_rmsnorm(eps=1e-6) | map(x * 2) | quantize fp8_e4m3 from=bf16 "
+        "dynamic"}) {
+    INFO(text);
+    std::optional<KernelSpec> spec = parseKernelSpec(text);
+    REQUIRE(spec);
+    int64_t rows = spec->rows == kDynamic ? 9 : spec->rows;
+    int64_t cols = spec->cols == kDynamic ? 33 : spec->cols;
+    CHECK(testing::checkFused(*spec, rows, cols, 7, runOnCpu) == "");
+  }
+}
