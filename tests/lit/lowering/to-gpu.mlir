@@ -30,10 +30,15 @@ func.func @mxfp4(%in: memref<?x?xf32>, %codes: memref<?x?xi8>,
   return
 }
 
-// A per-tensor scale is not covered: the op is left as it is.
+// A per-tensor scale: two launches (GpuTensorReduce.cpp), the statistics
+// reduced through the workspace argument appended to the function.
 // CHECK-LABEL: func.func @fp8_per_tensor
-// CHECK-NOT: gpu.launch
-// CHECK: lowbit.quantize
+// CHECK-SAME: %{{.*}}: memref<1x2xi32> {lowbit.workspace}
+// CHECK: gpu.launch
+// CHECK: memref.atomic_rmw maxu
+// CHECK: gpu.launch
+// CHECK-NOT: lowbit.quantize
+// CHECK: return
 func.func @fp8_per_tensor(%in: memref<?x?xbf16>, %codes: memref<?x?xi8>,
                           %scales: memref<1x1xf32>) {
   %x = bufferization.to_tensor %in restrict : memref<?x?xbf16> to tensor<?x?xbf16>
