@@ -153,20 +153,16 @@ protected:
   /// A 1-D grid over `laneCount` lanes (the large dimension on grid x,
   /// which holds 2^31 - 1 blocks).
   gpu::LaunchOp createLaunch(Value laneCount) {
-    Value blocks = ceilDiv(laneCount, idx(threadsPerBlock));
-    Value one = idx(1);
-    auto launch = gpu::LaunchOp::create(b, blocks, one, one,
-                                        idx(threadsPerBlock), one, one);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&launch.getBody().front());
-    gpu::TerminatorOp::create(b);
-    return launch;
+    return launchWithBlocks(ceilDiv(laneCount, idx(threadsPerBlock)));
   }
   /// A grid-stride launch: ceil(laneCount / threadsPerBlock) blocks, at
   /// most `maxBlocks`; the body loops over what the grid does not cover.
   gpu::LaunchOp createGridStrideLaunch(Value laneCount, int64_t maxBlocks) {
-    Value blocks = arith::MinUIOp::create(
-        b, ceilDiv(laneCount, idx(threadsPerBlock)), idx(maxBlocks));
+    return launchWithBlocks(arith::MinUIOp::create(
+        b, ceilDiv(laneCount, idx(threadsPerBlock)), idx(maxBlocks)));
+  }
+  /// A 1-D launch of `blocks` blocks of threadsPerBlock threads.
+  gpu::LaunchOp launchWithBlocks(Value blocks) {
     Value one = idx(1);
     auto launch = gpu::LaunchOp::create(b, blocks, one, one,
                                         idx(threadsPerBlock), one, one);
