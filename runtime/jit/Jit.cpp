@@ -654,28 +654,45 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
 
 } // namespace
 
-Expected<Kernel> Jit::get(std::string_view specText, const Target &target) {
-  std::string memoKey = memoKeyOf(specText, target);
+namespace {
+
+/// get() through the memory map: the kernel handed out for `memoKey`, else
+/// `make()`'s, remembered (the bound may push older ones out).
+template <typename Make>
+Expected<std::shared_ptr<const Kernel::State>>
+memoized(Jit::Impl &impl, const std::string &memoKey, Make make) {
   {
-    std::lock_guard<std::mutex> lock(impl->kernelsMutex);
-    if (auto *found = impl->kernels.find(memoKey))
-      return Kernel(*found);
+    std::lock_guard<std::mutex> lock(impl.kernelsMutex);
+    if (auto *found = impl.kernels.find(memoKey))
+      return *found;
   }
-  std::string error;
-  std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
-  if (!spec)
-    return makeError(ErrorCode::InvalidArgument, "kernel spec: " + error);
-  Expected<std::shared_ptr<const Kernel::State>> state =
-      makeKernelState(impl, *spec, target);
+  Expected<std::shared_ptr<const Kernel::State>> state = make();
   if (!state)
-    return std::move(state).takeError();
+    return state;
   std::vector<std::pair<std::string, std::shared_ptr<const Kernel::State>>>
       evicted;
   {
-    std::lock_guard<std::mutex> lock(impl->kernelsMutex);
-    evicted = impl->kernels.insert(memoKey, *state);
+    std::lock_guard<std::mutex> lock(impl.kernelsMutex);
+    evicted = impl.kernels.insert(memoKey, *state);
   }
-  impl->countEvictions(evicted);
+  impl.countEvictions(evicted);
+  return state;
+}
+
+} // namespace
+
+Expected<Kernel> Jit::get(std::string_view specText, const Target &target) {
+  Expected<std::shared_ptr<const Kernel::State>> state = memoized(
+      *impl, memoKeyOf(specText, target),
+      [&]() -> Expected<std::shared_ptr<const Kernel::State>> {
+        std::string error;
+        std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
+        if (!spec)
+          return makeError(ErrorCode::InvalidArgument, "kernel spec: " + error);
+        return makeKernelState(impl, *spec, target);
+      });
+  if (!state)
+    return std::move(state).takeError();
   return Kernel(std::move(*state));
 }
 
@@ -687,8 +704,13 @@ Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
   std::string error;
   if (!validateKernelSpec(spec, &error))
     return makeError(ErrorCode::InvalidArgument, "kernel spec: " + error);
-  // The canonical text is the memory map's key for a parsed spec.
-  return get(printKernelSpec(spec), target);
+  // The canonical text keys a parsed spec in the memory map.
+  Expected<std::shared_ptr<const Kernel::State>> state =
+      memoized(*impl, memoKeyOf(printKernelSpec(spec), target),
+               [&] { return makeKernelState(impl, spec, target); });
+  if (!state)
+    return std::move(state).takeError();
+  return Kernel(std::move(*state));
 }
 
 namespace {
