@@ -16,7 +16,10 @@
 //               buildGpuKernel starts on a background thread;
 //   cubin warm  the same in a warm process;
 //   nvrtc       the reference kernel by NVRTC to PTX, and NVRTC + nvJitLink
-//               to a cubin, warm.
+//               to a cubin, warm;
+//   old ptx     spec -> PTX as before the pipeline changes (a new context
+//               with every dialect loaded, the per-pass verifier, O3): the
+//               same-run yardstick of what the changes save.
 // Every number is a median of `runs` (>= 7 by default); cold numbers are
 // medians over `runs` child processes. Ratios are against the peer in the
 // same run (the machine is shared and noisy).
@@ -29,14 +32,18 @@
 // Numbers only: never a test, never pass/fail on timing.
 //
 // usage: lowbit-bench-latency [--runs N] [--chips sm_90a,sm_100a]
-//                             [--ops quantize,dequantize] [--no-cold]
+//                             [--ops quantize,dequantize] [--schemes A,B]
+//                             [--no-cold]
 //                             [--levels]
-//        lowbit-bench-latency --child ptx|cubin CHIP SPEC   (one cold compile)
+//                             [--clock cpu|wall]
+//        lowbit-bench-latency --clock C --child ptx|cubin CHIP SPEC
+//                             (one cold compile, internal)
 //
 //===----------------------------------------------------------------------===//
 
 #include "format/Scheme.h"
 #include "lowering/GpuTail.h"
+#include "lowering/PassVerification.h"
 #include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/driver/NvJitLink.h"
@@ -49,6 +56,7 @@
 
 #include "BenchTiming.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -56,12 +64,29 @@
 #include <vector>
 
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 using namespace lowbit;
 using namespace lowbit::bench;
 
 namespace {
+
+/// --clock cpu (default): the process's CPU time, which a shared, loaded
+/// machine disturbs far less than wall time (every compile here is one
+/// thread, except nvJitLink's warm-up, whose CPU time is then counted
+/// although it runs beside the lowering); --clock wall: elapsed time.
+bool useCpuClock = true;
+
+double nowMillis() {
+  if (!useCpuClock)
+    return std::chrono::duration<double, std::milli>(
+               Clock::now().time_since_epoch())
+        .count();
+  timespec now;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return double(now.tv_sec) * 1e3 + double(now.tv_nsec) * 1e-6;
+}
 
 std::vector<std::string> splitCommas(const std::string &text) {
   std::vector<std::string> parts;
@@ -101,6 +126,42 @@ bool compileOnce(const KernelSpec &spec, const Target &target, bool cubin,
   return true;
 }
 
+/// spec -> PTX the way the pipeline ran before docs/pipeline.md's changes,
+/// as far as switches reach: a new context with every dialect loaded, the
+/// verifier after every pass, O3 (libdevice is not linked either way).
+/// The same-run yardstick for the changes.
+bool compileOldStyle(const KernelSpec &spec, const Target &target,
+                     std::string &reason) {
+  std::unique_ptr<mlir::MLIRContext> context = compiler::makeContext();
+  context->loadAllAvailableDialects();
+  setVerifyAfterEachPass(true);
+  auto module = compiler::buildKernelModule(*context, spec);
+  bool ok = false;
+  if (!module) {
+    reason = llvm::toString(module.takeError());
+  } else if (llvm::Error error = compiler::lowerForGpu(**module)) {
+    reason = llvm::toString(std::move(error));
+  } else {
+    PtxOptions options;
+    options.optLevel = 3;
+    ok = mlir::succeeded(lowerToPtx(**module, target, reason, options));
+  }
+  setVerifyAfterEachPass(std::nullopt);
+  return ok;
+}
+
+double oldStyleMedian(const KernelSpec &spec, const Target &target, int runs,
+                      std::string &reason) {
+  std::vector<double> values;
+  for (int run = 0; run < runs; ++run) {
+    double start = nowMillis();
+    if (!compileOldStyle(spec, target, reason))
+      return -1;
+    values.push_back(nowMillis() - start);
+  }
+  return median(values);
+}
+
 /// The child: one cold compile, its milliseconds on stdout.
 int runChild(const std::string &mode, const std::string &chip,
              const std::string &specText) {
@@ -111,12 +172,12 @@ int runChild(const std::string &mode, const std::string &chip,
     std::fprintf(stderr, "%s\n", error.c_str());
     return 2;
   }
-  Clock::time_point start = Clock::now();
+  double start = nowMillis();
   if (!compileOnce(*spec, *target, mode == "cubin", error)) {
     std::fprintf(stderr, "%s\n", error.substr(0, error.find('\n')).c_str());
     return 1;
   }
-  std::printf("%.3f\n", millisSince(start));
+  std::printf("%.3f\n", nowMillis() - start);
   std::fflush(stdout);
   // Skip the teardown: only the compile is measured.
   std::_Exit(0);
@@ -135,8 +196,9 @@ double childMillis(const std::string &mode, const std::string &chip,
     dup2(pipeEnds[1], 1);
     close(pipeEnds[0]);
     close(pipeEnds[1]);
-    execl("/proc/self/exe", "lowbit-bench-latency", "--child", mode.c_str(),
-          chip.c_str(), spec.c_str(), (char *)nullptr);
+    execl("/proc/self/exe", "lowbit-bench-latency", "--clock",
+          useCpuClock ? "cpu" : "wall", "--child", mode.c_str(), chip.c_str(),
+          spec.c_str(), (char *)nullptr);
     _exit(127);
   }
   close(pipeEnds[1]);
@@ -171,10 +233,10 @@ double warmMedian(const KernelSpec &spec, const Target &target, bool cubin,
     return -1;
   std::vector<double> values;
   for (int run = 0; run < runs; ++run) {
-    Clock::time_point start = Clock::now();
+    double start = nowMillis();
     if (!compileOnce(spec, target, cubin, reason))
       return -1;
-    values.push_back(millisSince(start));
+    values.push_back(nowMillis() - start);
   }
   return median(values);
 }
@@ -198,7 +260,7 @@ std::string ratio(double numerator, double denominator) {
 /// spec -> PTX at `level` on a pooled context: the PTX and the time.
 bool ptxAtLevel(const KernelSpec &spec, const Target &target, int level,
                 std::string &ptx, double &millis, std::string &reason) {
-  Clock::time_point start = Clock::now();
+  double start = nowMillis();
   compiler::ContextLease context = compiler::borrowContext();
   auto module = compiler::buildKernelModule(*context, spec);
   if (!module) {
@@ -215,15 +277,15 @@ bool ptxAtLevel(const KernelSpec &spec, const Target &target, int level,
       lowerToPtx(**module, target, reason, options);
   if (mlir::failed(result))
     return false;
-  millis = millisSince(start);
+  millis = nowMillis() - start;
   ptx = std::move(result->ptx);
   return true;
 }
 
 int runLevels(const std::vector<std::string> &chips, int runs) {
-  std::printf("spec -> PTX by LLVM level (warm medians of %d, ms); "
+  std::printf("spec -> PTX by LLVM level (warm medians of %d, %s ms); "
               "'=' PTX byte-identical to O3's, '!' different\n",
-              runs);
+              runs, useCpuClock ? "process CPU" : "wall");
   std::printf("%-8s %-24s %9s %9s %9s\n", "chip", "kernel", "O1", "O2", "O3");
   for (const std::string &chip : chips) {
     std::string error;
@@ -269,11 +331,14 @@ int runLevels(const std::vector<std::string> &chips, int runs) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc == 5 && std::string(argv[1]) == "--child")
-    return runChild(argv[2], argv[3], argv[4]);
+  if (argc == 7 && std::string(argv[3]) == "--child") {
+    useCpuClock = std::string(argv[2]) == "cpu";
+    return runChild(argv[4], argv[5], argv[6]);
+  }
   int runs = 7;
   std::vector<std::string> chips = {"sm_90a", "sm_100a"};
   std::vector<std::string> ops = {"quantize"};
+  std::vector<std::string> only; // scheme names; empty: every named scheme
   bool cold = true, levels = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -283,14 +348,19 @@ int main(int argc, char **argv) {
       chips = splitCommas(argv[++i]);
     else if (arg == "--ops" && i + 1 < argc)
       ops = splitCommas(argv[++i]);
+    else if (arg == "--schemes" && i + 1 < argc)
+      only = splitCommas(argv[++i]);
     else if (arg == "--no-cold")
       cold = false;
     else if (arg == "--levels")
       levels = true;
+    else if (arg == "--clock" && i + 1 < argc)
+      useCpuClock = std::string(argv[++i]) != "wall";
     else {
       std::fprintf(stderr,
                    "usage: lowbit-bench-latency [--runs N] [--chips A,B] "
-                   "[--ops quantize,dequantize] [--no-cold] [--levels]\n");
+                   "[--ops quantize,dequantize] [--schemes A,B] [--no-cold] "
+                   "[--levels]\n");
       return 2;
     }
   }
@@ -305,14 +375,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::printf("spec -> PTX and spec -> cubin, f32 input, dynamic scales; "
-              "medians of %d (cold: %d child processes); ms\n",
-              runs, runs);
+              "medians of %d (cold: %d child processes); %s ms\n",
+              runs, runs, useCpuClock ? "process CPU" : "wall");
   std::printf("peer: NVRTC (PTX) and NVRTC + nvJitLink (cubin) on the "
               "scheme's reference kernel, warm%s\n",
               nvrtc ? "" : " (NVRTC not available)");
-  std::printf("%-8s %-22s %8s %8s %6s %9s %9s %6s %9s %10s %9s %9s\n", "chip",
-              "kernel", "ptx cold", "ptx warm", "c/w", "cubin cld", "cubin wrm",
-              "c/w", "nvrtc ptx", "nvrtc+link", "nvrtc/ptx", "peer/cubin");
+  std::printf("%-8s %-22s %8s %8s %6s %9s %9s %6s %9s %10s %9s %9s %8s %7s\n",
+              "chip", "kernel", "ptx cold", "ptx warm", "c/w", "cubin cld",
+              "cubin wrm", "c/w", "nvrtc ptx", "nvrtc+link", "nvrtc/ptx",
+              "peer/cubin", "old ptx", "old/new");
   std::map<std::pair<std::string, std::string>, std::pair<double, double>>
       peers; // (chip, scheme) -> (nvrtc, nvrtc + link)
   for (const std::string &chip : chips) {
@@ -323,6 +394,9 @@ int main(int argc, char **argv) {
       return 1;
     }
     for (const Scheme &scheme : namedSchemes()) {
+      if (!only.empty() &&
+          std::find(only.begin(), only.end(), scheme.name) == only.end())
+        continue;
       for (const std::string &opName : ops) {
         std::string specText = opName + " " + scheme.name;
         std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
@@ -334,6 +408,8 @@ int main(int argc, char **argv) {
         double ptxWarm = warmMedian(*spec, *target, false, runs, reason);
         double cubinWarm =
             ptxWarm < 0 ? -1 : warmMedian(*spec, *target, true, runs, reason);
+        double oldWarm =
+            ptxWarm < 0 ? -1 : oldStyleMedian(*spec, *target, runs, reason);
         if (ptxWarm < 0 || cubinWarm < 0) {
           std::printf("%-8s %-22s refused: %s\n", chip.c_str(),
                       specText.c_str(),
@@ -350,32 +426,40 @@ int main(int argc, char **argv) {
           auto source = runtime::referenceKernelSource(scheme.name, "f32");
           std::vector<double> ptxTimes, cubinTimes;
           for (int run = 0; source && run <= runs; ++run) {
+            double start = nowMillis();
+            auto ptxOnly =
+                runtime::buildReferenceKernel(**nvrtc, nullptr, *source, chip);
+            double middle = nowMillis();
             auto build =
                 runtime::buildReferenceKernel(**nvrtc, *linker, *source, chip);
-            if (!build)
+            double end = nowMillis();
+            if (!ptxOnly || !build)
               break;
             if (run == 0)
               continue; // NVRTC's own first use
-            ptxTimes.push_back(build->nvrtcMillis);
-            cubinTimes.push_back(build->nvrtcMillis + build->linkMillis);
+            ptxTimes.push_back(middle - start);
+            cubinTimes.push_back(end - middle);
           }
           if (!ptxTimes.empty())
             peer = {median(ptxTimes), median(cubinTimes)};
         }
-        std::printf("%-8s %-22s %8s %8s %6s %9s %9s %6s %9s %10s %9s %9s\n",
-                    chip.c_str(), specText.c_str(), cell(ptxCold).c_str(),
-                    cell(ptxWarm).c_str(), ratio(ptxCold, ptxWarm).c_str(),
-                    cell(cubinCold).c_str(), cell(cubinWarm).c_str(),
-                    ratio(cubinCold, cubinWarm).c_str(),
-                    cell(peer.first).c_str(), cell(peer.second).c_str(),
-                    ratio(peer.first, ptxWarm).c_str(),
-                    ratio(peer.second, cubinWarm).c_str());
+        std::printf(
+            "%-8s %-22s %8s %8s %6s %9s %9s %6s %9s %10s %9s %9s %8s %7s\n",
+            chip.c_str(), specText.c_str(), cell(ptxCold).c_str(),
+            cell(ptxWarm).c_str(), ratio(ptxCold, ptxWarm).c_str(),
+            cell(cubinCold).c_str(), cell(cubinWarm).c_str(),
+            ratio(cubinCold, cubinWarm).c_str(), cell(peer.first).c_str(),
+            cell(peer.second).c_str(), ratio(peer.first, ptxWarm).c_str(),
+            ratio(peer.second, cubinWarm).c_str(), cell(oldWarm).c_str(),
+            ratio(oldWarm, ptxWarm).c_str());
         std::fflush(stdout);
       }
     }
   }
   std::printf("c/w = cold / warm (target <= 1.5x); nvrtc/ptx and "
               "peer/cubin = the peer's time / lowbit's warm time (above 1: "
-              "lowbit is faster)\n");
+              "lowbit is faster); old ptx = spec -> PTX with a new context "
+              "(all dialects loaded), the per-pass verifier and O3, "
+              "old/new = old ptx / ptx warm\n");
   return 0;
 }

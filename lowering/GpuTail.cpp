@@ -528,6 +528,12 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
 
   MLIRContext *context = module.getContext();
   DiagnosticCollector diagnostics(context);
+  // The steps below build ops of these dialects outside any pass (whose
+  // dependent dialects the PassManager would load): contexts load dialects
+  // on first use, and a hand-written gpu.module may have needed none yet.
+  context->loadDialect<arith::ArithDialect, gpu::GPUDialect,
+                       LLVM::LLVMDialect, memref::MemRefDialect,
+                       scf::SCFDialect>();
 
   // Chip-specific conversions, then the codecs for everything else.
   {

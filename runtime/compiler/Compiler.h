@@ -61,6 +61,8 @@ public:
   mlir::MLIRContext &operator*() const { return *context; }
   mlir::MLIRContext *operator->() const { return context.get(); }
   mlir::MLIRContext *get() const { return context.get(); }
+  /// How many leases this context has served, this one included.
+  unsigned useCount() const { return uses; }
 
 private:
   friend ContextLease borrowContext();

@@ -30,6 +30,13 @@ TEST_CASE("a returned context is reused by the next compile",
   mlir::MLIRContext *first = nullptr;
   {
     compiler::ContextLease lease = compiler::borrowContext();
+    // One that retires now (earlier tests in this process used it up) is
+    // not returned; the next lease's context is.
+    if (lease.useCount() < compiler::ContextLease::kContextUses)
+      first = lease.get();
+  }
+  if (!first) {
+    compiler::ContextLease lease = compiler::borrowContext();
     first = lease.get();
   }
   compiler::ContextLease again = compiler::borrowContext();
