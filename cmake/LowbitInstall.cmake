@@ -22,7 +22,8 @@ set(LOWBIT_CORE_HEADERS
   runtime/include/lowbit/Expected.h
   runtime/include/lowbit/lowbit.h
   runtime/include/dlpack/dlpack.h
-  format/Codec.h format/Format.h format/Quantize.h format/Scheme.h
+  format/Codec.h format/Format.h format/Prologue.h format/Quantize.h
+  format/Scheme.h
   runtime/spec/KernelSpec.h
   runtime/core/AtomicFile.h runtime/core/Json.h runtime/core/Npy.h
   runtime/cache/Hash.h runtime/cache/KernelCache.h runtime/cache/KernelKey.h

@@ -473,11 +473,12 @@ packArguments(const Launch &launch, std::span<const uint64_t> addresses,
 
 std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
                                           std::span<const Shape> shapes,
-                                          std::string *error) {
+                                          std::string *error,
+                                          int64_t workspaceWords) {
   // Sizes only: every memref operand resolves to address 0.
   std::vector<uint64_t> addresses(shapes.size(), 0);
   std::unique_ptr<launch::ResolvedStep> resolved =
-      resolve(launch, addresses, shapes, 0, 0, error);
+      resolve(launch, addresses, shapes, 0, workspaceWords, error);
   if (!resolved)
     return std::nullopt;
   LaunchSizes sizes;

@@ -158,7 +158,8 @@ struct LaunchSizes {
 };
 std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
                                           std::span<const Shape> shapes,
-                                          std::string *error);
+                                          std::string *error,
+                                          int64_t workspaceWords = 0);
 
 } // namespace lowbit::aot
 

@@ -390,13 +390,16 @@ Expected<CompiledStep> compileStep(const LaunchStep &step, size_t paramCount,
     Argument argument;
     std::string_view body = text;
     if (body.starts_with("m:")) {
+      // Index paramCount is the workspace, when the kernels take one.
+      size_t limit = paramCount + (workspaceWords > 0 ? 1 : 0);
       if (!parseIndex(body.substr(2), argument.param) ||
-          argument.param >= paramCount)
+          argument.param >= limit)
         return inStep(makeError(ErrorCode::InvalidArgument,
                                 "argument '" + text +
                                     "' names no parameter of " +
                                     std::to_string(paramCount)));
-      argument.kind = Argument::Kind::Memref;
+      argument.kind = argument.param == paramCount ? Argument::Kind::Workspace
+                                                   : Argument::Kind::Memref;
       compiled.slotCount += 7;
     } else if (body.starts_with("s32:") || body.starts_with("s64:")) {
       argument.kind =
@@ -414,8 +417,6 @@ Expected<CompiledStep> compileStep(const LaunchStep &step, size_t paramCount,
     }
     compiled.arguments.push_back(std::move(argument));
   }
-  if (workspaceWords > 0)
-    compiled.slotCount += 7;
   if (compiled.slotCount > kMaxLaunchSlots)
     return inStep(makeError(ErrorCode::InvalidArgument,
                             std::to_string(compiled.slotCount) +
@@ -475,6 +476,10 @@ Status resolveStep(const CompiledStep &step, std::span<const Shape> shapes,
       out.slots[slot++] = value;
   };
   for (const Argument &argument : step.arguments) {
+    if (argument.kind == Argument::Kind::Workspace) {
+      descriptor(workspace, 1, workspaceWords);
+      continue;
+    }
     if (argument.kind == Argument::Kind::Memref) {
       if (argument.param >= addresses.size() || argument.param >= shapes.size())
         return makeError(ErrorCode::InvalidArgument,
@@ -492,8 +497,6 @@ Status resolveStep(const CompiledStep &step, std::span<const Shape> shapes,
                             ? uint64_t(uint32_t(*value))
                             : uint64_t(*value);
   }
-  if (workspaceWords > 0)
-    descriptor(workspace, 1, workspaceWords);
   if (slot != step.slotCount)
     return makeError(ErrorCode::InvalidArgument,
                      step.kernelName + ": compiled for " +

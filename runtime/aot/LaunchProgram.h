@@ -93,7 +93,10 @@ private:
 
 /// One argument of a step: a memref parameter or a scalar.
 struct Argument {
-  enum class Kind : uint8_t { Memref, Scalar32, Scalar64 };
+  /// Workspace: `m:P` with P == the ABI's parameter count, the kernel
+  /// function's trailing workspace (docs/kernel-abi.md), bound per launch
+  /// to the stream's buffer.
+  enum class Kind : uint8_t { Memref, Scalar32, Scalar64, Workspace };
   Kind kind = Kind::Memref;
   size_t param = 0; ///< Memref
   Expression value; ///< Scalar32/64

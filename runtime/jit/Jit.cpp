@@ -725,9 +725,12 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   // kernel's side tensors are not in it yet (docs/fusion.md, "Status").
   if (!spec.prologues.empty())
     return makeError(ErrorCode::Unsupported,
-                     "fused kernels (prologue | quantize) are not served by "
-                     "the Jit yet; lowbit compile and compiler::compileForCpu "
-                     "build them");
+                     target.isNvidia()
+                         ? "fused kernels (prologue | quantize) have no GPU "
+                           "lowering yet"
+                         : "fused kernels (prologue | quantize) are not "
+                           "served by the Jit yet; lowbit compile and "
+                           "compiler::compileForCpu build them");
   if (target.isNvidia() && !validateTarget(target, &error))
     return makeError(ErrorCode::InvalidArgument, "target: " + error);
 

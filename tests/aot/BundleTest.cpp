@@ -60,8 +60,11 @@ TEST_CASE("manifest JSON round-trips", "[aot]") {
   Launch launch;
   launch.entry = "kernel_kernel";
   launch.grid = {"dim:0:1 128 ceildivs", "1", "1"};
+  // The workspace is parameter 2 = the ABI's parameter count
+  // (docs/kernel-abi.md, "Workspace").
   launch.operands = {Operand{0, "", 64}, Operand{1, "", 64},
-                     Operand{-1, "dim:0:0", 64}, Operand{-1, "dim:0:1", 32}};
+                     Operand{-1, "dim:0:0", 64}, Operand{-1, "dim:0:1", 32},
+                     Operand{2, "", 64}};
   entry.launches.push_back(launch);
   entry.workspaceWords = 3;
   entry.bench =
@@ -87,7 +90,7 @@ TEST_CASE("manifest JSON round-trips", "[aot]") {
                               back->entries[0].workspaceWords);
   REQUIRE(packed);
   // 7 descriptor slots per memref, the scalars, then the workspace's
-  // [1, 3] descriptor.
+  // [1, 3] descriptor where the kernel takes it.
   REQUIRE(packed->slots.size() == 23);
   CHECK(packed->slots[0] == 0x1000);
   CHECK(packed->slots[1] == 0x1000);
@@ -99,9 +102,15 @@ TEST_CASE("manifest JSON round-trips", "[aot]") {
   CHECK(
       std::vector<uint64_t>(packed->slots.begin() + 16, packed->slots.end()) ==
       std::vector<uint64_t>{0x3000, 0x3000, 0, 1, 3, 3, 1});
-  // Without a workspace the trailing descriptor is absent.
-  auto bare = packArguments(back->entries[0].launches[0], addresses,
-                            back->entries[0].bench->shapes, &error);
+  // A kernel that names the workspace cannot launch without one.
+  CHECK_FALSE(packArguments(back->entries[0].launches[0], addresses,
+                            back->entries[0].bench->shapes, &error));
+  CHECK(error.find("m:2") != std::string::npos);
+  // A kernel that does not take it gets no extra descriptor.
+  Launch bareLaunch = back->entries[0].launches[0];
+  bareLaunch.operands.pop_back();
+  auto bare = packArguments(bareLaunch, addresses,
+                            back->entries[0].bench->shapes, &error, 0x3000, 3);
   REQUIRE(bare);
   CHECK(bare->slots.size() == 16);
 }

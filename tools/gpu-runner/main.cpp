@@ -228,8 +228,8 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
   for (size_t k = 0; k < entry.launches.size(); ++k) {
     const aot::Launch &launch = entry.launches[k];
     std::string error;
-    std::optional<aot::LaunchSizes> sizes =
-        aot::evaluateLaunch(launch, buffers.shapes, &error);
+    std::optional<aot::LaunchSizes> sizes = aot::evaluateLaunch(
+        launch, buffers.shapes, &error, buffers.workspaceWords);
     if (!sizes)
       return error;
     std::optional<aot::PackedArguments> arguments =
@@ -643,7 +643,8 @@ int checkBundle(const Options &options, const aot::Manifest &manifest) {
     for (const aot::SizeInstance *size : sizes) {
       std::vector<uint64_t> addresses(entry.params.size(), 0x10000);
       for (const aot::Launch &launch : entry.launches) {
-        auto dims = aot::evaluateLaunch(launch, size->shapes, &error);
+        auto dims = aot::evaluateLaunch(launch, size->shapes, &error,
+                                        entry.workspaceWords);
         auto packed =
             dims ? aot::packArguments(launch, addresses, size->shapes, &error,
                                       0x20000, entry.workspaceWords)

@@ -99,11 +99,12 @@ bool parseRowsByCols(std::string_view text, int64_t maxElements, int64_t &rows,
 namespace {
 
 /// The PTX entry's parameters must be what the launch packs: 7 64-bit
-/// slots per memref (and for the workspace), one per scalar of its width.
+/// slots per memref (the workspace is one, `m:` the parameter count), one
+/// per scalar of its width.
 /// The runner packs every slot as 8 bytes, so a mismatch here would be a
 /// silent misread there.
 bool checkPtxSignature(const std::string &ptx, const Launch &launch,
-                       int64_t workspaceWords, std::string &error) {
+                       std::string &error) {
   std::string marker = ".entry " + launch.entry + "(";
   size_t start = ptx.find(marker);
   if (start == std::string::npos) {
@@ -120,7 +121,7 @@ bool checkPtxSignature(const std::string &ptx, const Launch &launch,
     if (type == " .u64" || type == " .b64" || type == " .s64")
       ++wide;
   }
-  size_t expected = workspaceWords > 0 ? 7 : 0, expectedWide = expected;
+  size_t expected = 0, expectedWide = 0;
   for (const aot::Operand &operand : launch.operands) {
     size_t slots = operand.memref >= 0 ? 7 : 1;
     expected += slots;
@@ -372,8 +373,7 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
   std::vector<Launch> launches;
   for (const launch::LaunchStep &step : build->plan.steps) {
     std::optional<Launch> launch = aot::fromLaunchStep(step, &error);
-    if (!launch ||
-        !checkPtxSignature(build->ptx, *launch, workspaceWords, error))
+    if (!launch || !checkPtxSignature(build->ptx, *launch, error))
       return std::nullopt;
     launches.push_back(std::move(*launch));
   }
