@@ -1,7 +1,8 @@
 //===- GpuReductionBuilder.h - Shared reduction kernel pieces -*- C++ -*-===//
 //
 // What the per-tensor (GpuTensorReduce.cpp) and per-row (GpuRowReduce.cpp)
-// quantize kernels share: the buffers a dynamic quantize writes, and the
+// quantize kernels share: the buffers a dynamic quantize writes (the
+// row-group kernels of LowbitToGpu.cpp find theirs the same way), and the
 // warp's xor-shuffle combine of statistics.
 //
 //===----------------------------------------------------------------------===//

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuReductionBuilder.h"
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/Passes.h"
 
@@ -609,15 +610,9 @@ struct QuantizeRowGroupsToGpu : OpRewritePattern<ld::QuantizeOp> {
     int64_t lanes = lanesPerGroup(scheme, inputType);
     if (lanes == 0)
       return rewriter.notifyMatchFailure(op, "groups do not split in lanes");
-    auto codes = resultDestination(op.getCodes(), op);
-    auto scales = resultDestination(op.getScales(), op);
-    bufferization::MaterializeInDestinationOp zeros;
-    if (op.getZeros()) {
-      zeros = resultDestination(op.getZeros(), op);
-      if (!zeros)
-        return rewriter.notifyMatchFailure(op, "zeros not materialized");
-    }
-    if (!codes || !scales)
+    FailureOr<QuantizeDestinations> destinations =
+        QuantizeDestinations::find(op);
+    if (failed(destinations))
       return rewriter.notifyMatchFailure(op, "results not materialized");
     // A two-level scheme's global: given, or computed here (below).
     bufferization::MaterializeInDestinationOp computedGlobal;
@@ -643,16 +638,12 @@ struct QuantizeRowGroupsToGpu : OpRewritePattern<ld::QuantizeOp> {
       // (GpuTensorReduce.h); the group launch reads the global back.
       emitTensorGlobalLaunch(rewriter, b, op, scheme, input, global,
                              threadsPerBlock);
-    emitter.emitQuantizeRowGroups(input, codes.getDest(), scales.getDest(),
-                                  zeros ? zeros.getDest() : Value(), global,
-                                  rows, cols, lanes);
+    emitter.emitQuantizeRowGroups(
+        input, destinations->codes.getDest(), destinations->scales.getDest(),
+        destinations->zerosBuffer(), global, rows, cols, lanes);
     if (computedGlobal)
       rewriter.eraseOp(computedGlobal);
-    rewriter.eraseOp(codes);
-    rewriter.eraseOp(scales);
-    if (zeros)
-      rewriter.eraseOp(zeros);
-    rewriter.eraseOp(op);
+    destinations->eraseWith(rewriter, op);
     return success();
   }
 
