@@ -27,6 +27,7 @@
 #include "runtime/compiler/Compiler.h"
 #include "runtime/driver/CudaDriver.h"
 #include "runtime/driver/NvJitLink.h"
+#include "runtime/jit/ArgumentShapes.h"
 #include "runtime/jit/KernelSignature.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/jit/LruMap.h"
@@ -406,28 +407,15 @@ struct Kernel::State {
   }
 
   /// The parameters' shapes into fixed storage, from the format model by
-  /// role (docs/kernel-abi.md; the same rules as compiler::bufferShapes,
-  /// which builds an MLIRContext and so is no launch-path call).
+  /// role and fused side tensor (ArgumentShapes.h; the same rules as
+  /// compiler::bufferShapes, which builds an MLIRContext and so is no
+  /// launch-path call).
   void shapes(int64_t rows, int64_t cols,
               std::array<launch::Shape, kMaxBuffers> &out) const {
-    Shape2D codes = codesShape(spec.scheme, rows, cols);
-    Shape2D scales = scaleShape(spec.scheme, rows, cols);
     for (size_t i = 0; i < params.size() && i < out.size(); ++i) {
-      switch (params[i].role) {
-      case compiler::KernelParam::Role::Codes:
-        out[i] = {codes.rows, codes.cols};
-        break;
-      case compiler::KernelParam::Role::Scales:
-      case compiler::KernelParam::Role::Zeros:
-        out[i] = {scales.rows, scales.cols};
-        break;
-      case compiler::KernelParam::Role::Global:
-        out[i] = {1, 1};
-        break;
-      default: // input, output
-        out[i] = {rows, cols};
-        break;
-      }
+      Shape2D shape = jit::argumentShape(spec, params[i].role, params[i].side,
+                                         rows, cols);
+      out[i] = {shape.rows, shape.cols};
     }
   }
 
@@ -721,16 +709,10 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   std::string error;
   if (!validateKernelSpec(spec, &error))
     return makeError(ErrorCode::InvalidArgument, "kernel spec: " + error);
-  // The launch path sizes buffers by role from the format model; a fused
-  // kernel's side tensors are not in it yet (docs/fusion.md, "Status").
-  if (!spec.prologues.empty())
-    return makeError(ErrorCode::Unsupported,
-                     target.isNvidia()
-                         ? "fused kernels (prologue | quantize) have no GPU "
-                           "lowering yet"
-                         : "fused kernels (prologue | quantize) are not "
-                           "served by the Jit yet; lowbit compile and "
-                           "compiler::compileForCpu build them");
+  // Fused specs (prologue | quantize) are served like any other: the
+  // launch path sizes their side tensors by side (ArgumentShapes.h). A GPU
+  // target gets the compiler's answer, which refuses them while they have
+  // no GPU lowering (docs/fusion.md).
   if (target.isNvidia() && !validateTarget(target, &error))
     return makeError(ErrorCode::InvalidArgument, "target: " + error);
 
