@@ -216,9 +216,19 @@ class Kernel:
         if not arrays:
             raise LowbitError("invalid-argument",
                               f"the kernel takes {count} arguments, got 0")
-        quantize = self.spec.startswith("quantize")
+        # The canonical spec of a fused quantize starts with its prologues
+        # ("rmsnorm(eps=1e-06) | quantize ...").
+        quantize = not self.spec.startswith("dequantize")
         if quantize:
             rows, cols = _rows_cols(_shape(arrays[0]))
+            # silu_mul (only ever first) reads the gate and up halves of
+            # each row: the quantized tensor has half the input's columns.
+            if self.spec.startswith("silu_mul"):
+                if cols % 2:
+                    raise LowbitError("invalid-argument",
+                                      f"silu_mul's input has {cols} columns; "
+                                      "it takes an even number (gate, up)")
+                cols //= 2
         else:
             raise LowbitError("invalid-argument",
                               f"the kernel takes {count} arguments (its "

@@ -13,6 +13,7 @@
 #include "format/Quantize.h"
 #include "lowbit/Jit.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/jit/ArgumentShapes.h"
 
 #include <array>
 #include <cstring>
@@ -263,6 +264,15 @@ Expected<std::vector<char *>> kernelArgs(const lowbit_kernel *kernel,
                    "; kernels take 2-D [rows, cols] tensors");
   rows = sizing.shape[0];
   cols = sizing.shape[1];
+  // A fused quantize's input may be wider than the quantized tensor
+  // (silu_mul reads 2 * cols): the kernel's sizes are the quantized ones.
+  std::optional<int64_t> quantized =
+      jit::quantizedCols(kernel->kernel.spec(), cols);
+  if (!quantized)
+    return invalid(what + " has " + std::to_string(cols) +
+                   " columns; this kernel's input has an even count (silu_mul "
+                   "reads the gate and up halves of each row)");
+  cols = *quantized;
   // Kernel::signature asks the format model (no MLIR on this path).
   Expected<std::vector<ArgumentInfo>> signature =
       kernel->kernel.signature(rows, cols);

@@ -196,3 +196,26 @@ def test_error_paths():
                  kernel.launch, x)
     expect_error("invalid-argument", "its output included",
                  lowbit.jit("dequantize mxfp4 dynamic").run, q.codes)
+
+
+def test_fused_kernels():
+    # smooth | quantize equals the unfused pair bit for bit: numpy's f32
+    # division (IEEE, as docs/fusion.md's arithmetic) then the reference.
+    x = data(4, 64, seed=5)
+    s = np.linspace(0.25, 4, 64, dtype=np.float32).reshape(1, 64)
+    kernel = lowbit.jit("smooth | quantize mxfp4 dynamic")
+    assert kernel.spec.startswith("smooth | quantize mxfp4")
+    codes, scales = kernel(x, s)
+    reference = lowbit.quantize(x / s, "mxfp4")
+    assert same_bits(codes, reference.codes)
+    assert same_bits(scales, reference.scales)
+    # silu_mul reads [rows, 2 * cols]: the outputs are sized for cols.
+    silu = lowbit.jit("silu_mul | quantize mxfp4 dynamic")
+    gate_up = data(3, 128, seed=6)
+    codes, scales = silu(gate_up)
+    assert codes.shape == (3, 32) and scales.shape == (3, 2)
+    # Every argument given: written in place, the same bits.
+    again = [np.zeros_like(codes), np.zeros_like(scales)]
+    assert silu.run(gate_up, *again) is None
+    assert same_bits(again[0], codes) and same_bits(again[1], scales)
+    expect_error("invalid-argument", "even number", silu, data(3, 127, seed=6))
