@@ -4,7 +4,9 @@
 // CPU and, through lowbit::Jit (a fresh temporary cache, so the first get is
 // a real compile), as PTX + cubin for sm_90a, runs the CPU kernel on a
 // fixed-seed input and checks it bit for bit against the reference
-// quantizer (format/Quantize.h), in one table. `lowbit demo --formats` is the
+// quantizer (format/Quantize.h), in one table; then one fused kernel per
+// prologue against the reference and the unfused pair, with the bytes per
+// element fused and unfused (FusedComparison.h). `lowbit demo --formats` is the
 // format model's tour: the formats table, round trips per format, and the
 // schemes.
 //
@@ -20,10 +22,12 @@
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
+#include "tools/lowbit/FusedComparison.h"
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/ValueFormatting.h"
 
 #include "lowbit/Jit.h"
+#include "runtime/report/FusionTraffic.h"
 
 #include <algorithm>
 #include <array>
@@ -60,6 +64,11 @@ constexpr std::string_view kUsage =
     "get of the same kernel (a memory-cache hit), and the registers ptxas\n"
     "reports (ptxas -v when ptxas is in $CUDA_HOME/bin or\n"
     "/usr/local/cuda/bin, else nvJitLink's info log).\n\n"
+    "Then one fused kernel per prologue (rmsnorm, add_rmsnorm, silu_mul,\n"
+    "smooth, hadamard, map; bf16 input, docs/fusion.md): bit for bit against\n"
+    "the reference (prologue, then quantize) and the unfused pair (prologue,\n"
+    "then the ordinary quantize kernel), and the bytes per element each\n"
+    "moves, fused against unfused.\n\n"
     "--formats prints the formats table, a few round trips per named format\n"
     "(value -> code -> decoded value, saturating, round to nearest even)\n"
     "and the named schemes instead.\n";
@@ -362,6 +371,117 @@ void printTable(const std::vector<SchemeResult> &results) {
   }
 }
 
+/// One fused kernel per prologue (docs/fusion.md), on bf16 as engines
+/// feed them; the demo gives each the static sizes of its input.
+constexpr std::string_view kFusedSpecs[] = {
+    "rmsnorm(eps=1e-6) | quantize nvfp4 from=bf16",
+    "add_rmsnorm(eps=1e-6) | quantize fp8_e4m3 from=bf16",
+    "silu_mul | quantize mxfp4 from=bf16",
+    "smooth | quantize int8_g64 from=bf16",
+    "hadamard(128) | quantize mxfp4 from=bf16",
+    "map(x * sigmoid(x)) | quantize fp8_e5m2 from=bf16",
+};
+
+/// One row of the fused table.
+struct FusedResult {
+  std::string spec;
+  std::string bitExact = "no", unfusedSame = "no";
+  std::string fusedBytes = "-", unfusedBytes = "-", ratio = "-";
+  std::string cpuMillis = "-", gpu = "-";
+  std::string notes;
+};
+
+FusedResult runFused(std::string_view text, int64_t rows, int64_t cols,
+                     uint32_t seed, Jit &jit, const Target &gpu) {
+  FusedResult result;
+  result.spec = std::string(text);
+  std::string error;
+  std::optional<KernelSpec> spec = parseKernelSpec(
+      fmt::format("{} rows={} cols={}", text, rows, cols), &error);
+  if (!spec) {
+    result.notes = error;
+    return result;
+  }
+  report::FusionTraffic traffic = report::fusionTraffic(*spec, rows, cols);
+  result.fusedBytes = fmt::format("{:.3f}", traffic.fusedPerElement);
+  result.unfusedBytes = fmt::format("{:.3f}", traffic.unfusedPerElement);
+  result.ratio = fmt::format("{:.2f}x", traffic.unfusedPerElement /
+                                            traffic.fusedPerElement);
+  std::vector<float> input =
+      demoInput(rows, prologueInputWidth(spec->prologues, cols), seed);
+  std::optional<FusedComparison> compared =
+      compareFused(*spec, input, rows, cols, seed, &error);
+  if (!compared) {
+    result.notes = "cpu: " + firstLine(error);
+    return result;
+  }
+  result.bitExact = compared->fusedBitExact ? "yes" : "no";
+  result.unfusedSame = compared->unfusedIdentical ? "yes" : "no";
+  result.cpuMillis = fmt::format("{:.0f}", compared->compileMillis);
+  // The GPU compile: PTX once the GPU lowering of fused kernels exists,
+  // else the compiler's reason.
+  Expected<Kernel> kernel = jit.get(*spec, gpu);
+  if (kernel) {
+    result.gpu = "PTX";
+  } else {
+    // The compiler's reason, without its "compiling '<spec>' for <chip>: ".
+    std::string reason = firstLine(kernel.error().message);
+    std::string prefix = fmt::format(" for {}: ", kDemoChip);
+    if (size_t at = reason.find(prefix); at != std::string::npos)
+      reason = reason.substr(at + prefix.size());
+    result.notes = fmt::format("{}: {}", kDemoChip, reason);
+  }
+  return result;
+}
+
+void printFusedTable(const std::vector<FusedResult> &results) {
+  std::vector<std::array<std::string, 9>> lines = {
+      {"fused spec", "bit-exact", "unfused same", "B/elem fused",
+       "B/elem unfused", "saving", "CPU ms", std::string(kDemoChip), "notes"}};
+  for (const FusedResult &r : results)
+    lines.push_back({r.spec, r.bitExact, r.unfusedSame, r.fusedBytes,
+                     r.unfusedBytes, r.ratio, r.cpuMillis, r.gpu, r.notes});
+  std::array<size_t, 9> widths = {};
+  for (const auto &line : lines)
+    for (size_t i = 0; i < line.size(); ++i)
+      widths[i] = std::max(widths[i], line[i].size());
+  for (const auto &line : lines) {
+    std::string text = fmt::format("{:<{}}", line[0], widths[0]);
+    for (size_t i = 1; i < 8; ++i)
+      text += fmt::format("  {:>{}}", line[i], widths[i]);
+    if (!line[8].empty())
+      text += "  " + line[8];
+    fmt::print("{}\n", text);
+  }
+}
+
+/// The fused rows: each fused kernel against the reference (prologue, then
+/// quantize) and against the unfused pair, and the bytes it saves.
+void runFusedSection(int64_t rows, int64_t cols, uint32_t seed, Jit &jit,
+                     const Target &gpu) {
+  fmt::print("\nFused kernels (prologue | quantize, docs/fusion.md), bf16 "
+             "input {}x{}:\n\n",
+             rows, cols);
+  std::vector<FusedResult> results;
+  for (std::string_view text : kFusedSpecs)
+    results.push_back(runFused(text, rows, cols, seed, jit, gpu));
+  printFusedTable(results);
+  size_t exact = std::count_if(results.begin(), results.end(),
+                               [](auto &r) { return r.bitExact == "yes"; });
+  size_t same = std::count_if(results.begin(), results.end(),
+                              [](auto &r) { return r.unfusedSame == "yes"; });
+  fmt::print("\n{}/{} fused kernels bit-exact against the reference "
+             "(prologue, then quantize); {}/{} unfused pairs give the same "
+             "codes\n",
+             exact, results.size(), same, results.size());
+  fmt::print("(unfused: the prologue writes its f32 result, the ordinary "
+             "quantize kernel reads it;\nB/elem: bytes moved per quantized "
+             "element, the fused kernel against the prologue's\nkernel "
+             "writing its result in bf16 and the quantize reading it back "
+             "(docs/fusion.md,\n\"Bytes per element\"); saving: unfused / "
+             "fused)\n");
+}
+
 CommandResult runFormatsTour() {
   fmt::print("lowbit demo: the format model\n\n== Formats ==\n");
   printFormatsTable();
@@ -452,6 +572,7 @@ CommandResult runDemo(Arguments args) {
              "memory hit;\nregs: per kernel of the module, a/b/c when the "
              "scheme needs several launches,\ne.g. amax then quantize)\n",
              kDemoChip);
+  runFusedSection(*rows, *cols, uint32_t(*seed), **jit, *gpu);
   return std::nullopt;
 }
 

@@ -10,12 +10,12 @@
 #include "format/Quantize.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/SyntheticData.h"
 
 #include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <numbers>
 
 #include <fmt/format.h>
 
@@ -45,31 +45,6 @@ constexpr std::array<OptionSpec, 5> kOptions = {{
     {"weight-cols", true},
     {"seed", true},
 }};
-
-/// splitmix64 and Box-Muller: simple, portable and deterministic.
-class Generator {
-public:
-  explicit Generator(uint64_t seed) : state(seed) {}
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in (0, 1].
-  double uniform() { return (double(next() >> 11) + 1.0) * 0x1p-53; }
-  double normal() {
-    double radius = std::sqrt(-2.0 * std::log(uniform()));
-    return radius * std::cos(2.0 * std::numbers::pi * uniform());
-  }
-  double studentT3() {
-    double z = normal(), a = normal(), b = normal(), c = normal();
-    return z / std::sqrt((a * a + b * b + c * c) / 3.0);
-  }
-
-private:
-  uint64_t state;
-};
 
 struct DataSet {
   std::string name;

@@ -117,6 +117,38 @@ std::vector<uint32_t> readScales(const Storage &storage, size_t bytesPerScale) {
   return codes;
 }
 
+/// A quantize kernel's results into `tensor` (and the updated residual of
+/// a fused add_rmsnorm into `residual`, if set).
+void readResults(const std::vector<KernelAbiParam> &params,
+                 std::vector<Storage> &storage, size_t scaleBytes,
+                 QuantizedTensor &tensor, std::vector<uint8_t> *residual) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].isResult)
+      continue;
+    Storage &s = storage[i];
+    switch (params[i].role) {
+    case KernelParamRole::Codes:
+      tensor.codes = std::move(s.bytes);
+      break;
+    case KernelParamRole::Scales:
+      tensor.scaleCodes = readScales(s, scaleBytes);
+      break;
+    case KernelParamRole::Zeros:
+      tensor.zeros = std::move(s.bytes);
+      break;
+    case KernelParamRole::Global:
+      std::memcpy(&tensor.globalScale, s.bytes.data(), 4);
+      break;
+    case KernelParamRole::Output: // a fused add_rmsnorm's residual
+      if (residual)
+        *residual = std::move(s.bytes);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
 /// The CPU kernel, or `runner` when it is set (then `kernel` is empty).
 bool runKernel(const std::optional<Kernel> &kernel, const KernelRunner &runner,
                const KernelSpec &spec, int64_t rows, int64_t cols,
@@ -244,27 +276,7 @@ jitQuantize(const Scheme &scheme, ValueType valueType, const void *input,
     tensor.zeros = *given.zeros;
   if (given.globalScale)
     tensor.globalScale = *given.globalScale;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!params[i].isResult)
-      continue;
-    Storage &s = storage[i];
-    switch (params[i].role) {
-    case Role::Codes:
-      tensor.codes = std::move(s.bytes);
-      break;
-    case Role::Scales:
-      tensor.scaleCodes = readScales(s, scaleBytes);
-      break;
-    case Role::Zeros:
-      tensor.zeros = std::move(s.bytes);
-      break;
-    case Role::Global:
-      std::memcpy(&tensor.globalScale, s.bytes.data(), 4);
-      break;
-    default:
-      break;
-    }
-  }
+  readResults(params, storage, scaleBytes, tensor, nullptr);
   return tensor;
 }
 
@@ -313,6 +325,50 @@ std::optional<std::vector<uint8_t>> jitDequantize(const QuantizedTensor &tensor,
                  timing))
     return std::nullopt;
   return std::move(storage.back().bytes);
+}
+
+std::optional<QuantizedTensor> jitQuantizeFused(
+    const KernelSpec &spec, const std::vector<std::vector<uint8_t>> &reads,
+    int64_t rows, int64_t cols, std::vector<uint8_t> *residual,
+    std::string *error, JitTiming *timing, const KernelRunner &runner) {
+  if (spec.op != KernelOp::Quantize || spec.isStatic() ||
+      spec.globalSource == GlobalSource::Given) {
+    setError(error, "a fused quantize of a dynamic scheme that computes its "
+                    "scales is expected, got '" +
+                        printKernelSpec(spec) + "'");
+    return std::nullopt;
+  }
+  std::vector<KernelAbiParam> params = sizedAbi(spec, rows, cols);
+  std::vector<Storage> storage = allocate(spec, params);
+  size_t next = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].isResult)
+      continue;
+    if (next == reads.size() || reads[next].size() != storage[i].bytes.size()) {
+      setError(error, "parameter " + std::to_string(i) + " ('" +
+                          (params[i].side.empty() ? "input" : params[i].side) +
+                          "') takes " +
+                          std::to_string(storage[i].bytes.size()) + " bytes");
+      return std::nullopt;
+    }
+    storage[i].bytes = reads[next++];
+  }
+  std::optional<Kernel> kernel;
+  if (!runner) {
+    kernel = cpuKernel(spec, error, timing ? &timing->compileMillis : nullptr);
+    if (!kernel)
+      return std::nullopt;
+  }
+  if (!runKernel(kernel, runner, spec, rows, cols, storage, error, timing))
+    return std::nullopt;
+
+  QuantizedTensor tensor(spec.scheme);
+  tensor.rows = rows;
+  tensor.cols = cols;
+  readResults(params, storage,
+              size_t(scaleStorageBits(spec.scheme.scale.type) / 8), tensor,
+              residual);
+  return tensor;
 }
 
 void releaseJitKernels() {

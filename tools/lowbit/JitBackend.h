@@ -82,6 +82,20 @@ jitDequantize(const QuantizedTensor &tensor, ValueType valueType,
               std::string *error, JitTiming *timing = nullptr,
               const KernelRunner &runner = {});
 
+/// A fused quantize (prologue | quantize, docs/fusion.md) of a dynamic
+/// scheme with the CPU kernel. `reads` holds the bytes of each parameter
+/// the kernel reads, in kernelAbi() order: the input ([rows,
+/// prologueInputWidth(cols)] values of spec.valueType), then the side
+/// tensors (KernelAbiParam::side) in chain order. `residual`, if set,
+/// receives the updated residual's bytes (add_rmsnorm). `runner`, if set,
+/// runs the kernel instead of the CPU JIT.
+std::optional<QuantizedTensor>
+jitQuantizeFused(const KernelSpec &spec,
+                 const std::vector<std::vector<uint8_t>> &reads, int64_t rows,
+                 int64_t cols, std::vector<uint8_t> *residual,
+                 std::string *error, JitTiming *timing = nullptr,
+                 const KernelRunner &runner = {});
+
 /// Destroys the process's Jit and every kernel it holds (and their JIT
 /// engines). Call before main() returns.
 void releaseJitKernels();
