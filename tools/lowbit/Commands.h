@@ -39,6 +39,9 @@ CommandResult runReport(Arguments args);
 CommandResult runKv(Arguments args);
 /// `lowbit eval --kv`: the KV schemes' error table.
 CommandResult runEvalKv(Arguments args);
+/// `lowbit eval --fused`: fused kernels against the unfused pair (in the
+/// compiler library).
+CommandResult runEvalFused(Arguments args);
 
 /// `compile`'s options, shared by the front end's cache lookup.
 inline constexpr std::array<OptionSpec, 2> kCompileOptions = {{

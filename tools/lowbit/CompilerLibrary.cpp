@@ -38,6 +38,14 @@ constexpr LibraryCommand kLibraryCommands[] = {
 };
 
 int runCommand(Arguments args) {
+  // `eval --fused` compiles kernels; the front end sends it here.
+  if (args.size() >= 2 && args[0] == "eval" && args[1] == "--fused") {
+    if (CommandResult error = runEvalFused(args.subspan(2))) {
+      printError(error->message);
+      return kExitUsage;
+    }
+    return 0;
+  }
   for (const LibraryCommand &command : kLibraryCommands) {
     if (args.empty() || command.name != args.front())
       continue;

@@ -371,16 +371,12 @@ void printTable(const std::vector<SchemeResult> &results) {
   }
 }
 
-/// One fused kernel per prologue (docs/fusion.md), on bf16 as engines
-/// feed them; the demo gives each the static sizes of its input.
-constexpr std::string_view kFusedSpecs[] = {
-    "rmsnorm(eps=1e-6) | quantize nvfp4 from=bf16",
-    "add_rmsnorm(eps=1e-6) | quantize fp8_e4m3 from=bf16",
-    "silu_mul | quantize mxfp4 from=bf16",
-    "smooth | quantize int8_g64 from=bf16",
-    "hadamard(128) | quantize mxfp4 from=bf16",
-    "map(x * sigmoid(x)) | quantize fp8_e5m2 from=bf16",
+/// The scheme each of kShowcasePrologues is fused with in the demo, as
+/// engines pair them; bf16 input, and the static sizes of the input.
+constexpr std::string_view kFusedSchemes[] = {
+    "nvfp4", "fp8_e4m3", "mxfp4", "int8_g64", "mxfp4", "fp8_e5m2",
 };
+static_assert(std::size(kFusedSchemes) == std::size(kShowcasePrologues));
 
 /// One row of the fused table.
 struct FusedResult {
@@ -463,8 +459,11 @@ void runFusedSection(int64_t rows, int64_t cols, uint32_t seed, Jit &jit,
              "input {}x{}:\n\n",
              rows, cols);
   std::vector<FusedResult> results;
-  for (std::string_view text : kFusedSpecs)
-    results.push_back(runFused(text, rows, cols, seed, jit, gpu));
+  for (size_t i = 0; i < std::size(kShowcasePrologues); ++i)
+    results.push_back(
+        runFused(fmt::format("{} | quantize {} from=bf16",
+                             kShowcasePrologues[i], kFusedSchemes[i]),
+                 rows, cols, seed, jit, gpu));
   printFusedTable(results);
   size_t exact = std::count_if(results.begin(), results.end(),
                                [](auto &r) { return r.bitExact == "yes"; });

@@ -36,7 +36,9 @@ constexpr std::string_view kUsage =
     "every 128th column (from column 7) 40x larger. Then 4-bit\n"
     "granularities on a weight-like matrix (--weight-rows x --weight-cols,\n"
     "default 4096x4096) whose rows have log-normal scales.\n\n"
-    "lowbit eval --kv: the KV-cache schemes instead (docs/kv-cache.md).\n";
+    "lowbit eval --kv: the KV-cache schemes instead (docs/kv-cache.md).\n"
+    "lowbit eval --fused: fused kernels (prologue | quantize) against the\n"
+    "unfused pair: identical codes and SQNR (docs/fusion.md).\n";
 
 constexpr std::array<OptionSpec, 5> kOptions = {{
     {"rows", true},

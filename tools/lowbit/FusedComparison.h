@@ -23,9 +23,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lowbit::cli {
+
+/// One of each prologue, as `lowbit demo` and `lowbit eval --fused` run
+/// them (hadamard(128) needs the column count to be a multiple of 128).
+inline constexpr std::string_view kShowcasePrologues[] = {
+    "rmsnorm(eps=1e-6)", "add_rmsnorm(eps=1e-6)", "silu_mul", "smooth",
+    "hadamard(128)",     "map(x * sigmoid(x))",
+};
 
 struct FusedComparison {
   QuantizedTensor fused, reference, unfused;

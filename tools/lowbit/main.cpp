@@ -64,8 +64,9 @@ constexpr Subcommand kSubcommands[] = {
      CacheUse::Reads},
     {"report", "static report of each GPU kernel: widths, occupancy, bandwidth",
      kInCompilerLibrary, CacheUse::Reads},
-    {"kv", "a quantized KV cache on .npy files: init, append, dequantize, "
-           "attend",
+    {"kv",
+     "a quantized KV cache on .npy files: init, append, dequantize, "
+     "attend",
      runKv, CacheUse::None},
 };
 
@@ -85,6 +86,11 @@ void printUsage() {
   for (const Subcommand &subcommand : kSubcommands)
     fmt::print("  {:<10} {}\n", subcommand.name, subcommand.summary);
   fmt::print("\n'lowbit <command> --help' describes one command.\n");
+}
+
+/// `lowbit eval --fused` runs fused kernels: a compiler library command.
+bool isFusedEval(Arguments args) {
+  return args.size() >= 2 && args[0] == "eval" && args[1] == "--fused";
 }
 
 /// Runs the command in the compiler library, loading it now.
@@ -123,7 +129,7 @@ std::optional<int> dispatch(Arguments args, CommandResult &result) {
     // A PTX kernel on disk needs no compiler.
     if (subcommand.name == "compile" && runCachedCompile(args.subspan(1)))
       return 0;
-    if (!subcommand.run)
+    if (!subcommand.run || isFusedEval(args))
       return runInCompilerLibrary(args);
     if ((result = subcommand.run(args.subspan(1))))
       return std::nullopt;
