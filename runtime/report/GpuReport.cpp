@@ -321,6 +321,8 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
   double elements = double(input.elements);
   report.bytesPerElement = double(totalBytes) / elements;
   report.minimumBytesPerElement = input.minimumBytes / elements;
+  report.unfusedBytesPerElement = input.unfusedBytes / elements;
+  report.prologueKernels = input.prologueKernels;
   double peak = input.chip.hbmBytesPerSecond;
   report.bandwidthFraction =
       report.seconds > 0 ? input.minimumBytes / peak / report.seconds : 0;
@@ -471,6 +473,15 @@ std::string formatReportText(const SpecReport &report) {
       report.title, report.chip, report.launches.size(), report.bytesPerElement,
       report.minimumBytesPerElement, 100 * report.bandwidthFraction,
       report.limiter);
+  if (report.prologueKernels > 0)
+    text += fmt::format(
+        "  fused     {} launch(es), minimum {:.2f} B/elem; unfused {} "
+        "prologue kernel(s) + {} launch(es), minimum {:.2f} B/elem "
+        "({:.2f}x)\n",
+        report.launches.size(), report.minimumBytesPerElement,
+        report.prologueKernels, report.launches.size(),
+        report.unfusedBytesPerElement,
+        report.unfusedBytesPerElement / report.minimumBytesPerElement);
   for (const LaunchReport &launch : report.launches) {
     const auto &g = launch.launch.grid, &b = launch.launch.block;
     text += fmt::format("  {}\n", launch.launch.kernel);
@@ -532,16 +543,23 @@ std::string markdownHeader() {
 std::string formatReportMarkdownRow(const SpecReport &report) {
   const LaunchReport &main = report.launches[size_t(report.mainLaunch)];
   const auto &b = main.launch.block;
+  // A fused spec: the unfused sequence's kernels and minimum beside its own.
+  std::string launches = std::to_string(report.launches.size());
+  std::string minimum = fmt::format("{:.2f}", report.minimumBytesPerElement);
+  if (report.prologueKernels > 0) {
+    launches += fmt::format(" (unfused {}+{})", report.prologueKernels,
+                            report.launches.size());
+    minimum += fmt::format("; unfused {:.2f}", report.unfusedBytesPerElement);
+  }
   return fmt::format(
       "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f}% | {:.2f} "
-      "({:.2f}) | {:.0f}% | {} |\n",
-      report.title, report.chip, report.launches.size(), b[0] * b[1] * b[2],
+      "({}) | {:.0f}% | {} |\n",
+      report.title, report.chip, launches, b[0] * b[1] * b[2],
       widthsText(main.ptx.loadWidths), widthsText(main.ptx.storeWidths),
       perElementText(main.instructionsPerElement),
       resourceText(main.resources.registers), spillText(main.resources),
-      100 * main.occupancy, report.bytesPerElement,
-      report.minimumBytesPerElement, 100 * report.bandwidthFraction,
-      report.limiter);
+      100 * main.occupancy, report.bytesPerElement, minimum,
+      100 * report.bandwidthFraction, report.limiter);
 }
 
 } // namespace lowbit::report

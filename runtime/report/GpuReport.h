@@ -130,6 +130,11 @@ struct SpecInput {
   /// dequantize): the loop trip count is derived from it.
   int valueBytes = 4;
   double minimumBytes = 0;
+  /// A fused spec (prologue | quantize, docs/fusion.md): the bytes the
+  /// unfused sequence moves (FusionTraffic.h) and its extra kernels, one
+  /// per prologue; minimumBytes is then the fused kernel's. 0: not fused.
+  double unfusedBytes = 0;
+  int prologueKernels = 0;
 };
 
 struct LaunchReport {
@@ -167,6 +172,9 @@ struct SpecReport {
   std::string chip;
   std::vector<LaunchReport> launches;
   double bytesPerElement = 0, minimumBytesPerElement = 0;
+  /// A fused spec's unfused sequence (SpecInput); 0 when not fused.
+  double unfusedBytesPerElement = 0;
+  int prologueKernels = 0;
   double seconds = 0;
   double bandwidthFraction = 0; ///< minimum bytes / time / peak
   std::string limiter;

@@ -257,3 +257,42 @@ TEST_CASE("chip models: sm_90a and sm_100a only", "[report]") {
   CHECK(chipModel("sm_100a")->registersPerSm == 65536);
   CHECK_FALSE(chipModel("sm_80"));
 }
+
+TEST_CASE("a fused spec's report shows the unfused sequence", "[report]") {
+  SpecInput input;
+  input.title = "rmsnorm(eps=1e-06) | quantize copy f32";
+  input.chip = h200();
+  input.ptx = kVectorPtx;
+  input.elements = int64_t(1) << 20;
+  input.buffers = {{"input", input.elements * 4, false},
+                   {"codes", input.elements, true},
+                   {"weight", 4096, false}};
+  input.minimumBytes = double(input.elements) * 5;
+  input.unfusedBytes = double(input.elements) * 13;
+  input.prologueKernels = 1;
+  KernelLaunch launch;
+  launch.kernel = "copy_kernel";
+  launch.block = {256, 1, 1};
+  launch.grid = {1024, 1, 1};
+  launch.bufferOfParameter = {0, 2, 1};
+  input.launches = {launch};
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  CHECK(report->unfusedBytesPerElement == Approx(13.0));
+  CHECK(report->prologueKernels == 1);
+  std::string text = formatReportText(*report);
+  CHECK(text.find("\n  fused     1 launch(es), minimum 5.00 B/elem; unfused 1 "
+                  "prologue kernel(s) + 1 launch(es), minimum 13.00 B/elem "
+                  "(2.60x)\n") != std::string::npos);
+  std::string row = formatReportMarkdownRow(*report);
+  CHECK(row.find("| 1 (unfused 1+1) |") != std::string::npos);
+  CHECK(row.find("(5.00; unfused 13.00)") != std::string::npos);
+
+  // Not fused: no such line or cell.
+  input.unfusedBytes = 0;
+  input.prologueKernels = 0;
+  Expected<SpecReport> plain = analyzeSpec(input);
+  REQUIRE(plain);
+  CHECK(formatReportText(*plain).find("unfused") == std::string::npos);
+  CHECK(formatReportMarkdownRow(*plain).find("unfused") == std::string::npos);
+}

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cache/KernelKey.h"
+#include "runtime/driver/NvJitLink.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/Diagnostics.h"
 #include "tools/lowbit/JitBackend.h"
@@ -83,6 +84,10 @@ lowbit_compiler_run_command(int argc, const char *const *argv) {
   }
   // JIT engines must go before LLVM's statics do (see JitBackend.h).
   releaseJitKernels();
+  // nvJitLink's warm-up thread must be done before exit() runs nvJitLink's
+  // exit handlers: a command that failed fast (a GPU compile refused) hung
+  // or aborted at exit while the thread was still linking.
+  (void)lowbit::runtime::waitForNvJitLinkWarmup();
   std::fflush(stdout);
   return exitCode;
 }

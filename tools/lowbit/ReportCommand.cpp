@@ -15,6 +15,7 @@
 #include "runtime/driver/Nvrtc.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/nvrtc/ReferenceKernels.h"
+#include "runtime/report/FusionTraffic.h"
 #include "runtime/report/GpuReport.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
@@ -104,11 +105,15 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
                                              cubin.error().message);
 
   report::SpecInput input;
-  input.title = fmt::format(
-      "{} {} {}", spec.op == KernelOp::Quantize ? "quantize" : "dequantize",
-      spec.scheme.name.empty() ? printSchemeText(spec.scheme)
-                               : spec.scheme.name,
-      valueTypeName(spec.valueType));
+  std::string prologues;
+  for (const Prologue &prologue : spec.prologues)
+    prologues += printPrologue(prologue) + " | ";
+  input.title =
+      fmt::format("{}{} {} {}", prologues,
+                  spec.op == KernelOp::Quantize ? "quantize" : "dequantize",
+                  spec.scheme.name.empty() ? printSchemeText(spec.scheme)
+                                           : spec.scheme.name,
+                  valueTypeName(spec.valueType));
   input.op = spec.op;
   input.chip = chip;
   input.ptx = build->ptx;
@@ -120,9 +125,11 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
   jit::ParamShapes planShapes;
   for (size_t i = 0; i < params.size(); ++i) {
     int64_t elementBytes = int64_t(aot::elementBytes(params[i].elementType));
-    input.buffers.push_back({std::string(paramRoleName(params[i].role)),
-                             shapes[i].rows * shapes[i].cols * elementBytes,
-                             params[i].isResult});
+    // A fused kernel's side tensors by their side ("weight", "residual").
+    input.buffers.push_back(
+        {params[i].side.empty() ? std::string(paramRoleName(params[i].role))
+                                : params[i].side,
+         shapes[i].rows * shapes[i].cols * elementBytes, params[i].isResult});
     planShapes.push_back({shapes[i].rows, shapes[i].cols});
     using Role = compiler::KernelParam::Role;
     if (params[i].role ==
@@ -131,6 +138,15 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
   }
   input.minimumBytes = report::minimumBytes(spec.scheme, input.valueBytes,
                                             options.rows, options.cols);
+  if (!spec.prologues.empty()) {
+    // The fused kernel's minimum (its side tensors included) and the
+    // unfused sequence's (docs/fusion.md, "Bytes per element").
+    report::FusionTraffic traffic =
+        report::fusionTraffic(spec, options.rows, options.cols);
+    input.minimumBytes = traffic.fusedBytes;
+    input.unfusedBytes = traffic.unfusedBytes;
+    input.prologueKernels = traffic.unfusedKernels - 1;
+  }
   std::array<jit::ParamShapes, 3> probes;
   const std::array<std::pair<int64_t, int64_t>, 3> probeSizes = {
       {{options.rows, options.cols},
