@@ -236,19 +236,10 @@ bool sameTensor(const QuantizedTensor &a, const QuantizedTensor &b) {
 /// Signal-to-quantization-noise ratio of `tensor` against `input`, in dB.
 std::string sqnrText(const QuantizedTensor &tensor,
                      const std::vector<float> &input) {
-  std::string error;
-  std::optional<std::vector<float>> output = dequantize(tensor, &error);
-  if (!output)
+  std::optional<double> db = sqnrDb(tensor, input);
+  if (!db)
     return "-";
-  double signal = 0, noise = 0;
-  for (size_t i = 0; i < input.size(); ++i) {
-    double x = input[i], difference = x - (*output)[i];
-    signal += x * x;
-    noise += difference * difference;
-  }
-  if (noise == 0)
-    return "inf";
-  return fmt::format("{:.2f}", 10 * std::log10(signal / noise));
+  return std::isinf(*db) ? "inf" : fmt::format("{:.2f}", *db);
 }
 
 double millisSince(std::chrono::steady_clock::time_point start) {
@@ -348,27 +339,33 @@ SchemeResult runScheme(const Scheme &named, const std::vector<float> &input,
   return result;
 }
 
+/// Prints `lines` (the header first) in aligned columns: the first left,
+/// the numbers right, as a reader scans them, and the last (notes) as is
+/// when not empty.
+void printColumns(const std::vector<std::vector<std::string>> &lines) {
+  std::vector<size_t> widths(lines.front().size(), 0);
+  for (const auto &line : lines)
+    for (size_t i = 0; i < line.size(); ++i)
+      widths[i] = std::max(widths[i], line[i].size());
+  for (const auto &line : lines) {
+    std::string text = fmt::format("{:<{}}", line[0], widths[0]);
+    for (size_t i = 1; i + 1 < line.size(); ++i)
+      text += fmt::format("  {:>{}}", line[i], widths[i]);
+    if (!line.back().empty())
+      text += "  " + line.back();
+    fmt::print("{}\n", text);
+  }
+}
+
 void printTable(const std::vector<SchemeResult> &results) {
-  std::vector<std::array<std::string, 10>> lines = {
+  std::vector<std::vector<std::string>> lines = {
       {"scheme", "bits/elem", "SQNR dB", "bit-exact", "GPU emu", "CPU ms",
        "PTX cold ms", "cached ms", "regs", "notes"}};
   for (const SchemeResult &r : results)
     lines.push_back({r.scheme, r.bitsPerElement, r.sqnr, r.bitExact, r.emulated,
                      r.cpuMillis, r.ptxMillis, r.cachedMillis, r.registers,
                      r.notes});
-  std::array<size_t, 10> widths = {};
-  for (const auto &line : lines)
-    for (size_t i = 0; i < line.size(); ++i)
-      widths[i] = std::max(widths[i], line[i].size());
-  for (const auto &line : lines) {
-    // Text columns left, numbers right, as a reader scans them.
-    std::string text = fmt::format("{:<{}}", line[0], widths[0]);
-    for (size_t i = 1; i < 9; ++i)
-      text += fmt::format("  {:>{}}", line[i], widths[i]);
-    if (!line[9].empty())
-      text += "  " + line[9];
-    fmt::print("{}\n", text);
-  }
+  printColumns(lines);
 }
 
 /// The scheme each of kShowcasePrologues is fused with in the demo, as
@@ -431,24 +428,13 @@ FusedResult runFused(std::string_view text, int64_t rows, int64_t cols,
 }
 
 void printFusedTable(const std::vector<FusedResult> &results) {
-  std::vector<std::array<std::string, 9>> lines = {
+  std::vector<std::vector<std::string>> lines = {
       {"fused spec", "bit-exact", "unfused same", "B/elem fused",
        "B/elem unfused", "saving", "CPU ms", std::string(kDemoChip), "notes"}};
   for (const FusedResult &r : results)
     lines.push_back({r.spec, r.bitExact, r.unfusedSame, r.fusedBytes,
                      r.unfusedBytes, r.ratio, r.cpuMillis, r.gpu, r.notes});
-  std::array<size_t, 9> widths = {};
-  for (const auto &line : lines)
-    for (size_t i = 0; i < line.size(); ++i)
-      widths[i] = std::max(widths[i], line[i].size());
-  for (const auto &line : lines) {
-    std::string text = fmt::format("{:<{}}", line[0], widths[0]);
-    for (size_t i = 1; i < 8; ++i)
-      text += fmt::format("  {:>{}}", line[i], widths[i]);
-    if (!line[8].empty())
-      text += "  " + line[8];
-    fmt::print("{}\n", text);
-  }
+  printColumns(lines);
 }
 
 /// The fused rows: each fused kernel against the reference (prologue, then
