@@ -380,6 +380,7 @@ struct FusedResult {
   std::string spec;
   std::string bitExact = "no", unfusedSame = "no";
   std::string fusedBytes = "-", unfusedBytes = "-", ratio = "-";
+  std::string emulated = "-"; ///< the GPU kernels in the emulator
   std::string cpuMillis = "-", gpu = "-";
   std::string notes;
 };
@@ -402,8 +403,10 @@ FusedResult runFused(std::string_view text, int64_t rows, int64_t cols,
                                             traffic.fusedPerElement);
   std::vector<float> input =
       demoInput(rows, prologueInputWidth(spec->prologues, cols), seed);
-  std::optional<FusedComparison> compared =
-      compareFused(*spec, input, rows, cols, seed, &error);
+  // The GPU kernels in the emulator too, where the chip's runner exists.
+  std::optional<KernelRunner> emulator = gpuEmulatorRunner(kDemoChip, &error);
+  std::optional<FusedComparison> compared = compareFused(
+      *spec, input, rows, cols, seed, &error, emulator ? *emulator : nullptr);
   if (!compared) {
     result.notes = "cpu: " + firstLine(error);
     return result;
@@ -411,11 +414,15 @@ FusedResult runFused(std::string_view text, int64_t rows, int64_t cols,
   result.bitExact = compared->fusedBitExact ? "yes" : "no";
   result.unfusedSame = compared->unfusedIdentical ? "yes" : "no";
   result.cpuMillis = fmt::format("{:.0f}", compared->compileMillis);
+  if (compared->emulatedBitExact)
+    result.emulated = *compared->emulatedBitExact ? "yes" : "no";
   // The GPU compile: PTX once the GPU lowering of fused kernels exists,
   // else the compiler's reason.
   Expected<Kernel> kernel = jit.get(*spec, gpu);
   if (kernel) {
     result.gpu = "PTX";
+    if (!compared->emulatedBitExact && !compared->emulatorError.empty())
+      result.notes = "gpu-emulator: " + firstLine(compared->emulatorError);
   } else {
     // The compiler's reason, without its "compiling '<spec>' for <chip>: ".
     std::string reason = firstLine(kernel.error().message);
@@ -429,11 +436,12 @@ FusedResult runFused(std::string_view text, int64_t rows, int64_t cols,
 
 void printFusedTable(const std::vector<FusedResult> &results) {
   std::vector<std::vector<std::string>> lines = {
-      {"fused spec", "bit-exact", "unfused same", "B/elem fused",
+      {"fused spec", "bit-exact", "unfused same", "GPU emu", "B/elem fused",
        "B/elem unfused", "saving", "CPU ms", std::string(kDemoChip), "notes"}};
   for (const FusedResult &r : results)
-    lines.push_back({r.spec, r.bitExact, r.unfusedSame, r.fusedBytes,
-                     r.unfusedBytes, r.ratio, r.cpuMillis, r.gpu, r.notes});
+    lines.push_back({r.spec, r.bitExact, r.unfusedSame, r.emulated,
+                     r.fusedBytes, r.unfusedBytes, r.ratio, r.cpuMillis, r.gpu,
+                     r.notes});
   printColumns(lines);
 }
 

@@ -84,7 +84,8 @@ std::optional<double> sqnrDb(const QuantizedTensor &tensor,
 std::optional<FusedComparison> compareFused(const KernelSpec &spec,
                                             const std::vector<float> &input,
                                             int64_t rows, int64_t cols,
-                                            uint64_t seed, std::string *error) {
+                                            uint64_t seed, std::string *error,
+                                            const KernelRunner &emulator) {
   KernelSpec sized = spec;
   sized.rows = rows;
   sized.cols = cols;
@@ -160,15 +161,24 @@ std::optional<FusedComparison> compareFused(const KernelSpec &spec,
     return std::nullopt;
 
   std::vector<float> ignored;
-  bool residualExact =
-      residual.empty() ||
-      residualBytes == toDtype(spec.valueType, residual, ignored);
+  std::vector<uint8_t> wantResidual =
+      residual.empty() ? std::vector<uint8_t>()
+                       : toDtype(spec.valueType, residual, ignored);
   FusedComparison result{std::move(*fused), std::move(*reference),
                          std::move(*unfused), std::move(values)};
-  result.fusedBitExact =
-      residualExact && sameQuantized(result.fused, result.reference);
+  result.fusedBitExact = residualBytes == wantResidual &&
+                         sameQuantized(result.fused, result.reference);
   result.unfusedIdentical = sameQuantized(result.unfused, result.fused);
   result.compileMillis = timing.compileMillis;
+  if (emulator) {
+    std::vector<uint8_t> emulatedResidual;
+    std::optional<QuantizedTensor> emulated =
+        jitQuantizeFused(spec, reads, rows, cols, &emulatedResidual,
+                         &result.emulatorError, nullptr, emulator);
+    if (emulated)
+      result.emulatedBitExact = emulatedResidual == wantResidual &&
+                                sameQuantized(*emulated, result.reference);
+  }
   return result;
 }
 

@@ -9,6 +9,8 @@
 //   - unfused: what an engine runs without fusion, two kernels: the
 //     reference prologue writes its f32 result, then the ordinary quantize
 //     kernel (from=f32) reads it. Same arithmetic, so the same codes.
+// Given a runner of the GPU emulator, the fused GPU kernels run there too
+// and are checked against the reference the same way.
 // The side tensors are seeded (SyntheticData.h): weights in [0.5, 1.5),
 // smoothing factors in [0.25, 4), a residual N(0, 1).
 //
@@ -19,6 +21,7 @@
 
 #include "format/Quantize.h"
 #include "runtime/spec/KernelSpec.h"
+#include "tools/lowbit/JitBackend.h"
 
 #include <cstdint>
 #include <optional>
@@ -46,6 +49,10 @@ struct FusedComparison {
   /// the fused kernel's.
   bool unfusedIdentical = false;
   double compileMillis = 0; ///< the fused kernel's first compile
+  /// With an `emulator` runner: whether its run of the fused GPU kernels
+  /// equals the reference bit for bit, or nullopt and why it did not run.
+  std::optional<bool> emulatedBitExact;
+  std::string emulatorError;
 };
 
 /// Runs the three for `spec` (a fused quantize of a dynamic scheme) on
@@ -54,7 +61,8 @@ struct FusedComparison {
 std::optional<FusedComparison> compareFused(const KernelSpec &spec,
                                             const std::vector<float> &input,
                                             int64_t rows, int64_t cols,
-                                            uint64_t seed, std::string *error);
+                                            uint64_t seed, std::string *error,
+                                            const KernelRunner &emulator = {});
 
 /// Bitwise equality of two quantized tensors' codes, scales, zero points
 /// and global scale.
