@@ -19,6 +19,7 @@
 
 #include "lowering/GpuFusedRows.h"
 #include "lowering/GpuReductionBuilder.h"
+#include "lowering/GpuTensorReduce.h"
 #include "lowering/LowbitFusionBody.h"
 
 #include "dialect/LowbitOps.h"
@@ -52,28 +53,79 @@ public:
       buffers[argument] = buffer;
   }
 
-  /// The launch: `final` is the quantize's input in the region; codes,
-  /// scales, zeros are the destinations; `residual` (a region value) is
-  /// written to `residualBuffer` when set.
-  void emitRowGroups(Value final, Value codes, Value scales, Value zeros,
-                     Value residual, Value residualBuffer) {
-    Value input = buffers.lookup(body.getArgument(0));
-    Value rows = dimOf(b, input, 0);
+  /// Launch 1 of a per-tensor statistic (per-tensor scales, nvfp4's
+  /// global): the prologue's values of every row folded into amax (min,
+  /// max), reduced through `workspace` (GpuTensorReduce.h); the last block
+  /// calls `storeResults`.
+  void emitStatsLaunch(Value final, Value workspace, bool withMinMax,
+                       function_ref<void(const lowbit::Stats &)> storeResults) {
+    int64_t statCount = withMinMax ? 3 : 1;
+    auto sharedType = MemRefType::get(
+        {threadsPerBlock / kWarpSize * statCount}, b.getF32Type(), AffineMap(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
+    Value blocks = ceilDiv(arith::MulIOp::create(b, rows, idx(kWarpSize)),
+                           idx(threadsPerBlock));
+    auto launch = gpu::LaunchOp::create(
+        b, blocks, idx(1), idx(1), idx(threadsPerBlock), idx(1), idx(1),
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, TypeRange{sharedType});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value valid = beginRow(launch, rows);
+    Value bound =
+        arith::SelectOp::create(b, valid, tensorDim(final, 1), idx(0));
+    SmallVector<Value> init(statCount, f32(0.0f));
+    auto loop = scf::ForOp::create(
+        b, lane, bound, idx(kWarpSize), init,
+        [&](OpBuilder &, Location, Value col, ValueRange acc) {
+          scf::YieldOp::create(
+              b,
+              accumulate(acc, widen(elementAt(final, row, col)), withMinMax));
+        });
+    emitStatsIntoWorkspace(b, scheme, threadsPerBlock, launch,
+                           SmallVector<Value>(loop.getResults()), workspace,
+                           withMinMax, storeResults);
+  }
+
+  /// Launch 2 of a per-tensor scale: every row's codes with the stored
+  /// scale, lanes taking element pairs 2 lane, 2 lane + 64, ...
+  void emitPerTensorCodes(Value final, Value codes, Value scales, Value zeros,
+                          Value residual, Value residualBuffer) {
+    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
     gpu::LaunchOp launch =
         createLaunch(arith::MulIOp::create(b, rows, idx(kWarpSize)));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value valid = beginRow(launch, rows);
+    Value bound =
+        arith::SelectOp::create(b, valid, tensorDim(final, 1), idx(0));
+    lowbit::GroupParams params =
+        withExactReciprocal(loadParams(scales, zeros, idx(0), idx(0)));
+    emitPairs(
+        arith::MulIOp::create(b, lane, idx(2)), bound, idx(2 * kWarpSize),
+        [&](Value col) { return widen(elementAt(final, row, col)); }, params,
+        codes, scheme.packing == lowbit::Packing::Nibble);
+    if (residual)
+      emitResidual(residual, residualBuffer, valid);
+  }
 
-    Value thread = globalThread(launch);
-    Value warpRow = arith::DivUIOp::create(b, thread, idx(kWarpSize));
-    lane = arith::RemUIOp::create(b, thread, idx(kWarpSize));
-    Value valid =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, warpRow, rows);
-    // A warp past the last row computes row 0's values (every lane takes
-    // part in the shuffles) and stores nothing.
-    row = arith::SelectOp::create(b, valid, warpRow, idx(0));
-    emitSetup();
-    emitRowValues();
+  /// The launch of the row-group schemes: `final` is the quantize's input
+  /// in the region; codes, scales, zeros are the destinations; `global`
+  /// the stored global scale ([1, 1], two-level schemes); `residual` (a
+  /// region value) is written to `residualBuffer` when set.
+  void emitRowGroups(Value final, Value codes, Value scales, Value zeros,
+                     Value global, Value residual, Value residualBuffer) {
+    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
+    gpu::LaunchOp launch =
+        createLaunch(arith::MulIOp::create(b, rows, idx(kWarpSize)));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value valid = beginRow(launch, rows);
+    Value globalValue = global ? loadScalar(global) : Value();
 
     Value cols = tensorDim(final, 1);
     int64_t groupSize = scheme.scale.groupSize;
@@ -96,17 +148,18 @@ public:
                                      accumulate(acc, element(col), withMinMax));
               });
           lowbit::Stats stats = toStats(statsLoop.getResults(), withMinMax);
-          Value stored = pickScale(stats, Value());
+          Value stored = pickScale(stats, globalValue);
           memref::StoreOp::create(b, stored, scales, ValueRange{row, group});
           lowbit::GroupParams params;
           params.scale = decodeScale(stored);
+          params.global = globalValue;
           if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
             Value zero = pickZero(stats.min, params.scale);
             memref::StoreOp::create(b, zero, zeros, ValueRange{row, group});
             params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
           }
           params = withExactReciprocal(params);
-          emitPairs(start, end, idx(2), element, params, codes, nibble);
+          emitPairs(start, end, idx(1 + 1), element, params, codes, nibble);
           scf::YieldOp::create(b);
         });
     if (residual)
@@ -114,6 +167,24 @@ public:
   }
 
 private:
+  /// One warp per row: sets `row` and `lane`, clones the region's scalars
+  /// and computes the row values. A warp past the last row computes row
+  /// 0's values (every lane takes part in the shuffles) and stores nothing;
+  /// returns whether the warp's row exists.
+  Value beginRow(gpu::LaunchOp launch, Value rows) {
+    Value thread = globalThread(launch);
+    Value warpRow = arith::DivUIOp::create(b, thread, idx(kWarpSize));
+    lane = arith::RemUIOp::create(b, thread, idx(kWarpSize));
+    Value valid =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, warpRow, rows);
+    row = arith::SelectOp::create(b, valid, warpRow, idx(0));
+    setup.clear();
+    rowValues.clear();
+    emitSetup();
+    emitRowValues();
+    return valid;
+  }
+
   /// Codes of columns [start, end) in pairs (a missing second element
   /// reads 0; its code or nibble is not stored).
   void emitPairs(Value start, Value end, Value step,
@@ -326,13 +397,21 @@ private:
   Value row, lane;
 };
 
-/// Whether the scheme is a dynamic one with groups along each row (row-major
-/// scales, no global scale): the one-launch kernel.
+/// Dynamic groups along each row with row-major scales (a global scale,
+/// computed or given, allowed): the row-group launch.
 bool hasRowGroups(const lowbit::Scheme &scheme) {
   const lowbit::ScaleSpec &scale = scheme.scale;
   return scale.mode == lowbit::ScaleMode::Dynamic &&
          scale.granularity == lowbit::Granularity::Group && scale.axis == 1 &&
          scale.layout == lowbit::ScaleLayout::RowMajor &&
+         lowbit::containerBits(scheme) <= 8;
+}
+
+/// One dynamic scale for the whole tensor: statistics, then codes.
+bool hasTensorScale(const lowbit::Scheme &scheme) {
+  const lowbit::ScaleSpec &scale = scheme.scale;
+  return scale.mode == lowbit::ScaleMode::Dynamic &&
+         scale.granularity == lowbit::Granularity::PerTensor &&
          scale.globalScale == lowbit::GlobalScale::None &&
          lowbit::containerBits(scheme) <= 8;
 }
@@ -366,10 +445,12 @@ struct FusedRowsToGpu : OpRewritePattern<ld::FusedOp> {
     if (!quantize)
       return rewriter.notifyMatchFailure(op, "no quantize");
     lowbit::Scheme scheme = ld::toScheme(quantize.getScheme());
-    if (!hasRowGroups(scheme))
-      return op.emitError("fused kernels on the GPU take dynamic schemes "
-                          "with groups along the row (scheme '" +
-                          scheme.name + "' is not one yet)");
+    bool rowGroups = hasRowGroups(scheme);
+    if (!rowGroups && !hasTensorScale(scheme))
+      return op.emitError(
+          "fused kernels on the GPU take dynamic schemes with one scale per "
+          "tensor or groups along the row; scheme '" +
+          scheme.name + "' is neither");
     int64_t maxDepth = 0;
     for (int64_t block = 2; block <= kMaxGpuHadamardBlock; block *= 2)
       ++maxDepth;
@@ -409,14 +490,63 @@ struct FusedRowsToGpu : OpRewritePattern<ld::FusedOp> {
         return rewriter.notifyMatchFailure(op, "residual not materialized");
     }
 
+    // A two-level scheme's global: computed by a statistics launch, or given.
+    bufferization::MaterializeInDestinationOp computedGlobal;
+    Value global;
+    if (quantize.getGlobal()) {
+      computedGlobal = destinationOf(quantize.getGlobal());
+      if (!computedGlobal)
+        return rewriter.notifyMatchFailure(op, "global not materialized");
+      global = computedGlobal.getDest();
+    } else if (Value given = quantize.getStaticGlobal()) {
+      global = argumentBuffers[cast<BlockArgument>(given).getArgNumber()];
+    }
+    bool withMinMax = scheme.scale.rule == lowbit::ScaleRule::MinMax;
+    Value workspace;
+    if (computedGlobal || !rowGroups) {
+      workspace = workspaceArgument(rewriter, op, (withMinMax ? 3 : 1) + 1);
+      if (!workspace)
+        return rewriter.notifyMatchFailure(op, "no room for the workspace");
+    }
+
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     b.setInsertionPoint(op);
     FusedRowEmitter emitter(b, scheme, threadsPerBlock, body, argumentBuffers);
-    emitter.emitRowGroups(
-        quantize.getInput(), codes.getDest(), scales.getDest(),
-        zeros ? zeros.getDest() : Value(), residual,
-        residualDestination ? residualDestination.getDest() : Value());
-    for (auto materialize : {codes, scales, zeros, residualDestination})
+    Value final = quantize.getInput();
+    Value zerosBuffer = zeros ? zeros.getDest() : Value();
+    Value residualBuffer =
+        residualDestination ? residualDestination.getDest() : Value();
+    Value zeroIndex = arith::ConstantIndexOp::create(b, 0);
+    if (rowGroups) {
+      if (computedGlobal)
+        // Launch 1 of 2: the prologue's tensor amax and the stored global.
+        emitter.emitStatsLaunch(final, workspace, /*withMinMax=*/false,
+                                [&](const lowbit::Stats &stats) {
+                                  memref::StoreOp::create(
+                                      b, emitter.computeGlobal(stats.absMax),
+                                      global, ValueRange{zeroIndex, zeroIndex});
+                                });
+      emitter.emitRowGroups(final, codes.getDest(), scales.getDest(),
+                            zerosBuffer, global, residual, residualBuffer);
+    } else {
+      // Launch 1: the scale (and zero point) from the tensor's statistics;
+      // launch 2: the codes.
+      Value scaleBuffer = scales.getDest();
+      emitter.emitStatsLaunch(
+          final, workspace, withMinMax, [&](const lowbit::Stats &stats) {
+            Value stored = emitter.pickScale(stats, Value());
+            memref::StoreOp::create(b, stored, scaleBuffer,
+                                    ValueRange{zeroIndex, zeroIndex});
+            if (zerosBuffer)
+              memref::StoreOp::create(
+                  b, emitter.pickZero(stats.min, emitter.decodeScale(stored)),
+                  zerosBuffer, ValueRange{zeroIndex, zeroIndex});
+          });
+      emitter.emitPerTensorCodes(final, codes.getDest(), scaleBuffer,
+                                 zerosBuffer, residual, residualBuffer);
+    }
+    for (auto materialize :
+         {codes, scales, zeros, computedGlobal, residualDestination})
       if (materialize)
         rewriter.eraseOp(materialize);
     rewriter.eraseOp(op);
