@@ -260,13 +260,20 @@ std::optional<std::string_view> argumentsOf(std::string_view text, size_t open,
   return text.substr(open + 1, text.size() - open - 2);
 }
 
-/// Sum of squares of one row in the documented order: left to right from
-/// +0 (what a reduction loop over the columns computes).
+/// Sum of squares of one row in the documented warp order
+/// (docs/fusion.md): 32 strided partial sums from +0 (partial i adds
+/// columns i, i + 32, ... left to right), then a halving tree
+/// p[i] = p[i] + p[i + h] for h = 16, 8, 4, 2, 1. That is what a warp
+/// computes with xor shuffles, and what the CPU lowering replays.
 float rowSumOfSquares(std::span<const float> row) {
-  float sum = 0;
-  for (float value : row)
-    sum = sum + value * value;
-  return sum;
+  std::array<float, kRowSumLanes> partial{};
+  for (size_t col = 0; col < row.size(); ++col)
+    partial[col % kRowSumLanes] =
+        partial[col % kRowSumLanes] + row[col] * row[col];
+  for (size_t half = kRowSumLanes / 2; half >= 1; half /= 2)
+    for (size_t lane = 0; lane < half; ++lane)
+      partial[lane] = partial[lane] + partial[lane + half];
+  return partial[0];
 }
 
 /// 1 / sqrt(sum / cols + eps), the factor RMSNorm multiplies a row by.

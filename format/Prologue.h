@@ -131,6 +131,10 @@ struct PrologueExpConstants {
                                                          1.0f};
 };
 
+/// RMSNorm's sum of squares runs in 32 strided partial sums and a halving
+/// tree (docs/fusion.md): the order one warp computes.
+constexpr size_t kRowSumLanes = 32;
+
 /// lowbit's f32 exp: a fixed sequence of f32 operations (docs/fusion.md),
 /// so the reference, the CPU kernels and the GPU kernels agree bit for bit.
 float prologueExp(float x);

@@ -112,8 +112,21 @@ public:
           Value value = widen(memref::LoadOp::create(b, flat, index));
           scf::YieldOp::create(b, accumulate(acc, value, withMinMax));
         });
-    SmallVector<Value> acc(scalarLoop.getResults());
+    foldIntoWorkspace(launch, shared,
+                      SmallVector<Value>(scalarLoop.getResults()), workspace,
+                      withMinMax, storeResults);
+  }
 
+  /// The end of a statistics launch: each thread's `acc` combined over the
+  /// warp and the block (through `shared`, warps x statistics f32), folded
+  /// into `workspace`; the last block calls `storeResults`.
+  void
+  foldIntoWorkspace(gpu::LaunchOp launch, Value shared, SmallVector<Value> acc,
+                    Value workspace, bool withMinMax,
+                    function_ref<void(const lowbit::Stats &)> storeResults) {
+    int64_t statCount = withMinMax ? 3 : 1;
+    int64_t warps = threadsPerBlock / kWarpSize;
+    Value gridSize = launch.getGridSize().x;
     // The warp, then the block: lane 0 of each warp leaves its warp's
     // statistics in shared memory, warp 0 combines them. max/min of
     // NaN-free values are exact and order-independent, and every lane
@@ -397,6 +410,17 @@ Value workspaceArgument(RewriterBase &rewriter, Operation *op, int64_t words) {
         function.getLoc());
   });
   return function.getArgument(position);
+}
+
+void emitStatsIntoWorkspace(ImplicitLocOpBuilder &b, const Scheme &scheme,
+                            int64_t threadsPerBlock, gpu::LaunchOp launch,
+                            SmallVector<Value> acc, Value workspace,
+                            bool withMinMax,
+                            function_ref<void(const Stats &)> storeResults) {
+  TensorReduceEmitter emitter(b, scheme, threadsPerBlock);
+  emitter.foldIntoWorkspace(launch, launch.getWorkgroupAttributions().front(),
+                            std::move(acc), workspace, withMinMax,
+                            storeResults);
 }
 
 void emitTensorGlobalLaunch(RewriterBase &rewriter, ImplicitLocOpBuilder &b,

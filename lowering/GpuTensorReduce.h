@@ -14,9 +14,11 @@
 #define LOWBIT_LOWERING_GPUTENSORREDUCE_H
 
 #include "format/Scheme.h"
+#include "lowering/ScaleMath.h"
 
 // The launches fence with nvvm.memory.barrier: a pass that emits them
 // lists the NVVM dialect among its dependent dialects.
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
@@ -41,6 +43,18 @@ void emitTensorGlobalLaunch(mlir::RewriterBase &rewriter,
                             mlir::ImplicitLocOpBuilder &b, mlir::Operation *op,
                             const Scheme &scheme, mlir::Value input,
                             mlir::Value global, int64_t threadsPerBlock);
+
+/// The end of a statistics launch emitted elsewhere (the fused kernels of
+/// GpuFusedRows.cpp): each thread's statistics `acc` (amax, or amax, min,
+/// max) are combined over its warp and block through the launch's first
+/// workgroup attribution (warps x statistics f32) and folded into
+/// `workspace` as launch 1 above does; the last block calls `storeResults`
+/// with the tensor's statistics. Every thread of the block must reach it.
+void emitStatsIntoWorkspace(
+    mlir::ImplicitLocOpBuilder &b, const Scheme &scheme,
+    int64_t threadsPerBlock, mlir::gpu::LaunchOp launch,
+    llvm::SmallVector<mlir::Value> acc, mlir::Value workspace, bool withMinMax,
+    llvm::function_ref<void(const Stats &)> storeResults);
 
 /// The function's workspace size in 32-bit words (its kWorkspaceAttrName
 /// argument's second dimension); 0 when it has none.

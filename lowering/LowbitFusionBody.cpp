@@ -82,28 +82,11 @@ public:
   Value rmsNorm(Value values, Value weight, float eps) {
     OpFoldResult cols = dim(values, 1);
     MLIRContext *context = b.getContext();
-    // Sum of squares, left to right: a reduction over the columns.
-    Value zero = f32Constant(b, loc, 0.0f);
-    Value sumInit = tensor::EmptyOp::create(
-        b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type());
-    Value sumZero = linalg::FillOp::create(b, loc, zero, sumInit).getResult(0);
-    AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
-    AffineMap perRow =
-        AffineMap::get(2, 0, {getAffineDimExpr(0, context)}, context);
-    auto sum = linalg::GenericOp::create(
-        b, loc, sumZero.getType(), values, sumZero,
-        ArrayRef<AffineMap>{identity, perRow},
-        {utils::IteratorType::parallel, utils::IteratorType::reduction},
-        [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-          Value value = toF32(nested, nestedLoc, args[0]);
-          Value square = arith::MulFOp::create(nested, nestedLoc, value, value);
-          linalg::YieldOp::create(
-              nested, nestedLoc,
-              arith::AddFOp::create(nested, nestedLoc, args[1], square)
-                  .getResult());
-        });
-    // factor = 1 / sqrt(sum / float(cols) + eps), once per row.
+    // Sum of squares in the warp order (docs/fusion.md): 32 strided
+    // partial sums, then the halving tree.
     Value colsIndex = getValueOrCreateConstantIndexOp(b, loc, cols);
+    Value sum = rowSumOfSquares(values, colsIndex);
+    // factor = 1 / sqrt(sum / float(cols) + eps), once per row.
     Value colsFloat = arith::SIToFPOp::create(
         b, loc, b.getF32Type(),
         arith::IndexCastOp::create(b, loc, b.getI64Type(), colsIndex));
@@ -111,7 +94,7 @@ public:
         b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type());
     AffineMap rowIdentity = AffineMap::getMultiDimIdentityMap(1, context);
     auto factor = linalg::GenericOp::create(
-        b, loc, factorInit.getType(), sum.getResult(0), factorInit,
+        b, loc, factorInit.getType(), sum, factorInit,
         ArrayRef<AffineMap>{rowIdentity, rowIdentity},
         {utils::IteratorType::parallel},
         [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
@@ -127,6 +110,9 @@ public:
                   .getResult());
         });
     // y = x * factor * weight.
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+    AffineMap perRow =
+        AffineMap::get(2, 0, {getAffineDimExpr(0, context)}, context);
     Value init = tensor::EmptyOp::create(
         b, loc, ArrayRef<OpFoldResult>{rows, cols}, b.getF32Type());
     AffineMap column = AffineMap::get(
@@ -146,6 +132,92 @@ public:
                   .getResult());
         });
     return normalized.getResult(0);
+  }
+
+  /// [rows] f32: each row's sum of squares in the warp order. A
+  /// [rows, 32] generic marked kLanePartialsAttr holds the partials: it
+  /// iterates (row, lane, k), k = 0 .. ceil(cols / 32) - 1 a reduction,
+  /// and adds column 32 k + lane when it exists (k's extent comes from an
+  /// unread [K] operand). A [rows] generic then adds the partials in the
+  /// halving tree p[i] = p[i] + p[i + h], h = 16, 8, 4, 2, 1.
+  Value rowSumOfSquares(Value values, Value cols) {
+    MLIRContext *context = b.getContext();
+    int64_t lanes = int64_t(kRowSumLanes);
+    Value lanesIndex = arith::ConstantIndexOp::create(b, loc, lanes);
+    Value trips = arith::DivUIOp::create(
+        b, loc,
+        arith::AddIOp::create(
+            b, loc, cols, arith::ConstantIndexOp::create(b, loc, lanes - 1)),
+        lanesIndex);
+    Value tripExtent = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{trips}, b.getF32Type());
+    Value partialInit = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(lanes)},
+        b.getF32Type());
+    Value partialZero =
+        linalg::FillOp::create(b, loc, f32Constant(b, loc, 0.0f), partialInit)
+            .getResult(0);
+    AffineMap tripMap =
+        AffineMap::get(3, 0, {getAffineDimExpr(2, context)}, context);
+    AffineMap laneMap = AffineMap::get(
+        3, 0, {getAffineDimExpr(0, context), getAffineDimExpr(1, context)},
+        context);
+    auto partials = linalg::GenericOp::create(
+        b, loc, partialZero.getType(), tripExtent, partialZero,
+        ArrayRef<AffineMap>{tripMap, laneMap},
+        {utils::IteratorType::parallel, utils::IteratorType::parallel,
+         utils::IteratorType::reduction},
+        [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+          Value row = linalg::IndexOp::create(nested, nestedLoc, 0);
+          Value lane = linalg::IndexOp::create(nested, nestedLoc, 1);
+          Value trip = linalg::IndexOp::create(nested, nestedLoc, 2);
+          Value col = arith::AddIOp::create(
+              nested, nestedLoc,
+              arith::MulIOp::create(
+                  nested, nestedLoc, trip,
+                  arith::ConstantIndexOp::create(nested, nestedLoc, lanes)),
+              lane);
+          Value exists = arith::CmpIOp::create(
+              nested, nestedLoc, arith::CmpIPredicate::ult, col, cols);
+          // A missing column reads column 0 and adds nothing.
+          Value readCol = arith::SelectOp::create(
+              nested, nestedLoc, exists, col,
+              arith::ConstantIndexOp::create(nested, nestedLoc, 0));
+          Value value =
+              toF32(nested, nestedLoc,
+                    tensor::ExtractOp::create(nested, nestedLoc, values,
+                                              ValueRange{row, readCol}));
+          Value sum = arith::AddFOp::create(
+              nested, nestedLoc, args[1],
+              arith::MulFOp::create(nested, nestedLoc, value, value));
+          linalg::YieldOp::create(
+              nested, nestedLoc,
+              arith::SelectOp::create(nested, nestedLoc, exists, sum, args[1])
+                  .getResult());
+        });
+    partials->setAttr(kLanePartialsAttr, b.getUnitAttr());
+    Value sumInit = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type());
+    AffineMap rowIdentity = AffineMap::getMultiDimIdentityMap(1, context);
+    Value partialTensor = partials.getResult(0);
+    auto tree = linalg::GenericOp::create(
+        b, loc, sumInit.getType(), ValueRange{}, sumInit,
+        ArrayRef<AffineMap>{rowIdentity}, {utils::IteratorType::parallel},
+        [&](OpBuilder &nested, Location nestedLoc, ValueRange) {
+          Value row = linalg::IndexOp::create(nested, nestedLoc, 0);
+          SmallVector<Value> partial;
+          for (int64_t lane = 0; lane < lanes; ++lane)
+            partial.push_back(tensor::ExtractOp::create(
+                nested, nestedLoc, partialTensor,
+                ValueRange{row, arith::ConstantIndexOp::create(
+                                    nested, nestedLoc, lane)}));
+          for (int64_t half = lanes / 2; half >= 1; half /= 2)
+            for (int64_t lane = 0; lane < half; ++lane)
+              partial[lane] = arith::AddFOp::create(
+                  nested, nestedLoc, partial[lane], partial[lane + half]);
+          linalg::YieldOp::create(nested, nestedLoc, partial[0]);
+        });
+    return tree.getResult(0);
   }
 
   /// The normalized Walsh-Hadamard transform of each block of `block`

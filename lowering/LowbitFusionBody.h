@@ -27,6 +27,11 @@ mlir::Value emitPrologueSilu(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value emitPrologueExpr(mlir::OpBuilder &b, mlir::Location loc,
                              const PrologueExpr &expr, mlir::Value x);
 
+/// Marks the [rows, 32] linalg.generic of RMSNorm's partial sums: its 32
+/// columns are the lanes of the warp that owns the row (the GPU lowering
+/// keeps one per lane; the CPU lowering runs it as any generic).
+inline constexpr const char *kLanePartialsAttr = "lowbit.lane_partials";
+
 /// What the fused quantize takes besides its input, and what it returns;
 /// null values and types are absent (as lowbit.quantize's builder wants).
 struct FusedQuantizeSignature {

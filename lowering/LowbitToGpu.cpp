@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowering/GpuFusedRows.h"
 #include "lowering/GpuKernelBuilder.h"
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/GpuTensorReduce.h"
@@ -717,4 +718,5 @@ void lowbit::populateLowbitToGpuPatterns(RewritePatternSet &patterns,
                                                         threadsPerBlock);
   populateLowbitTensorReducePatterns(patterns, threadsPerBlock);
   populateLowbitRowReducePatterns(patterns, threadsPerBlock);
+  populateGpuFusedRowsPatterns(patterns, threadsPerBlock);
 }

@@ -364,14 +364,20 @@ llvm::Error lowerToLoops(ModuleOp module) {
 }
 
 llvm::Error lowerForGpu(ModuleOp module) {
+  DiagnosticCollector diagnostics(*module.getContext());
+  PassManager gpuPm(module.getContext());
+  configureVerifier(gpuPm);
+  gpuPm.addPass(createLowbitToGpu());
+  if (failed(gpuPm.run(module)))
+    return makeError("lowering for the GPU failed: " + diagnostics.message());
+  // lowbit-to-gpu says why a fused kernel it leaves has no GPU lowering.
   if (module.walk([](ld::FusedOp) { return WalkResult::interrupt(); })
           .wasInterrupted())
-    return makeError("fused kernels (prologue | quantize) have no GPU "
-                     "lowering yet; they run on the CPU target");
-  DiagnosticCollector diagnostics(*module.getContext());
+    return makeError(diagnostics.message().empty()
+                         ? "this fused kernel has no GPU lowering"
+                         : diagnostics.message());
   PassManager pm(module.getContext());
   configureVerifier(pm);
-  pm.addPass(createLowbitToGpu());
   pm.addPass(createLowbitToLoops());
   if (failed(pm.run(module)))
     return makeError("lowering for the GPU failed: " + diagnostics.message());

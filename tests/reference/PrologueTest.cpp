@@ -63,19 +63,22 @@ TEST_CASE("rmsnorm: x / rms(x) * weight", "[prologue]") {
                            -2.0f / std::sqrt(7.0f)});
 }
 
-TEST_CASE("rmsnorm: the row sum runs left to right", "[prologue]") {
-  // 33 columns: x0 = 4096 (square 2^24), every other x = 1. Left to right,
-  // each 2^24 + 1 is a tie that rounds to even (2^24), so the sum stays
-  // 2^24; a pairwise or strided order would keep some of the ones.
-  std::vector<float> row(33, 1.0f);
+TEST_CASE("rmsnorm: the row sum runs in 32 strided partials and a tree",
+          "[prologue]") {
+  // 65 columns: x0 = 4096 (square 2^24), every other x = 1. Partial 0 adds
+  // columns 0, 32, 64: 2^24 + 1 ties to 2^24 twice, so it stays 2^24; the
+  // other 31 partials are 2 (columns i, i + 32) and the tree adds them
+  // exactly: 62, then 2^24 + 62. Left to right would give 2^24 (every +1 a
+  // tie to even), a different factor.
+  std::vector<float> row(65, 1.0f);
   row[0] = 4096;
-  std::vector<float> weight(33, 1.0f);
+  std::vector<float> weight(65, 1.0f);
   std::vector<float> out = applyOrFail(parseOrFail("rmsnorm(eps=0)"), row, 1,
-                                       33, {.weight = weight});
-  float factor = 1.0f / std::sqrt(16777216.0f / 33.0f);
-  CHECK(out[0] == 4096.0f * factor);
+                                       65, {.weight = weight});
+  float factor = 1.0f / std::sqrt(16777278.0f / 65.0f);
   CHECK(out[1] == factor);
-  CHECK(out[0] != 4096.0f * (1.0f / std::sqrt(16777248.0f / 33.0f)));
+  CHECK(out[0] == 4096.0f * factor);
+  CHECK(out[1] != 1.0f / std::sqrt(16777216.0f / 65.0f));
 }
 
 TEST_CASE("add_rmsnorm: the residual is the rounded sum", "[prologue]") {

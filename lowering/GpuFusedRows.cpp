@@ -1,0 +1,566 @@
+//===- GpuFusedRows.cpp - lowbit.fused to GPU kernels, one warp per row ---===//
+//
+// A fused kernel's region (lowering/LowbitFusionBody.cpp) becomes one
+// gpu.launch, one warp per row (8 rows per 256-thread block):
+//   setup    the region's index arithmetic (tensor.dim -> memref.dim);
+//   row      RMSNorm's lane partials (the generic marked
+//            lowbit.lane_partials: lane i runs its k loop), and the [rows]
+//            generics (the tree, the factor) in every lane, reading a
+//            partial of lane i with a shuffle idx: the documented order;
+//   groups   each lane takes groups g = lane, lane + 32, ... of its row:
+//            the statistics of the prologue's values, the scale
+//            (ScaleMath::pickScale), then the codes in element pairs.
+// A prologue value is computed where it is read, by cloning the scalar
+// bodies of the region's elementwise generics with an IRMapping (a
+// tensor.extract becomes the element it names), so the arithmetic is the
+// region's, op for op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GpuFusedRows.h"
+#include "lowering/GpuReductionBuilder.h"
+#include "lowering/GpuTensorReduce.h"
+#include "lowering/LowbitFusionBody.h"
+
+#include "dialect/LowbitOps.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+namespace ld = lowbit::dialect;
+
+namespace lowbit::gpu_mapping {
+namespace {
+
+bool isLanePartials(Operation *op) {
+  return op && op->hasAttr(kLanePartialsAttr);
+}
+
+/// Emits the kernel of one lowbit.fused region.
+class FusedRowEmitter : public GpuReductionBuilder {
+public:
+  FusedRowEmitter(ImplicitLocOpBuilder &b, const lowbit::Scheme &scheme,
+                  int64_t threadsPerBlock, Block &body,
+                  ArrayRef<Value> argumentBuffers)
+      : GpuReductionBuilder(b, scheme, threadsPerBlock), body(body) {
+    for (auto [argument, buffer] :
+         llvm::zip(body.getArguments(), argumentBuffers))
+      buffers[argument] = buffer;
+  }
+
+  /// Launch 1 of a per-tensor statistic (per-tensor scales, nvfp4's
+  /// global): the prologue's values of every row folded into amax (min,
+  /// max), reduced through `workspace` (GpuTensorReduce.h); the last block
+  /// calls `storeResults`.
+  void emitStatsLaunch(Value final, Value workspace, bool withMinMax,
+                       function_ref<void(const lowbit::Stats &)> storeResults) {
+    int64_t statCount = withMinMax ? 3 : 1;
+    auto sharedType = MemRefType::get(
+        {threadsPerBlock / kWarpSize * statCount}, b.getF32Type(), AffineMap(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
+    Value blocks = ceilDiv(arith::MulIOp::create(b, rows, idx(kWarpSize)),
+                           idx(threadsPerBlock));
+    auto launch = gpu::LaunchOp::create(
+        b, blocks, idx(1), idx(1), idx(threadsPerBlock), idx(1), idx(1),
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, TypeRange{sharedType});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value valid = beginRow(launch, rows);
+    Value bound =
+        arith::SelectOp::create(b, valid, tensorDim(final, 1), idx(0));
+    SmallVector<Value> init(statCount, f32(0.0f));
+    auto loop = scf::ForOp::create(
+        b, lane, bound, idx(kWarpSize), init,
+        [&](OpBuilder &, Location, Value col, ValueRange acc) {
+          scf::YieldOp::create(
+              b,
+              accumulate(acc, widen(elementAt(final, row, col)), withMinMax));
+        });
+    emitStatsIntoWorkspace(b, scheme, threadsPerBlock, launch,
+                           SmallVector<Value>(loop.getResults()), workspace,
+                           withMinMax, storeResults);
+  }
+
+  /// Launch 2 of a per-tensor scale: every row's codes with the stored
+  /// scale, lanes taking element pairs 2 lane, 2 lane + 64, ...
+  void emitPerTensorCodes(Value final, Value codes, Value scales, Value zeros,
+                          Value residual, Value residualBuffer) {
+    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
+    gpu::LaunchOp launch =
+        createLaunch(arith::MulIOp::create(b, rows, idx(kWarpSize)));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value valid = beginRow(launch, rows);
+    Value bound =
+        arith::SelectOp::create(b, valid, tensorDim(final, 1), idx(0));
+    lowbit::GroupParams params =
+        withExactReciprocal(loadParams(scales, zeros, idx(0), idx(0)));
+    emitPairs(
+        arith::MulIOp::create(b, lane, idx(2)), bound, idx(2 * kWarpSize),
+        [&](Value col) { return widen(elementAt(final, row, col)); }, params,
+        codes, scheme.packing == lowbit::Packing::Nibble);
+    if (residual)
+      emitResidual(residual, residualBuffer, valid);
+  }
+
+  /// The launch of the row-group schemes: `final` is the quantize's input
+  /// in the region; codes, scales, zeros are the destinations; `global`
+  /// the stored global scale ([1, 1], two-level schemes); `residual` (a
+  /// region value) is written to `residualBuffer` when set.
+  void emitRowGroups(Value final, Value codes, Value scales, Value zeros,
+                     Value global, Value residual, Value residualBuffer) {
+    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
+    gpu::LaunchOp launch =
+        createLaunch(arith::MulIOp::create(b, rows, idx(kWarpSize)));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value valid = beginRow(launch, rows);
+    Value globalValue = global ? loadScalar(global) : Value();
+
+    Value cols = tensorDim(final, 1);
+    int64_t groupSize = scheme.scale.groupSize;
+    Value groups = arith::SelectOp::create(
+        b, valid, ceilDiv(cols, idx(groupSize)), idx(0));
+    bool withMinMax = usesMinMax();
+    bool nibble = scheme.packing == lowbit::Packing::Nibble;
+    auto element = [&](Value col) { return widen(elementAt(final, row, col)); };
+    scf::ForOp::create(
+        b, lane, groups, idx(kWarpSize), ValueRange{},
+        [&](OpBuilder &, Location, Value group, ValueRange) {
+          Value start = arith::MulIOp::create(b, group, idx(groupSize));
+          Value end = arith::MinUIOp::create(
+              b, arith::AddIOp::create(b, start, idx(groupSize)), cols);
+          SmallVector<Value> init(withMinMax ? 3 : 1, f32(0.0f));
+          auto statsLoop = scf::ForOp::create(
+              b, start, end, idx(1), init,
+              [&](OpBuilder &, Location, Value col, ValueRange acc) {
+                scf::YieldOp::create(b,
+                                     accumulate(acc, element(col), withMinMax));
+              });
+          lowbit::Stats stats = toStats(statsLoop.getResults(), withMinMax);
+          Value stored = pickScale(stats, globalValue);
+          memref::StoreOp::create(b, stored, scales, ValueRange{row, group});
+          lowbit::GroupParams params;
+          params.scale = decodeScale(stored);
+          params.global = globalValue;
+          if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
+            Value zero = pickZero(stats.min, params.scale);
+            memref::StoreOp::create(b, zero, zeros, ValueRange{row, group});
+            params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
+          }
+          params = withExactReciprocal(params);
+          emitPairs(start, end, idx(1 + 1), element, params, codes, nibble);
+          scf::YieldOp::create(b);
+        });
+    if (residual)
+      emitResidual(residual, residualBuffer, valid);
+  }
+
+private:
+  /// One warp per row: sets `row` and `lane`, clones the region's scalars
+  /// and computes the row values. A warp past the last row computes row
+  /// 0's values (every lane takes part in the shuffles) and stores nothing;
+  /// returns whether the warp's row exists.
+  Value beginRow(gpu::LaunchOp launch, Value rows) {
+    Value thread = globalThread(launch);
+    Value warpRow = arith::DivUIOp::create(b, thread, idx(kWarpSize));
+    lane = arith::RemUIOp::create(b, thread, idx(kWarpSize));
+    Value valid =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, warpRow, rows);
+    row = arith::SelectOp::create(b, valid, warpRow, idx(0));
+    setup.clear();
+    rowValues.clear();
+    emitSetup();
+    emitRowValues();
+    return valid;
+  }
+
+  /// Codes of columns [start, end) in pairs (a missing second element
+  /// reads 0; its code or nibble is not stored).
+  void emitPairs(Value start, Value end, Value step,
+                 function_ref<Value(Value)> element,
+                 const lowbit::GroupParams &params, Value codes, bool nibble) {
+    scf::ForOp::create(
+        b, start, end, step, ValueRange{},
+        [&](OpBuilder &, Location, Value col, ValueRange) {
+          Value next = arith::AddIOp::create(b, col, idx(1));
+          Value hasNext =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, next, end);
+          Value first = element(col);
+          auto secondIf = scf::IfOp::create(b, b.getF32Type(), hasNext, true);
+          {
+            OpBuilder::InsertionGuard thenGuard(b);
+            b.setInsertionPointToStart(secondIf.thenBlock());
+            scf::YieldOp::create(b, element(next));
+            b.setInsertionPointToStart(secondIf.elseBlock());
+            scf::YieldOp::create(b, f32(0.0f));
+          }
+          auto [low, high] = quantizePair(first, secondIf.getResult(0), params);
+          if (nibble) {
+            Value byte = select(hasNext, packNibbles(low, high),
+                                arith::AndIOp::create(b, low, i8(0xF)));
+            memref::StoreOp::create(
+                b, byte, codes,
+                ValueRange{row, arith::DivUIOp::create(b, col, idx(2))});
+          } else {
+            memref::StoreOp::create(b, low, codes, ValueRange{row, col});
+            auto highIf = scf::IfOp::create(b, hasNext, false);
+            OpBuilder::InsertionGuard thenGuard(b);
+            b.setInsertionPoint(highIf.thenBlock()->getTerminator());
+            memref::StoreOp::create(b, high, codes, ValueRange{row, next});
+          }
+          scf::YieldOp::create(b);
+        });
+  }
+
+  /// The updated residual of add_rmsnorm, lanes strided over the row.
+  void emitResidual(Value residual, Value buffer, Value valid) {
+    Value cols = tensorDim(residual, 1);
+    Value bound = arith::SelectOp::create(b, valid, cols, idx(0));
+    scf::ForOp::create(b, lane, bound, idx(kWarpSize), ValueRange{},
+                       [&](OpBuilder &, Location, Value col, ValueRange) {
+                         memref::StoreOp::create(b,
+                                                 elementAt(residual, row, col),
+                                                 buffer, ValueRange{row, col});
+                         scf::YieldOp::create(b);
+                       });
+  }
+
+  /// The region's scalar ops (index arithmetic, constants), in order.
+  void emitSetup() {
+    for (Operation &op : body.without_terminator()) {
+      if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+        std::optional<int64_t> index = dim.getConstantIndex();
+        setup.map(dim.getResult(), tensorDim(dim.getSource(), *index));
+        continue;
+      }
+      if (op.getNumRegions() != 0 ||
+          llvm::any_of(op.getOperandTypes(), llvm::IsaPred<TensorType>) ||
+          llvm::any_of(op.getResultTypes(), llvm::IsaPred<TensorType>) ||
+          isa<ld::QuantizeOp>(op))
+        continue;
+      b.clone(op, setup);
+    }
+  }
+
+  /// Extent `index` of a region tensor, from the buffers and the setup.
+  Value tensorDim(Value tensor, int64_t index) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    if (!type.isDynamicDim(index))
+      return idx(type.getDimSize(index));
+    if (Value buffer = buffers.lookup(tensor))
+      return dimOf(b, buffer, index);
+    Operation *definition = tensor.getDefiningOp();
+    if (auto empty = dyn_cast<tensor::EmptyOp>(definition))
+      return setup.lookup(empty.getDynamicSize(index));
+    auto destinationStyle = cast<DestinationStyleOpInterface>(definition);
+    return tensorDim(
+        destinationStyle
+            .getDpsInits()[cast<OpResult>(tensor).getResultNumber()],
+        index);
+  }
+
+  /// RMSNorm's lane partials and every [rows] value, in region order.
+  void emitRowValues() {
+    for (Operation &op : body.without_terminator()) {
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      if (!generic)
+        continue;
+      if (isLanePartials(generic)) {
+        // Lane `lane` runs k = 0 .. K - 1 of the reduction, in order.
+        Value trips = tensorDim(generic.getDpsInputs()[0], 0);
+        Value init = fillValue(generic.getDpsInits()[0]);
+        auto loop = scf::ForOp::create(
+            b, idx(0), trips, idx(1), ValueRange{init},
+            [&](OpBuilder &, Location, Value trip, ValueRange acc) {
+              Value next =
+                  cloneBody(generic, {f32(0.0f), acc[0]}, {row, lane, trip});
+              scf::YieldOp::create(b, next);
+            });
+        rowValues[generic.getResult(0)] = loop.getResult(0);
+        continue;
+      }
+      if (cast<RankedTensorType>(generic.getResult(0).getType()).getRank() != 1)
+        continue;
+      SmallVector<Value> arguments;
+      for (Value input : generic.getDpsInputs())
+        arguments.push_back(rowValues.lookup(input));
+      arguments.push_back(f32(0.0f));
+      rowValues[generic.getResult(0)] = cloneBody(generic, arguments, {row});
+    }
+  }
+
+  Value fillValue(Value tensor) {
+    auto fill = tensor.getDefiningOp<linalg::FillOp>();
+    Value value = fill.getDpsInputs()[0];
+    return setup.contains(value) ? setup.lookup(value) : value;
+  }
+
+  /// Element (row, col) of a [rows, cols] (or [1, cols]) region tensor.
+  Value elementAt(Value tensor, Value rowIndex, Value col) {
+    if (Value buffer = buffers.lookup(tensor))
+      return memref::LoadOp::create(b, buffer, ValueRange{rowIndex, col});
+    auto generic = tensor.getDefiningOp<linalg::GenericOp>();
+    SmallVector<Value> loopIndices = {rowIndex, col};
+    SmallVector<Value> arguments;
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      AffineMap map = generic.getMatchingIndexingMap(input);
+      Value value = input->get();
+      if (map.getNumResults() == 1) {
+        arguments.push_back(rowValues.lookup(value));
+        continue;
+      }
+      SmallVector<Value> indices;
+      for (AffineExpr expr : map.getResults())
+        indices.push_back(
+            isa<AffineDimExpr>(expr)
+                ? loopIndices[cast<AffineDimExpr>(expr).getPosition()]
+                : idx(0));
+      arguments.push_back(elementAt(value, indices[0], indices[1]));
+    }
+    Type outputType =
+        cast<RankedTensorType>(generic.getResult(0).getType()).getElementType();
+    arguments.push_back(arith::ConstantOp::create(
+        b, outputType, cast<TypedAttr>(b.getZeroAttr(outputType))));
+    return cloneBody(generic, arguments, loopIndices);
+  }
+
+  /// The generic's body at `loopIndices` with its block arguments bound to
+  /// `arguments`; returns the yielded value.
+  Value cloneBody(linalg::GenericOp generic, ArrayRef<Value> arguments,
+                  ArrayRef<Value> loopIndices) {
+    IRMapping mapping = setup;
+    Block &generics = generic.getRegion().front();
+    for (auto [argument, value] : llvm::zip(generics.getArguments(), arguments))
+      mapping.map(argument, value);
+    for (Operation &op : generics.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+        mapping.map(index.getResult(), loopIndices[index.getDim()]);
+        continue;
+      }
+      if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+        SmallVector<Value> indices;
+        for (Value index : extract.getIndices())
+          indices.push_back(mapping.lookupOrDefault(index));
+        mapping.map(extract.getResult(),
+                    readElement(extract.getTensor(), indices));
+        continue;
+      }
+      if (auto sqrt = dyn_cast<math::SqrtOp>(op);
+          sqrt && sqrt.getType().isF32()) {
+        // llvm.sqrt.f32 is sqrt.rn.f32 in PTX and sqrtss on the host (the
+        // emulator), both correctly rounded; convert-gpu-to-nvvm would
+        // turn math.sqrt into a libdevice call instead.
+        mapping.map(sqrt.getResult(),
+                    LLVM::CallIntrinsicOp::create(
+                        b, b.getF32Type(), b.getStringAttr("llvm.sqrt.f32"),
+                        ValueRange{mapping.lookupOrDefault(sqrt.getOperand())})
+                        .getResult(0));
+        continue;
+      }
+      b.clone(op, mapping);
+    }
+    return mapping.lookupOrDefault(
+        cast<linalg::YieldOp>(generics.getTerminator()).getValues()[0]);
+  }
+
+  /// What a tensor.extract in a body reads.
+  Value readElement(Value tensor, ArrayRef<Value> indices) {
+    if (isLanePartials(tensor.getDefiningOp())) {
+      // Lane indices[1]'s partial.
+      Value source = arith::IndexCastOp::create(b, b.getI32Type(), indices[1]);
+      return gpu::ShuffleOp::create(b, rowValues.lookup(tensor), source,
+                                    i32(kWarpSize), gpu::ShuffleMode::IDX)
+          .getShuffleResult();
+    }
+    if (indices.size() == 1)
+      return rowValues.lookup(tensor);
+    return elementAt(tensor, indices[0], indices[1]);
+  }
+
+  Block &body;
+  DenseMap<Value, Value> buffers;
+  /// Region scalars -> their clones in the launch.
+  IRMapping setup;
+  /// [rows] region values, and lane partials (this lane's), per row.
+  DenseMap<Value, Value> rowValues;
+  Value row, lane;
+};
+
+/// Dynamic groups along each row with row-major scales (a global scale,
+/// computed or given, allowed): the row-group launch.
+bool hasRowGroups(const lowbit::Scheme &scheme) {
+  const lowbit::ScaleSpec &scale = scheme.scale;
+  return scale.mode == lowbit::ScaleMode::Dynamic &&
+         scale.granularity == lowbit::Granularity::Group && scale.axis == 1 &&
+         scale.layout == lowbit::ScaleLayout::RowMajor &&
+         lowbit::containerBits(scheme) <= 8;
+}
+
+/// One dynamic scale for the whole tensor: statistics, then codes.
+bool hasTensorScale(const lowbit::Scheme &scheme) {
+  const lowbit::ScaleSpec &scale = scheme.scale;
+  return scale.mode == lowbit::ScaleMode::Dynamic &&
+         scale.granularity == lowbit::Granularity::PerTensor &&
+         scale.globalScale == lowbit::GlobalScale::None &&
+         lowbit::containerBits(scheme) <= 8;
+}
+
+/// The number of Hadamard stages chained through tensor.extract (each
+/// element of the last stage reads 2^stages values).
+int64_t extractChainDepth(Value tensor) {
+  auto generic = tensor.getDefiningOp<linalg::GenericOp>();
+  if (!generic || isLanePartials(generic))
+    return 0;
+  int64_t depth = 0;
+  generic.getRegion().walk([&](tensor::ExtractOp extract) {
+    auto source = extract.getTensor().getDefiningOp<linalg::GenericOp>();
+    if (source && !isLanePartials(source))
+      depth = std::max(depth, 1 + extractChainDepth(extract.getTensor()));
+  });
+  for (Value input : generic.getDpsInputs())
+    depth = std::max(depth, extractChainDepth(input));
+  return depth;
+}
+
+struct FusedRowsToGpu : OpRewritePattern<ld::FusedOp> {
+  FusedRowsToGpu(MLIRContext *context, int64_t threadsPerBlock)
+      : OpRewritePattern(context), threadsPerBlock(threadsPerBlock) {}
+
+  LogicalResult matchAndRewrite(ld::FusedOp op,
+                                PatternRewriter &rewriter) const override {
+    Block &body = op.getBody().front();
+    ld::QuantizeOp quantize;
+    body.walk([&](ld::QuantizeOp found) { quantize = found; });
+    if (!quantize)
+      return rewriter.notifyMatchFailure(op, "no quantize");
+    lowbit::Scheme scheme = ld::toScheme(quantize.getScheme());
+    bool rowGroups = hasRowGroups(scheme);
+    if (!rowGroups && !hasTensorScale(scheme))
+      return op.emitError(
+          "fused kernels on the GPU take dynamic schemes with one scale per "
+          "tensor or groups along the row; scheme '" +
+          scheme.name + "' is neither");
+    int64_t maxDepth = 0;
+    for (int64_t block = 2; block <= kMaxGpuHadamardBlock; block *= 2)
+      ++maxDepth;
+    if (extractChainDepth(quantize.getInput()) > maxDepth)
+      return op.emitError("fused kernels on the GPU take Hadamard blocks of "
+                          "at most " +
+                          std::to_string(kMaxGpuHadamardBlock) + " columns");
+    SmallVector<Value> argumentBuffers;
+    for (Value operand : op.getOperands()) {
+      argumentBuffers.push_back(operandBuffer(operand));
+      if (!argumentBuffers.back())
+        return rewriter.notifyMatchFailure(op, "operand not from a memref");
+    }
+    auto yield = cast<ld::YieldOp>(body.getTerminator());
+    // The fused op's result that carries `inner` (a yielded value).
+    auto destinationOf =
+        [&](Value inner) -> bufferization::MaterializeInDestinationOp {
+      if (!inner)
+        return {};
+      for (OpOperand &yielded : yield->getOpOperands())
+        if (yielded.get() == inner)
+          return resultDestination(op->getResult(yielded.getOperandNumber()),
+                                   op);
+      return {};
+    };
+    auto codes = destinationOf(quantize.getCodes());
+    auto scales = destinationOf(quantize.getScales());
+    auto zeros = destinationOf(quantize.getZeros());
+    if (!codes || !scales || (quantize.getZeros() && !zeros))
+      return rewriter.notifyMatchFailure(op, "results not materialized");
+    Value residual;
+    bufferization::MaterializeInDestinationOp residualDestination;
+    if (op.getSideOutputs() == 1) {
+      residual = yield->getOperands().back();
+      residualDestination = resultDestination(op->getResults().back(), op);
+      if (!residualDestination)
+        return rewriter.notifyMatchFailure(op, "residual not materialized");
+    }
+
+    // A two-level scheme's global: computed by a statistics launch, or given.
+    bufferization::MaterializeInDestinationOp computedGlobal;
+    Value global;
+    if (quantize.getGlobal()) {
+      computedGlobal = destinationOf(quantize.getGlobal());
+      if (!computedGlobal)
+        return rewriter.notifyMatchFailure(op, "global not materialized");
+      global = computedGlobal.getDest();
+    } else if (Value given = quantize.getStaticGlobal()) {
+      global = argumentBuffers[cast<BlockArgument>(given).getArgNumber()];
+    }
+    bool withMinMax = scheme.scale.rule == lowbit::ScaleRule::MinMax;
+    Value workspace;
+    if (computedGlobal || !rowGroups) {
+      workspace = workspaceArgument(rewriter, op, (withMinMax ? 3 : 1) + 1);
+      if (!workspace)
+        return rewriter.notifyMatchFailure(op, "no room for the workspace");
+    }
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    b.setInsertionPoint(op);
+    FusedRowEmitter emitter(b, scheme, threadsPerBlock, body, argumentBuffers);
+    Value final = quantize.getInput();
+    Value zerosBuffer = zeros ? zeros.getDest() : Value();
+    Value residualBuffer =
+        residualDestination ? residualDestination.getDest() : Value();
+    Value zeroIndex = arith::ConstantIndexOp::create(b, 0);
+    if (rowGroups) {
+      if (computedGlobal)
+        // Launch 1 of 2: the prologue's tensor amax and the stored global.
+        emitter.emitStatsLaunch(final, workspace, /*withMinMax=*/false,
+                                [&](const lowbit::Stats &stats) {
+                                  memref::StoreOp::create(
+                                      b, emitter.computeGlobal(stats.absMax),
+                                      global, ValueRange{zeroIndex, zeroIndex});
+                                });
+      emitter.emitRowGroups(final, codes.getDest(), scales.getDest(),
+                            zerosBuffer, global, residual, residualBuffer);
+    } else {
+      // Launch 1: the scale (and zero point) from the tensor's statistics;
+      // launch 2: the codes.
+      Value scaleBuffer = scales.getDest();
+      emitter.emitStatsLaunch(
+          final, workspace, withMinMax, [&](const lowbit::Stats &stats) {
+            Value stored = emitter.pickScale(stats, Value());
+            memref::StoreOp::create(b, stored, scaleBuffer,
+                                    ValueRange{zeroIndex, zeroIndex});
+            if (zerosBuffer)
+              memref::StoreOp::create(
+                  b, emitter.pickZero(stats.min, emitter.decodeScale(stored)),
+                  zerosBuffer, ValueRange{zeroIndex, zeroIndex});
+          });
+      emitter.emitPerTensorCodes(final, codes.getDest(), scaleBuffer,
+                                 zerosBuffer, residual, residualBuffer);
+    }
+    for (auto materialize :
+         {codes, scales, zeros, computedGlobal, residualDestination})
+      if (materialize)
+        rewriter.eraseOp(materialize);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  int64_t threadsPerBlock;
+};
+
+} // namespace
+} // namespace lowbit::gpu_mapping
+
+void lowbit::populateGpuFusedRowsPatterns(RewritePatternSet &patterns,
+                                          int64_t threadsPerBlock) {
+  patterns.add<gpu_mapping::FusedRowsToGpu>(patterns.getContext(),
+                                            threadsPerBlock);
+}

@@ -1,0 +1,95 @@
+//===- EmulatorFusionTest.cpp - Fused GPU kernels, run on the CPU ---------===//
+//
+// Every prologue x named scheme x f32/f16/bf16 at ragged shapes: the fused
+// kernels as lowbit-to-gpu and the GPU tail make them (sm_100a, native
+// FP4/FP6/E8M0 cvts) run in the emulator, and their codes, scales, zero
+// points, global scale and updated residual equal format/Prologue.h +
+// format/Quantize.h bit for bit (tests/fusion/FusionCheck.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/emulator/EmulatorTestSupport.h"
+#include "tests/fusion/FusionCheck.h"
+
+#include "format/Scheme.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include <catch2/catch.hpp>
+
+#include <iostream>
+
+using namespace lowbit;
+
+namespace {
+
+/// The prologues under test and whether the kernel takes dynamic shapes
+/// (Hadamard needs static columns).
+const std::pair<const char *, bool> kPrologues[] = {
+    {"rmsnorm(eps=1e-6)", true},
+    {"add_rmsnorm(eps=1e-5)", true},
+    {"silu_mul", true},
+    {"smooth", true},
+    {"hadamard(16)", false},
+    {"map(silu(x) * 0.5 + abs(x) / 3 - max(x, -1))", true},
+};
+
+/// Ragged for every group size (16, 32, 64, 128) and for the warp's 32
+/// strided partial sums; 272 = 8.5 warps of columns.
+const std::pair<int64_t, int64_t> kShapes[] = {
+    {1, 16}, {3, 48}, {5, 80}, {9, 272}};
+
+/// Runs `text` at every shape of kShapes (a static spec at its own shape
+/// only); returns the runs that were bit-exact.
+int checkSpec(const std::string &text, emulator::Device &device, int &refused) {
+  std::optional<KernelSpec> spec = parseKernelSpec(text);
+  INFO(text);
+  REQUIRE(spec);
+  auto program = emulator::EmulatedProgram::compile(
+      *spec, testing::targetNamed("sm_100a"));
+  if (!program)
+    FAIL("compile: " << program.error().message);
+  testing::KernelRunner run = testing::emulatorRunner(**program, device);
+  int exact = 0;
+  for (auto [rows, cols] : kShapes) {
+    if (spec->cols != kDynamic && spec->cols != cols)
+      continue;
+    std::string error;
+    if (!validateSchemeForShape(spec->scheme, rows, cols, &error)) {
+      ++refused;
+      continue;
+    }
+    std::string mismatch = testing::checkFused(
+        *spec, rows, cols, uint32_t(rows * 1000 + cols), run);
+    INFO(rows << "x" << cols);
+    CHECK(mismatch == "");
+    exact += mismatch.empty();
+  }
+  return exact;
+}
+
+} // namespace
+
+TEST_CASE("fused kernels: every prologue x named scheme x dtype is bit-exact "
+          "in the emulator",
+          "[emulator][fusion]") {
+  emulator::Device device;
+  int exact = 0, refused = 0;
+  for (auto [prologue, dynamic] : kPrologues)
+    for (const Scheme &scheme : namedSchemes())
+      for (const char *dtype : {"f32", "f16", "bf16"}) {
+        std::string text = std::string(prologue) + " | quantize " +
+                           scheme.name + " from=" + dtype;
+        if (dynamic) {
+          exact += checkSpec(text + " dynamic", device, refused);
+          continue;
+        }
+        for (auto [rows, cols] : kShapes)
+          exact += checkSpec(text + " rows=" + std::to_string(rows) +
+                                 " cols=" + std::to_string(cols),
+                             device, refused);
+      }
+  std::cout << "emulator: " << exact << " fused kernel runs bit-exact ("
+            << refused << " shapes refused by their scheme), "
+            << device.stats().launches << " launches\n";
+  CHECK(exact >= 6 * 10 * 3 * 4);
+}
