@@ -173,3 +173,45 @@ TEST_CASE("launch: no workspace, no extra parameter", "[launch][workspace]") {
   CHECK_FALSE(kernel->launch(nullptr, buffers, 4, 64).ok());
   CHECK(stub.count() == 0);
 }
+
+TEST_CASE("launch: a fused kernel's buffers are sized by side",
+          "[launch][fused]") {
+  Stub stub;
+  auto jit = memoryJit();
+  // silu_mul reads [rows, 2 * cols]; add_rmsnorm reads a [rows, cols]
+  // residual and a [1, cols] weight and writes the residual back.
+  for (const char *text : {"silu_mul | quantize mxfp4 from=bf16",
+                           "add_rmsnorm | quantize nvfp4 from=bf16"}) {
+    auto kernel = jit->get(text, sm90a());
+    INFO(text << ": " << (kernel.ok() ? "" : kernel.error().message));
+    REQUIRE(kernel.ok());
+    const int64_t rows = 8, cols = 64;
+    auto signature = kernel->signature(rows, cols);
+    REQUIRE(signature.ok());
+    std::vector<uint64_t> buffers = fakeBuffers(*kernel);
+    stub.reset();
+    Status launched = kernel->launch(nullptr, buffers, rows, cols);
+    INFO((launched.ok() ? "" : launched.error().message));
+    REQUIRE(launched.ok());
+    REQUIRE(stub.count() >= 1);
+    // Every caller buffer the launch passes has the shape signature() gives.
+    std::set<size_t> seen;
+    for (long i = 0; i < stub.count(); ++i) {
+      const LaunchRecord &record = *stub.at(i);
+      for (long first = 0; first + 7 <= record.params; first += 7) {
+        const uint64_t *d = &record.values[first];
+        auto at = std::find(buffers.begin(), buffers.end(), d[0]);
+        if (at == buffers.end())
+          continue;
+        size_t index = size_t(at - buffers.begin());
+        INFO("buffer " << index);
+        CHECK(int64_t(d[3]) == (*signature)[index].shape[0]);
+        CHECK(int64_t(d[4]) == (*signature)[index].shape[1]);
+        seen.insert(index);
+      }
+    }
+    CHECK(seen.size() == buffers.size());
+    CHECK((*signature)[0].shape[1] ==
+          (std::string(text).starts_with("silu_mul") ? 2 * cols : cols));
+  }
+}
