@@ -27,6 +27,21 @@ def LowbitToLoops : Pass<"lowbit-to-loops", "mlir::ModuleOp"> {
   ];
 }
 
+def LowbitKvToLoops : Pass<"lowbit-kv-to-loops", "mlir::ModuleOp"> {
+  let summary = "Lower lowbit.kv_append and lowbit.kv_dequantize to loops";
+  let description = [{
+    Rewrites each KV-cache op into one scf.parallel over (sequence, head,
+    token) that finds the token's cache row (contiguous, or paged through
+    the block table; rows outside the cache are skipped) and runs its
+    groups with scf.for loops, in kv/KvQuantize.cpp's arithmetic and order
+    (docs/kv-kernels.md). FP8 conversions are scalar lowbit.encode/decode.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+    "mlir::memref::MemRefDialect", "mlir::math::MathDialect"
+  ];
+}
+
 def LowbitFusionToLoops : Pass<"lowbit-fusion-to-loops", "mlir::ModuleOp"> {
   let summary = "Lower lowbit.fused kernels' prologues to loops";
   let description = [{
