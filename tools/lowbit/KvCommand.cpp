@@ -24,12 +24,13 @@ namespace lowbit::cli {
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: lowbit kv init --cache DIR --scheme kv_int8_g64|kv_int8|"
-    "kv_fp8_e4m3|kv_fp8_e5m2\n"
-    "           --batch B --kv-heads H --head-dim D\n"
+    "usage: lowbit kv init --cache DIR --scheme kv_int8_g<G>|kv_int8|"
+    "kv_fp8_e4m3|kv_fp8_e5m2|\n"
+    "           kv_kivi_int4|kv_kivi_int2 --batch B --kv-heads H --head-dim D\n"
     "           (--capacity T | --pages P --block-table TABLE.npy)\n"
     "           [--group G] [--convention multiplier|divisor]\n"
     "           [--k-scales K.npy --v-scales V.npy]\n"
+    "           [--residual R] [--keys per_channel|per_token]\n"
     "       lowbit kv append --cache DIR --k K.npy --v V.npy [--from "
     "f32|f16|bf16]\n"
     "       lowbit kv dequantize --cache DIR --out-k K.npy --out-v V.npy\n"
@@ -40,7 +41,11 @@ constexpr std::string_view kUsage =
     "sequence, or paged in pages of 16 tokens with a [batch, max_blocks]\n"
     "int32 block table. kv_int8 groups G channels (default 64) with one f32\n"
     "scale; kv_fp8_* take static scales from 1-D float32 files, one entry\n"
-    "(per tensor) or one per kv head. append quantizes [batch, kv_heads,\n"
+    "(per tensor) or one per kv head. kv_kivi_* quantize keys per channel\n"
+    "(or per token) in groups of G tokens (default 32) and values per\n"
+    "token in groups of G channels, asymmetric, and keep the newest R\n"
+    "tokens (default 128, at most 128) in full precision. append quantizes\n"
+    "[batch, kv_heads,\n"
     "tokens, head_dim] K and V and writes them after each sequence's\n"
     "length. dequantize writes [batch, kv_heads, longest, head_dim] float32\n"
     "(zeros past a shorter sequence). attend runs decode attention of\n"
@@ -48,7 +53,7 @@ constexpr std::string_view kUsage =
     "scale defaults to 1/sqrt(head_dim), splits of N = 256 tokens) and\n"
     "writes float32 [batch, q_heads, head_dim].\n";
 
-constexpr std::array<OptionSpec, 21> kOptions = {{
+constexpr std::array<OptionSpec, 23> kOptions = {{
     {"cache", true},      {"scheme", true},      {"batch", true},
     {"kv-heads", true},   {"head-dim", true},    {"capacity", true},
     {"pages", true},      {"block-table", true}, {"group", true},
@@ -56,6 +61,7 @@ constexpr std::array<OptionSpec, 21> kOptions = {{
     {"k", true},          {"v", true},           {"from", true},
     {"out-k", true},      {"out-v", true},       {"q", true},
     {"out", true},        {"scale", true},       {"split", true},
+    {"residual", true},   {"keys", true},
 }};
 
 /// Which options each subcommand takes (the rest are refused by name).
@@ -68,7 +74,7 @@ const Verb kVerbs[] = {
     {"init",
      {"cache", "scheme", "batch", "kv-heads", "head-dim"},
      {"capacity", "pages", "block-table", "group", "convention", "k-scales",
-      "v-scales"}},
+      "v-scales", "residual", "keys"}},
     {"append", {"cache", "k", "v"}, {"from"}},
     {"dequantize", {"cache", "out-k", "out-v"}, {}},
     {"attend", {"cache", "q", "out"}, {"scale", "split"}},
@@ -117,14 +123,21 @@ std::optional<std::vector<float>> readScales(const std::string &path,
 CommandResult runInit(const ParsedCommandLine &parsed) {
   std::string error;
   kv::KvCacheConfig config;
-  int64_t groupSize = 64;
+  int64_t groupSize = 0;
   std::optional<kv::KvScheme> scheme =
       kv::parseKvScheme(*parsed.value("scheme"), &groupSize);
   if (!scheme)
-    return fail(fmt::format("unknown KV scheme '{}': expected kv_int8_g64, "
-                            "kv_int8, kv_fp8_e4m3 or kv_fp8_e5m2",
+    return fail(fmt::format("unknown KV scheme '{}': expected kv_int8_g<G> "
+                            "(kv_int8_g64), kv_int8, kv_fp8_e4m3, kv_fp8_e5m2, "
+                            "kv_kivi_int4 or kv_kivi_int2",
+                            *parsed.value("scheme")));
+  if (groupSize && parsed.value("group"))
+    return fail(fmt::format("--scheme {} names its group size; drop --group",
                             *parsed.value("scheme")));
   config.scheme = *scheme;
+  bool kivi = kv::isKivi(*scheme);
+  if (!groupSize)
+    groupSize = kivi ? config.kivi.groupSize : config.int8.groupSize;
   auto number = [&](std::string_view name, int64_t fallback, int64_t &into) {
     std::optional<int64_t> value =
         integerOption(parsed, name, fallback, 1, kLimit, &error);
@@ -137,7 +150,29 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
       !number("head-dim", 1, config.headDim) ||
       !number("group", groupSize, config.int8.groupSize))
     return fail(error);
-  if (*scheme == kv::KvScheme::Int8Groups) {
+  if (!kivi && (parsed.value("residual") || parsed.value("keys")))
+    return fail("--residual and --keys are for kv_kivi_*");
+  if (kivi) {
+    if (parsed.value("convention") || parsed.value("k-scales") ||
+        parsed.value("v-scales"))
+      return fail("kv_kivi_* computes asymmetric scales and zero points; "
+                  "--convention, --k-scales and --v-scales are for other "
+                  "schemes");
+    config.kivi.groupSize = config.int8.groupSize;
+    std::optional<int64_t> residual =
+        integerOption(parsed, "residual", config.kivi.residual, 0, 128, &error);
+    if (!residual)
+      return fail(error);
+    config.kivi.residual = *residual;
+    if (const std::string *keys = parsed.value("keys")) {
+      if (*keys != "per_channel" && *keys != "per_token")
+        return fail(fmt::format("unknown --keys '{}': expected per_channel or "
+                                "per_token",
+                                *keys));
+      config.kivi.keys = *keys == "per_channel" ? kv::KeyGranularity::PerChannel
+                                                : kv::KeyGranularity::PerToken;
+    }
+  } else if (*scheme == kv::KvScheme::Int8Groups) {
     if (parsed.value("k-scales") || parsed.value("v-scales"))
       return fail("kv_int8 computes its scales; --k-scales and --v-scales "
                   "are for kv_fp8_*");
@@ -152,7 +187,8 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
     }
   } else {
     if (parsed.value("group") || parsed.value("convention"))
-      return fail("--group and --convention are for kv_int8");
+      return fail("--group is for kv_int8 and kv_kivi_*, --convention for "
+                  "kv_int8");
     if (!parsed.value("k-scales") || !parsed.value("v-scales"))
       return fail("an FP8 cache needs --k-scales and --v-scales");
     auto keys = readScales(*parsed.value("k-scales"), &error);
