@@ -163,7 +163,47 @@ def check_attention(inputs, query="q.npy", output="o.npy"):
     print("attention ok: max error relative to max", f"{err:.1e}" if err else "0")
 
 
+def check_eval():
+    """`lowbit eval --kv` on stdin: every column for every scheme, bits per
+    element recomputed from the group sizes, and the claims of issue #8:
+    keys per channel beat keys per token (K MSE and attention) at 2 and 4
+    bits, and FP8 e4m3 stays below 2% relative attention error."""
+    lines = sys.stdin.read().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("scheme"))
+    assert lines[header].split() == ["scheme", "bits/elem", "K", "MSE", "V",
+                                     "MSE", "attn", "rel", "err"], lines[header]
+    rows = {}
+    for line in lines[header + 1:]:
+        name, numbers = line[:40].strip(), line[40:].split()
+        assert len(numbers) == 4 and numbers[3].endswith("%"), line
+        bits, k_mse, v_mse = map(float, numbers[:3])
+        error = float(numbers[3][:-1]) / 100
+        assert all(np.isfinite(v) and v > 0 for v in (k_mse, v_mse, error)), line
+        rows[name] = (bits, k_mse, v_mse, error)
+    # Codes plus the f32 scale (and the 8-bit zero point for KIVI) per group.
+    want_bits = {"kv_int8_g64 (multiplier)": 8 + 32 / 64,
+                 "kv_int8_g64 (divisor)": 8 + 32 / 64,
+                 "kv_fp8_e4m3 (per head)": 8, "kv_fp8_e5m2 (per head)": 8}
+    for bits in (4, 2):
+        for keys in ("channel", "token"):
+            want_bits[f"kv_kivi_int{bits} (keys per {keys}, R=0)"] = bits + 40 / 32
+    for name, bits in want_bits.items():
+        assert name in rows, (name, sorted(rows))
+        assert abs(rows[name][0] - bits) < 0.005, (name, rows[name][0], bits)
+    for bits in (4, 2):
+        channel = rows[f"kv_kivi_int{bits} (keys per channel, R=0)"]
+        token = rows[f"kv_kivi_int{bits} (keys per token, R=0)"]
+        assert channel[1] < token[1], ("K MSE", bits, channel, token)
+        assert channel[3] < token[3], ("attention", bits, channel, token)
+    e4m3 = rows["kv_fp8_e4m3 (per head)"][3]
+    assert e4m3 < 0.02, e4m3
+    two = (rows["kv_kivi_int2 (keys per channel, R=0)"][3],
+           rows["kv_kivi_int2 (keys per token, R=0)"][3])
+    print(f"eval ok: {len(rows)} schemes; int2 attention per channel "
+          f"{two[0]:.1%} < per token {two[1]:.1%}; fp8 e4m3 {e4m3:.2%} < 2%")
+
+
 if __name__ == "__main__":
     {"make": make, "contract": check_contract, "attention": check_attention,
-     "kivi": check_kivi}[
+     "kivi": check_kivi, "eval": check_eval}[
         sys.argv[1]](*sys.argv[2:])
