@@ -35,7 +35,10 @@ constexpr std::string_view kUsage =
     "f32|f16|bf16]\n"
     "       lowbit kv dequantize --cache DIR --out-k K.npy --out-v V.npy\n"
     "       lowbit kv attend --cache DIR --q Q.npy --out O.npy [--scale S]"
-    " [--split N]\n\n"
+    " [--split N]\n"
+    "       lowbit kv quantize --scheme kv_int8_g<G>|kv_int8 [--group G]\n"
+    "           [--convention multiplier|divisor] --input X.npy\n"
+    "           --out-codes C.npy --out-scales S.npy [--out-values V.npy]\n\n"
     "A quantized KV cache in a directory (meta.json and .npy files).\n"
     "init makes an empty one: contiguous with a capacity of T tokens per\n"
     "sequence, or paged in pages of 16 tokens with a [batch, max_blocks]\n"
@@ -51,9 +54,12 @@ constexpr std::string_view kUsage =
     "(zeros past a shorter sequence). attend runs decode attention of\n"
     "[batch, q_heads, head_dim] queries (q_heads a multiple of kv_heads;\n"
     "scale defaults to 1/sqrt(head_dim), splits of N = 256 tokens) and\n"
-    "writes float32 [batch, q_heads, head_dim].\n";
+    "writes float32 [batch, q_heads, head_dim]. quantize applies kv_int8 to\n"
+    "one N-D tensor (rank >= 2, groups along the last axis): int8 codes of\n"
+    "its shape, float32 scales of shape[:-1] + [ceil(D / G)], and with\n"
+    "--out-values the dequantized float32 values.\n";
 
-constexpr std::array<OptionSpec, 23> kOptions = {{
+constexpr std::array<OptionSpec, 27> kOptions = {{
     {"cache", true},      {"scheme", true},      {"batch", true},
     {"kv-heads", true},   {"head-dim", true},    {"capacity", true},
     {"pages", true},      {"block-table", true}, {"group", true},
@@ -61,7 +67,8 @@ constexpr std::array<OptionSpec, 23> kOptions = {{
     {"k", true},          {"v", true},           {"from", true},
     {"out-k", true},      {"out-v", true},       {"q", true},
     {"out", true},        {"scale", true},       {"split", true},
-    {"residual", true},   {"keys", true},
+    {"residual", true},   {"keys", true},        {"input", true},
+    {"out-codes", true},  {"out-scales", true},  {"out-values", true},
 }};
 
 /// Which options each subcommand takes (the rest are refused by name).
@@ -78,9 +85,15 @@ const Verb kVerbs[] = {
     {"append", {"cache", "k", "v"}, {"from"}},
     {"dequantize", {"cache", "out-k", "out-v"}, {}},
     {"attend", {"cache", "q", "out"}, {"scale", "split"}},
+    {"quantize",
+     {"scheme", "input", "out-codes", "out-scales"},
+     {"group", "convention", "out-values"}},
 };
 
 constexpr int64_t kLimit = int64_t(1) << 30;
+
+/// readValues' rank for any tensor of rank >= 2.
+constexpr size_t kAnyRank = 0;
 
 /// A float tensor of rank `rank` from `path`: float32, float16, or bf16
 /// bit patterns as uint16 (with --from bf16).
@@ -90,7 +103,13 @@ readValues(const std::string &path, size_t rank, std::string_view from,
   std::optional<npy::Array> array = npy::readNpy(path, error, npy::kMaxNpyRank);
   if (!array)
     return std::nullopt;
-  if (array->shape.size() != rank) {
+  if (rank == kAnyRank && array->shape.size() < 2) {
+    *error = fmt::format("{}: expected an array of 2 or more axes, got "
+                         "shape {}",
+                         path, array->shapeText());
+    return std::nullopt;
+  }
+  if (rank != kAnyRank && array->shape.size() != rank) {
     *error = fmt::format("{}: expected a {}-D array, got shape {}", path, rank,
                          array->shapeText());
     return std::nullopt;
@@ -333,13 +352,67 @@ CommandResult runAttend(const ParsedCommandLine &parsed,
   return std::nullopt;
 }
 
+/// kv_int8 on one N-D tensor (the contract of docs/kv-cache.md).
+CommandResult runQuantizeTensor(const ParsedCommandLine &parsed) {
+  std::string error;
+  int64_t groupSize = 0;
+  std::optional<kv::KvScheme> scheme =
+      kv::parseKvScheme(*parsed.value("scheme"), &groupSize);
+  if (scheme != kv::KvScheme::Int8Groups)
+    return fail(fmt::format("'kv quantize' takes kv_int8_g<G> or kv_int8, "
+                            "got '{}' (FP8 and KIVI quantize through a "
+                            "cache: kv init and kv append)",
+                            *parsed.value("scheme")));
+  if (groupSize && parsed.value("group"))
+    return fail(fmt::format("--scheme {} names its group size; drop --group",
+                            *parsed.value("scheme")));
+  kv::Int8GroupOptions options;
+  std::optional<int64_t> group =
+      integerOption(parsed, "group", groupSize ? groupSize : options.groupSize,
+                    1, kLimit, &error);
+  if (!group)
+    return fail(error);
+  options.groupSize = *group;
+  if (const std::string *convention = parsed.value("convention")) {
+    std::optional<kv::ScaleConvention> parsedConvention =
+        kv::parseScaleConvention(*convention);
+    if (!parsedConvention)
+      return fail(fmt::format("unknown --convention '{}': expected "
+                              "multiplier or divisor",
+                              *convention));
+    options.convention = *parsedConvention;
+  }
+  auto values = readValues(*parsed.value("input"), kAnyRank, "", &error);
+  if (!values)
+    return fail(error);
+  std::optional<kv::Int8GroupTensor> tensor =
+      kv::quantizeInt8Groups(values->first, values->second, options, &error);
+  if (!tensor)
+    return fail(fmt::format("{}: {}", *parsed.value("input"), error));
+  std::optional<npy::Array> outputs[3] = {
+      npy::Array::fromValues<int8_t>(npy::DType::I8, tensor->shape,
+                                     tensor->codes),
+      npy::Array::fromValues<float>(npy::DType::F32, tensor->scaleShape(),
+                                    tensor->scales),
+      std::nullopt};
+  if (parsed.value("out-values"))
+    outputs[2] = npy::Array::fromValues<float>(
+        npy::DType::F32, tensor->shape, kv::dequantizeInt8Groups(*tensor));
+  const char *names[3] = {"out-codes", "out-scales", "out-values"};
+  for (int i = 0; i < 3; ++i)
+    if (outputs[i] &&
+        !npy::writeNpy(*parsed.value(names[i]), *outputs[i], &error))
+      return fail(error);
+  return std::nullopt;
+}
+
 } // namespace
 
 CommandResult runKv(Arguments args) {
   if (args.empty() || args.front() == "--help" || args.front() == "-h") {
     fmt::print("{}", kUsage);
     return args.empty() ? fail("'kv' needs a subcommand: init, append, "
-                               "dequantize or attend")
+                               "dequantize, attend or quantize")
                         : std::nullopt;
   }
   const Verb *verb = nullptr;
@@ -348,7 +421,7 @@ CommandResult runKv(Arguments args) {
       verb = &candidate;
   if (!verb)
     return fail(fmt::format("unknown 'kv' subcommand '{}': expected init, "
-                            "append, dequantize or attend",
+                            "append, dequantize, attend or quantize",
                             args.front()));
   CommandResult done;
   auto parsed =
@@ -369,6 +442,8 @@ CommandResult runKv(Arguments args) {
     return runInit(*parsed);
   if (verb->name == "append")
     return runAppend(*parsed);
+  if (verb->name == "quantize")
+    return runQuantizeTensor(*parsed);
   std::string error;
   std::optional<kv::KvCache> cache =
       kv::readKvCacheDirectory(*parsed->value("cache"), &error);
