@@ -24,9 +24,10 @@ bool failWith(std::string *error, std::string message) {
 }
 
 constexpr std::string_view kCacheFormat = "lowbit-kv-cache-1";
-constexpr std::string_view kFileNames[] = {"meta.json",    "k_codes.npy",
-                                           "v_codes.npy",  "k_scales.npy",
-                                           "v_scales.npy", "block_table.npy"};
+constexpr std::string_view kFileNames[] = {
+    "meta.json",      "k_codes.npy",     "v_codes.npy", "k_scales.npy",
+    "v_scales.npy",   "block_table.npy", "k_zeros.npy", "v_zeros.npy",
+    "k_residual.npy", "v_residual.npy"};
 
 bool isCacheFile(std::string_view name) {
   return std::ranges::find(kFileNames, name) != std::end(kFileNames);
@@ -46,6 +47,10 @@ std::string_view kvSchemeName(KvScheme scheme) {
     return "kv_fp8_e4m3";
   case KvScheme::Fp8E5M2:
     return "kv_fp8_e5m2";
+  case KvScheme::Kivi4:
+    return "kv_kivi_int4";
+  case KvScheme::Kivi2:
+    return "kv_kivi_int2";
   }
   return "kv_int8";
 }
@@ -56,14 +61,26 @@ std::optional<KvScheme> parseKvScheme(std::string_view name,
     return KvScheme::Fp8E4M3;
   if (name == "kv_fp8_e5m2")
     return KvScheme::Fp8E5M2;
+  if (name == "kv_kivi_int4")
+    return KvScheme::Kivi4;
+  if (name == "kv_kivi_int2")
+    return KvScheme::Kivi2;
   if (name == "kv_int8")
     return KvScheme::Int8Groups;
-  if (name == "kv_int8_g64") {
-    if (groupSize)
-      *groupSize = 64;
-    return KvScheme::Int8Groups;
+  // kv_int8_g<G>: the group size in the name, as in kv_int8_g64.
+  std::string_view prefix = "kv_int8_g";
+  if (!name.starts_with(prefix) || name.size() == prefix.size() ||
+      name.size() > prefix.size() + 9 || name[prefix.size()] == '0')
+    return std::nullopt;
+  int64_t size = 0;
+  for (char digit : name.substr(prefix.size())) {
+    if (digit < '0' || digit > '9')
+      return std::nullopt;
+    size = size * 10 + (digit - '0');
   }
-  return std::nullopt;
+  if (groupSize)
+    *groupSize = size;
+  return KvScheme::Int8Groups;
 }
 
 std::optional<KvCache> KvCache::create(KvCacheConfig config,
@@ -74,7 +91,11 @@ std::optional<KvCache> KvCache::create(KvCacheConfig config,
       failWith(error, "batch, kv heads and head_dim must be in [1, 2^30]");
       return std::nullopt;
     }
-  if (config.scheme == KvScheme::Int8Groups) {
+  if (isKivi(config.scheme)) {
+    config.kivi.bits = config.scheme == KvScheme::Kivi4 ? 4 : 2;
+    if (!validateKiviOptions(config.kivi, error))
+      return std::nullopt;
+  } else if (config.scheme == KvScheme::Int8Groups) {
     if (config.int8.groupSize < 1 || config.int8.groupSize > limit) {
       failWith(error, "group size " + std::to_string(config.int8.groupSize) +
                           " is not in [1, 2^30]");
@@ -120,10 +141,15 @@ std::optional<KvCache> KvCache::create(KvCacheConfig config,
   cache.keyRowScales.assign(rows * cache.scaleWidth(), 0.0f);
   cache.valueRowScales.assign(rows * cache.scaleWidth(), 0.0f);
   cache.sequenceLengths = none;
+  if (isKivi(settings.scheme))
+    cache.allocateKivi(rows);
   return cache;
 }
 
 int64_t KvCache::scaleWidth() const {
+  if (isKivi(settings.scheme))
+    return (settings.headDim + settings.kivi.groupSize - 1) /
+           settings.kivi.groupSize;
   if (settings.scheme != KvScheme::Int8Groups)
     return 0;
   return (settings.headDim + settings.int8.groupSize - 1) /
@@ -182,6 +208,8 @@ bool KvCache::append(std::span<const float> keys, std::span<const float> values,
                                    " tokens; the cache holds " +
                                    std::to_string(settings.capacity));
   }
+  if (isKivi(settings.scheme))
+    return appendKivi(keys, values, tokens, std::move(after), error);
   std::vector<int64_t> shape = {settings.batch, settings.kvHeads, tokens, dim};
   // Quantize every new row first, so a refusal leaves the cache unchanged.
   std::vector<uint8_t> newCodes[2];
@@ -274,10 +302,14 @@ KvCache::dequantize(const std::vector<uint8_t> &codes,
 }
 
 std::vector<float> KvCache::dequantizeKeys() const {
+  if (isKivi(settings.scheme))
+    return *dequantizeKivi(true, nullptr); // checked when read
   return dequantize(keyCodes, keyRowScales, settings.keyScales);
 }
 
 std::vector<float> KvCache::dequantizeValues() const {
+  if (isKivi(settings.scheme))
+    return *dequantizeKivi(false, nullptr); // checked when read
   return dequantize(valueCodes, valueRowScales, settings.valueScales);
 }
 
@@ -306,15 +338,22 @@ std::optional<std::vector<float>> KvCache::attend(std::span<const float> query,
 
 namespace {
 
-npy::Array codesArray(const KvCache &cache, const std::vector<uint8_t> &codes) {
-  bool int8 = cache.config().scheme == KvScheme::Int8Groups;
-  return npy::Array::fromValues<uint8_t>(
-      int8 ? npy::DType::I8 : npy::DType::U8,
-      cache.storageShape(cache.config().headDim), codes);
+npy::DType codesType(const KvCache &cache) {
+  return cache.config().scheme == KvScheme::Int8Groups ? npy::DType::I8
+                                                       : npy::DType::U8;
 }
 
-npy::Array scalesArray(const KvCache &cache, const std::vector<float> &rows,
+npy::Array codesArray(const KvCache &cache, const std::vector<uint8_t> &codes) {
+  return npy::Array::fromValues<uint8_t>(
+      codesType(cache), cache.storageShape(cache.codeWidth()), codes);
+}
+
+npy::Array scalesArray(const KvCache &cache, bool keys,
+                       const std::vector<float> &rows,
                        const std::vector<float> &staticScales) {
+  if (isKivi(cache.config().scheme))
+    return npy::Array::fromValues<float>(npy::DType::F32,
+                                         cache.kiviScaleShape(keys), rows);
   if (cache.config().scheme == KvScheme::Int8Groups)
     return npy::Array::fromValues<float>(
         npy::DType::F32, cache.storageShape(cache.scaleWidth()), rows);
@@ -352,6 +391,14 @@ bool writeKvCacheDirectory(const std::string &path, const KvCache &cache,
                                scaleConventionName(config.int8.convention))));
     meta.set("epsilon", JsonValue::number(double(config.int8.epsilon)));
   }
+  if (isKivi(config.scheme)) {
+    meta.set("group", JsonValue::number(config.kivi.groupSize));
+    meta.set("residual", JsonValue::number(config.kivi.residual));
+    meta.set("keys",
+             JsonValue::string(config.kivi.keys == KeyGranularity::PerChannel
+                                   ? "per_channel"
+                                   : "per_token"));
+  }
   meta.set("batch", JsonValue::number(config.batch));
   meta.set("kv_heads", JsonValue::number(config.kvHeads));
   meta.set("head_dim", JsonValue::number(config.headDim));
@@ -373,9 +420,27 @@ bool writeKvCacheDirectory(const std::string &path, const KvCache &cache,
       {"k_codes.npy", codesArray(cache, cache.keyCodes)},
       {"v_codes.npy", codesArray(cache, cache.valueCodes)},
       {"k_scales.npy",
-       scalesArray(cache, cache.keyRowScales, config.keyScales)},
+       scalesArray(cache, true, cache.keyRowScales, config.keyScales)},
       {"v_scales.npy",
-       scalesArray(cache, cache.valueRowScales, config.valueScales)}};
+       scalesArray(cache, false, cache.valueRowScales, config.valueScales)}};
+  if (isKivi(config.scheme)) {
+    arrays.push_back(
+        {"k_zeros.npy",
+         npy::Array::fromValues<uint8_t>(
+             npy::DType::U8, cache.kiviScaleShape(true), cache.keyZeros)});
+    arrays.push_back(
+        {"v_zeros.npy",
+         npy::Array::fromValues<uint8_t>(
+             npy::DType::U8, cache.kiviScaleShape(false), cache.valueZeros)});
+    arrays.push_back(
+        {"k_residual.npy",
+         npy::Array::fromValues<float>(npy::DType::F32, cache.kiviWindowShape(),
+                                       cache.keyResidual)});
+    arrays.push_back(
+        {"v_residual.npy",
+         npy::Array::fromValues<float>(npy::DType::F32, cache.kiviWindowShape(),
+                                       cache.valueResidual)});
+  }
   if (config.paged)
     arrays.push_back({"block_table.npy",
                       npy::Array::fromValues<int32_t>(
@@ -447,6 +512,19 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
     config.int8.convention = *parsed;
     config.int8.epsilon = float(*epsilonValue);
   }
+  if (isKivi(config.scheme)) {
+    const JsonValue *keys = meta->get("keys");
+    if (!number("group", 1, 4096, config.kivi.groupSize) ||
+        !number("residual", 0, 128, config.kivi.residual))
+      return fail(reason);
+    if (!keys || !keys->isString() ||
+        (keys->text() != "per_channel" && keys->text() != "per_token"))
+      return fail("meta.json: 'keys' must be \"per_channel\" or "
+                  "\"per_token\"");
+    config.kivi.keys = keys->text() == "per_channel"
+                           ? KeyGranularity::PerChannel
+                           : KeyGranularity::PerToken;
+  }
   const JsonValue *layout = meta->get("layout");
   if (!layout || !layout->isString() ||
       (layout->text() != "paged" && layout->text() != "contiguous"))
@@ -490,7 +568,8 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
                                              readArray("v_scales.npy")};
   if (!scaleFiles[0] || !scaleFiles[1])
     return fail(reason);
-  if (config.scheme != KvScheme::Int8Groups) {
+  if (config.scheme == KvScheme::Fp8E4M3 ||
+      config.scheme == KvScheme::Fp8E5M2) {
     for (int side = 0; side < 2; ++side) {
       const npy::Array &array = *scaleFiles[side];
       if (array.dtype != npy::DType::F32 || array.shape.size() != 1)
@@ -528,13 +607,11 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
   }
   cache->sequenceLengths = lengthValues;
 
-  npy::DType codeType =
-      config.scheme == KvScheme::Int8Groups ? npy::DType::I8 : npy::DType::U8;
   for (int side = 0; side < 2; ++side) {
     std::string name = side ? "v_codes.npy" : "k_codes.npy";
     std::optional<npy::Array> codes = readArray(name);
-    if (!codes ||
-        !expect(*codes, name, codeType, cache->storageShape(config.headDim)))
+    if (!codes || !expect(*codes, name, codesType(*cache),
+                          cache->storageShape(cache->codeWidth())))
       return fail(reason);
     (side ? cache->valueCodes : cache->keyCodes) = codes->values<uint8_t>();
     if (config.scheme == KvScheme::Int8Groups) {
@@ -544,6 +621,26 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
         return fail(reason);
       (side ? cache->valueRowScales : cache->keyRowScales) =
           scaleFiles[side]->values<float>();
+    }
+    if (isKivi(config.scheme)) {
+      std::string prefix = side ? "v_" : "k_";
+      std::vector<int64_t> scaleShape = cache->kiviScaleShape(side == 0);
+      std::optional<npy::Array> zeros = readArray(prefix + "zeros.npy");
+      std::optional<npy::Array> window = readArray(prefix + "residual.npy");
+      if (!zeros || !window ||
+          !expect(*scaleFiles[side], prefix + "scales.npy", npy::DType::F32,
+                  scaleShape) ||
+          !expect(*zeros, prefix + "zeros.npy", npy::DType::U8, scaleShape) ||
+          !expect(*window, prefix + "residual.npy", npy::DType::F32,
+                  cache->kiviWindowShape()))
+        return fail(reason);
+      (side ? cache->valueRowScales : cache->keyRowScales) =
+          scaleFiles[side]->values<float>();
+      (side ? cache->valueZeros : cache->keyZeros) = zeros->values<uint8_t>();
+      (side ? cache->valueResidual : cache->keyResidual) =
+          window->values<float>();
+      if (!cache->dequantizeKivi(side == 0, &reason))
+        return fail(prefix + "codes.npy: " + reason);
     }
   }
   return cache;

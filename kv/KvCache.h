@@ -1,8 +1,10 @@
 //===- KvCache.h - A quantized KV cache: append, read, attend ---*- C++ -*-===//
 //
 // The reference cache behind `lowbit kv`: K and V of [batch, kv_heads,
-// tokens, head_dim], quantized on append with kv_int8_g<G> or
-// kv_fp8_{e4m3,e5m2}, stored contiguous (a fixed capacity per sequence) or
+// tokens, head_dim], quantized on append with kv_int8_g<G>,
+// kv_fp8_{e4m3,e5m2} or KIVI (kv_kivi_int4/int2 with a full-precision
+// residual window, KvCacheKivi.cpp), stored contiguous (a fixed capacity
+// per sequence) or
 // paged (pages of 16 tokens and a block table, KvPaged.h). Each sequence
 // has its own length; an append writes the same number of new tokens to
 // every sequence, at its length. A cache lives in a directory
@@ -14,6 +16,7 @@
 #ifndef LOWBIT_KV_KVCACHE_H
 #define LOWBIT_KV_KVCACHE_H
 
+#include "kv/KvKivi.h"
 #include "kv/KvPaged.h"
 #include "kv/KvQuantize.h"
 
@@ -26,15 +29,19 @@
 
 namespace lowbit::kv {
 
-enum class KvScheme : uint8_t { Int8Groups, Fp8E4M3, Fp8E5M2 };
+enum class KvScheme : uint8_t { Int8Groups, Fp8E4M3, Fp8E5M2, Kivi4, Kivi2 };
+bool isKivi(KvScheme scheme);
 std::string_view kvSchemeName(KvScheme scheme);
-/// "kv_int8" (any G), "kv_int8_g64" (G = 64), "kv_fp8_e4m3", "kv_fp8_e5m2".
+/// "kv_int8" (any G), "kv_int8_g<G>" (G given, e.g. kv_int8_g64),
+/// "kv_fp8_e4m3", "kv_fp8_e5m2", "kv_kivi_int4", "kv_kivi_int2".
 std::optional<KvScheme> parseKvScheme(std::string_view name,
                                       int64_t *groupSize);
 
 struct KvCacheConfig {
   KvScheme scheme = KvScheme::Int8Groups;
   Int8GroupOptions int8;
+  /// KIVI: bits follow the scheme; group size, residual window, keys.
+  KiviOptions kivi;
   /// FP8: static scales for K and V, 1 (per tensor) or kvHeads (per head).
   std::vector<float> keyScales, valueScales;
   int64_t batch = 1, kvHeads = 1, headDim = 1;
@@ -64,6 +71,10 @@ public:
   std::vector<float> dequantizeKeys() const;
   std::vector<float> dequantizeValues() const;
   int64_t maxLength() const;
+  /// KIVI's dequantize; fails only on stored groups the format model
+  /// refuses (a file edited by hand), so the reader checks them with it.
+  std::optional<std::vector<float>> dequantizeKivi(bool keys,
+                                                   std::string *error) const;
 
   /// Decode attention of q [batch, qHeads, headDim] over the cache (f32
   /// split-K, KvAttention.h); qHeads must be a multiple of kvHeads.
@@ -74,8 +85,22 @@ public:
 
   const KvCacheConfig &config() const { return settings; }
   const std::vector<int64_t> &lengths() const { return sequenceLengths; }
-  /// Scale columns per token row: ceil(headDim / G) for int8, else 0.
+  /// Scale columns per token row: ceil(headDim / G) for int8 and for
+  /// KIVI's per-token groups, else 0.
   int64_t scaleWidth() const;
+  /// KIVI: scale columns per token row of the keys (0 when keys are per
+  /// channel), bytes per token row of codes, tokens a sequence can hold,
+  /// the quantized prefix of a sequence of `length` tokens, and the rows of
+  /// the full-precision window (R + G - 1, at least 1).
+  int64_t keyScaleWidth() const;
+  int64_t codeWidth() const;
+  int64_t tokenCapacity() const;
+  int64_t kiviQuantizedTokens(int64_t length) const;
+  int64_t kiviWindowRows() const;
+  /// KIVI: the shape of the scales and zero points of keys or values, and
+  /// of the full-precision window.
+  std::vector<int64_t> kiviScaleShape(bool keys) const;
+  std::vector<int64_t> kiviWindowShape() const;
   /// Shape of the code storage and of the per-row scale storage.
   std::vector<int64_t> storageShape(int64_t width) const;
 
@@ -83,6 +108,12 @@ public:
   std::vector<uint8_t> keyCodes, valueCodes;
   std::vector<float> keyRowScales, valueRowScales;
   std::vector<int64_t> sequenceLengths;
+  /// KIVI: zero points shaped as the scales, and the full-precision window
+  /// [batch, kvHeads, kiviWindowRows(), headDim] (rows past a sequence's
+  /// own residual count are zero). Per-channel key scales and zeros are
+  /// [batch, kvHeads, tokenCapacity() / G, headDim], one row per group.
+  std::vector<uint8_t> keyZeros, valueZeros;
+  std::vector<float> keyResidual, valueResidual;
 
 private:
   explicit KvCache(KvCacheConfig config) : settings(std::move(config)) {}
@@ -91,6 +122,11 @@ private:
   std::vector<float> dequantize(const std::vector<uint8_t> &codes,
                                 const std::vector<float> &rowScales,
                                 const std::vector<float> &staticScales) const;
+  // KIVI (KvCacheKivi.cpp).
+  void allocateKivi(int64_t rows);
+  bool appendKivi(std::span<const float> keys, std::span<const float> values,
+                  int64_t tokens, std::vector<int64_t> after,
+                  std::string *error);
 
   KvCacheConfig settings;
 };

@@ -24,31 +24,42 @@ namespace lowbit::cli {
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: lowbit kv init --cache DIR --scheme kv_int8_g64|kv_int8|"
-    "kv_fp8_e4m3|kv_fp8_e5m2\n"
-    "           --batch B --kv-heads H --head-dim D\n"
+    "usage: lowbit kv init --cache DIR --scheme kv_int8_g<G>|kv_int8|"
+    "kv_fp8_e4m3|kv_fp8_e5m2|\n"
+    "           kv_kivi_int4|kv_kivi_int2 --batch B --kv-heads H --head-dim D\n"
     "           (--capacity T | --pages P --block-table TABLE.npy)\n"
     "           [--group G] [--convention multiplier|divisor]\n"
     "           [--k-scales K.npy --v-scales V.npy]\n"
+    "           [--residual R] [--keys per_channel|per_token]\n"
     "       lowbit kv append --cache DIR --k K.npy --v V.npy [--from "
     "f32|f16|bf16]\n"
     "       lowbit kv dequantize --cache DIR --out-k K.npy --out-v V.npy\n"
     "       lowbit kv attend --cache DIR --q Q.npy --out O.npy [--scale S]"
-    " [--split N]\n\n"
+    " [--split N]\n"
+    "       lowbit kv quantize --scheme kv_int8_g<G>|kv_int8 [--group G]\n"
+    "           [--convention multiplier|divisor] --input X.npy\n"
+    "           --out-codes C.npy --out-scales S.npy [--out-values V.npy]\n\n"
     "A quantized KV cache in a directory (meta.json and .npy files).\n"
     "init makes an empty one: contiguous with a capacity of T tokens per\n"
     "sequence, or paged in pages of 16 tokens with a [batch, max_blocks]\n"
     "int32 block table. kv_int8 groups G channels (default 64) with one f32\n"
     "scale; kv_fp8_* take static scales from 1-D float32 files, one entry\n"
-    "(per tensor) or one per kv head. append quantizes [batch, kv_heads,\n"
+    "(per tensor) or one per kv head. kv_kivi_* quantize keys per channel\n"
+    "(or per token) in groups of G tokens (default 32) and values per\n"
+    "token in groups of G channels, asymmetric, and keep the newest R\n"
+    "tokens (default 128, at most 128) in full precision. append quantizes\n"
+    "[batch, kv_heads,\n"
     "tokens, head_dim] K and V and writes them after each sequence's\n"
     "length. dequantize writes [batch, kv_heads, longest, head_dim] float32\n"
     "(zeros past a shorter sequence). attend runs decode attention of\n"
     "[batch, q_heads, head_dim] queries (q_heads a multiple of kv_heads;\n"
     "scale defaults to 1/sqrt(head_dim), splits of N = 256 tokens) and\n"
-    "writes float32 [batch, q_heads, head_dim].\n";
+    "writes float32 [batch, q_heads, head_dim]. quantize applies kv_int8 to\n"
+    "one N-D tensor (rank >= 2, groups along the last axis): int8 codes of\n"
+    "its shape, float32 scales of shape[:-1] + [ceil(D / G)], and with\n"
+    "--out-values the dequantized float32 values.\n";
 
-constexpr std::array<OptionSpec, 21> kOptions = {{
+constexpr std::array<OptionSpec, 27> kOptions = {{
     {"cache", true},      {"scheme", true},      {"batch", true},
     {"kv-heads", true},   {"head-dim", true},    {"capacity", true},
     {"pages", true},      {"block-table", true}, {"group", true},
@@ -56,6 +67,8 @@ constexpr std::array<OptionSpec, 21> kOptions = {{
     {"k", true},          {"v", true},           {"from", true},
     {"out-k", true},      {"out-v", true},       {"q", true},
     {"out", true},        {"scale", true},       {"split", true},
+    {"residual", true},   {"keys", true},        {"input", true},
+    {"out-codes", true},  {"out-scales", true},  {"out-values", true},
 }};
 
 /// Which options each subcommand takes (the rest are refused by name).
@@ -68,13 +81,19 @@ const Verb kVerbs[] = {
     {"init",
      {"cache", "scheme", "batch", "kv-heads", "head-dim"},
      {"capacity", "pages", "block-table", "group", "convention", "k-scales",
-      "v-scales"}},
+      "v-scales", "residual", "keys"}},
     {"append", {"cache", "k", "v"}, {"from"}},
     {"dequantize", {"cache", "out-k", "out-v"}, {}},
     {"attend", {"cache", "q", "out"}, {"scale", "split"}},
+    {"quantize",
+     {"scheme", "input", "out-codes", "out-scales"},
+     {"group", "convention", "out-values"}},
 };
 
 constexpr int64_t kLimit = int64_t(1) << 30;
+
+/// readValues' rank for any tensor of rank >= 2.
+constexpr size_t kAnyRank = 0;
 
 /// A float tensor of rank `rank` from `path`: float32, float16, or bf16
 /// bit patterns as uint16 (with --from bf16).
@@ -84,7 +103,13 @@ readValues(const std::string &path, size_t rank, std::string_view from,
   std::optional<npy::Array> array = npy::readNpy(path, error, npy::kMaxNpyRank);
   if (!array)
     return std::nullopt;
-  if (array->shape.size() != rank) {
+  if (rank == kAnyRank && array->shape.size() < 2) {
+    *error = fmt::format("{}: expected an array of 2 or more axes, got "
+                         "shape {}",
+                         path, array->shapeText());
+    return std::nullopt;
+  }
+  if (rank != kAnyRank && array->shape.size() != rank) {
     *error = fmt::format("{}: expected a {}-D array, got shape {}", path, rank,
                          array->shapeText());
     return std::nullopt;
@@ -117,14 +142,21 @@ std::optional<std::vector<float>> readScales(const std::string &path,
 CommandResult runInit(const ParsedCommandLine &parsed) {
   std::string error;
   kv::KvCacheConfig config;
-  int64_t groupSize = 64;
+  int64_t groupSize = 0;
   std::optional<kv::KvScheme> scheme =
       kv::parseKvScheme(*parsed.value("scheme"), &groupSize);
   if (!scheme)
-    return fail(fmt::format("unknown KV scheme '{}': expected kv_int8_g64, "
-                            "kv_int8, kv_fp8_e4m3 or kv_fp8_e5m2",
+    return fail(fmt::format("unknown KV scheme '{}': expected kv_int8_g<G> "
+                            "(kv_int8_g64), kv_int8, kv_fp8_e4m3, kv_fp8_e5m2, "
+                            "kv_kivi_int4 or kv_kivi_int2",
+                            *parsed.value("scheme")));
+  if (groupSize && parsed.value("group"))
+    return fail(fmt::format("--scheme {} names its group size; drop --group",
                             *parsed.value("scheme")));
   config.scheme = *scheme;
+  bool kivi = kv::isKivi(*scheme);
+  if (!groupSize)
+    groupSize = kivi ? config.kivi.groupSize : config.int8.groupSize;
   auto number = [&](std::string_view name, int64_t fallback, int64_t &into) {
     std::optional<int64_t> value =
         integerOption(parsed, name, fallback, 1, kLimit, &error);
@@ -137,7 +169,29 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
       !number("head-dim", 1, config.headDim) ||
       !number("group", groupSize, config.int8.groupSize))
     return fail(error);
-  if (*scheme == kv::KvScheme::Int8Groups) {
+  if (!kivi && (parsed.value("residual") || parsed.value("keys")))
+    return fail("--residual and --keys are for kv_kivi_*");
+  if (kivi) {
+    if (parsed.value("convention") || parsed.value("k-scales") ||
+        parsed.value("v-scales"))
+      return fail("kv_kivi_* computes asymmetric scales and zero points; "
+                  "--convention, --k-scales and --v-scales are for other "
+                  "schemes");
+    config.kivi.groupSize = config.int8.groupSize;
+    std::optional<int64_t> residual =
+        integerOption(parsed, "residual", config.kivi.residual, 0, 128, &error);
+    if (!residual)
+      return fail(error);
+    config.kivi.residual = *residual;
+    if (const std::string *keys = parsed.value("keys")) {
+      if (*keys != "per_channel" && *keys != "per_token")
+        return fail(fmt::format("unknown --keys '{}': expected per_channel or "
+                                "per_token",
+                                *keys));
+      config.kivi.keys = *keys == "per_channel" ? kv::KeyGranularity::PerChannel
+                                                : kv::KeyGranularity::PerToken;
+    }
+  } else if (*scheme == kv::KvScheme::Int8Groups) {
     if (parsed.value("k-scales") || parsed.value("v-scales"))
       return fail("kv_int8 computes its scales; --k-scales and --v-scales "
                   "are for kv_fp8_*");
@@ -152,7 +206,8 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
     }
   } else {
     if (parsed.value("group") || parsed.value("convention"))
-      return fail("--group and --convention are for kv_int8");
+      return fail("--group is for kv_int8 and kv_kivi_*, --convention for "
+                  "kv_int8");
     if (!parsed.value("k-scales") || !parsed.value("v-scales"))
       return fail("an FP8 cache needs --k-scales and --v-scales");
     auto keys = readScales(*parsed.value("k-scales"), &error);
@@ -297,13 +352,67 @@ CommandResult runAttend(const ParsedCommandLine &parsed,
   return std::nullopt;
 }
 
+/// kv_int8 on one N-D tensor (the contract of docs/kv-cache.md).
+CommandResult runQuantizeTensor(const ParsedCommandLine &parsed) {
+  std::string error;
+  int64_t groupSize = 0;
+  std::optional<kv::KvScheme> scheme =
+      kv::parseKvScheme(*parsed.value("scheme"), &groupSize);
+  if (scheme != kv::KvScheme::Int8Groups)
+    return fail(fmt::format("'kv quantize' takes kv_int8_g<G> or kv_int8, "
+                            "got '{}' (FP8 and KIVI quantize through a "
+                            "cache: kv init and kv append)",
+                            *parsed.value("scheme")));
+  if (groupSize && parsed.value("group"))
+    return fail(fmt::format("--scheme {} names its group size; drop --group",
+                            *parsed.value("scheme")));
+  kv::Int8GroupOptions options;
+  std::optional<int64_t> group =
+      integerOption(parsed, "group", groupSize ? groupSize : options.groupSize,
+                    1, kLimit, &error);
+  if (!group)
+    return fail(error);
+  options.groupSize = *group;
+  if (const std::string *convention = parsed.value("convention")) {
+    std::optional<kv::ScaleConvention> parsedConvention =
+        kv::parseScaleConvention(*convention);
+    if (!parsedConvention)
+      return fail(fmt::format("unknown --convention '{}': expected "
+                              "multiplier or divisor",
+                              *convention));
+    options.convention = *parsedConvention;
+  }
+  auto values = readValues(*parsed.value("input"), kAnyRank, "", &error);
+  if (!values)
+    return fail(error);
+  std::optional<kv::Int8GroupTensor> tensor =
+      kv::quantizeInt8Groups(values->first, values->second, options, &error);
+  if (!tensor)
+    return fail(fmt::format("{}: {}", *parsed.value("input"), error));
+  std::optional<npy::Array> outputs[3] = {
+      npy::Array::fromValues<int8_t>(npy::DType::I8, tensor->shape,
+                                     tensor->codes),
+      npy::Array::fromValues<float>(npy::DType::F32, tensor->scaleShape(),
+                                    tensor->scales),
+      std::nullopt};
+  if (parsed.value("out-values"))
+    outputs[2] = npy::Array::fromValues<float>(
+        npy::DType::F32, tensor->shape, kv::dequantizeInt8Groups(*tensor));
+  const char *names[3] = {"out-codes", "out-scales", "out-values"};
+  for (int i = 0; i < 3; ++i)
+    if (outputs[i] &&
+        !npy::writeNpy(*parsed.value(names[i]), *outputs[i], &error))
+      return fail(error);
+  return std::nullopt;
+}
+
 } // namespace
 
 CommandResult runKv(Arguments args) {
   if (args.empty() || args.front() == "--help" || args.front() == "-h") {
     fmt::print("{}", kUsage);
     return args.empty() ? fail("'kv' needs a subcommand: init, append, "
-                               "dequantize or attend")
+                               "dequantize, attend or quantize")
                         : std::nullopt;
   }
   const Verb *verb = nullptr;
@@ -312,7 +421,7 @@ CommandResult runKv(Arguments args) {
       verb = &candidate;
   if (!verb)
     return fail(fmt::format("unknown 'kv' subcommand '{}': expected init, "
-                            "append, dequantize or attend",
+                            "append, dequantize, attend or quantize",
                             args.front()));
   CommandResult done;
   auto parsed =
@@ -333,6 +442,8 @@ CommandResult runKv(Arguments args) {
     return runInit(*parsed);
   if (verb->name == "append")
     return runAppend(*parsed);
+  if (verb->name == "quantize")
+    return runQuantizeTensor(*parsed);
   std::string error;
   std::optional<kv::KvCache> cache =
       kv::readKvCacheDirectory(*parsed->value("cache"), &error);
