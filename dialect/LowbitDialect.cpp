@@ -1,6 +1,7 @@
 //===- LowbitDialect.cpp - The lowbit dialect -----------------------------===//
 
 #include "dialect/LowbitDialect.h"
+#include "dialect/LowbitAttentionOps.h"
 #include "dialect/LowbitOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -14,5 +15,9 @@ void lowbit::dialect::LowbitDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialect/LowbitOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/LowbitAttentionOps.cpp.inc"
       >();
 }
