@@ -209,6 +209,28 @@ private:
 
   float softmaxScale() { return op.getSoftmaxScale().convertToFloat(); }
 
+  /// The running max (`larger`) of value(i) for i in [begin, end), from
+  /// -inf.
+  Value maxOver(Value begin, Value end, function_ref<Value(Value)> value) {
+    auto loop = scf::ForOp::create(
+        b, begin, end, idx(1),
+        ValueRange{f32(-std::numeric_limits<float>::infinity())});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(
+        b, larger(loop.getRegionIterArg(0), value(loop.getInductionVar())));
+    return loop.getResult(0);
+  }
+
+  /// Stores 0 at at(channel) for every channel of the head.
+  void zeroChannels(Value buffer,
+                    function_ref<SmallVector<Value, 5>(Value)> at) {
+    auto loop = scf::ForOp::create(b, idx(0), headDim, idx(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    store(f32(0.0f), buffer, at(loop.getInductionVar()));
+  }
+
   /// One scf.parallel dimension over `units`: the GPU tail maps it to
   /// blocks of threads along x (a 3-D nest would put threads on z, whose
   /// limit is 64).
@@ -240,24 +262,10 @@ private:
     };
 
     // The split's max logit (-inf when it holds no token).
-    auto maxLoop = scf::ForOp::create(
-        b, begin, end, idx(1),
-        ValueRange{f32(-std::numeric_limits<float>::infinity())});
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(maxLoop.getBody());
-      Value row = maxLoop.getInductionVar();
-      Value s = logit(sequence, head, cacheRow(sequence, kvHead, row));
-      scf::YieldOp::create(b, larger(maxLoop.getRegionIterArg(0), s));
-    }
-    Value splitMax = maxLoop.getResult(0);
-
-    auto zero = scf::ForOp::create(b, idx(0), headDim, idx(1));
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(zero.getBody());
-      store(f32(0.0f), partials, slot(zero.getInductionVar()));
-    }
+    Value splitMax = maxOver(begin, end, [&](Value token) {
+      return logit(sequence, head, cacheRow(sequence, kvHead, token));
+    });
+    zeroChannels(partials, slot);
 
     // Weights and the weighted values, in token order.
     auto sumLoop =
@@ -303,26 +311,13 @@ private:
       return SmallVector<Value, 5>{sequence, kvHead, split, member, channel};
     };
     auto out = [&](Value channel) {
-      return SmallVector<Value, 3>{sequence, head, channel};
+      return SmallVector<Value, 5>{sequence, head, channel};
     };
 
-    auto maxLoop = scf::ForOp::create(
-        b, idx(0), used, idx(1),
-        ValueRange{f32(-std::numeric_limits<float>::infinity())});
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(maxLoop.getBody());
-      Value m = load(partials, slot(maxLoop.getInductionVar(), headDim));
-      scf::YieldOp::create(b, larger(maxLoop.getRegionIterArg(0), m));
-    }
-    Value globalMax = maxLoop.getResult(0);
-
-    auto zero = scf::ForOp::create(b, idx(0), headDim, idx(1));
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(zero.getBody());
-      store(f32(0.0f), output, out(zero.getInductionVar()));
-    }
+    Value globalMax = maxOver(idx(0), used, [&](Value split) {
+      return load(partials, slot(split, headDim));
+    });
+    zeroChannels(output, out);
 
     auto sumLoop =
         scf::ForOp::create(b, idx(0), used, idx(1), ValueRange{f32(0.0f)});

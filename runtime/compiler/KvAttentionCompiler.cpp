@@ -308,14 +308,27 @@ llvm::Error lowerKvAttentionToLoops(ModuleOp module) {
   return llvm::Error::success();
 }
 
-llvm::Expected<std::string>
-kvAttentionLoopsText(const kv::KvAttentionSpec &spec) {
-  ContextLease context = borrowContext();
-  auto module = buildKvAttentionModule(*context, spec);
+namespace {
+
+/// buildKvAttentionModule then lowerKvAttentionToLoops.
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildLoopsModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
+  auto module = buildKvAttentionModule(context, spec);
   if (!module)
     return module.takeError();
   if (llvm::Error error = lowerKvAttentionToLoops(**module))
     return std::move(error);
+  return module;
+}
+
+} // namespace
+
+llvm::Expected<std::string>
+kvAttentionLoopsText(const kv::KvAttentionSpec &spec) {
+  ContextLease context = borrowContext();
+  auto module = buildLoopsModule(*context, spec);
+  if (!module)
+    return module.takeError();
   std::string text;
   llvm::raw_string_ostream stream(text);
   (*module)->print(stream);
@@ -328,11 +341,9 @@ compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target) {
     return failure("decode attention PTX needs an NVIDIA target, got '" +
                    target.str() + "'");
   ContextLease context = borrowContext();
-  auto module = buildKvAttentionModule(*context, spec);
+  auto module = buildLoopsModule(*context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerKvAttentionToLoops(**module))
-    return std::move(error);
   std::string error, diagnostics;
   FailureOr<PtxModule> ptx = withDiagnostics(*context, diagnostics, [&] {
     return lowerToPtx(**module, target, error);
@@ -381,11 +392,9 @@ private:
 llvm::Expected<std::unique_ptr<KvAttentionCpuKernel>>
 compileKvAttentionForCpu(const kv::KvAttentionSpec &spec) {
   ContextLease context = borrowContext();
-  auto module = buildKvAttentionModule(*context, spec);
+  auto module = buildLoopsModule(*context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerKvAttentionToLoops(**module))
-    return std::move(error);
   if (llvm::Error error = lowerLoopsToLlvm(**module))
     return std::move(error);
   auto executable = makeHostExecutable(**module);

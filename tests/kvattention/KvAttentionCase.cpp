@@ -7,6 +7,7 @@
 #include "kv/KvPaged.h"
 #include "kv/KvQuantize.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
+#include "tests/reference/TestHelpers.h"
 
 #include <catch2/catch.hpp>
 
@@ -20,18 +21,7 @@ namespace lowbit::testing {
 
 namespace {
 
-/// splitmix64: the same numbers on every platform.
-struct Random {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [-1, 1).
-  float uniform() { return float(double(next() >> 11) * 0x1p-52 - 1.0); }
-};
+using test::Random;
 
 struct Quantized {
   std::vector<int8_t> codes;
@@ -94,7 +84,7 @@ AttentionCase AttentionCase::make(const std::string &specText,
   const int64_t tokens = *std::max_element(lengths.begin(), lengths.end()) + 3;
   data.lengths = lengths;
   data.shape = {batch, spec.qHeads, spec.kvHeads, dim, tokens};
-  Random random{seed};
+  Random random(seed);
 
   // K with one outlier channel, V, q: uniform, fixed seed.
   std::vector<int64_t> cacheShape = {batch, spec.kvHeads, tokens, dim};
