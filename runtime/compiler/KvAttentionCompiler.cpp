@@ -3,6 +3,7 @@
 #include "runtime/compiler/KvAttentionCompiler.h"
 
 #include "dialect/LowbitAttentionOps.h"
+#include "kv/KvPaged.h"
 #include "lowering/CpuTail.h"
 #include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
@@ -140,6 +141,28 @@ kvAttentionSizesOf(const kv::KvAttentionSpec &spec,
                      "other buffers make it [" +
                      std::to_string(expected[i][0]) + ", " +
                      std::to_string(expected[i][1]) + "]");
+  // The kernels read what the lengths and the block table say: refuse a
+  // length past the cache or a page index out of range before they run.
+  auto *lengths = static_cast<const int32_t *>(buffers[5].data);
+  std::vector<int64_t> tokens(lengths, lengths + sizes.batch);
+  std::string error;
+  if (spec.paged) {
+    kv::PagedLayout layout;
+    layout.pages = sizes.pages;
+    layout.kvHeads = spec.kvHeads;
+    layout.batch = sizes.batch;
+    layout.maxBlocks = sizes.maxBlocks;
+    auto *table = static_cast<const int32_t *>(buffers[6].data);
+    layout.blockTable.assign(table, table + sizes.batch * sizes.maxBlocks);
+    if (!kv::validatePagedLayout(layout, tokens, &error))
+      return failure(error);
+  } else {
+    for (int64_t b = 0; b < sizes.batch; ++b)
+      if (tokens[b] < 0 || tokens[b] > sizes.maxTokens)
+        return failure("seq_lens[" + std::to_string(b) + "] is " +
+                       std::to_string(tokens[b]) + "; the cache holds " +
+                       std::to_string(sizes.maxTokens) + " tokens");
+  }
   return sizes;
 }
 

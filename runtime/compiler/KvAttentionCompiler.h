@@ -85,7 +85,9 @@ llvm::Expected<std::unique_ptr<KvAttentionCpuKernel>>
 compileKvAttentionForCpu(const kv::KvAttentionSpec &spec);
 
 /// The sizes implied by `buffers` (ABI order), or an error naming the
-/// buffer whose shape disagrees with the spec or with the others.
+/// buffer whose shape disagrees with the spec or with the others, a
+/// sequence length outside [0, max tokens], or a block-table entry a
+/// sequence reaches that names no page. Reads seq_lens and block_table.
 llvm::Expected<KvAttentionSizes>
 kvAttentionSizesOf(const kv::KvAttentionSpec &spec,
                    const std::vector<HostBuffer> &buffers);

@@ -155,3 +155,31 @@ TEST_CASE("GPU kernels in the emulator equal the CPU tail bit for bit") {
   }
   CHECK(checked == 20);
 }
+
+TEST_CASE("CPU tail: lengths past the cache and pages out of range are "
+          "refused before the kernel runs") {
+  for (const char *layout : {"contiguous", "paged"}) {
+    std::string text = std::string("kv_attend kv_fp8_e5m2 q=f32 layout=") +
+                       layout + " q_heads=2 kv_heads=1 head_dim=16 split=8";
+    INFO(text);
+    AttentionCase data = AttentionCase::make(text, {3, 40}, 5);
+    auto kernel = compiler::compileKvAttentionForCpu(data.spec);
+    if (!kernel)
+      FAIL(llvm::toString(kernel.takeError()));
+    std::vector<float> output(data.outputSize()), partials(data.partialsSize());
+    AttentionCase tooLong = data;
+    tooLong.seqLens[1] = 4000;
+    llvm::Error error =
+        (*kernel)->run(tooLong.hostBuffers(output.data(), partials.data()));
+    REQUIRE(bool(error));
+    CHECK_THAT(llvm::toString(std::move(error)), Catch::Contains("4000"));
+    if (!data.spec.paged)
+      continue;
+    AttentionCase badPage = data;
+    badPage.blockTable[badPage.maxBlocks + 1] = int32_t(badPage.pages);
+    error = (*kernel)->run(badPage.hostBuffers(output.data(), partials.data()));
+    REQUIRE(bool(error));
+    CHECK_THAT(llvm::toString(std::move(error)),
+               Catch::Contains("block table [1, 1]"));
+  }
+}
