@@ -1,6 +1,7 @@
 //===- LowbitDialect.cpp - The lowbit dialect -----------------------------===//
 
 #include "dialect/LowbitDialect.h"
+#include "dialect/LowbitAttentionOps.h"
 #include "dialect/LowbitKvOps.h"
 #include "dialect/LowbitOps.h"
 
@@ -19,5 +20,9 @@ void lowbit::dialect::LowbitDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialect/LowbitKvOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/LowbitAttentionOps.cpp.inc"
       >();
 }

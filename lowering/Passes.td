@@ -63,6 +63,25 @@ def LowbitFusionToLoops : Pass<"lowbit-fusion-to-loops", "mlir::ModuleOp"> {
   ];
 }
 
+def LowbitAttentionToLoops : Pass<"lowbit-attention-to-loops", "mlir::ModuleOp"> {
+  let summary = "Lower lowbit.kv_decode_attention to split-K loops";
+  let description = [{
+    Rewrites each decode attention over a quantized KV cache into two
+    scf.parallel nests: one unit per (sequence, kv head, split) computes the
+    split's max logit, sum of weights and weighted values for every query
+    head of its group (the codes dequantized inside the q.K and p.V loops,
+    exp is lowbit's prologueExp) into the partials result; one unit per
+    (sequence, query head) merges the splits in order. The order is the
+    kernel contract (docs/decode-attention.md); the CPU tail and the GPU
+    tail's mapping of these loops run the same arithmetic.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+    "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
+    "mlir::bufferization::BufferizationDialect"
+  ];
+}
+
 def LowbitToGpu : Pass<"lowbit-to-gpu", "mlir::ModuleOp"> {
   let summary = "Map lowbit.quantize/dequantize to bandwidth-shaped gpu.launch";
   let description = [{

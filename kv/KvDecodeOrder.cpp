@@ -1,0 +1,103 @@
+//===- KvDecodeOrder.cpp - The decode-attention kernels' arithmetic -------===//
+//
+// Built with -ffp-contract=off: every fma here is written as std::fma, and
+// every other multiply and add must round on its own, as in the kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kv/KvDecodeOrder.h"
+
+#include "format/Prologue.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lowbit::kv {
+
+namespace {
+
+/// The kernels' max: x > m ? x : m (a NaN never wins).
+float larger(float m, float x) { return x > m ? x : m; }
+
+} // namespace
+
+std::vector<float> decodeAttentionKernelOrder(
+    const DecodeShape &shape, std::span<const float> query,
+    std::span<const float> keys, std::span<const float> values,
+    std::span<const int64_t> seqLens, float softmaxScale, int64_t splitTokens) {
+  const int64_t dim = shape.headDim, group = shape.qHeads / shape.kvHeads;
+  const int64_t splits = (shape.maxTokens + splitTokens - 1) / splitTokens;
+  const float negativeInfinity = -std::numeric_limits<float>::infinity();
+  // partials[b, kvh, s, g, :] = acc[0..dim), m, l.
+  std::vector<float> partials(shape.batch * shape.kvHeads * splits * group *
+                              (dim + 2));
+  auto slot = [&](int64_t b, int64_t kvHead, int64_t split, int64_t member) {
+    return partials.begin() +
+           (((b * shape.kvHeads + kvHead) * splits + split) * group + member) *
+               (dim + 2);
+  };
+  auto logit = [&](int64_t b, int64_t head, int64_t kvHead, int64_t token) {
+    const float *q = query.data() + (b * shape.qHeads + head) * dim;
+    const float *k =
+        keys.data() +
+        ((b * shape.kvHeads + kvHead) * shape.maxTokens + token) * dim;
+    float dot = 0.0f;
+    for (int64_t d = 0; d < dim; ++d)
+      dot = std::fma(q[d], k[d], dot);
+    return dot * softmaxScale;
+  };
+
+  // Stage 1: every (sequence, kv head, split), each query head of the group.
+  for (int64_t b = 0; b < shape.batch; ++b)
+    for (int64_t kvHead = 0; kvHead < shape.kvHeads; ++kvHead)
+      for (int64_t split = 0; split < splits; ++split) {
+        int64_t begin = split * splitTokens;
+        int64_t end = std::min(seqLens[b], begin + splitTokens);
+        for (int64_t member = 0; member < group; ++member) {
+          int64_t head = kvHead * group + member;
+          auto acc = slot(b, kvHead, split, member);
+          float splitMax = negativeInfinity;
+          for (int64_t t = begin; t < end; ++t)
+            splitMax = larger(splitMax, logit(b, head, kvHead, t));
+          float sum = 0.0f;
+          for (int64_t t = begin; t < end; ++t) {
+            float weight = prologueExp(logit(b, head, kvHead, t) - splitMax);
+            const float *v =
+                values.data() +
+                ((b * shape.kvHeads + kvHead) * shape.maxTokens + t) * dim;
+            for (int64_t d = 0; d < dim; ++d)
+              acc[d] = std::fma(weight, v[d], acc[d]);
+            sum = sum + weight;
+          }
+          acc[dim] = splitMax;
+          acc[dim + 1] = sum;
+        }
+      }
+
+  // Stage 2: every (sequence, query head) merges its used splits in order.
+  std::vector<float> output(shape.batch * shape.qHeads * dim, 0.0f);
+  for (int64_t b = 0; b < shape.batch; ++b)
+    for (int64_t head = 0; head < shape.qHeads; ++head) {
+      int64_t kvHead = head / group, member = head % group;
+      int64_t used = (seqLens[b] + splitTokens - 1) / splitTokens;
+      float globalMax = negativeInfinity;
+      for (int64_t split = 0; split < used; ++split)
+        globalMax = larger(globalMax, slot(b, kvHead, split, member)[dim]);
+      float *out = output.data() + (b * shape.qHeads + head) * dim;
+      float sum = 0.0f;
+      for (int64_t split = 0; split < used; ++split) {
+        auto acc = slot(b, kvHead, split, member);
+        float factor = prologueExp(acc[dim] - globalMax);
+        for (int64_t d = 0; d < dim; ++d)
+          out[d] = std::fma(acc[d], factor, out[d]);
+        sum = std::fma(acc[dim + 1], factor, sum);
+      }
+      if (seqLens[b] != 0)
+        for (int64_t d = 0; d < dim; ++d)
+          out[d] = out[d] / sum;
+    }
+  return output;
+}
+
+} // namespace lowbit::kv

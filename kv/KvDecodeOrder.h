@@ -1,0 +1,33 @@
+//===- KvDecodeOrder.h - The decode-attention kernels' arithmetic -*- C++
+//-*-===//
+//
+// lowbit.kv_decode_attention's f32 arithmetic in the kernels' order, in
+// plain C++: what the CPU tail and the GPU kernels are compared against bit
+// for bit (docs/decode-attention.md). It differs from KvAttention.h's
+// decodeAttentionSplitK in two ways on purpose: exp is lowbit's own
+// (prologueExp, the same bits on every backend, where std::exp is not),
+// and the splits are merged after all of them are known (M = max m_s,
+// L = fma(l_s, e^(m_s - M), L), out = fma(acc_s, e^(m_s - M), out)), as
+// the kernel's second stage does, instead of with a running rescale.
+//
+// Keys and values are the dequantized cache, contiguous [batch, kvHeads,
+// maxTokens, headDim] (the kernels dequantize each element where they read
+// it, with the same bits as KvQuantize.h's dequantize functions).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_KV_KVDECODEORDER_H
+#define LOWBIT_KV_KVDECODEORDER_H
+
+#include "kv/KvAttention.h"
+
+namespace lowbit::kv {
+
+std::vector<float> decodeAttentionKernelOrder(
+    const DecodeShape &shape, std::span<const float> query,
+    std::span<const float> keys, std::span<const float> values,
+    std::span<const int64_t> seqLens, float softmaxScale, int64_t splitTokens);
+
+} // namespace lowbit::kv
+
+#endif // LOWBIT_KV_KVDECODEORDER_H

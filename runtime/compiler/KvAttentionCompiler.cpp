@@ -1,0 +1,429 @@
+//===- KvAttentionCompiler.cpp - Decode attention: spec -> kernels --------===//
+
+#include "runtime/compiler/KvAttentionCompiler.h"
+
+#include "dialect/LowbitAttentionOps.h"
+#include "kv/KvPaged.h"
+#include "lowering/CpuTail.h"
+#include "lowering/PassVerification.h"
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+namespace ld = lowbit::dialect;
+
+namespace lowbit::compiler {
+
+namespace {
+
+constexpr int64_t kPageTokens = 16;
+
+llvm::Error failure(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Runs `body` with the context's diagnostics collected into `text`.
+template <typename Body>
+auto withDiagnostics(MLIRContext &context, std::string &text, Body body) {
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diagnostic) {
+    text += (text.empty() ? "" : "\n") + diagnostic.str();
+    return success();
+  });
+  return body();
+}
+
+Type queryType(Builder &b, kv::QueryDtype dtype) {
+  switch (dtype) {
+  case kv::QueryDtype::F16:
+    return b.getF16Type();
+  case kv::QueryDtype::BF16:
+    return b.getBF16Type();
+  case kv::QueryDtype::F32:
+    break;
+  }
+  return b.getF32Type();
+}
+
+Attribute formatAttr(MLIRContext *context, const kv::KvAttentionSpec &spec) {
+  switch (spec.scheme) {
+  case kv::KvScheme::Fp8E4M3:
+    return ld::FloatFormatAttr::get(context,
+                                    lookupFormat("e4m3")->floatParams());
+  case kv::KvScheme::Fp8E5M2:
+    return ld::FloatFormatAttr::get(context,
+                                    lookupFormat("e5m2")->floatParams());
+  case kv::KvScheme::Int8Groups:
+    break;
+  }
+  return ld::IntFormatAttr::get(context, 8, /*isSigned=*/true);
+}
+
+} // namespace
+
+std::vector<KvAttentionParam>
+kvAttentionParams(const kv::KvAttentionSpec &spec) {
+  std::vector<KvAttentionParam> params = {
+      {"query", std::string(kv::queryDtypeName(spec.query)), false},
+      {"key_codes", "i8", false},
+      {"key_scales", "f32", false},
+      {"value_codes", "i8", false},
+      {"value_scales", "f32", false},
+      {"seq_lens", "i32", false}};
+  if (spec.paged)
+    params.push_back({"block_table", "i32", false});
+  params.push_back({"output", "f32", true});
+  params.push_back({"partials", "f32", true});
+  return params;
+}
+
+std::vector<std::array<int64_t, 2>>
+kvAttentionShapes(const kv::KvAttentionSpec &spec,
+                  const KvAttentionSizes &sizes) {
+  int64_t rows = spec.paged ? sizes.pages * spec.kvHeads * kPageTokens
+                            : sizes.batch * spec.kvHeads * sizes.maxTokens;
+  int64_t maxTokens =
+      spec.paged ? sizes.maxBlocks * kPageTokens : sizes.maxTokens;
+  int64_t splits = (maxTokens + spec.splitTokens - 1) / spec.splitTokens;
+  std::array<int64_t, 2> scales =
+      !spec.isFp8()  ? std::array<int64_t, 2>{rows, spec.scaleWidth()}
+      : spec.perHead ? std::array<int64_t, 2>{1, spec.kvHeads}
+                     : std::array<int64_t, 2>{1, 1};
+  std::vector<std::array<int64_t, 2>> shapes = {
+      {sizes.batch * spec.qHeads, spec.headDim},
+      {rows, spec.headDim},
+      scales,
+      {rows, spec.headDim},
+      scales,
+      {1, sizes.batch}};
+  if (spec.paged)
+    shapes.push_back({sizes.batch, sizes.maxBlocks});
+  shapes.push_back({sizes.batch * spec.qHeads, spec.headDim});
+  shapes.push_back({sizes.batch * spec.kvHeads * splits * spec.groupHeads(),
+                    spec.headDim + 2});
+  return shapes;
+}
+
+llvm::Expected<KvAttentionSizes>
+kvAttentionSizesOf(const kv::KvAttentionSpec &spec,
+                   const std::vector<HostBuffer> &buffers) {
+  std::vector<KvAttentionParam> params = kvAttentionParams(spec);
+  if (buffers.size() != params.size())
+    return failure("the kernel takes " + std::to_string(params.size()) +
+                   " buffers, got " + std::to_string(buffers.size()));
+  KvAttentionSizes sizes;
+  sizes.batch = buffers[5].cols;
+  int64_t rows = buffers[1].rows;
+  if (spec.paged) {
+    sizes.maxBlocks = buffers[6].cols;
+    sizes.pages = rows / (spec.kvHeads * kPageTokens);
+  } else {
+    sizes.maxTokens = sizes.batch > 0 ? rows / (sizes.batch * spec.kvHeads) : 0;
+  }
+  if (sizes.batch < 1 || (spec.paged ? sizes.pages < 1 || sizes.maxBlocks < 1
+                                     : sizes.maxTokens < 1))
+    return failure("seq_lens [1, batch] and the caches must be non-empty");
+  std::vector<std::array<int64_t, 2>> expected = kvAttentionShapes(spec, sizes);
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].rows != expected[i][0] || buffers[i].cols != expected[i][1])
+      return failure(params[i].name + " is [" +
+                     std::to_string(buffers[i].rows) + ", " +
+                     std::to_string(buffers[i].cols) +
+                     "]; the spec and the "
+                     "other buffers make it [" +
+                     std::to_string(expected[i][0]) + ", " +
+                     std::to_string(expected[i][1]) + "]");
+  // The kernels read what the lengths and the block table say: refuse a
+  // length past the cache or a page index out of range before they run.
+  auto *lengths = static_cast<const int32_t *>(buffers[5].data);
+  std::vector<int64_t> tokens(lengths, lengths + sizes.batch);
+  std::string error;
+  if (spec.paged) {
+    kv::PagedLayout layout;
+    layout.pages = sizes.pages;
+    layout.kvHeads = spec.kvHeads;
+    layout.batch = sizes.batch;
+    layout.maxBlocks = sizes.maxBlocks;
+    auto *table = static_cast<const int32_t *>(buffers[6].data);
+    layout.blockTable.assign(table, table + sizes.batch * sizes.maxBlocks);
+    if (!kv::validatePagedLayout(layout, tokens, &error))
+      return failure(error);
+  } else {
+    for (int64_t b = 0; b < sizes.batch; ++b)
+      if (tokens[b] < 0 || tokens[b] > sizes.maxTokens)
+        return failure("seq_lens[" + std::to_string(b) + "] is " +
+                       std::to_string(tokens[b]) + "; the cache holds " +
+                       std::to_string(sizes.maxTokens) + " tokens");
+  }
+  return sizes;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildKvAttentionModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
+  context.loadDialect<ld::LowbitDialect, func::FuncDialect,
+                      bufferization::BufferizationDialect,
+                      memref::MemRefDialect, arith::ArithDialect>();
+  std::string diagnostics;
+  OpBuilder builder(&context);
+  Location loc = builder.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  ImplicitLocOpBuilder b(loc, builder);
+  b.setInsertionPointToEnd(module->getBody());
+
+  const int64_t dynamic = ShapedType::kDynamic;
+  const int64_t dim = spec.headDim, group = spec.groupHeads();
+  Type f32 = b.getF32Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
+  std::vector<KvAttentionParam> params = kvAttentionParams(spec);
+  // Static where the spec fixes a size (columns, the FP8 scales' [1, 1]
+  // or [1, Hkv], seq_lens' one row); dynamic where a call does.
+  std::vector<std::array<int64_t, 2>> shapes =
+      kvAttentionShapes(spec, {1, 1, 1, 1});
+  SmallVector<Type> argTypes;
+  for (auto [index, param] : llvm::enumerate(params)) {
+    Type element = param.name == "query"        ? queryType(b, spec.query)
+                   : param.elementType == "i8"  ? i8
+                   : param.elementType == "i32" ? i32
+                                                : f32;
+    bool fixedRows = param.name == "seq_lens" ||
+                     (spec.isFp8() && param.name.ends_with("scales"));
+    bool fixedCols = param.name != "seq_lens" && param.name != "block_table";
+    argTypes.push_back(MemRefType::get({fixedRows ? shapes[index][0] : dynamic,
+                                        fixedCols ? shapes[index][1] : dynamic},
+                                       element));
+  }
+  auto func =
+      func::FuncOp::create(b, "kernel", b.getFunctionType(argTypes, {}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  b.setInsertionPointToStart(func.addEntryBlock());
+  auto arg = [&](StringRef name) -> Value {
+    for (auto [index, param] : llvm::enumerate(params))
+      if (param.name == name)
+        return func.getArgument(index);
+    return {};
+  };
+  auto idx = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, value);
+  };
+  auto rows = [&](Value buffer) -> Value {
+    return memref::DimOp::create(b, buffer, 0);
+  };
+
+  // The logical views of the 2-D parameters.
+  Value batch = memref::DimOp::create(b, arg("seq_lens"), 1);
+  Value cacheRows = rows(arg("key_codes"));
+  Value tokens, maxTokens, firstDim;
+  if (spec.paged) {
+    firstDim =
+        arith::DivUIOp::create(b, cacheRows, idx(spec.kvHeads * kPageTokens));
+    tokens = idx(kPageTokens);
+    maxTokens = arith::MulIOp::create(
+        b, memref::DimOp::create(b, arg("block_table"), 1), idx(kPageTokens));
+  } else {
+    firstDim = batch;
+    tokens = arith::DivUIOp::create(
+        b, cacheRows, arith::MulIOp::create(b, batch, idx(spec.kvHeads)));
+    maxTokens = tokens;
+  }
+  Value splits =
+      arith::CeilDivUIOp::create(b, maxTokens, idx(spec.splitTokens));
+  auto expand = [&](Value buffer, ArrayRef<OpFoldResult> shape,
+                    ArrayRef<ReassociationIndices> groups) -> Value {
+    SmallVector<int64_t> staticShape;
+    for (OpFoldResult size : shape)
+      staticShape.push_back(getConstantIntValue(size).value_or(dynamic));
+    auto type = MemRefType::get(
+        staticShape, cast<MemRefType>(buffer.getType()).getElementType());
+    return memref::ExpandShapeOp::create(b, type, buffer, groups, shape);
+  };
+  auto flatten = [&](Value buffer) -> Value {
+    return memref::CollapseShapeOp::create(
+        b, buffer, ArrayRef<ReassociationIndices>{{0, 1}});
+  };
+  OpFoldResult batchSize = batch;
+  Value query =
+      expand(arg("query"),
+             {batchSize, b.getIndexAttr(spec.qHeads), b.getIndexAttr(dim)},
+             {{0, 1}, {2}});
+  SmallVector<OpFoldResult> cacheShape = {
+      firstDim, b.getIndexAttr(spec.kvHeads),
+      spec.paged ? OpFoldResult(b.getIndexAttr(kPageTokens))
+                 : OpFoldResult(tokens),
+      b.getIndexAttr(dim)};
+  auto cacheView = [&](Value buffer, int64_t cols) {
+    SmallVector<OpFoldResult> shape = cacheShape;
+    shape.back() = b.getIndexAttr(cols);
+    return expand(buffer, shape, {{0, 1, 2}, {3}});
+  };
+  auto scalesView = [&](Value buffer) {
+    return spec.isFp8() ? flatten(buffer)
+                        : cacheView(buffer, spec.scaleWidth());
+  };
+  Value keyCodes = cacheView(arg("key_codes"), dim);
+  Value valueCodes = cacheView(arg("value_codes"), dim);
+  Value keyScales = scalesView(arg("key_scales"));
+  Value valueScales = scalesView(arg("value_scales"));
+  Value seqLens = flatten(arg("seq_lens"));
+  Value output =
+      expand(arg("output"),
+             {batchSize, b.getIndexAttr(spec.qHeads), b.getIndexAttr(dim)},
+             {{0, 1}, {2}});
+  Value partials =
+      expand(arg("partials"),
+             {batchSize, b.getIndexAttr(spec.kvHeads), OpFoldResult(splits),
+              b.getIndexAttr(group), b.getIndexAttr(dim + 2)},
+             {{0, 1, 2, 3}, {4}});
+
+  auto tensorOf = [&](Value buffer) -> Value {
+    if (!buffer)
+      return {};
+    auto type = cast<MemRefType>(buffer.getType());
+    return bufferization::ToTensorOp::create(
+        b, RankedTensorType::get(type.getShape(), type.getElementType()),
+        buffer, /*restrict=*/true, /*writable=*/false);
+  };
+  auto tensorType = [](Value buffer) -> Type {
+    auto type = cast<MemRefType>(buffer.getType());
+    return RankedTensorType::get(type.getShape(), type.getElementType());
+  };
+  auto attention = ld::KvDecodeAttentionOp::create(
+      b, tensorType(output), tensorType(partials), tensorOf(query),
+      tensorOf(keyCodes), tensorOf(keyScales), tensorOf(valueCodes),
+      tensorOf(valueScales), tensorOf(seqLens), tensorOf(arg("block_table")),
+      cast<ld::FormatAttrInterface>(formatAttr(&context, spec)),
+      StringRef(spec.isFp8() ? (spec.perHead ? "per_head" : "per_tensor")
+                             : "per_group"),
+      uint64_t(spec.groupSize),
+      StringRef(spec.convention == kv::ScaleConvention::Multiplier
+                    ? "multiplier"
+                    : "divisor"),
+      llvm::APFloat(spec.softmaxScale), uint64_t(spec.splitTokens));
+  SmallVector<Value, 2> destinations = {output, partials};
+  for (auto [result, destination] :
+       llvm::zip(attention->getResults(), destinations))
+    bufferization::MaterializeInDestinationOp::create(
+        b, /*result=*/Type(), result, destination, /*restrict=*/true,
+        /*writable=*/true);
+  func::ReturnOp::create(b);
+
+  if (failed(withDiagnostics(context, diagnostics,
+                             [&] { return verify(*module); })))
+    return failure("the decode-attention module does not verify: " +
+                   diagnostics);
+  return module;
+}
+
+llvm::Error lowerKvAttentionToLoops(ModuleOp module) {
+  std::string diagnostics;
+  PassManager pm(module.getContext());
+  configureVerifier(pm);
+  pm.addPass(createLowbitAttentionToLoops());
+  if (failed(withDiagnostics(*module.getContext(), diagnostics,
+                             [&] { return pm.run(module); })))
+    return failure("lowbit-attention-to-loops failed: " + diagnostics);
+  return llvm::Error::success();
+}
+
+namespace {
+
+/// buildKvAttentionModule then lowerKvAttentionToLoops.
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildLoopsModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
+  auto module = buildKvAttentionModule(context, spec);
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = lowerKvAttentionToLoops(**module))
+    return std::move(error);
+  return module;
+}
+
+} // namespace
+
+llvm::Expected<std::string>
+kvAttentionLoopsText(const kv::KvAttentionSpec &spec) {
+  ContextLease context = borrowContext();
+  auto module = buildLoopsModule(*context, spec);
+  if (!module)
+    return module.takeError();
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  (*module)->print(stream);
+  return text;
+}
+
+llvm::Expected<PtxModule>
+compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target) {
+  if (!target.isNvidia())
+    return failure("decode attention PTX needs an NVIDIA target, got '" +
+                   target.str() + "'");
+  ContextLease context = borrowContext();
+  auto module = buildLoopsModule(*context, spec);
+  if (!module)
+    return module.takeError();
+  std::string error, diagnostics;
+  FailureOr<PtxModule> ptx = withDiagnostics(*context, diagnostics, [&] {
+    return lowerToPtx(**module, target, error);
+  });
+  if (failed(ptx))
+    return failure(error.empty() ? diagnostics : error);
+  return std::move(*ptx);
+}
+
+KvAttentionCpuKernel::~KvAttentionCpuKernel() = default;
+
+namespace {
+
+class JitKvAttentionKernel : public KvAttentionCpuKernel {
+public:
+  JitKvAttentionKernel(kv::KvAttentionSpec spec,
+                       std::unique_ptr<HostExecutable> executable)
+      : spec(std::move(spec)), executable(std::move(executable)) {}
+
+  llvm::Error run(const std::vector<HostBuffer> &buffers) override {
+    auto sizes = kvAttentionSizesOf(spec, buffers);
+    if (!sizes)
+      return sizes.takeError();
+    std::vector<StridedMemRefType<char, 2>> descriptors(buffers.size());
+    std::vector<void *> pointers(buffers.size()), args(buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      auto *data = static_cast<char *>(buffers[i].data);
+      descriptors[i] = {data,
+                        data,
+                        0,
+                        {buffers[i].rows, buffers[i].cols},
+                        {buffers[i].cols, 1}};
+      pointers[i] = &descriptors[i];
+      args[i] = &pointers[i];
+    }
+    return executable->invoke("kernel", args);
+  }
+
+private:
+  kv::KvAttentionSpec spec;
+  std::unique_ptr<HostExecutable> executable;
+};
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<KvAttentionCpuKernel>>
+compileKvAttentionForCpu(const kv::KvAttentionSpec &spec) {
+  ContextLease context = borrowContext();
+  auto module = buildLoopsModule(*context, spec);
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = lowerLoopsToLlvm(**module))
+    return std::move(error);
+  auto executable = makeHostExecutable(**module);
+  if (!executable)
+    return executable.takeError();
+  return std::make_unique<JitKvAttentionKernel>(spec, std::move(*executable));
+}
+
+} // namespace lowbit::compiler

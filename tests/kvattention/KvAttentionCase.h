@@ -1,0 +1,55 @@
+//===- KvAttentionCase.h - One decode-attention test case -------*- C++ -*-===//
+//
+// A quantized cache made with the kv/ reference (random K and V with an
+// outlier channel, fixed seed), laid out as the kernel ABI wants
+// (runtime/compiler/KvAttentionCompiler.h), with every position a sequence
+// does not reach poisoned (NaN codes or scales), plus the references the
+// kernels are compared against.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_TESTS_KVATTENTION_KVATTENTIONCASE_H
+#define LOWBIT_TESTS_KVATTENTION_KVATTENTIONCASE_H
+
+#include "kv/KvAttention.h"
+#include "kv/KvAttentionSpec.h"
+#include "runtime/compiler/Compiler.h"
+#include "runtime/emulator/EmulatedProgram.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lowbit::testing {
+
+struct AttentionCase {
+  kv::KvAttentionSpec spec;
+  kv::DecodeShape shape; ///< the references' contiguous shape
+  int64_t pages = 0, maxBlocks = 0;
+  std::vector<uint8_t> query; ///< the kernel's bytes (f32, f16 or bf16)
+  std::vector<float> queryF32;
+  std::vector<int8_t> keyCodes, valueCodes;  ///< storage layout
+  std::vector<float> keyScales, valueScales; ///< storage layout
+  std::vector<int32_t> seqLens, blockTable;
+  std::vector<int64_t> lengths;
+  /// The dequantized cache, contiguous [batch, kvHeads, maxTokens, dim].
+  std::vector<float> keys, values;
+
+  /// Builds the case for a kv_attend spec text (a test failure if it does
+  /// not parse).
+  static AttentionCase make(const std::string &specText,
+                            std::vector<int64_t> lengths, uint64_t seed);
+
+  size_t outputSize() const;
+  size_t partialsSize() const;
+  std::vector<compiler::HostBuffer> hostBuffers(float *output,
+                                                float *partials) const;
+  std::vector<emulator::EmulatorBuffer> emulatorBuffers(float *output,
+                                                        float *partials) const;
+  std::vector<float> kernelOrderReference() const;
+  std::vector<double> float64Reference() const;
+};
+
+} // namespace lowbit::testing
+
+#endif // LOWBIT_TESTS_KVATTENTION_KVATTENTIONCASE_H

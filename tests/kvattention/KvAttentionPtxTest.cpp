@@ -1,0 +1,67 @@
+//===- KvAttentionPtxTest.cpp - Decode-attention PTX assembles ------------===//
+//
+// Every KV scheme, contiguous and paged, compiled to PTX for sm_80, sm_89,
+// sm_90a and sm_100a, and assembled by ptxas (when the toolkit is there):
+// two kernels, the splits and their merge.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/gpu/GpuTestSupport.h"
+
+#include "runtime/compiler/KvAttentionCompiler.h"
+
+#include <catch2/catch.hpp>
+
+using namespace lowbit;
+
+TEST_CASE("decode-attention PTX assembles for sm_80, sm_89, sm_90a, sm_100a") {
+  const char *schemes[] = {"kv_int8_g64 convention=divisor",
+                           "kv_fp8_e4m3 scale=per_head",
+                           "kv_fp8_e5m2 scale=per_tensor"};
+  // Each chip gets one scheme contiguous and the next one paged, so every
+  // scheme and layout is on two chips and the test stays a few seconds.
+  const char *chips[] = {"sm_80", "sm_89", "sm_90a", "sm_100a"};
+  int assembled = 0;
+  for (int chipIndex = 0; chipIndex < 4; ++chipIndex)
+    for (int paged = 0; paged < 2; ++paged) {
+      const char *chip = chips[chipIndex];
+      const char *scheme = schemes[(chipIndex + paged) % 3];
+      const char *layout = paged ? "paged" : "contiguous";
+      std::string text = std::string("kv_attend ") + scheme +
+                         " q=bf16 layout=" + layout +
+                         " q_heads=32 kv_heads=8 head_dim=128";
+      INFO(text << " on " << chip);
+      std::string error;
+      auto spec = kv::parseKvAttentionSpec(text, &error);
+      REQUIRE(spec);
+      std::optional<Target> target = parseTarget(chip, &error);
+      REQUIRE(target);
+      auto ptx = compiler::compileKvAttentionToPtx(*spec, *target);
+      if (!ptx)
+        FAIL(llvm::toString(ptx.takeError()));
+      CHECK(ptx->kernelNames.size() == 2);
+      CHECK(ptx->ptx.find(".target " + std::string(chip)) != std::string::npos);
+      if (test::ptxasPath().empty())
+        continue;
+      std::string log;
+      bool assembles = test::ptxAssembles(ptx->ptx, chip, log);
+      INFO(log);
+      CHECK(assembles);
+      ++assembled;
+    }
+  if (!test::ptxasPath().empty())
+    CHECK(assembled == 8);
+}
+
+TEST_CASE("decode-attention PTX refuses a target that is not NVIDIA") {
+  std::string error;
+  auto spec = kv::parseKvAttentionSpec(
+      "kv_attend kv_int8 q_heads=2 kv_heads=1 head_dim=8", &error);
+  REQUIRE(spec);
+  std::optional<Target> cpu = parseTarget("cpu", &error);
+  REQUIRE(cpu);
+  auto ptx = compiler::compileKvAttentionToPtx(*spec, *cpu);
+  REQUIRE(!ptx);
+  CHECK_THAT(llvm::toString(ptx.takeError()),
+             Catch::Contains("needs an NVIDIA target"));
+}

@@ -1,0 +1,100 @@
+//===- KvAttentionSpecTest.cpp - The kv_attend text form ------------------===//
+
+#include "kv/KvAttentionSpec.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace lowbit::kv;
+
+TEST_CASE("kv_attend parses every field and prints back the same spec") {
+  std::string error;
+  auto spec = parseKvAttentionSpec(
+      "kv_attend kv_fp8_e4m3 scale=per_head q=bf16 layout=paged q_heads=32 "
+      "kv_heads=8 head_dim=128",
+      &error);
+  INFO(error);
+  REQUIRE(spec);
+  CHECK(spec->scheme == KvScheme::Fp8E4M3);
+  CHECK(spec->perHead);
+  CHECK(spec->query == QueryDtype::BF16);
+  CHECK(spec->paged);
+  CHECK(spec->qHeads == 32);
+  CHECK(spec->kvHeads == 8);
+  CHECK(spec->groupHeads() == 4);
+  CHECK(spec->headDim == 128);
+  CHECK(spec->splitTokens == kDefaultSplitTokens);
+  CHECK(spec->softmaxScale == 1.0f / std::sqrt(128.0f));
+  std::string text = printKvAttentionSpec(*spec);
+  CHECK(text == "kv_attend kv_fp8_e4m3 scale=per_head q=bf16 layout=paged "
+                "q_heads=32 kv_heads=8 head_dim=128 split=256 "
+                "softmax_scale=0.0883883461");
+  auto again = parseKvAttentionSpec(text, &error);
+  REQUIRE(again);
+  CHECK(printKvAttentionSpec(*again) == text);
+  CHECK(again->softmaxScale == spec->softmaxScale);
+}
+
+TEST_CASE("kv_attend takes int8 groups of any size and both conventions") {
+  std::string error;
+  auto spec = parseKvAttentionSpec(
+      "kv_attend kv_int8_g32 convention=divisor q_heads=4 kv_heads=4 "
+      "head_dim=72 split=100 softmax_scale=0.5",
+      &error);
+  INFO(error);
+  REQUIRE(spec);
+  CHECK(spec->groupSize == 32);
+  CHECK(spec->scaleWidth() == 3);
+  CHECK(spec->convention == ScaleConvention::Divisor);
+  CHECK(spec->splitTokens == 100);
+  CHECK(spec->softmaxScale == 0.5f);
+  CHECK(!spec->paged);
+  auto plain = parseKvAttentionSpec(
+      "kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8", &error);
+  REQUIRE(plain);
+  CHECK(plain->groupSize == 64);
+  CHECK(plain->convention == ScaleConvention::Multiplier);
+}
+
+TEST_CASE("kv_attend errors name the offending token") {
+  struct Case {
+    const char *text, *message;
+  };
+  const Case cases[] = {
+      {"quantize kv_int8 q_heads=1 kv_heads=1 head_dim=8", "'quantize'"},
+      {"kv_attend kv_int4 q_heads=1 kv_heads=1 head_dim=8",
+       "'kv_int4' is not a KV scheme"},
+      {"kv_attend kv_int8_g0 q_heads=1 kv_heads=1 head_dim=8",
+       "'kv_int8_g0' is not a KV scheme"},
+      {"kv_attend kv_int8 q_heads=6 kv_heads=4 head_dim=8",
+       "'q_heads=6' is not a multiple of kv_heads=4"},
+      {"kv_attend kv_int8 scale=per_head q_heads=1 kv_heads=1 head_dim=8",
+       "'scale=per_head': scale= is per_tensor or per_head, for FP8"},
+      {"kv_attend kv_fp8_e5m2 convention=divisor q_heads=1 kv_heads=1 "
+       "head_dim=8",
+       "'convention=divisor' has a bad value for convention"},
+      {"kv_attend kv_int8 q=f64 q_heads=1 kv_heads=1 head_dim=8",
+       "'q=f64' has a bad value for q"},
+      {"kv_attend kv_int8 layout=ring q_heads=1 kv_heads=1 head_dim=8",
+       "'layout=ring' has a bad value for layout"},
+      {"kv_attend kv_int8 q_heads=0 kv_heads=1 head_dim=8",
+       "'q_heads=0' has a bad value for q_heads"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 split=x",
+       "'split=x' has a bad value for split"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 softmax_scale=inf",
+       "'softmax_scale=inf' has a bad value for softmax_scale"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 window=4",
+       "'window=4': unknown option 'window'"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 paged",
+       "'paged' is not a key=value option"},
+      {"kv_attend kv_int8 q_heads=1 head_dim=8",
+       "names q_heads=, kv_heads= and head_dim="},
+  };
+  for (const Case &item : cases) {
+    INFO(item.text);
+    std::string error;
+    CHECK_FALSE(parseKvAttentionSpec(item.text, &error));
+    CHECK_THAT(error, Catch::Contains(item.message));
+  }
+}

@@ -1,0 +1,185 @@
+//===- KvAttentionTest.cpp - Decode attention kernels against the references
+//
+// Every KV scheme x contiguous/paged x GQA ratios 1 and 4 x ragged lengths
+// (0, 1, 17, 300): the CPU tail's kernel equals kv::decodeAttentionKernelOrder
+// bit for bit and the float64 reference on the dequantized cache within
+// 1e-5 relative; the GPU kernels run in the emulator equal the CPU tail bit
+// for bit (docs/decode-attention.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/kvattention/KvAttentionCase.h"
+
+#include "runtime/compiler/KvAttentionCompiler.h"
+#include "runtime/emulator/EmulatedProgram.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+using namespace lowbit;
+using lowbit::testing::AttentionCase;
+
+namespace {
+
+/// The schemes and scale layouts, each once.
+std::vector<std::string> schemeTexts() {
+  return {"kv_int8_g64 convention=multiplier", "kv_int8_g32 convention=divisor",
+          "kv_fp8_e4m3 scale=per_tensor", "kv_fp8_e4m3 scale=per_head",
+          "kv_fp8_e5m2 scale=per_head"};
+}
+
+std::vector<std::string> allSpecs() {
+  std::vector<std::string> specs;
+  const char *dtypes[] = {"f32", "bf16", "f16"};
+  int index = 0;
+  for (const std::string &scheme : schemeTexts())
+    for (const char *layout : {"contiguous", "paged"})
+      for (const char *heads : {"q_heads=2 kv_heads=2", "q_heads=8 kv_heads=2"})
+        specs.push_back("kv_attend " + scheme + " q=" + dtypes[index++ % 3] +
+                        " layout=" + layout + " " + heads +
+                        " head_dim=72 split=64");
+  return specs;
+}
+
+std::vector<float> runCpu(const AttentionCase &data) {
+  auto kernel = compiler::compileKvAttentionForCpu(data.spec);
+  if (!kernel)
+    FAIL(llvm::toString(kernel.takeError()));
+  std::vector<float> output(data.outputSize(), -1.0f),
+      partials(data.partialsSize(), -1.0f);
+  llvm::Error error =
+      (*kernel)->run(data.hostBuffers(output.data(), partials.data()));
+  if (error)
+    FAIL(llvm::toString(std::move(error)));
+  return output;
+}
+
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// Index and values of the first element whose bits differ.
+std::string firstDifference(const std::vector<float> &a,
+                            const std::vector<float> &b) {
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
+      return "element " + std::to_string(i) + ": " + std::to_string(a[i]) +
+             " vs " + std::to_string(b[i]);
+  return "sizes " + std::to_string(a.size()) + " vs " +
+         std::to_string(b.size());
+}
+
+} // namespace
+
+TEST_CASE("CPU tail: every scheme, layout and GQA ratio, ragged lengths") {
+  int checked = 0;
+  for (const std::string &text : allSpecs()) {
+    INFO(text);
+    AttentionCase data = AttentionCase::make(text, {0, 1, 17, 300}, 7);
+    std::vector<float> output = runCpu(data);
+    std::vector<float> expected = data.kernelOrderReference();
+    INFO(firstDifference(output, expected));
+    CHECK(sameBits(output, expected));
+    double error = kv::relativeError(data.float64Reference(), output);
+    INFO("relative error " << error);
+    CHECK(error < 1e-5);
+    // Length 0 gives zeros.
+    for (int64_t i = 0; i < data.spec.qHeads * data.spec.headDim; ++i)
+      REQUIRE(output[i] == 0.0f);
+    ++checked;
+  }
+  CHECK(checked == 20);
+}
+
+TEST_CASE("CPU tail: one split and one token per split give the same "
+          "attention within 1e-5") {
+  for (const char *split : {"split=1", "split=512"}) {
+    std::string text = std::string("kv_attend kv_fp8_e4m3 scale=per_head "
+                                   "q=f32 q_heads=4 kv_heads=1 head_dim=16 ") +
+                       split;
+    INFO(text);
+    AttentionCase data = AttentionCase::make(text, {300, 5}, 3);
+    std::vector<float> output = runCpu(data);
+    CHECK(sameBits(output, data.kernelOrderReference()));
+    CHECK(kv::relativeError(data.float64Reference(), output) < 1e-5);
+  }
+}
+
+TEST_CASE("CPU tail: buffers of the wrong shape are refused by name") {
+  AttentionCase data = AttentionCase::make(
+      "kv_attend kv_int8_g64 q=f32 q_heads=4 kv_heads=2 head_dim=64 split=64",
+      {3, 40}, 5);
+  auto kernel = compiler::compileKvAttentionForCpu(data.spec);
+  if (!kernel)
+    FAIL(llvm::toString(kernel.takeError()));
+  std::vector<float> output(data.outputSize()), partials(data.partialsSize());
+  std::vector<compiler::HostBuffer> buffers =
+      data.hostBuffers(output.data(), partials.data());
+  buffers.back().rows -= 1;
+  llvm::Error error = (*kernel)->run(buffers);
+  REQUIRE(bool(error));
+  CHECK_THAT(llvm::toString(std::move(error)),
+             Catch::Contains("partials is ["));
+}
+
+TEST_CASE("GPU kernels in the emulator equal the CPU tail bit for bit") {
+  std::string error;
+  std::optional<Target> target = parseTarget("sm_90a", &error);
+  REQUIRE(target);
+  int checked = 0;
+  for (const std::string &text : allSpecs()) {
+    INFO(text);
+    AttentionCase data = AttentionCase::make(text, {0, 1, 17, 300}, 11);
+    auto loops = compiler::kvAttentionLoopsText(data.spec);
+    if (!loops)
+      FAIL(llvm::toString(loops.takeError()));
+    auto program = emulator::EmulatedProgram::compileText(*loops, *target);
+    if (!program)
+      FAIL(program.error().message);
+    CHECK((*program)->plan().steps.size() == 2);
+    std::vector<float> output(data.outputSize(), -1.0f),
+        partials(data.partialsSize(), -1.0f);
+    std::vector<emulator::EmulatorBuffer> buffers =
+        data.emulatorBuffers(output.data(), partials.data());
+    emulator::Device device;
+    Status status = (*program)->run(device, buffers);
+    if (!status)
+      FAIL(status.error().message);
+    std::vector<float> cpu = runCpu(data);
+    INFO(firstDifference(output, cpu));
+    CHECK(sameBits(output, cpu));
+    CHECK(kv::relativeError(data.float64Reference(), output) < 1e-5);
+    ++checked;
+  }
+  CHECK(checked == 20);
+}
+
+TEST_CASE("CPU tail: lengths past the cache and pages out of range are "
+          "refused before the kernel runs") {
+  for (const char *layout : {"contiguous", "paged"}) {
+    std::string text = std::string("kv_attend kv_fp8_e5m2 q=f32 layout=") +
+                       layout + " q_heads=2 kv_heads=1 head_dim=16 split=8";
+    INFO(text);
+    AttentionCase data = AttentionCase::make(text, {3, 40}, 5);
+    auto kernel = compiler::compileKvAttentionForCpu(data.spec);
+    if (!kernel)
+      FAIL(llvm::toString(kernel.takeError()));
+    std::vector<float> output(data.outputSize()), partials(data.partialsSize());
+    AttentionCase tooLong = data;
+    tooLong.seqLens[1] = 4000;
+    llvm::Error error =
+        (*kernel)->run(tooLong.hostBuffers(output.data(), partials.data()));
+    REQUIRE(bool(error));
+    CHECK_THAT(llvm::toString(std::move(error)), Catch::Contains("4000"));
+    if (!data.spec.paged)
+      continue;
+    AttentionCase badPage = data;
+    badPage.blockTable[badPage.maxBlocks + 1] = int32_t(badPage.pages);
+    error = (*kernel)->run(badPage.hostBuffers(output.data(), partials.data()));
+    REQUIRE(bool(error));
+    CHECK_THAT(llvm::toString(std::move(error)),
+               Catch::Contains("block table [1, 1]"));
+  }
+}
