@@ -34,6 +34,7 @@
 #include "lowbit/Expected.h"
 #include "lowering/Target.h"
 #include "runtime/cache/KernelCache.h"
+#include "runtime/driver/NvJitLink.h"
 #include "runtime/spec/KernelSpec.h"
 
 #include <array>
@@ -61,6 +62,12 @@ struct JitOptions {
   /// cache (GPU) or recompiled (CPU) when asked for again; Kernel objects
   /// already handed out keep working.
   size_t memoryCapacity = 512;
+  /// Who makes a GPU kernel's machine code. nullopt: LOWBIT_CUBIN
+  /// (nvjitlink | driver; anything else fails create()). NvJitLink links
+  /// at compile time and the cache entry holds the cubin; Driver stores
+  /// the PTX only and cuModuleLoadData JIT-compiles it at the first launch
+  /// that loads the kernel (docs/pipeline.md).
+  std::optional<runtime::CubinMaker> cubinMaker;
 };
 
 /// Resource usage of a GPU kernel, from ptxas (nvJitLink's info log). -1:
