@@ -70,6 +70,9 @@ struct CompilerBackend {
   /// The host CPU's name and a hash of its features: what a CPU kernel's
   /// key is specialized on (LLVM's host detection).
   std::string (*hostFeatures)();
+  /// The compiler's one-time setup for `target`: one small kernel through
+  /// the whole pipeline, result dropped (JitOptions::warmUpCompiler).
+  Status (*warmUp)(const Target &target);
 };
 
 /// The compiler the Jit uses: linked in (LowbitJit) or loaded on first use

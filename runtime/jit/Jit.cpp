@@ -129,6 +129,9 @@ struct Jit::Impl {
       modules;
   /// After the context: freed before it.
   launch::WorkspacePool workspaces;
+  /// JitOptions::warmUpCompiler's thread (std::async: ~Impl waits for it).
+  std::future<void> warmUpDone;
+  std::shared_future<Status> warmUp;
 
   /// get()'s answers by memoKeyOf. The states hold this Impl, so ~Jit
   /// clears the map.
@@ -686,8 +689,20 @@ Expected<std::unique_ptr<Jit>> Jit::create(JitOptions options) {
       return std::move(fromEnvironment).takeError();
     cubinMaker = *fromEnvironment;
   }
-  return std::unique_ptr<Jit>(new Jit(
-      std::make_shared<Impl>(std::move(options), cubinMaker, cacheOptions)));
+  auto impl =
+      std::make_shared<Impl>(std::move(options), cubinMaker, cacheOptions);
+  if (impl->options.warmUpCompiler) {
+    auto outcome = std::make_shared<std::promise<Status>>();
+    impl->warmUp = outcome->get_future().share();
+    impl->warmUpDone = std::async(
+        std::launch::async, [target = impl->options.target, outcome] {
+          Expected<const jit::CompilerBackend *> backend =
+              jit::compilerBackend();
+          outcome->set_value(backend ? (*backend)->warmUp(target)
+                                     : Status(backend.error()));
+        });
+  }
+  return std::unique_ptr<Jit>(new Jit(std::move(impl)));
 }
 
 namespace {
@@ -859,6 +874,12 @@ JitStats Jit::stats() const {
   stats.evictions = impl->evictions.load();
   stats.cache = impl->cache.stats();
   return stats;
+}
+
+Status Jit::waitForWarmUp() const {
+  if (!impl->warmUp.valid())
+    return Status::success();
+  return impl->warmUp.get();
 }
 
 const runtime::CacheOptions &Jit::cacheOptions() const {

@@ -70,10 +70,32 @@ std::string hostFeatures() {
          runtime::toHex64(runtime::xxh64(features.data(), features.size(), 0));
 }
 
+Status warmUp(const Target &target) {
+  // The smallest named kernel: what a first compile pays once per process
+  // (context and dialects in the pool, LLVM's target and pass setup, and
+  // for a GPU the nvJitLink warm-up buildGpuKernel starts) does not depend
+  // on the spec.
+  std::string error;
+  std::optional<KernelSpec> spec = parseKernelSpec("dequantize int8", &error);
+  if (!spec)
+    return makeError(ErrorCode::InvalidArgument, "warm-up spec: " + error);
+  if (target.isNvidia()) {
+    Expected<GpuBuild> build = buildGpuKernel(*spec, target);
+    if (!build)
+      return std::move(build).takeError();
+    return Status::success();
+  }
+  Expected<std::unique_ptr<CpuKernelHandle>> kernel = compileCpu(*spec);
+  if (!kernel)
+    return std::move(kernel).takeError();
+  return Status::success();
+}
+
 } // namespace
 
 const CompilerBackend &linkedCompilerBackend() {
-  static const CompilerBackend backend{compileGpu, compileCpu, hostFeatures};
+  static const CompilerBackend backend{compileGpu, compileCpu, hostFeatures,
+                                       warmUp};
   return backend;
 }
 
