@@ -20,6 +20,10 @@
 //   old ptx     spec -> PTX as before the pipeline changes (a new context
 //               with every dialect loaded, the per-pass verifier, O3): the
 //               same-run yardstick of what the changes save.
+// --warmed: the cold columns are the first compile in a fresh process
+// after what JitOptions::warmUpCompiler runs on its thread at Jit::create
+// (untimed, finished): what an engine's first miss costs when it created
+// its Jit a moment earlier.
 // Every number is a median of `runs` (>= 7 by default); cold numbers are
 // medians over `runs` child processes. Ratios are against the peer in the
 // same run (the machine is shared and noisy).
@@ -33,7 +37,7 @@
 //
 // usage: lowbit-bench-latency [--runs N] [--chips sm_90a,sm_100a]
 //                             [--ops quantize,dequantize] [--schemes A,B]
-//                             [--no-cold]
+//                             [--no-cold] [--warmed]
 //                             [--levels]
 //                             [--clock cpu|wall]
 //        lowbit-bench-latency --clock C --child ptx|cubin CHIP SPEC
@@ -48,6 +52,7 @@
 #include "runtime/compiler/Compiler.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/driver/Nvrtc.h"
+#include "runtime/jit/CompilerBackend.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/nvrtc/ReferenceKernels.h"
 #include "runtime/spec/KernelSpec.h"
@@ -162,8 +167,11 @@ double oldStyleMedian(const KernelSpec &spec, const Target &target, int runs,
   return median(values);
 }
 
-/// The child: one cold compile, its milliseconds on stdout.
-int runChild(const std::string &mode, const std::string &chip,
+/// The child: one cold compile, its milliseconds on stdout. Modes `ptx`
+/// and `cubin`; `ptx+w` and `cubin+w` first run what
+/// JitOptions::warmUpCompiler runs on its thread (untimed, and nvJitLink's
+/// warm-up waited for): the first compile of a Jit created a moment before.
+int runChild(std::string mode, const std::string &chip,
              const std::string &specText) {
   std::string error;
   std::optional<Target> target = parseTarget(chip, &error);
@@ -171,6 +179,14 @@ int runChild(const std::string &mode, const std::string &chip,
   if (!target || !spec) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 2;
+  }
+  if (mode.ends_with("+w")) {
+    mode.resize(mode.size() - 2);
+    if (Status warmed = jit::linkedCompilerBackend().warmUp(*target); !warmed) {
+      std::fprintf(stderr, "warm-up: %s\n", warmed.error().message.c_str());
+      return 1;
+    }
+    runtime::waitForNvJitLinkWarmup();
   }
   double start = nowMillis();
   if (!compileOnce(*spec, *target, mode == "cubin", error)) {
@@ -340,6 +356,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> ops = {"quantize"};
   std::vector<std::string> only; // scheme names; empty: every named scheme
   bool cold = true, levels = false;
+  // --warmed: the "cold" columns are the first compile after the Jit's
+  // warm-up (JitOptions::warmUpCompiler), child modes ptx+w and cubin+w.
+  bool warmed = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--runs" && i + 1 < argc)
@@ -352,6 +371,8 @@ int main(int argc, char **argv) {
       only = splitCommas(argv[++i]);
     else if (arg == "--no-cold")
       cold = false;
+    else if (arg == "--warmed")
+      warmed = true;
     else if (arg == "--levels")
       levels = true;
     else if (arg == "--clock" && i + 1 < argc)
@@ -360,7 +381,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: lowbit-bench-latency [--runs N] [--chips A,B] "
                    "[--ops quantize,dequantize] [--schemes A,B] [--no-cold] "
-                   "[--levels]\n");
+                   "[--warmed] [--levels]\n");
       return 2;
     }
   }
@@ -375,8 +396,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::printf("spec -> PTX and spec -> cubin, f32 input, dynamic scales; "
-              "medians of %d (cold: %d child processes); %s ms\n",
-              runs, runs, useCpuClock ? "process CPU" : "wall");
+              "medians of %d (cold: %d child processes%s); %s ms\n",
+              runs, runs,
+              warmed ? ", each after the Jit's compiler warm-up" : "",
+              useCpuClock ? "process CPU" : "wall");
   std::printf("peer: NVRTC (PTX) and NVRTC + nvJitLink (cubin) on the "
               "scheme's reference kernel, warm%s\n",
               nvrtc ? "" : " (NVRTC not available)");
@@ -416,9 +439,11 @@ int main(int argc, char **argv) {
                       reason.substr(0, reason.find('\n')).c_str());
           continue;
         }
-        double ptxCold = cold ? coldMedian("ptx", chip, specText, runs) : -1;
+        const std::string suffix = warmed ? "+w" : "";
+        double ptxCold =
+            cold ? coldMedian("ptx" + suffix, chip, specText, runs) : -1;
         double cubinCold =
-            cold ? coldMedian("cubin", chip, specText, runs) : -1;
+            cold ? coldMedian("cubin" + suffix, chip, specText, runs) : -1;
 
         auto &peer = peers[{chip, scheme.name}];
         if (nvrtc && peer.first == 0) {

@@ -6,6 +6,10 @@ measured in one run.
 Usage: frontend_bench.py BUILD_DIR [--runs N] [--scheme S] [--chip C]
                          [--baseline LOWBIT]
 
+Also timed: lowbit::Jit's disk hit in an engine (`lowbit-jit-probe`, linked
+with the MLIR-free LowbitJitLoader) and `lowbit compile` with an empty
+cache (LOWBIT_CACHE=off: the compiler library is loaded and compiles).
+
 Each command runs N times (default 11) in turn, and the median wall time
 is reported, with the median CPU time (user + system, from wait4) beside
 it: on a shared machine the wall time waits for other processes, the CPU
@@ -56,6 +60,13 @@ def main():
             "NVRTC peer (whole process)": [
                 os.path.join(binaries, "lowbit-bench-nvrtc-process"),
                 args.scheme, args.chip],
+            # lowbit::Jit in an engine (LowbitJitLoader): a disk hit.
+            "Jit disk hit (lowbit-jit-probe)": [
+                os.path.join(binaries, "lowbit-jit-probe"), spec, args.chip],
+            # An empty cache: every run compiles (LOWBIT_CACHE=off).
+            "lowbit compile (empty cache)": [
+                "env", "LOWBIT_CACHE=off", os.path.join(binaries, "lowbit"),
+                "compile", spec, "--target", args.chip],
         }
         if args.baseline:
             commands["baseline lowbit compile (cached)"] = [
@@ -81,6 +92,9 @@ def main():
         cached / medians["NVRTC peer (whole process)"]))
     print("  cached compile - empty main        {:8.2f} ms".format(
         cached - medians["empty main"]))
+    print("  empty-cache compile / NVRTC peer   {:8.3f}".format(
+        medians["lowbit compile (empty cache)"] /
+        medians["NVRTC peer (whole process)"]))
     if args.baseline:
         print("  baseline / cached compile          {:8.2f}x".format(
             medians["baseline lowbit compile (cached)"] / cached))

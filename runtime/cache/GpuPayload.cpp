@@ -7,8 +7,12 @@
 namespace lowbit::runtime {
 namespace {
 
-constexpr std::string_view kPayloadMagic = "lowbit-jit-gpu 1\n";
-constexpr std::string_view kSectionNames[] = {"plan", "ptx", "cubin"};
+constexpr std::string_view kPayloadMagic = "lowbit-jit-gpu 2\n";
+/// Version 1 had no workspace section: get() recomputed it with MLIR.
+constexpr std::string_view kPayloadMagicV1 = "lowbit-jit-gpu 1\n";
+enum Section { Plan, Workspace, Ptx, CubinSection, SectionCount };
+constexpr std::string_view kSectionNames[] = {"plan", "workspace", "ptx",
+                                              "cubin"};
 
 void appendSection(std::string &out, std::string_view name,
                    std::string_view bytes) {
@@ -20,9 +24,11 @@ void appendSection(std::string &out, std::string_view name,
 
 std::string encodeGpuPayload(const GpuPayload &payload) {
   std::string out(kPayloadMagic);
-  appendSection(out, kSectionNames[0], payload.plan);
-  appendSection(out, kSectionNames[1], payload.ptx);
-  appendSection(out, kSectionNames[2], payload.cubin);
+  appendSection(out, kSectionNames[Plan], payload.plan);
+  appendSection(out, kSectionNames[Workspace],
+                std::to_string(payload.workspaceWords));
+  appendSection(out, kSectionNames[Ptx], payload.ptx);
+  appendSection(out, kSectionNames[CubinSection], payload.cubin);
   return out;
 }
 
@@ -30,12 +36,17 @@ Expected<GpuPayload> decodeGpuPayload(std::string_view bytes) {
   auto corrupt = [](std::string why) {
     return makeError(ErrorCode::CorruptEntry, "GPU payload: " + why);
   };
+  if (bytes.starts_with(kPayloadMagicV1))
+    return corrupt("format 1 (written by an older lowbit, without the "
+                   "workspace size); this lowbit reads format 2");
   if (!bytes.starts_with(kPayloadMagic))
     return corrupt("bad header");
   bytes.remove_prefix(kPayloadMagic.size());
   GpuPayload payload;
-  std::string *sections[] = {&payload.plan, &payload.ptx, &payload.cubin};
-  for (size_t i = 0; i < 3; ++i) {
+  std::string workspace;
+  std::string *sections[] = {&payload.plan, &workspace, &payload.ptx,
+                             &payload.cubin};
+  for (size_t i = 0; i < SectionCount; ++i) {
     std::string_view name = kSectionNames[i];
     if (!bytes.starts_with(name) || bytes.size() <= name.size() ||
         bytes[name.size()] != ' ')
@@ -60,6 +71,12 @@ Expected<GpuPayload> decodeGpuPayload(std::string_view bytes) {
                    " bytes after the last section");
   if (payload.ptx.empty())
     return corrupt("no PTX");
+  auto [end, status] =
+      std::from_chars(workspace.data(), workspace.data() + workspace.size(),
+                      payload.workspaceWords);
+  if (workspace.empty() || status != std::errc() ||
+      end != workspace.data() + workspace.size() || payload.workspaceWords < 0)
+    return corrupt("the workspace section is not a word count");
   return payload;
 }
 

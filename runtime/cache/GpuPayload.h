@@ -1,16 +1,20 @@
 //===- GpuPayload.h - The payload of a GPU kernel's cache entry -*- C++ -*-===//
 //
-// lowbit::Jit stores a GPU kernel as one cache entry holding three
-// sections: the launch plan, the PTX and (when nvJitLink linked it) the
-// cubin. The container lives here, beside the entry format, so that the
-// cache can check a payload it reads (a payload that does not parse is a
-// corrupt entry: recompiled and replaced) and `lowbit cache list` can
-// report one, without linking the JIT.
+// lowbit::Jit stores a GPU kernel as one cache entry holding four
+// sections: the launch plan, the workspace size, the PTX and (when
+// nvJitLink linked it) the cubin: everything get() needs on a disk hit, so
+// that a hit never runs (or loads) the compiler. The container lives here,
+// beside the entry format, so that the cache can check a payload it reads (a
+// payload that does not parse is a corrupt entry: recompiled and replaced) and
+// `lowbit cache list` can report one, without linking the JIT.
 //
-//   "lowbit-jit-gpu 1\n" then, for plan, ptx, cubin in that order:
-//   "<name> <decimal byte count>\n" <bytes>
+//   "lowbit-jit-gpu 2\n" then, for plan, workspace, ptx, cubin in that
+//   order: "<name> <decimal byte count>\n" <bytes>
 //
-// Nothing may follow the last section.
+// `workspace` is the decimal count of 32-bit workspace words
+// (docs/kernel-abi.md). Nothing may follow the last section. Version 1 (no
+// workspace section) is refused with a message that says so; the cache
+// then recompiles and replaces the entry.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +23,7 @@
 
 #include "lowbit/Expected.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,6 +31,8 @@ namespace lowbit::runtime {
 
 struct GpuPayload {
   std::string plan, ptx, cubin;
+  /// 32-bit words of the kernels' workspace parameter; 0: none.
+  int64_t workspaceWords = 0;
 };
 
 std::string encodeGpuPayload(const GpuPayload &payload);

@@ -36,7 +36,7 @@ std::string_view payloadFormatName(PayloadFormat format) {
   case PayloadFormat::Raw:
     return "raw";
   case PayloadFormat::JitGpu:
-    return "jit-gpu-1";
+    return "jit-gpu-2";
   }
   return "unknown";
 }
@@ -106,7 +106,8 @@ Expected<CacheOptions> CacheOptions::fromEnvironment() {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'O', 'W', 'B', 'I', 'T', 'K', '\0'};
-// 2: the receipt names its payload's format (payload=raw|jit-gpu-1).
+// 2: the receipt names its payload's format (payload=raw|jit-gpu-1); jit-gpu-2
+// added the workspace size.
 constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderBytes = 40;
 
@@ -313,6 +314,10 @@ Expected<CompiledKernel> decodeDiskEntry(std::string_view bytes,
     kernel.payloadFormat = PayloadFormat::JitGpu;
     if (Expected<GpuPayload> parsed = decodeGpuPayload(payload); !parsed)
       return corrupt("malformed payload: " + parsed.error().message);
+  } else if (format == "jit-gpu-1") {
+    return corrupt("payload format jit-gpu-1 was written by an older lowbit "
+                   "(no workspace size); this one reads " +
+                   std::string(payloadFormatName(PayloadFormat::JitGpu)));
   } else {
     return corrupt("receipt has an unknown payload format '" +
                    std::string(format) + "'");

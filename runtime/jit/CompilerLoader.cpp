@@ -6,22 +6,40 @@
 #include "runtime/driver/DynamicLibrary.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 namespace lowbit::jit {
 
 std::string compilerLibraryPath() {
   if (const char *path = std::getenv("LOWBIT_COMPILER_LIBRARY"); path && *path)
     return path;
+  namespace fs = std::filesystem;
   std::error_code code;
-  std::filesystem::path executable =
-      std::filesystem::read_symlink("/proc/self/exe", code);
-  if (code)
-    return "";
-  return (executable.parent_path().parent_path() / "lib" / kCompilerLibraryName)
-      .string();
+  std::vector<fs::path> candidates;
+  // The binary holding this code: an engine's shared object (the Python
+  // module, a plugin) may live far from the executable.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void *>(&compilerLibraryPath), &info) &&
+      info.dli_fname && *info.dli_fname) {
+    fs::path self = fs::weakly_canonical(info.dli_fname, code);
+    if (!code) {
+      candidates.push_back(self.parent_path() / kCompilerLibraryName);
+      candidates.push_back(self.parent_path().parent_path() / "lib" /
+                           kCompilerLibraryName);
+    }
+  }
+  fs::path executable = fs::read_symlink("/proc/self/exe", code);
+  if (!code)
+    candidates.push_back(executable.parent_path().parent_path() / "lib" /
+                         kCompilerLibraryName);
+  for (const fs::path &candidate : candidates)
+    if (fs::exists(candidate, code))
+      return candidate.string();
+  return candidates.empty() ? "" : candidates.back().string();
 }
 
 namespace {
@@ -49,6 +67,9 @@ Expected<CompilerLibrary> load() {
   if (Status bound = library->bind(result.runCommand, {kRunCommandSymbol});
       !bound)
     return std::move(bound).takeError();
+  CompilerBackendFn backend = nullptr;
+  if (Status bound = library->bind(backend, {kCompilerBackendSymbol}); !bound)
+    return std::move(bound).takeError();
   std::string_view theirs = build(), ours = runtime::compilerBuildHash();
   if (theirs != ours)
     return makeError(ErrorCode::InvalidArgument,
@@ -56,6 +77,8 @@ Expected<CompilerLibrary> load() {
                          " was built from other sources (compiler " +
                          std::string(theirs) + ", this lowbit " +
                          std::string(ours) + "); rebuild or reinstall both");
+  // Only after the build check: the table's C++ types are this build's.
+  result.backend = static_cast<const CompilerBackend *>(backend());
   return result;
 }
 

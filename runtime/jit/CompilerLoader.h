@@ -9,10 +9,12 @@
 // libMLIR and libLLVM is most of a cached compile's time otherwise
 // (docs/runtime.md, "The front end").
 //
-// The library is found relative to the running executable, which works in
-// the build tree (bin/ and lib/) and in an install (the same layout):
-//   $LOWBIT_COMPILER_LIBRARY, else <dir of /proc/self/exe>/../lib/
-//   liblowbit-compiler.so
+// The library is found relative to the binary holding this code (the
+// executable, or the shared object an engine loads), which works in the
+// build tree (bin/ and lib/) and in an install (the same layout):
+//   $LOWBIT_COMPILER_LIBRARY, else <dir>/liblowbit-compiler.so, else
+//   <dir>/../lib/liblowbit-compiler.so, where <dir> is that binary's
+//   directory (dladdr), else the executable's (/proc/self/exe)
 // Its build must be the front end's: it exports the compiler source hash
 // it was built from, and a library from other sources is refused (the two
 // would compute different cache keys).
@@ -33,6 +35,7 @@ namespace lowbit::jit {
 inline constexpr const char *kCompilerLibraryName = "liblowbit-compiler.so";
 inline constexpr const char *kCompilerBuildSymbol = "lowbit_compiler_build";
 inline constexpr const char *kRunCommandSymbol = "lowbit_compiler_run_command";
+inline constexpr const char *kCompilerBackendSymbol = "lowbit_compiler_backend";
 
 /// `lowbit_compiler_build()`: compilerBuildHash() of the library's build.
 using CompilerBuildFn = const char *(*)();
@@ -40,14 +43,21 @@ using CompilerBuildFn = const char *(*)();
 /// argv[0] with its arguments, prints its output and errors, returns the
 /// exit code.
 using RunCommandFn = int (*)(int argc, const char *const *argv);
+/// `lowbit_compiler_backend()`: the library's jit::CompilerBackend
+/// (CompilerBackend.h), for lowbit::Jit built with LowbitJitLoader.
+using CompilerBackendFn = const void *(*)();
+
+struct CompilerBackend;
 
 struct CompilerLibrary {
   std::string path;
   RunCommandFn runCommand = nullptr;
+  const CompilerBackend *backend = nullptr;
 };
 
 /// Where the library is looked for: LOWBIT_COMPILER_LIBRARY if set, else
-/// next to the executable (../lib/). Empty if /proc/self/exe is unreadable.
+/// the first that exists of the places above (the executable's ../lib/ if
+/// none does, for the error). Empty if no directory can be found.
 std::string compilerLibraryPath();
 
 /// Loads the library once per process and remembers the outcome. Errors:

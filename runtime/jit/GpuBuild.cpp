@@ -226,6 +226,8 @@ Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec,
     return fail(llvm::toString(module.takeError()));
   if (llvm::Error error = compiler::lowerForGpu(**module))
     return fail(llvm::toString(std::move(error)));
+  // Read here, where compiler::workspaceWords would lower again.
+  int64_t workspaceWords = compiler::workspaceWordsOf(**module);
   std::string error;
   FailureOr<PtxModule> ptx = lowerToPtx(**module, target, error);
   if (failed(ptx))
@@ -235,6 +237,7 @@ Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec,
   build.ptx = std::move(ptx->ptx);
   build.kernelNames = std::move(ptx->kernelNames);
   build.plan = describeGpuLaunches(**module);
+  build.workspaceWords = workspaceWords;
   return build;
 }
 

@@ -13,28 +13,26 @@
 // bounded map (JitOptions::memoryCapacity); so are the CPU engines, the
 // loaded modules and the GPU cache's memory entries.
 //
+// This file is MLIR-free: only a miss reaches the compiler, through
+// jit::compilerBackend() (CompilerBackend.h), which is linked in or loaded
+// with dlopen on that first miss.
+//
 //===----------------------------------------------------------------------===//
 
 #include "lowbit/Jit.h"
 
 #include "format/Scheme.h"
 
-#include "lowering/CpuTail.h"
 #include "runtime/aot/LaunchProgram.h"
 #include "runtime/aot/Workspace.h"
 #include "runtime/cache/GpuPayload.h"
-#include "runtime/cache/Hash.h"
-#include "runtime/compiler/Compiler.h"
 #include "runtime/driver/CudaDriver.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/ArgumentShapes.h"
+#include "runtime/jit/CompilerBackend.h"
 #include "runtime/jit/KernelSignature.h"
-#include "runtime/jit/LaunchPlan.h"
 #include "runtime/jit/LruMap.h"
-#include "runtime/jit/Workspace.h"
-
-#include "llvm/Support/Error.h"
-#include "llvm/TargetParser/Host.h"
+#include "runtime/spec/KernelAbi.h"
 
 #include <charconv>
 #include <chrono>
@@ -71,23 +69,8 @@ double millisSince(Clock::time_point start) {
 
 using runtime::GpuPayload;
 
-/// The host CPU's name and a hash of its features: what a CPU binary is
-/// specialized on.
-std::string hostFeatures() {
-  std::string features;
-  for (const auto &feature : llvm::sys::getHostCPUFeatures())
-    if (feature.getValue())
-      features += "+" + feature.getKey().str() + ",";
-  return llvm::sys::getHostCPUName().str() + " features#" +
-         runtime::toHex64(runtime::xxh64(features.data(), features.size(), 0));
-}
-
-Error llvmError(ErrorCode code, llvm::Error error) {
-  return makeError(code, llvm::toString(std::move(error)));
-}
-
 struct CpuEntry {
-  std::unique_ptr<compiler::CpuKernel> kernel;
+  std::unique_ptr<jit::CpuKernelHandle> kernel;
   double compileMillis = 0;
 };
 using CpuResult = Expected<std::shared_ptr<CpuEntry>>;
@@ -128,6 +111,8 @@ std::string memoKeyOf(std::string_view specText, const Target &target) {
 
 struct Jit::Impl {
   JitOptions options;
+  /// options.cubinMaker, else LOWBIT_CUBIN (checked at create()).
+  runtime::CubinMaker cubinMaker = runtime::CubinMaker::NvJitLink;
   runtime::KernelCache cache;
   std::atomic<uint64_t> cpuCompiles{0}, gpuCompiles{0}, evictions{0};
 
@@ -145,14 +130,19 @@ struct Jit::Impl {
       modules;
   /// After the context: freed before it.
   launch::WorkspacePool workspaces;
+  /// JitOptions::warmUpCompiler's thread (std::async: ~Impl waits for it).
+  std::future<void> warmUpDone;
+  std::shared_future<Status> warmUp;
 
   /// get()'s answers by memoKeyOf. The states hold this Impl, so ~Jit
   /// clears the map.
   std::mutex kernelsMutex;
   jit::LruMap<std::string, std::shared_ptr<const Kernel::State>> kernels;
 
-  Impl(JitOptions options, runtime::CacheOptions cacheOptions)
-      : options(std::move(options)), cache(std::move(cacheOptions)),
+  Impl(JitOptions options, runtime::CubinMaker cubinMaker,
+       runtime::CacheOptions cacheOptions)
+      : options(std::move(options)), cubinMaker(cubinMaker),
+        cache(std::move(cacheOptions)),
         cpuKernels(this->options.memoryCapacity),
         gpuKeys(this->options.memoryCapacity),
         modules(this->options.memoryCapacity),
@@ -208,10 +198,14 @@ CpuResult Jit::Impl::resolveCpu(const KernelKey &key, const KernelSpec &spec) {
 
   // Compile outside the lock; other threads wait on the future.
   Clock::time_point start = Clock::now();
-  auto compiled = compiler::compileForCpu(spec);
+  Expected<const jit::CompilerBackend *> backend = jit::compilerBackend();
+  Expected<std::unique_ptr<jit::CpuKernelHandle>> compiled =
+      backend
+          ? (*backend)->compileCpu(spec)
+          : Expected<std::unique_ptr<jit::CpuKernelHandle>>(backend.error());
   CpuResult result = makeError(ErrorCode::CompileFailed, "");
   if (!compiled) {
-    result = llvmError(ErrorCode::CompileFailed, compiled.takeError());
+    result = std::move(compiled).takeError();
   } else {
     auto entry = std::make_shared<CpuEntry>();
     entry->kernel = std::move(*compiled);
@@ -233,22 +227,35 @@ Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
                       const Target &target) {
   auto compile = [&](const KernelKey &) -> Expected<CompiledKernel> {
     gpuCompiles.fetch_add(1);
-    Expected<jit::GpuBuild> build = jit::buildGpuKernel(spec, target);
+    // The only place a GPU kernel needs the compiler: a disk hit never
+    // gets here, so it never loads MLIR (LowbitJitLoader).
+    Expected<const jit::CompilerBackend *> backend = jit::compilerBackend();
+    if (!backend)
+      return std::move(backend).takeError();
+    Expected<jit::GpuCompileResult> build =
+        (*backend)->compileGpu(spec, target);
     if (!build)
       return std::move(build).takeError();
     CompiledKernel kernel;
     kernel.entryName =
         build->kernelNames.empty() ? "" : build->kernelNames.front();
-    GpuPayload payload{build->plan.serialize(), std::move(build->ptx), ""};
+    GpuPayload payload{std::move(build->plan), std::move(build->ptx), "",
+                       build->workspaceWords};
     // nvJitLink is optional: without it, or when it cannot link for this
     // chip (CUDA 13's nvJitLink does not know sm_101a, which CUDA 13 calls
-    // sm_110a), the entry holds PTX only and the driver JIT-compiles it at
-    // load time, where its own error names any problem. PTX is the
-    // product; the cubin only saves the driver that work.
+    // sm_110a), or under LOWBIT_CUBIN=driver, the entry holds PTX only and
+    // the driver JIT-compiles it at the first launch (cuModuleLoadData),
+    // where its own error names any problem. PTX is the product; the cubin
+    // only saves the driver that work.
     kernel.kind = runtime::BinaryKind::Ptx;
-    if (runtime::nvJitLinkLibrary().ok()) {
-      Expected<runtime::Cubin> cubin =
-          runtime::linkPtx(payload.ptx, target.chip);
+    const runtime::NvJitLinkApi *linker = nullptr;
+    if (cubinMaker == runtime::CubinMaker::NvJitLink)
+      if (Expected<const runtime::NvJitLinkApi *> api =
+              runtime::nvJitLinkLibrary())
+        linker = *api;
+    {
+      std::optional<runtime::Cubin> cubin =
+          runtime::makeCubin(linker, payload.ptx, target.chip, cubinMaker);
       if (cubin) {
         kernel.kind = runtime::BinaryKind::Cubin;
         kernel.registers = cubin->resources.registers;
@@ -309,11 +316,12 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
   if (!payload)
     return std::move(payload).takeError();
   if (!program) {
-    Expected<jit::LaunchPlan> plan = jit::LaunchPlan::parse(payload->plan);
+    Expected<launch::LaunchPlan> plan =
+        launch::LaunchPlan::parse(payload->plan);
     if (!plan)
       return std::move(plan).takeError();
     Expected<launch::LaunchProgram> compiled =
-        launch::compileLaunchPlan(*plan, paramCount, workspaceWords);
+        launch::compileLaunchPlan(*plan, paramCount, payload->workspaceWords);
     if (!compiled)
       return std::move(compiled).takeError();
     program =
@@ -362,7 +370,7 @@ struct Kernel::State {
   KernelSpec spec;
   Target target;
   std::shared_ptr<const PreparedSignature> signature;
-  std::vector<compiler::KernelParam> params;
+  std::vector<KernelAbiParam> params;
   size_t paramCount = 0;
   /// The key get() compiled: the spec's sizes, every buffer aligned.
   KernelKey primaryKey;
@@ -442,7 +450,7 @@ struct Kernel::State {
   }
 };
 
-using Role = compiler::KernelParam::Role;
+using Role = KernelParamRole;
 static_assert(int(Role::Input) == int(ArgumentRole::Input) &&
               int(Role::Scales) == int(ArgumentRole::Scales) &&
               int(Role::Zeros) == int(ArgumentRole::Zeros) &&
@@ -462,6 +470,42 @@ std::string_view elementTypeName(ElementType element) {
                                             : "unknown";
 }
 
+namespace {
+
+/// A parameter's element type, as the compiler maps the ABI's element
+/// kinds to MLIR types (compiler::kernelParams).
+ElementType elementTypeOf(const KernelSpec &spec, KernelParamElement element) {
+  auto ofValue = [](ValueType type) {
+    return type == ValueType::F32   ? ElementType::F32
+           : type == ValueType::F16 ? ElementType::F16
+                                    : ElementType::BF16;
+  };
+  switch (element) {
+  case KernelParamElement::Value:
+    return ofValue(spec.valueType);
+  case KernelParamElement::Scale:
+    switch (spec.scheme.scale.type) {
+    case ScaleType::F32:
+      return ElementType::F32;
+    case ScaleType::F16:
+      return ElementType::F16;
+    case ScaleType::BF16:
+      return ElementType::BF16;
+    case ScaleType::E8M0:
+    case ScaleType::UE4M3:
+      return ElementType::U8;
+    }
+    return ElementType::U8;
+  case KernelParamElement::Byte:
+    return ElementType::U8;
+  case KernelParamElement::F32:
+    return ElementType::F32;
+  }
+  return ElementType::U8;
+}
+
+} // namespace
+
 const KernelSpec &Kernel::spec() const { return state->spec; }
 const Target &Kernel::target() const { return state->target; }
 size_t Kernel::bufferCount() const { return state->paramCount; }
@@ -478,7 +522,7 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
   state->shapes(rows, cols, shapes);
   std::vector<ArgumentInfo> arguments;
   for (size_t i = 0; i < state->params.size(); ++i) {
-    const compiler::KernelParam &param = state->params[i];
+    const KernelAbiParam &param = state->params[i];
     ArgumentInfo info;
     // The public roles are the ABI's, in the same order; a role past
     // Output (the workspace) is the runtime's, never the caller's.
@@ -487,11 +531,7 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
                        "a kernel parameter of a role the runtime does not "
                        "pass to callers");
     info.role = ArgumentRole(int(param.role));
-    const std::string &element = param.elementType;
-    info.element = element == "f32"    ? ElementType::F32
-                   : element == "f16"  ? ElementType::F16
-                   : element == "bf16" ? ElementType::BF16
-                                       : ElementType::U8;
+    info.element = elementTypeOf(state->spec, param.element);
     info.shape = shapes[i];
     info.written = param.isResult;
     info.read = !param.isResult;
@@ -532,13 +572,11 @@ Status Kernel::run(std::span<void *const> buffers, int64_t rows,
     return std::move(entry).takeError();
   std::array<launch::Shape, kMaxBuffers> shapes;
   state->shapes(rows, cols, shapes);
-  std::vector<compiler::HostBuffer> hostBuffers;
-  hostBuffers.reserve(buffers.size());
+  std::array<jit::CpuBuffer, kMaxBuffers> hostBuffers;
   for (size_t i = 0; i < buffers.size(); ++i)
-    hostBuffers.push_back({buffers[i], shapes[i][0], shapes[i][1]});
-  if (llvm::Error error = (*entry)->kernel->run(hostBuffers))
-    return llvmError(ErrorCode::InvalidArgument, std::move(error));
-  return Status::success();
+    hostBuffers[i] = {buffers[i], shapes[i][0], shapes[i][1]};
+  return (*entry)->kernel->run(
+      std::span<const jit::CpuBuffer>(hostBuffers.data(), buffers.size()));
 }
 
 Status Kernel::launch(void *stream, std::span<const uint64_t> buffers,
@@ -629,8 +667,30 @@ Expected<std::unique_ptr<Jit>> Jit::create(JitOptions options) {
     cacheOptions.directory = options.cacheDirectory;
   if (options.cacheMode)
     cacheOptions.mode = *options.cacheMode;
-  return std::unique_ptr<Jit>(
-      new Jit(std::make_shared<Impl>(std::move(options), cacheOptions)));
+  runtime::CubinMaker cubinMaker = runtime::CubinMaker::NvJitLink;
+  if (options.cubinMaker) {
+    cubinMaker = *options.cubinMaker;
+  } else {
+    Expected<runtime::CubinMaker> fromEnvironment =
+        runtime::cubinMakerFromEnvironment();
+    if (!fromEnvironment)
+      return std::move(fromEnvironment).takeError();
+    cubinMaker = *fromEnvironment;
+  }
+  auto impl =
+      std::make_shared<Impl>(std::move(options), cubinMaker, cacheOptions);
+  if (impl->options.warmUpCompiler) {
+    auto outcome = std::make_shared<std::promise<Status>>();
+    impl->warmUp = outcome->get_future().share();
+    impl->warmUpDone = std::async(
+        std::launch::async, [target = impl->options.target, outcome] {
+          Expected<const jit::CompilerBackend *> backend =
+              jit::compilerBackend();
+          outcome->set_value(backend ? (*backend)->warmUp(target)
+                                     : Status(backend.error()));
+        });
+  }
+  return std::unique_ptr<Jit>(new Jit(std::move(impl)));
 }
 
 namespace {
@@ -716,10 +776,24 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   if (target.isNvidia() && !validateTarget(target, &error))
     return makeError(ErrorCode::InvalidArgument, "target: " + error);
 
-  static const std::string features = hostFeatures();
+  // A CPU kernel is compiled in this process anyway: only its key asks the
+  // compiler (LLVM's host detection); a GPU key never does.
+  std::string features;
+  if (target.isCpu()) {
+    static const Expected<std::string> hostFeatures =
+        []() -> Expected<std::string> {
+      Expected<const jit::CompilerBackend *> backend = jit::compilerBackend();
+      if (!backend)
+        return std::move(backend).takeError();
+      return (*backend)->hostFeatures();
+    }();
+    if (!hostFeatures)
+      return hostFeatures.error();
+    features = *hostFeatures;
+  }
   runtime::KernelSignature signature =
       jit::kernelSignature(spec, target, features);
-  std::vector<compiler::KernelParam> params = compiler::kernelParams(spec);
+  std::vector<KernelAbiParam> params = kernelAbi(spec);
   size_t paramCount = params.size();
   if (paramCount > kMaxBuffers)
     return makeError(ErrorCode::Unsupported,
@@ -758,8 +832,9 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   state->fromDisk = (*entry)->origin == CacheEntry::Origin::Disk;
   state->compileMillis = (*entry)->compileMillis;
   // Launch sizes are compiled once, here; launch() only evaluates them.
-  state->workspaceWords = jit::kernelWorkspaceWords(spec, target);
-  Expected<jit::LaunchPlan> plan = jit::LaunchPlan::parse(payload->plan);
+  // The workspace size is in the entry: nothing here needs the compiler.
+  state->workspaceWords = payload->workspaceWords;
+  Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(payload->plan);
   Expected<launch::LaunchProgram> program =
       plan ? launch::compileLaunchPlan(*plan, paramCount, state->workspaceWords)
            : Expected<launch::LaunchProgram>(plan.error());
@@ -781,6 +856,12 @@ JitStats Jit::stats() const {
   stats.evictions = impl->evictions.load();
   stats.cache = impl->cache.stats();
   return stats;
+}
+
+Status Jit::waitForWarmUp() const {
+  if (!impl->warmUp.valid())
+    return Status::success();
+  return impl->warmUp.get();
 }
 
 const runtime::CacheOptions &Jit::cacheOptions() const {

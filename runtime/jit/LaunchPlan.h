@@ -79,6 +79,8 @@ struct GpuBuild {
   std::string ptx;
   std::vector<std::string> kernelNames;
   LaunchPlan plan;
+  /// compiler::workspaceWordsOf the lowered module.
+  int64_t workspaceWords = 0;
 };
 Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec, const Target &target);
 

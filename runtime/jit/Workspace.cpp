@@ -23,6 +23,11 @@ int64_t kernelWorkspaceWords(const KernelSpec &spec, const Target &target) {
   return compiler::workspaceWords(spec, target);
 }
 
+int64_t overriddenWorkspaceWords(int64_t computed) {
+  int64_t words = overriddenWords.load();
+  return words >= 0 ? words : computed;
+}
+
 void overrideWorkspaceWordsForTesting(std::optional<int64_t> words) {
   overriddenWords.store(words ? *words : -1);
 }

@@ -22,9 +22,13 @@ namespace lowbit::jit {
 /// Words of workspace of `spec`'s kernels on `target` (0 for the CPU).
 int64_t kernelWorkspaceWords(const KernelSpec &spec, const Target &target);
 
-/// Tests only: makes kernelWorkspaceWords return `words` for every GPU
-/// target (nullopt: the compiler's answer again), so the runtime's
-/// workspace handling runs before any kernel needs one.
+/// `computed` (the compiler's count for a GPU build), unless a test
+/// overrides it (below).
+int64_t overriddenWorkspaceWords(int64_t computed);
+
+/// Tests only: makes kernelWorkspaceWords and overriddenWorkspaceWords return
+/// `words` for every GPU target (nullopt: the compiler's answer again), so the
+/// runtime's workspace handling runs before any kernel needs one.
 void overrideWorkspaceWordsForTesting(std::optional<int64_t> words);
 
 } // namespace lowbit::jit

@@ -485,7 +485,7 @@ TEST_CASE("A payload that does not parse is a corrupt entry",
   CompiledKernel malformed;
   malformed.kind = BinaryKind::Cubin;
   malformed.payloadFormat = PayloadFormat::JitGpu;
-  malformed.binary = "lowbit-jit-gpu 1\nplan 5\nab";
+  malformed.binary = "lowbit-jit-gpu 2\nplan 5\nab";
   std::string bytes = encodeDiskEntry(key, malformed);
   auto decoded = decodeDiskEntry(bytes, &key);
   REQUIRE_FALSE(decoded.ok());
@@ -517,6 +517,31 @@ TEST_CASE("A payload that does not parse is a corrupt entry",
   auto relisted = cache.list();
   REQUIRE(relisted.ok());
   CHECK(relisted->front().valid);
+}
+
+TEST_CASE("The GPU payload keeps the workspace size and refuses format 1",
+          "[runtime][cache]") {
+  GpuPayload payload{"plan text", "// ptx", "cubin bytes", 4};
+  Expected<GpuPayload> decoded = decodeGpuPayload(encodeGpuPayload(payload));
+  REQUIRE(decoded.ok());
+  CHECK(decoded->plan == "plan text");
+  CHECK(decoded->ptx == "// ptx");
+  CHECK(decoded->cubin == "cubin bytes");
+  CHECK(decoded->workspaceWords == 4);
+
+  // What lowbit wrote before the workspace section: refused by name.
+  auto old = decodeGpuPayload("lowbit-jit-gpu 1\nplan 0\nptx 6\n// ptx"
+                              "cubin 0\n");
+  REQUIRE_FALSE(old.ok());
+  CHECK(old.error().code == ErrorCode::CorruptEntry);
+  CHECK_THAT(old.error().message, Catch::Matchers::Contains("format 1"));
+  // A workspace section that is not a count.
+  std::string bad = encodeGpuPayload(payload);
+  std::string_view count = "workspace 1\n4";
+  bad.replace(bad.find(count), count.size(), "workspace 1\nx");
+  auto garbled = decodeGpuPayload(bad);
+  REQUIRE_FALSE(garbled.ok());
+  CHECK_THAT(garbled.error().message, Catch::Matchers::Contains("workspace"));
 }
 
 TEST_CASE("Processes compiling one key compile it once", "[runtime][cache]") {

@@ -4,12 +4,15 @@
 // quantize, dequantize, aot, demo, report) with MLIR, LLVM and lowbit::Jit.
 // The lowbit executable (main.cpp) links none of them and loads this
 // library with dlopen when a command needs it (runtime/jit/CompilerLoader.h
-// names the two C entry points). Only those two symbols are exported.
+// names the C entry points). lowbit::Jit built with LowbitJitLoader loads
+// it the same way and compiles through its third entry point, the linked
+// compiler's table (runtime/jit/CompilerBackend.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cache/KernelKey.h"
 #include "runtime/driver/NvJitLink.h"
+#include "runtime/jit/CompilerBackend.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/Diagnostics.h"
 #include "tools/lowbit/JitBackend.h"
@@ -67,6 +70,11 @@ int runCommand(Arguments args) {
 extern "C" __attribute__((visibility("default"))) const char *
 lowbit_compiler_build() {
   return lowbit::runtime::compilerBuildHash().data();
+}
+
+extern "C" __attribute__((visibility("default"))) const void *
+lowbit_compiler_backend() {
+  return &lowbit::jit::linkedCompilerBackend();
 }
 
 extern "C" __attribute__((visibility("default"))) int

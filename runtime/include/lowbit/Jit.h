@@ -34,6 +34,7 @@
 #include "lowbit/Expected.h"
 #include "lowering/Target.h"
 #include "runtime/cache/KernelCache.h"
+#include "runtime/driver/NvJitLink.h"
 #include "runtime/spec/KernelSpec.h"
 
 #include <array>
@@ -61,6 +62,20 @@ struct JitOptions {
   /// cache (GPU) or recompiled (CPU) when asked for again; Kernel objects
   /// already handed out keep working.
   size_t memoryCapacity = 512;
+  /// Who makes a GPU kernel's machine code. nullopt: LOWBIT_CUBIN
+  /// (nvjitlink | driver; anything else fails create()). NvJitLink links
+  /// at compile time and the cache entry holds the cubin; Driver stores
+  /// the PTX only and cuModuleLoadData JIT-compiles it at the first launch
+  /// that loads the kernel (docs/pipeline.md).
+  std::optional<runtime::CubinMaker> cubinMaker;
+  /// Start the compiler's one-time setup for `target` on a thread when the
+  /// Jit is created (one small kernel through the whole pipeline: dialects
+  /// loaded into a pooled context, LLVM's target initialized, nvJitLink
+  /// started), so that the first miss costs about what a later one does.
+  /// Off by default: with LowbitJitLoader it loads the compiler library,
+  /// which a process served from the disk cache never needs. The Jit's
+  /// destructor waits for it.
+  bool warmUpCompiler = false;
 };
 
 /// Resource usage of a GPU kernel, from ptxas (nvJitLink's info log). -1:
@@ -183,6 +198,9 @@ public:
 
   JitStats stats() const;
   const runtime::CacheOptions &cacheOptions() const;
+  /// Waits for the warm-up JitOptions::warmUpCompiler started and returns
+  /// its outcome (success when none was asked for).
+  Status waitForWarmUp() const;
 
   struct Impl;
 
