@@ -95,12 +95,8 @@ public:
   /// scale, lanes taking element pairs 2 lane, 2 lane + 64, ...
   void emitPerTensorCodes(Value final, Value codes, Value scales, Value zeros,
                           Value residual, Value residualBuffer) {
-    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
-    gpu::LaunchOp launch =
-        createLaunch(arith::MulIOp::create(b, rows, idx(kWarpSize)));
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(launch.getBody().front().getTerminator());
-    Value valid = beginRow(launch, rows);
+    Value valid = openRowLaunch();
     Value bound =
         arith::SelectOp::create(b, valid, tensorDim(final, 1), idx(0));
     lowbit::GroupParams params =
@@ -119,12 +115,8 @@ public:
   /// region value) is written to `residualBuffer` when set.
   void emitRowGroups(Value final, Value codes, Value scales, Value zeros,
                      Value global, Value residual, Value residualBuffer) {
-    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
-    gpu::LaunchOp launch =
-        createLaunch(arith::MulIOp::create(b, rows, idx(kWarpSize)));
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(launch.getBody().front().getTerminator());
-    Value valid = beginRow(launch, rows);
+    Value valid = openRowLaunch();
     Value globalValue = global ? loadScalar(global) : Value();
 
     Value cols = tensorDim(final, 1);
@@ -167,6 +159,16 @@ public:
   }
 
 private:
+  /// A launch of one warp per row, the builder inside it; returns
+  /// beginRow's `valid`.
+  Value openRowLaunch() {
+    Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
+    gpu::LaunchOp launch =
+        createLaunch(arith::MulIOp::create(b, rows, idx(kWarpSize)));
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    return beginRow(launch, rows);
+  }
+
   /// One warp per row: sets `row` and `lane`, clones the region's scalars
   /// and computes the row values. A warp past the last row computes row
   /// 0's values (every lane takes part in the shuffles) and stores nothing;

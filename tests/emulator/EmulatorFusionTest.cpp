@@ -22,17 +22,6 @@ using namespace lowbit;
 
 namespace {
 
-/// The prologues under test and whether the kernel takes dynamic shapes
-/// (Hadamard needs static columns).
-const std::pair<const char *, bool> kPrologues[] = {
-    {"rmsnorm(eps=1e-6)", true},
-    {"add_rmsnorm(eps=1e-5)", true},
-    {"silu_mul", true},
-    {"smooth", true},
-    {"hadamard(16)", false},
-    {"map(silu(x) * 0.5 + abs(x) / 3 - max(x, -1))", true},
-};
-
 /// Ragged for every group size (16, 32, 64, 128) and for the warp's 32
 /// strided partial sums; 272 = 8.5 warps of columns.
 const std::pair<int64_t, int64_t> kShapes[] = {
@@ -74,7 +63,7 @@ TEST_CASE("fused kernels: every prologue x named scheme x dtype is bit-exact "
           "[emulator][fusion]") {
   emulator::Device device;
   int exact = 0, refused = 0;
-  for (auto [prologue, dynamic] : kPrologues)
+  for (auto [prologue, dynamic] : testing::kPrologueCases)
     for (const Scheme &scheme : namedSchemes())
       for (const char *dtype : {"f32", "f16", "bf16"}) {
         std::string text = std::string(prologue) + " | quantize " +

@@ -13,6 +13,21 @@
 
 namespace lowbit::testing {
 
+/// The prologues every fused-kernel test runs, and whether the kernel
+/// takes dynamic shapes (Hadamard needs static columns).
+struct PrologueCase {
+  const char *text;
+  bool dynamicShapes;
+};
+inline constexpr PrologueCase kPrologueCases[] = {
+    {"rmsnorm(eps=1e-6)", true},
+    {"add_rmsnorm(eps=1e-5)", true},
+    {"silu_mul", true},
+    {"smooth", true},
+    {"hadamard(16)", false},
+    {"map(silu(x) * 0.5 + abs(x) / 3 - max(x, -1))", true},
+};
+
 /// Runs `spec` (a quantize with prologues) for a [rows, cols] result with
 /// seeded inputs and side tensors; "" or the first mismatch (codes, scales,
 /// zero points, global scale, updated residual).

@@ -44,17 +44,6 @@ std::string runOnCpu(const KernelSpec &spec, std::vector<HostBuffer> &buffers) {
   return "";
 }
 
-/// The prologues under test and, for each, whether its kernel can take
-/// dynamic shapes.
-const std::pair<const char *, bool> kPrologues[] = {
-    {"rmsnorm(eps=1e-6)", true},
-    {"add_rmsnorm(eps=1e-5)", true},
-    {"silu_mul", true},
-    {"smooth", true},
-    {"hadamard(16)", false},
-    {"map(silu(x) * 0.5 + abs(x) / 3 - max(x, -1))", true},
-};
-
 /// Ragged for every group size of the named schemes (16, 32, 128): 48 and
 /// 80 are multiples of 16 (Hadamard's block) but not of 32 or 128.
 const std::pair<int64_t, int64_t> kShapes[] = {{1, 16}, {3, 48}, {5, 80}};
@@ -65,7 +54,7 @@ TEST_CASE("fusion: every prologue x named scheme x dtype is bit-exact on the "
           "CPU tail",
           "[fusion][cpu]") {
   int checked = 0, refused = 0;
-  for (auto [prologue, dynamic] : kPrologues)
+  for (auto [prologue, dynamic] : testing::kPrologueCases)
     for (const Scheme &scheme : namedSchemes())
       for (const char *dtype : {"f32", "f16", "bf16"})
         for (auto [rows, cols] : kShapes) {
