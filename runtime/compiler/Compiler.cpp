@@ -356,6 +356,7 @@ llvm::Error lowerToLoops(ModuleOp module) {
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
   configureVerifier(pm);
+  pm.addPass(createLowbitFlattenLeadingDims());
   pm.addPass(createLowbitFusionToLoops());
   pm.addPass(createLowbitToLoops());
   if (failed(pm.run(module)))
@@ -371,6 +372,7 @@ llvm::Error lowerForGpu(ModuleOp module) {
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
   configureVerifier(pm);
+  pm.addPass(createLowbitFlattenLeadingDims());
   pm.addPass(createLowbitToGpu());
   pm.addPass(createLowbitToLoops());
   if (failed(pm.run(module)))
