@@ -2,7 +2,10 @@
 //
 // The verifiers. Shapes come from the scheme model (codesShape, scaleShape,
 // validateSchemeForShape); this file maps them onto tensor types and decides
-// which side tensors are operands and which are results.
+// which side tensors are operands and which are results. A tensor of rank
+// > 2 is the model's [rows, cols] with its leading axes flattened into rows:
+// codes keep the leading axes, and so do scales and zero points whose rows
+// follow the input's rows; other scales have the model's 2-D shape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,24 +25,44 @@ int64_t toModelDim(int64_t dim) {
   return ShapedType::isDynamic(dim) ? lowbit::kDynamic : dim;
 }
 
-std::string shapeText(int64_t rows, int64_t cols) {
-  auto dim = [](int64_t value) {
-    return value == lowbit::kDynamic || ShapedType::isDynamic(value)
-               ? std::string("?")
-               : std::to_string(value);
-  };
-  return dim(rows) + "x" + dim(cols);
+std::string shapeText(ArrayRef<int64_t> dims) {
+  std::string text;
+  for (int64_t value : dims) {
+    if (!text.empty())
+      text += "x";
+    text += value == lowbit::kDynamic || ShapedType::isDynamic(value)
+                ? std::string("?")
+                : std::to_string(value);
+  }
+  return text;
 }
 
-/// The logical [rows, cols] of the unquantized tensor, in the model's terms.
+std::string shapeText(int64_t rows, int64_t cols) {
+  return shapeText({rows, cols});
+}
+
+/// The logical [rows, cols] of the unquantized tensor, in the model's terms:
+/// the leading axes of a tensor of rank > 2 flattened into rows.
 struct LogicalShape {
-  int64_t rows, cols;
+  int64_t rows = 1, cols;
+  /// The tensor's own axes but the last (one axis for a 2-D tensor).
+  SmallVector<int64_t> leading;
   explicit LogicalShape(Type type) {
     ArrayRef<int64_t> shape = cast<RankedTensorType>(type).getShape();
-    rows = toModelDim(shape[0]);
-    cols = toModelDim(shape[1]);
+    leading.assign(shape.begin(), shape.end() - 1);
+    // A product past 2^62 stays there: the model refuses it as too large.
+    constexpr int64_t kHuge = int64_t(1) << 62;
+    for (int64_t dim : leading)
+      rows = ShapedType::isDynamic(dim) || rows == lowbit::kDynamic
+                 ? lowbit::kDynamic
+                 : (dim != 0 && rows > kHuge / dim ? kHuge : rows * dim);
+    cols = toModelDim(shape.back());
   }
-  std::string text() const { return shapeText(rows, cols); }
+  std::string text() const {
+    SmallVector<int64_t> dims(leading);
+    dims.push_back(cols);
+    return shapeText(dims);
+  }
 };
 
 /// Codes are stored in the smallest integer that holds the container.
@@ -77,22 +100,29 @@ LogicalResult checkElementType(Operation *op, StringRef what, Value value,
 }
 
 /// Static dims must equal the model's; a dynamic dim on either side matches.
+/// With `keepsLeading` the expected shape is the input's leading axes and
+/// the model's column count, else the model's 2-D [rows, cols].
 LogicalResult checkShape(Operation *op, StringRef what, Value value,
-                         lowbit::Shape2D expected,
-                         const LogicalShape &logical) {
+                         lowbit::Shape2D expected, const LogicalShape &logical,
+                         bool keepsLeading) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
-  int64_t expectedDims[2] = {expected.rows, expected.cols};
-  for (int dim = 0; dim < 2; ++dim) {
-    if (expectedDims[dim] == lowbit::kDynamic ||
-        ShapedType::isDynamic(shape[dim]) || shape[dim] == expectedDims[dim])
-      continue;
-    return op->emitOpError()
-           << what << " shape " << shapeText(shape[0], shape[1])
-           << " does not match the scheme's "
-           << shapeText(expected.rows, expected.cols) << " for a "
-           << logical.text() << " tensor";
+  SmallVector<int64_t> expectedDims = {expected.rows, expected.cols};
+  if (keepsLeading) {
+    expectedDims.assign(logical.leading.begin(), logical.leading.end());
+    expectedDims.push_back(expected.cols);
   }
-  return success();
+  bool matches = shape.size() == expectedDims.size();
+  for (size_t dim = 0; matches && dim < shape.size(); ++dim)
+    matches = expectedDims[dim] == lowbit::kDynamic ||
+              ShapedType::isDynamic(expectedDims[dim]) ||
+              ShapedType::isDynamic(shape[dim]) ||
+              shape[dim] == expectedDims[dim];
+  if (matches)
+    return success();
+  return op->emitOpError() << what << " shape " << shapeText(shape)
+                           << " does not match the scheme's "
+                           << shapeText(expectedDims) << " for a "
+                           << logical.text() << " tensor";
 }
 
 /// The per-tensor global scale is one f32, as tensor<1xf32> or
@@ -152,20 +182,24 @@ LogicalResult checkSideTensors(Operation *op, const lowbit::Scheme &scheme,
   MLIRContext *context = op->getContext();
   lowbit::Shape2D scaleShape =
       lowbit::scaleShape(scheme, logical.rows, logical.cols);
+  bool keepsLeading =
+      logical.leading.size() > 1 && lowbit::scaleRowsFollowRows(scheme);
   if (scales) {
     std::string why =
         std::string(lowbit::scaleTypeName(scheme.scale.type)) + " scales";
     if (failed(checkElementType(op, "scales", scales,
                                 scalesElementType(context, scheme.scale.type),
                                 why)) ||
-        failed(checkShape(op, "scales", scales, scaleShape, logical)))
+        failed(checkShape(op, "scales", scales, scaleShape, logical,
+                          keepsLeading)))
       return failure();
   }
   if (zeros) {
     if (failed(checkElementType(op, "zeros", zeros,
                                 codesElementType(context, scheme),
                                 "zero points are stored like codes")) ||
-        failed(checkShape(op, "zeros", zeros, scaleShape, logical)))
+        failed(
+            checkShape(op, "zeros", zeros, scaleShape, logical, keepsLeading)))
       return failure();
   }
   if (global && failed(checkGlobal(op, global)))
@@ -183,7 +217,7 @@ LogicalResult checkCodes(Operation *op, const lowbit::Scheme &scheme,
     return failure();
   return checkShape(op, "codes", codes,
                     lowbit::codesShape(scheme, logical.rows, logical.cols),
-                    logical);
+                    logical, /*keepsLeading=*/logical.leading.size() > 1);
 }
 
 LogicalResult checkSchemeForShape(Operation *op, const lowbit::Scheme &scheme,

@@ -1,7 +1,11 @@
 //===- LowbitOps.td - lowbit quantize and dequantize ops ---*- tablegen -*-===//
 //
-// Ops work on 2-D ranked tensors [rows, cols], the shape the scheme model
-// (format/Scheme.h) describes. Which side tensors exist (scales, zero
+// Ops work on ranked tensors of rank >= 2. The scheme model
+// (format/Scheme.h) describes [rows, cols]; a tensor of higher rank has
+// groups along its last axis and its leading axes flattened into rows
+// (lowbit-flatten-leading-dims makes it 2-D before lowering; codes, and
+// scales whose rows follow the input's rows, keep the input's leading
+// axes; docs/quantization.md). Which side tensors exist (scales, zero
 // points, a global scale) and whether they are operands or results follows
 // from the scheme; the verifiers check that and every shape against
 // lowbit::codesShape / lowbit::scaleShape.
@@ -14,19 +18,31 @@
 include "dialect/LowbitAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Lowbit_ValueTensor : TensorRankOf<[F32, F16, BF16], [2]>;
+// A ranked tensor of rank >= 2 with elements of `allowed`.
+class Lowbit_TensorOfRank2OrMore<list<Type> allowed> : ShapedContainerType<
+    allowed, And<[IsTensorTypePred, HasRankPred,
+                  CPred<"::llvm::cast<::mlir::ShapedType>($_self).getRank() "
+                        ">= 2">]>,
+    "tensor of rank >= 2", "::mlir::RankedTensorType">;
+
+def Lowbit_ValueTensor : Lowbit_TensorOfRank2OrMore<[F32, F16, BF16]>;
 // i16 holds codes of formats wider than 8 bits (the model allows up to 16).
-def Lowbit_CodesTensor : TensorRankOf<[I8, I16], [2]>;
+def Lowbit_CodesTensor : Lowbit_TensorOfRank2OrMore<[I8, I16]>;
 // Floating scales are stored as themselves, e8m0/ue4m3 scales as byte codes.
-def Lowbit_ScalesTensor : TensorRankOf<[F32, F16, BF16, I8], [2]>;
-def Lowbit_ZerosTensor : TensorRankOf<[I8, I16], [2]>;
+def Lowbit_ScalesTensor : Lowbit_TensorOfRank2OrMore<[F32, F16, BF16, I8]>;
+def Lowbit_ZerosTensor : Lowbit_TensorOfRank2OrMore<[I8, I16]>;
 def Lowbit_GlobalTensor : TensorRankOf<[F32], [1, 2]>;
 
 def Lowbit_QuantizeOp : Lowbit_Op<"quantize",
     [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
-  let summary = "Quantizes a 2-D tensor with a scheme";
+  let summary = "Quantizes a tensor of rank >= 2 with a scheme";
   let description = [{
     Quantizes `input` (`[rows, cols]` of f32, f16 or bf16) with `scheme`.
+    A tensor of higher rank `[d0, ..., dn, cols]` is quantized as `[d0 *
+    ... * dn, cols]`: groups run along the last axis; the codes keep the
+    input's leading axes, and so do scales and zero points whose rows
+    follow the input's rows (one row of scales per row: per token, groups
+    along the last axis); other scales keep the model's 2-D shape.
 
     Results, in order:
     - `codes`: the packed codes, `lowbit::codesShape(rows, cols)` bytes
@@ -83,7 +99,7 @@ def Lowbit_QuantizeOp : Lowbit_Op<"quantize",
 
 def Lowbit_DequantizeOp : Lowbit_Op<"dequantize",
     [Pure, AttrSizedOperandSegments]> {
-  let summary = "Dequantizes codes back to a 2-D float tensor";
+  let summary = "Dequantizes codes back to a float tensor of rank >= 2";
   let description = [{
     The inverse of `lowbit.quantize`: decodes `codes` with `scales` (and
     `zeros` when the scheme has a zero point, and `global` when it has a

@@ -315,6 +315,12 @@ Shape2D codesShape(const Scheme &scheme, int64_t rows, int64_t cols) {
   return {rows, cols};
 }
 
+bool scaleRowsFollowRows(const Scheme &scheme) {
+  // A row count that no padding (128) or grouping of rows keeps.
+  constexpr int64_t kProbeRows = 769;
+  return scaleShape(scheme, kProbeRows, 64).rows == kProbeRows;
+}
+
 Shape2D scaleShape(const Scheme &scheme, int64_t rows, int64_t cols) {
   const ScaleSpec &scale = scheme.scale;
   Shape2D shape;

@@ -154,6 +154,10 @@ Shape2D codesShape(const Scheme &scheme, int64_t rows, int64_t cols);
 /// / g)] for groups along the last axis, ...; for Swizzle128x4 the rows are
 /// padded to 128 and the scale columns to 4.
 Shape2D scaleShape(const Scheme &scheme, int64_t rows, int64_t cols);
+/// Whether the scales have one row per row of the tensor (per token, groups
+/// along the last axis), so that an N-D tensor's scales keep its leading
+/// axes: [d0, ..., dn, scale cols] (docs/quantization.md, N-D tensors).
+bool scaleRowsFollowRows(const Scheme &scheme);
 
 /// Bits of the container a code is stored in (4 for Nibble, else 8 or 16).
 int containerBits(const Scheme &scheme);

@@ -11,6 +11,21 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LowbitFlattenLeadingDims
+    : Pass<"lowbit-flatten-leading-dims", "mlir::ModuleOp"> {
+  let summary = "Make N-D lowbit.quantize/dequantize 2-D";
+  let description = [{
+    A quantize or dequantize of a tensor of rank > 2 is the model's [rows,
+    cols] with the leading axes flattened into rows. This pass collapses
+    the input (and the codes, scales and zero points of rank > 2) with
+    tensor.collapse_shape, makes the op 2-D, and expands its N-D results
+    back with tensor.expand_shape, so that every later lowering sees 2-D
+    ops only. Run it first (docs/quantization.md, N-D tensors).
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def LowbitToLoops : Pass<"lowbit-to-loops", "mlir::ModuleOp"> {
   let summary = "Lower lowbit.quantize and lowbit.dequantize to loops";
   let description = [{

@@ -356,6 +356,7 @@ llvm::Error lowerToLoops(ModuleOp module) {
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager pm(module.getContext());
   configureVerifier(pm);
+  pm.addPass(createLowbitFlattenLeadingDims());
   pm.addPass(createLowbitFusionToLoops());
   pm.addPass(createLowbitToLoops());
   if (failed(pm.run(module)))
@@ -367,6 +368,7 @@ llvm::Error lowerForGpu(ModuleOp module) {
   DiagnosticCollector diagnostics(*module.getContext());
   PassManager gpuPm(module.getContext());
   configureVerifier(gpuPm);
+  gpuPm.addPass(createLowbitFlattenLeadingDims());
   gpuPm.addPass(createLowbitToGpu());
   if (failed(gpuPm.run(module)))
     return makeError("lowering for the GPU failed: " + diagnostics.message());

@@ -285,7 +285,8 @@ std::optional<float> globalFromArray(const npy::Array &array,
   return array.values<float>()[0];
 }
 
-JsonValue makeMeta(const QuantizedTensor &tensor, std::string_view inputDType) {
+JsonValue makeMeta(const QuantizedTensor &tensor, std::string_view inputDType,
+                   std::span<const int64_t> shape) {
   const Scheme &scheme = tensor.scheme;
   const ScaleSpec &scale = scheme.scale;
   auto text = [](std::string_view value) {
@@ -310,8 +311,25 @@ JsonValue makeMeta(const QuantizedTensor &tensor, std::string_view inputDType) {
   meta.set("scale_rule", text(scaleRuleName(scale.rule)));
   meta.set("scale_type", text(scaleTypeName(scale.type)));
   meta.set("scheme", text(scheme.name));
+  if (shape.size() > 2) {
+    JsonValue dims = JsonValue::array();
+    for (int64_t dim : shape)
+      dims.push(JsonValue::number(dim));
+    meta.set("shape", std::move(dims));
+  }
   meta.set("zero_point", JsonValue::boolean(scale.zeroPoint));
   return meta;
+}
+
+bool flattenLeadingAxes(npy::Array &array, std::span<const int64_t> leading) {
+  if (array.shape.size() != leading.size() + 1 ||
+      !std::equal(leading.begin(), leading.end(), array.shape.begin()))
+    return false;
+  int64_t rows = 1;
+  for (int64_t dim : leading)
+    rows *= dim;
+  array.shape = {rows, array.shape.back()};
+  return true;
 }
 
 bool isQuantizedSetName(std::string_view name) {
@@ -326,19 +344,48 @@ bool isQuantizedSetName(std::string_view name) {
 
 bool writeQuantizedDirectory(const std::string &directory,
                              const QuantizedTensor &tensor,
-                             std::string_view inputDType, std::string *error) {
+                             std::string_view inputDType, std::string *error,
+                             std::span<const int64_t> shape) {
+  bool nd = shape.size() > 2;
+  std::vector<int64_t> leading(shape.begin(),
+                               nd ? shape.end() - 1 : shape.begin());
+  if (nd) {
+    int64_t rows = 1;
+    for (int64_t dim : leading)
+      rows *= dim;
+    if (rows != tensor.rows || shape.back() != tensor.cols) {
+      setError(error,
+               fmt::format("the shape ({}) does not flatten to {}x{}",
+                           fmt::join(shape, ", "), tensor.rows, tensor.cols));
+      return false;
+    }
+  }
+  // N-D: the arrays whose rows are the tensor's rows keep its leading axes.
+  auto keepLeading = [&](npy::Array array, bool followsRows) {
+    if (nd && followsRows) {
+      int64_t width = array.shape.back();
+      array.shape = leading;
+      array.shape.push_back(width);
+    }
+    return array;
+  };
+  bool scalesFollow = scaleRowsFollowRows(tensor.scheme);
   Shape2D codes = codesShape(tensor.scheme, tensor.rows, tensor.cols);
   std::vector<std::pair<const char *, npy::Array>> arrays;
   arrays.emplace_back(
-      "q.npy", npy::Array::fromValues<uint8_t>(
-                   npy::DType::U8, {codes.rows, codes.cols}, tensor.codes));
-  arrays.emplace_back("scales.npy", scalesToArray(tensor));
+      "q.npy",
+      keepLeading(npy::Array::fromValues<uint8_t>(
+                      npy::DType::U8, {codes.rows, codes.cols}, tensor.codes),
+                  true));
+  arrays.emplace_back("scales.npy",
+                      keepLeading(scalesToArray(tensor), scalesFollow));
   if (tensor.scheme.scale.zeroPoint) {
-    Shape2D shape = scaleShape(tensor.scheme, tensor.rows, tensor.cols);
+    Shape2D scales = scaleShape(tensor.scheme, tensor.rows, tensor.cols);
     arrays.emplace_back(
-        "zeros.npy", npy::Array::fromValues<uint8_t>(npy::DType::U8,
-                                                     {shape.rows, shape.cols},
-                                                     tensor.zeros));
+        "zeros.npy", keepLeading(npy::Array::fromValues<uint8_t>(
+                                     npy::DType::U8, {scales.rows, scales.cols},
+                                     tensor.zeros),
+                                 scalesFollow));
   }
   if (tensor.scheme.scale.globalScale != GlobalScale::None) {
     float global = tensor.globalScale;
@@ -353,7 +400,8 @@ bool writeQuantizedDirectory(const std::string &directory,
       return false;
     files.push_back({name, std::move(*contents)});
   }
-  files.push_back({"meta.json", makeMeta(tensor, inputDType).serialize()});
+  files.push_back(
+      {"meta.json", makeMeta(tensor, inputDType, shape).serialize()});
   // The manifest covers every other file, meta.json included.
   JsonValue listed = JsonValue::object();
   for (const runtime::DirectoryFile &file : files) {
@@ -499,12 +547,13 @@ constexpr std::string_view kMetaKeys[] = {
     "allow_tail", "axis",         "block_cols",   "block_rows", "cols",
     "element",    "global_scale", "granularity",  "group_size", "input_dtype",
     "packing",    "rows",         "scale_layout", "scale_mode", "scale_rule",
-    "scale_type", "scheme",       "zero_point"};
+    "scale_type", "scheme",       "shape",        "zero_point"};
 
 /// One attempt at reading the set in `reader`. `missing` is set when a
 /// file the manifest lists is gone (a writer may have swapped the set).
 std::optional<QuantizedTensor> readSet(const runtime::DirectoryReader &reader,
-                                       std::string *error, bool &missing) {
+                                       std::string *error, bool &missing,
+                                       std::vector<int64_t> &shape) {
   int code = 0;
   std::string manifestText;
   if (!reader.read(std::string(kManifestName), kMaxJsonBytes, manifestText,
@@ -570,6 +619,36 @@ std::optional<QuantizedTensor> readSet(const runtime::DirectoryReader &reader,
     setError(error, "meta.json: " + reason);
     return std::nullopt;
   }
+  // An N-D set: "shape" of rank 3 to 8 that flattens to rows x cols.
+  shape = {*rows, *cols};
+  std::vector<int64_t> leading;
+  if (const JsonValue *dims = meta->get("shape")) {
+    bool valid = dims->isArray() && dims->items().size() > 2 &&
+                 dims->items().size() <= size_t(npy::kMaxNpyRank);
+    std::vector<int64_t> values;
+    int64_t product = 1;
+    for (size_t i = 0; valid && i < dims->items().size(); ++i) {
+      std::optional<int64_t> dim = dims->items()[i].asInt();
+      bool last = i + 1 == dims->items().size();
+      valid = dim && *dim >= 1 && *dim <= (last ? *cols : *rows);
+      if (valid) {
+        values.push_back(*dim);
+        int64_t factor = last ? 1 : *dim;
+        valid = !__builtin_mul_overflow(product, factor, &product) &&
+                product <= *rows;
+      }
+    }
+    if (!valid || product != *rows || values.back() != *cols) {
+      setError(error, fmt::format("meta.json: 'shape' must list 3 to {} "
+                                  "dimensions whose leading ones multiply "
+                                  "to rows ({}) and whose last is cols ({})",
+                                  npy::kMaxNpyRank, *rows, *cols));
+      return std::nullopt;
+    }
+    shape = values;
+    leading.assign(values.begin(), values.end() - 1);
+  }
+  bool scalesFollow = scaleRowsFollowRows(*scheme);
   if (*inputDType != "f32" && *inputDType != "f16" && *inputDType != "bf16") {
     setError(error, fmt::format("meta.json: unknown input_dtype '{}' (want "
                                 "f32, f16 or bf16)",
@@ -600,9 +679,14 @@ std::optional<QuantizedTensor> readSet(const runtime::DirectoryReader &reader,
     if (!readFile(name, limit, bytes))
       return std::nullopt;
     std::string parseError;
-    std::optional<npy::Array> array = npy::parseNpy(bytes, &parseError);
+    std::optional<npy::Array> array = npy::parseNpy(
+        bytes, &parseError, leading.empty() ? 2 : npy::kMaxNpyRank);
     if (!array)
       setError(error, fmt::format("{}: {}", name, parseError));
+    // An N-D set's arrays read as the 2-D ones they flatten to.
+    bool followsRows = std::string_view(name) == "q.npy" || scalesFollow;
+    if (array && !leading.empty() && followsRows)
+      flattenLeadingAxes(*array, leading);
     return array;
   };
   Shape2D codeShape = codesShape(*scheme, *rows, *cols);
@@ -645,7 +729,8 @@ std::optional<QuantizedTensor> readSet(const runtime::DirectoryReader &reader,
 } // namespace
 
 std::optional<QuantizedTensor>
-readQuantizedDirectory(const std::string &directory, std::string *error) {
+readQuantizedDirectory(const std::string &directory, std::string *error,
+                       std::vector<int64_t> *shape) {
   // A writer may swap a new set in while this one is read: the read then
   // fails on a file that is gone (never mixes: every file comes through
   // one directory descriptor). Read the new set instead, a few times.
@@ -654,7 +739,11 @@ readQuantizedDirectory(const std::string &directory, std::string *error) {
     if (!reader.open(directory, error))
       return std::nullopt;
     bool missing = false;
-    std::optional<QuantizedTensor> tensor = readSet(reader, error, missing);
+    std::vector<int64_t> setShape;
+    std::optional<QuantizedTensor> tensor =
+        readSet(reader, error, missing, setShape);
+    if (tensor && shape)
+      *shape = std::move(setShape);
     if (tensor || !missing || reader.stillAt() || attempt == 4)
       return tensor;
   }

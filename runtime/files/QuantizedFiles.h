@@ -7,6 +7,11 @@
 //   zeros.npy         uint8 zero points (schemes with a zero point)
 //   global_scale.npy  float32 (1,), the stored second-level scale
 //   meta.json         the full scheme, the shape and the input dtype
+// A tensor of rank > 2 is quantized as [rows, cols] with its leading axes
+// flattened into rows; its set keeps the shape: meta.json has "shape",
+// q.npy is [d0, ..., dn, code cols], and scales.npy / zeros.npy are
+// [d0, ..., dn, scale cols] when the scales have one row per row
+// (scaleRowsFollowRows), else 2-D. A 2-D set is written as it always was.
 //   manifest.json     every other file's size and SHA-256
 // meta.json spells the scheme out field by field, so a scheme changed on
 // the command line (--rule, --global, --layout) reads back exactly.
@@ -28,7 +33,9 @@
 #include "runtime/core/Npy.h"
 
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace lowbit::files {
 
@@ -52,8 +59,16 @@ std::optional<float> globalFromArray(const npy::Array &array,
 /// boolean values, keys in alphabetical order. It does not name the backend
 /// that computed it: the backends agree bit for bit, and a directory must
 /// not depend on which one ran (scripts compare and cache them by content).
+/// `shape` is the tensor's N-D shape (rank > 2), written as "shape"; a 2-D
+/// tensor passes none.
 json::JsonValue makeMeta(const QuantizedTensor &tensor,
-                         std::string_view inputDType);
+                         std::string_view inputDType,
+                         std::span<const int64_t> shape = {});
+
+/// An array of shape [leading..., width] reshaped to [product, width];
+/// false (the array unchanged) when its shape does not start with
+/// `leading` and have exactly one more axis.
+bool flattenLeadingAxes(npy::Array &array, std::span<const int64_t> leading);
 
 /// Whether `name` is a file a quantized set may hold (or an older lowbit's
 /// temporary of one): an existing --out holding anything else is not
@@ -63,15 +78,20 @@ bool isQuantizedSetName(std::string_view name);
 /// Writes the directory as one unit: a sibling temporary directory, each
 /// file fsynced, swapped with `directory`; the old set is removed. On
 /// failure `directory` is as it was and nothing is left behind.
+/// `shape`: the N-D shape of a tensor of rank > 2 (its product of leading
+/// axes is tensor.rows, its last tensor.cols), or empty for 2-D.
 bool writeQuantizedDirectory(const std::string &directory,
                              const QuantizedTensor &tensor,
-                             std::string_view inputDType, std::string *error);
+                             std::string_view inputDType, std::string *error,
+                             std::span<const int64_t> shape = {});
 
 /// Reads and checks a directory written by writeQuantizedDirectory: the
 /// manifest, each file against it, meta.json against the arrays, and every
-/// code against the formats.
+/// code against the formats. `shape`, when given, receives the tensor's
+/// shape: meta.json's "shape" for an N-D set, else [rows, cols].
 std::optional<QuantizedTensor>
-readQuantizedDirectory(const std::string &directory, std::string *error);
+readQuantizedDirectory(const std::string &directory, std::string *error,
+                       std::vector<int64_t> *shape = nullptr);
 
 } // namespace lowbit::files
 

@@ -66,11 +66,12 @@ CommandResult runDequantize(Arguments args) {
   std::string backend = choice->name;
 
   const std::string &directory = *parsed->value("in");
+  // The tensor's own shape: N-D for a set quantized from an N-D array.
+  std::vector<int64_t> shape;
   std::optional<QuantizedTensor> tensor =
-      files::readQuantizedDirectory(directory, &error);
+      files::readQuantizedDirectory(directory, &error, &shape);
   if (!tensor)
     return fail(fmt::format("{}: {}", directory, error));
-  std::vector<int64_t> shape = {tensor->rows, tensor->cols};
   npy::Array output;
   ValueType valueType = to == "f32"   ? ValueType::F32
                         : to == "f16" ? ValueType::F16

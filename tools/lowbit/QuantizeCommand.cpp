@@ -1,6 +1,6 @@
 //===- QuantizeCommand.cpp - `lowbit quantize` ----------------------------===//
 //
-// Reads a 2-D .npy tensor, quantizes it with a scheme and writes the
+// Reads a 2-D (or N-D) .npy tensor, quantizes it with a scheme and writes the
 // directory described in runtime/files/QuantizedFiles.h. Every input is
 // read and checked and the whole result computed before anything is
 // written, and the directory is replaced as one unit (a sibling temporary
@@ -33,7 +33,9 @@ constexpr std::string_view kUsage =
     "         [--scale dynamic|static --scale-file s.npy [--zero-file z.npy]]\n"
     "         [--global-scale-file g.npy]\n"
     "         [--backend auto|cpu|reference|gpu-emulator [--target ARCH]]\n\n"
-    "Quantizes a C-order 2-D .npy tensor (float32, float16, or uint16 bit\n"
+    "Quantizes a C-order .npy tensor of 2 to 8 axes (an N-D one in groups\n"
+    "along its last axis, the leading axes flattened into rows; the set\n"
+    "keeps its shape) (float32, float16, or uint16 bit\n"
     "patterns with --from bf16 or --from f16) and writes DIR/q.npy (uint8\n"
     "packed codes), DIR/scales.npy (float32 for f32 scales, float16 for\n"
     "f16, uint16 bits for bf16, uint8 codes for e8m0 and ue4m3),\n"
@@ -171,9 +173,23 @@ CommandResult adjustScheme(Scheme &scheme, const ParsedCommandLine &parsed) {
   return std::nullopt;
 }
 
+/// A scale or zero-point file: 2-D, or for an N-D input (`leading` its
+/// axes but the last) in the N-D form the output set has.
+std::optional<npy::Array> readSideFile(const std::string &path,
+                                       std::span<const int64_t> leading,
+                                       std::string *error) {
+  auto array =
+      npy::readNpy(path, error, leading.empty() ? 2 : npy::kMaxNpyRank);
+  if (array && !leading.empty())
+    files::flattenLeadingAxes(*array, leading);
+  return array;
+}
+
 /// Reads the --scale-file, --zero-file and --global-scale-file inputs.
 CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
-                              int64_t rows, int64_t cols, StaticScales &given) {
+                              int64_t rows, int64_t cols,
+                              std::span<const int64_t> leading,
+                              StaticScales &given) {
   std::string error;
   const std::string *mode = parsed.value("scale");
   bool isStatic = false;
@@ -194,7 +210,7 @@ CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
     scheme.scale.mode = ScaleMode::Static;
     if (!scaleFile)
       return fail("--scale static needs --scale-file");
-    auto array = npy::readNpy(*scaleFile, &error);
+    auto array = readSideFile(*scaleFile, leading, &error);
     if (!array)
       return fail(error);
     auto codes = files::scalesFromArray(*array, scheme, rows, cols, &error);
@@ -210,7 +226,7 @@ CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
                                     "--zero-file",
                                     scheme.name));
     if (zeroFile) {
-      auto zeros = npy::readNpy(*zeroFile, &error);
+      auto zeros = readSideFile(*zeroFile, leading, &error);
       if (!zeros)
         return fail(error);
       auto values = files::zerosFromArray(*zeros, scheme, rows, cols, &error);
@@ -267,12 +283,14 @@ CommandResult runQuantize(Arguments args) {
     return adjusted;
 
   const std::string &inputPath = *parsed->value("input");
-  std::optional<npy::Array> input = npy::readNpy(inputPath, &error);
+  std::optional<npy::Array> input =
+      npy::readNpy(inputPath, &error, npy::kMaxNpyRank);
   if (!input)
     return fail(error);
-  if (input->shape.size() != 2)
-    return fail(fmt::format("{}: the input must be 2-D [rows, cols], got "
-                            "shape {}",
+  if (input->shape.size() < 2)
+    return fail(fmt::format("{}: the input must have 2 or more axes "
+                            "([rows, cols], or [..., cols] with groups along "
+                            "the last axis), got shape {}",
                             inputPath, input->shapeText()));
   if (input->elementCount() == 0)
     return fail(fmt::format("{}: the input is empty (shape {})", inputPath,
@@ -281,11 +299,18 @@ CommandResult runQuantize(Arguments args) {
       resolveInputType(input->dtype, parsed->value("from"), &error);
   if (!inputType)
     return fail(fmt::format("{}: {}", inputPath, error));
-  int64_t rows = input->shape[0], cols = input->shape[1];
+  // An N-D input is [rows, cols] with its leading axes flattened into rows
+  // (C order, so the bytes are already in place); the set keeps its shape.
+  int64_t rows = 1, cols = input->shape.back();
+  for (size_t axis = 0; axis + 1 < input->shape.size(); ++axis)
+    rows *= input->shape[axis];
+  std::span<const int64_t> leading;
+  if (input->shape.size() > 2)
+    leading = std::span(input->shape).first(input->shape.size() - 1);
 
   StaticScales given;
   if (CommandResult scalesError =
-          readGivenScales(*scheme, *parsed, rows, cols, given))
+          readGivenScales(*scheme, *parsed, rows, cols, leading, given))
     return scalesError;
 
   ValueType valueType = *inputType == InputType::F32   ? ValueType::F32
@@ -321,8 +346,10 @@ CommandResult runQuantize(Arguments args) {
         input->values<uint16_t>(), rows, cols, given, &error);
   if (!tensor)
     return fail(error);
-  if (!files::writeQuantizedDirectory(*parsed->value("out"), *tensor,
-                                      inputTypeName(*inputType), &error))
+  if (!files::writeQuantizedDirectory(
+          *parsed->value("out"), *tensor, inputTypeName(*inputType), &error,
+          input->shape.size() > 2 ? std::span<const int64_t>(input->shape)
+                                  : std::span<const int64_t>()))
     return fail(error);
   return std::nullopt;
 }

@@ -3,7 +3,7 @@
 // Op verifier errors, one case each.
 
 func.func @f(%x: tensor<2x4x64xf32>) {
-  // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{codes shape 4x64 does not match the scheme's 2x4x64 for a 2x4x64 tensor}}
   %c, %s = lowbit.quantize %x {scheme = #lowbit.scheme<"mxfp8">}
       : tensor<2x4x64xf32> -> tensor<4x64xi8> scales tensor<4x2xi8>
   return
