@@ -167,7 +167,7 @@ struct Jit::Impl {
   Expected<std::shared_ptr<LoadedModule>>
   loadModule(const KernelKey &key, const CacheEntry &entry,
              std::shared_ptr<const launch::LaunchProgram> program,
-             size_t paramCount, int64_t workspaceWords);
+             size_t paramCount);
 };
 
 CpuResult Jit::Impl::resolveCpu(const KernelKey &key, const KernelSpec &spec) {
@@ -288,7 +288,7 @@ Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
 Expected<std::shared_ptr<LoadedModule>>
 Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
                       std::shared_ptr<const launch::LaunchProgram> program,
-                      size_t paramCount, int64_t workspaceWords) {
+                      size_t paramCount) {
   std::lock_guard<std::mutex> lock(cudaMutex);
   if (auto *found = modules.find(key))
     return *found;
@@ -433,8 +433,8 @@ struct Kernel::State {
       if (!primaryModule) {
         if (programError)
           return *programError;
-        Expected<std::shared_ptr<LoadedModule>> loaded = jit->loadModule(
-            key, *gpuEntry, program, paramCount, workspaceWords);
+        Expected<std::shared_ptr<LoadedModule>> loaded =
+            jit->loadModule(key, *gpuEntry, program, paramCount);
         if (!loaded)
           return std::move(loaded).takeError();
         primaryModule = *loaded;
@@ -446,7 +446,8 @@ struct Kernel::State {
         jit->resolveGpu(key, spec, target);
     if (!entry)
       return std::move(entry).takeError();
-    return jit->loadModule(key, **entry, nullptr, paramCount, workspaceWords);
+    // Its own entry's workspace size, from its payload.
+    return jit->loadModule(key, **entry, nullptr, paramCount);
   }
 };
 
