@@ -359,7 +359,8 @@ kvAttentionLoopsText(const kv::KvAttentionSpec &spec) {
 }
 
 llvm::Expected<PtxModule>
-compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target) {
+compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
+                        llvm::function_ref<void(mlir::ModuleOp)> lowered) {
   if (!target.isNvidia())
     return failure("decode attention PTX needs an NVIDIA target, got '" +
                    target.str() + "'");
@@ -373,6 +374,8 @@ compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target) {
   });
   if (failed(ptx))
     return failure(error.empty() ? diagnostics : error);
+  if (lowered)
+    lowered(**module);
   return std::move(*ptx);
 }
 

@@ -34,6 +34,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
@@ -71,8 +72,12 @@ llvm::Error lowerKvAttentionToLoops(mlir::ModuleOp module);
 llvm::Expected<std::string>
 kvAttentionLoopsText(const kv::KvAttentionSpec &spec);
 
-llvm::Expected<PtxModule>
-compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target);
+/// The kernels as PTX. `lowered`, when given, sees the module after the GPU
+/// tail (host function with the gpu.launch_func ops), e.g. to read the
+/// launch plan off it (jit::describeGpuLaunches, as `lowbit report` does).
+llvm::Expected<PtxModule> compileKvAttentionToPtx(
+    const kv::KvAttentionSpec &spec, const Target &target,
+    llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
 
 /// The kernel JIT-compiled for the host; run() takes one HostBuffer per
 /// kvAttentionParams entry and checks their shapes against each other.

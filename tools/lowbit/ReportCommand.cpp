@@ -9,8 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kv/KvAttentionSpec.h"
+#include "kv/KvPaged.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/driver/Nvrtc.h"
 #include "runtime/jit/LaunchPlan.h"
@@ -37,7 +40,9 @@ constexpr std::string_view kUsage =
     "minimum, PTX instructions per element, registers, spills, occupancy\n"
     "and an estimated fraction of HBM bandwidth with its limiting factor\n"
     "(model: docs/gpu-report.md).\n"
-    "  SPEC          a kernel spec in quotes, e.g. 'quantize mxfp4 from=f16'\n"
+    "  SPEC          a kernel spec in quotes, e.g. 'quantize mxfp4 from=f16',\n"
+    "                or a decode-attention spec, 'kv_attend kv_fp8_e4m3 ...'\n"
+    "                (batch 1 at 32768 tokens; --size does not apply)\n"
     "  --all         every named scheme, quantize and dequantize, f32\n"
     "  --target      sm_90a (default) and/or sm_100a, comma-separated\n"
     "  --size        the reference tensor (default 8192x8192)\n"
@@ -81,6 +86,47 @@ std::string describeSize(const std::string &expression,
   else if (twiceRows == 2 * base && twiceCols == 2 * base)
     text = ratio(rows * cols, "rows*cols");
   return text.empty() ? fmt::format("{} at this size", base) : text;
+}
+
+/// One step of a launch plan evaluated at `shapes`: grid, block, shared
+/// bytes, which parameter slots hold which buffer, and whether the grid
+/// strides (it does not double when every buffer's rows do: `doubled`).
+Expected<report::KernelLaunch> launchOfStep(const jit::LaunchStep &step,
+                                            const jit::ParamShapes &shapes,
+                                            const jit::ParamShapes &doubled) {
+  report::KernelLaunch launch;
+  launch.kernel = step.kernelName;
+  std::array<int64_t, 7> values{};
+  for (size_t i = 0; i < 7; ++i) {
+    Expected<int64_t> value = jit::evaluateSize(step.sizes[i], shapes);
+    if (!value)
+      return value.error();
+    values[i] = *value;
+  }
+  launch.grid = {values[0], values[1], values[2]};
+  launch.block = {values[3], values[4], values[5]};
+  launch.dynamicSharedBytes = values[6];
+  int64_t threads = 1, threadsWhenDoubled = 1;
+  for (size_t i = 0; i < 6; ++i) {
+    Expected<int64_t> twice = jit::evaluateSize(step.sizes[i], doubled);
+    if (!twice)
+      return twice.error();
+    threads *= values[i];
+    threadsWhenDoubled *= *twice;
+  }
+  launch.gridStride = threadsWhenDoubled < 2 * threads;
+  // m:P is MLIR's expanded descriptor (allocated, aligned, offset, sizes,
+  // strides): its two pointers are buffer P; sW:EXPR is one scalar.
+  for (const std::string &argument : step.arguments) {
+    if (argument.starts_with("m:")) {
+      int param = std::stoi(argument.substr(2));
+      launch.bufferOfParameter.insert(launch.bufferOfParameter.end(),
+                                      {param, param, -1, -1, -1, -1, -1});
+    } else {
+      launch.bufferOfParameter.push_back(-1);
+    }
+  }
+  return launch;
 }
 
 struct ReportOptions {
@@ -157,47 +203,89 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
              spec, probeSizes[p].first, probeSizes[p].second))
       probes[p].push_back({shape.rows, shape.cols});
   for (const jit::LaunchStep &step : build->plan.steps) {
-    report::KernelLaunch launch;
-    launch.kernel = step.kernelName;
-    std::array<int64_t, 7> values{};
-    for (size_t i = 0; i < 7; ++i) {
-      Expected<int64_t> value = jit::evaluateSize(step.sizes[i], planShapes);
-      if (!value)
-        return value.error();
-      values[i] = *value;
-    }
-    launch.grid = {values[0], values[1], values[2]};
-    launch.block = {values[3], values[4], values[5]};
-    launch.dynamicSharedBytes = values[6];
-    // A grid that does not double with the rows strides over the tensor.
-    int64_t threads = 1, threadsAtTwiceRows = 1;
-    for (size_t i = 0; i < 6; ++i) {
-      Expected<int64_t> twice = jit::evaluateSize(step.sizes[i], probes[1]);
-      if (!twice)
-        return twice.error();
-      threads *= values[i];
-      threadsAtTwiceRows *= *twice;
-    }
-    launch.gridStride = threadsAtTwiceRows < 2 * threads;
+    Expected<report::KernelLaunch> launch =
+        launchOfStep(step, planShapes, probes[1]);
+    if (!launch)
+      return launch.error();
     std::array<std::string, 6> described;
     for (size_t i = 0; i < 6; ++i)
       described[i] =
           describeSize(step.sizes[i], probes, options.rows, options.cols);
-    launch.policy = fmt::format("grid ({}, {}, {}) x block ({}, {}, {})",
-                                described[0], described[1], described[2],
-                                described[3], described[4], described[5]);
-    // m:P is MLIR's expanded descriptor (allocated, aligned, offset, sizes,
-    // strides): its two pointers are buffer P; sW:EXPR is one scalar.
-    for (const std::string &argument : step.arguments) {
-      if (argument.starts_with("m:")) {
-        int param = std::stoi(argument.substr(2));
-        launch.bufferOfParameter.insert(launch.bufferOfParameter.end(),
-                                        {param, param, -1, -1, -1, -1, -1});
-      } else {
-        launch.bufferOfParameter.push_back(-1);
-      }
-    }
-    input.launches.push_back(std::move(launch));
+    launch->policy = fmt::format("grid ({}, {}, {}) x block ({}, {}, {})",
+                                 described[0], described[1], described[2],
+                                 described[3], described[4], described[5]);
+    input.launches.push_back(std::move(*launch));
+  }
+  return report::analyzeSpec(input);
+}
+
+/// Tokens per sequence of a kv_attend report: one long sequence, the case
+/// split-K is for (docs/decode-attention.md).
+constexpr int64_t kKvReportTokens = 32768;
+
+/// A kv_attend spec's two launches (splits, merge) at batch 1 and
+/// kKvReportTokens tokens. An element is one K or V code, the streamed
+/// side; the minimum is every byte the computation must move: K and V
+/// codes and scales, q and the output once, and the partials written by
+/// the splits and read by the merge.
+Expected<report::SpecReport> reportKvAttention(const kv::KvAttentionSpec &spec,
+                                               const Target &target,
+                                               const report::ChipModel &chip) {
+  jit::LaunchPlan plan;
+  auto ptx = compiler::compileKvAttentionToPtx(
+      spec, target,
+      [&](mlir::ModuleOp module) { plan = jit::describeGpuLaunches(module); });
+  if (!ptx)
+    return makeError(ErrorCode::CompileFailed, llvm::toString(ptx.takeError()));
+  if (!plan.unsupported.empty())
+    return makeError(ErrorCode::Unsupported,
+                     "no launch plan: " + plan.unsupported);
+  Expected<runtime::Cubin> cubin = runtime::linkPtx(ptx->ptx, target.chip);
+  if (!cubin)
+    return makeError(cubin.error().code, "nvJitLink (registers and spills): " +
+                                             cubin.error().message);
+  report::SpecInput input;
+  input.title = fmt::format("{} at {} tokens", kv::printKvAttentionSpec(spec),
+                            kKvReportTokens);
+  // The streamed side is loaded, as in quantize.
+  input.op = KernelOp::Quantize;
+  input.chip = chip;
+  input.ptx = ptx->ptx;
+  input.resources = cubin->allKernels;
+  input.valueBytes = 1;
+  auto shapesAt = [&](int64_t tokens) {
+    compiler::KvAttentionSizes sizes;
+    sizes.batch = 1;
+    sizes.maxTokens = tokens;
+    sizes.pages = spec.paged ? tokens / kv::kPageTokens : 0;
+    sizes.maxBlocks = spec.paged ? tokens / kv::kPageTokens : 0;
+    return jit::ParamShapes(compiler::kvAttentionShapes(spec, sizes));
+  };
+  jit::ParamShapes shapes = shapesAt(kKvReportTokens);
+  std::vector<compiler::KvAttentionParam> params =
+      compiler::kvAttentionParams(spec);
+  for (size_t i = 0; i < params.size(); ++i) {
+    int64_t bytes = shapes[i][0] * shapes[i][1] *
+                    int64_t(aot::elementBytes(params[i].elementType));
+    // analyzeSpec finds the streamed buffer by the role "input".
+    std::string role = params[i].name == "key_codes" ? "input" : params[i].name;
+    input.buffers.push_back({role, bytes, params[i].isResult});
+    input.minimumBytes += double(bytes);
+    if (params[i].name == "key_codes" || params[i].name == "value_codes")
+      input.elements += shapes[i][0] * shapes[i][1];
+    if (params[i].name == "partials")
+      input.minimumBytes += double(bytes);
+  }
+  jit::ParamShapes twice = shapesAt(2 * kKvReportTokens);
+  for (const jit::LaunchStep &step : plan.steps) {
+    Expected<report::KernelLaunch> launch = launchOfStep(step, shapes, twice);
+    if (!launch)
+      return launch.error();
+    launch->policy = fmt::format(
+        "grid ({}, {}, {}) x block ({}, {}, {}) at {} tokens", launch->grid[0],
+        launch->grid[1], launch->grid[2], launch->block[0], launch->block[1],
+        launch->block[2], kKvReportTokens);
+    input.launches.push_back(std::move(*launch));
   }
   return report::analyzeSpec(input);
 }
@@ -304,9 +392,18 @@ CommandResult runReport(Arguments args) {
   }
 
   std::vector<KernelSpec> specs;
+  std::vector<kv::KvAttentionSpec> attentionSpecs;
   if (all)
     specs = allNamedSchemeSpecs();
   for (std::string_view text : parsed->operands) {
+    if (text.starts_with("kv_attend")) {
+      std::optional<kv::KvAttentionSpec> attention =
+          kv::parseKvAttentionSpec(text, &error);
+      if (!attention)
+        return fail(fmt::format("spec '{}': {}", text, error));
+      attentionSpecs.push_back(*attention);
+      continue;
+    }
     std::optional<KernelSpec> spec = parseKernelSpec(text, &error);
     if (!spec || !validateKernelSpec(*spec, &error))
       return fail(fmt::format("spec '{}': {}", text, error));
@@ -350,6 +447,16 @@ CommandResult runReport(Arguments args) {
                                 printKernelSpec(spec), options.targets[t].chip,
                                 reference.error().message));
       add(*reference);
+    }
+  for (size_t t = 0; t < options.targets.size(); ++t)
+    for (const kv::KvAttentionSpec &spec : attentionSpecs) {
+      Expected<report::SpecReport> attention =
+          reportKvAttention(spec, options.targets[t], options.chips[t]);
+      if (!attention)
+        return fail(
+            fmt::format("'{}' on {}: {}", kv::printKvAttentionSpec(spec),
+                        options.targets[t].chip, attention.error().message));
+      add(*attention);
     }
   fmt::print("{}", output);
   return std::nullopt;
