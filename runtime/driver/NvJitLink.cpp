@@ -228,6 +228,10 @@ Expected<Cubin> linkPtx(const NvJitLinkApi &api, std::string_view ptx,
 
 Expected<Cubin> linkPtx(std::string_view ptx, std::string_view arch,
                         const LinkOptions &options) {
+  // The warm-up's link and a real one never overlap: the first use of
+  // nvJitLink in a process is not safe to race (a concurrent first link
+  // once came back without its kernel's resources).
+  (void)waitForNvJitLinkWarmup();
   Expected<const NvJitLinkApi *> api = nvJitLinkLibrary();
   if (!api)
     return api.error();
@@ -277,6 +281,9 @@ void startNvJitLinkWarmup(std::string_view arch) {
     warmup.started = true;
     warmup.running = true;
   }
+  // Registered here too, before the thread exists: a process that exits
+  // before the thread has loaded nvJitLink must still wait for it.
+  std::atexit(waitForWarmupAtExit);
   auto finish = [&warmup](bool loaded) {
     std::lock_guard<std::mutex> lock(warmup.mutex);
     warmup.running = false;
