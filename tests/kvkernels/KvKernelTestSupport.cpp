@@ -3,6 +3,7 @@
 #include "KvKernelTestSupport.h"
 
 #include "format/Codec.h"
+#include "kv/KvEval.h"
 #include "kv/KvPaged.h"
 #include "kv/KvQuantize.h"
 
@@ -13,14 +14,6 @@
 namespace lowbit::kvtest {
 
 namespace {
-
-/// splitmix64: the same numbers on every platform.
-uint64_t nextRandom(uint64_t &state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 template <typename T> std::vector<uint8_t> toBytes(const std::vector<T> &v) {
   std::vector<uint8_t> bytes(v.size() * sizeof(T));
@@ -76,14 +69,13 @@ KvCase makeCase(const std::string &schemeText, bool paged, kv::KvValueType type,
   KvCase setup;
   setup.appendSpec = *spec;
   int64_t count = setup.batch * setup.heads * setup.tokens * headDim;
-  uint64_t state = 0x6B76u + uint64_t(headDim);
+  std::vector<float> normal = kv::normalSamples(count, 0x6B76u + headDim);
   for (int64_t index = 0; index < count; ++index) {
     int64_t channel = index % headDim;
     int64_t token = (index / headDim) % setup.tokens;
     int64_t head = (index / headDim / setup.tokens) % setup.heads;
     int64_t sequence = index / headDim / setup.tokens / setup.heads;
-    float uniform = float(nextRandom(state) >> 40) / float(1 << 24);
-    float value = (uniform * 2.0f - 1.0f) * 3.0f;
+    float value = normal[index];
     if (channel % 13 == 5)
       value *= 40.0f; // an outlier channel
     if (sequence == 0 && head == 0 && token == 1)
