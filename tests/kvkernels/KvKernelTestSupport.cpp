@@ -7,6 +7,8 @@
 #include "kv/KvPaged.h"
 #include "kv/KvQuantize.h"
 
+#include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -246,6 +248,61 @@ std::vector<uint8_t> KvCase::expectedDequantized(kv::KvValueType type) const {
     narrow.push_back(type == kv::KvValueType::BF16 ? floatToBFloat16(value)
                                                    : floatToHalf(value));
   return toBytes(narrow);
+}
+
+KvCacheBuffers appendAndCheck(const KvRunner &run, KvCase &setup) {
+  KvCacheBuffers cache = setup.emptyCache();
+  REQUIRE("" == run(setup.appendSpec, setup.appendBuffers(cache)));
+  KvCacheBuffers expected = setup.expectedCache();
+  CHECK(firstDifference(cache.codes, expected.codes) == "");
+  CHECK(firstDifference(cache.scales, expected.scales) == "");
+  return cache;
+}
+
+void checkAppendAndDequantize(const KvRunner &run,
+                              const std::string &schemeText, bool paged,
+                              kv::KvValueType type, int64_t headDim) {
+  KvCase setup = makeCase(schemeText, paged, type, headDim);
+  INFO(formatKvKernelSpec(setup.appendSpec));
+  KvCacheBuffers cache = appendAndCheck(run, setup);
+  for (kv::KvValueType outType :
+       {kv::KvValueType::F32, kv::KvValueType::F16, kv::KvValueType::BF16}) {
+    kv::KvKernelSpec readSpec = setup.dequantizeSpec(outType);
+    INFO(formatKvKernelSpec(readSpec));
+    std::vector<uint8_t> output(setup.valueBytes(outType), 0xEE);
+    REQUIRE("" == run(readSpec, setup.dequantizeBuffers(cache, output)));
+    std::vector<uint8_t> expectedOutput = setup.expectedDequantized(outType);
+    canonicalizeNarrowNans(output, outType);
+    canonicalizeNarrowNans(expectedOutput, outType);
+    CHECK(firstDifference(output, expectedOutput) == "");
+  }
+}
+
+void checkAppendSkipsOutsideTheCache(const KvRunner &run) {
+  // Contiguous: sequence 1 starts 2 tokens before the end of its capacity;
+  // paged: sequence 0 reaches a table entry of -1 and sequence 1 runs past
+  // the table. Only the tokens that fit are written (expectedCache drops
+  // the others), nothing else changes.
+  for (bool paged : {false, true}) {
+    INFO("paged=" << paged);
+    KvCase setup = makeCase("kv_int8_g8 convention=divisor", paged,
+                            kv::KvValueType::F16, 16);
+    if (paged)
+      setup.positions = {int32_t(kv::kPageTokens) - 2,
+                         2 * int32_t(kv::kPageTokens) - 2};
+    else
+      setup.positions[1] = int32_t(setup.capacity) - 2;
+    appendAndCheck(run, setup);
+  }
+}
+
+void checkEveryLayoutAndType(const KvRunner &run, const std::string &schemeText,
+                             int64_t headDim) {
+  for (bool paged : {false, true})
+    for (kv::KvValueType type : {kv::KvValueType::F16, kv::KvValueType::BF16}) {
+      INFO(schemeText << " paged=" << paged << " head_dim=" << headDim);
+      checkAppendAndDequantize(run, schemeText, paged, type, headDim);
+    }
 }
 
 } // namespace lowbit::kvtest
