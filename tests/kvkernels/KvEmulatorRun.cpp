@@ -5,10 +5,12 @@
 #include "lowering/GpuEmulator.h"
 #include "lowering/GpuTail.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/emulator/EmulatedProgram.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include <array>
 #include <cstdint>
 
 namespace lowbit::kvtest {
@@ -155,17 +157,12 @@ KvEmulatedKernel::run(emulator::Device &device,
   device.setModuleMemory(module->moduleMemory());
   for (const jit::LaunchStep &step : launchPlan.steps) {
     std::string error;
-    int64_t sizes[7];
+    std::array<int64_t, 7> sizes;
     for (int i = 0; i < 7; ++i)
       if (!evaluate(step.sizes[i], buffers, sizes[i], error))
         return error;
     if (sizes[0] <= 0 || sizes[1] <= 0 || sizes[2] <= 0)
       continue; // An empty grid: nothing to launch.
-    for (int64_t size : sizes)
-      if (size < 0 || size > int64_t(UINT32_MAX))
-        return "launch of " + step.kernelName + ": size " +
-               std::to_string(size) +
-               " does not fit cuLaunchKernel's unsigned int";
     // cuLaunchKernel's parameter array: each memref as its expanded
     // descriptor, each scalar in an 8-byte slot.
     std::vector<uint64_t> values;
@@ -195,23 +192,9 @@ KvEmulatedKernel::run(emulator::Device &device,
                            ? uint64_t(uint32_t(value))
                            : uint64_t(value));
     }
-    std::vector<void *> parameters;
-    for (uint64_t &value : values)
-      parameters.push_back(&value);
-    const EmulatedKernel *kernel = module->kernel(step.kernelName);
-    if (!kernel)
-      return "launch plan names kernel " + step.kernelName +
-             ", which the module does not define";
-    emulator::KernelLaunch launch;
-    launch.name = step.kernelName;
-    launch.entry = kernel->entry;
-    launch.grid = {uint32_t(sizes[0]), uint32_t(sizes[1]), uint32_t(sizes[2])};
-    launch.block = {uint32_t(sizes[3]), uint32_t(sizes[4]), uint32_t(sizes[5])};
-    launch.staticSharedBytes = kernel->staticSharedBytes;
-    launch.dynamicSharedOffset = kernel->dynamicSharedOffset;
-    launch.dynamicSharedBytes = size_t(sizes[6]);
-    launch.parameters = parameters.data();
-    if (Status status = device.launch(launch, ranges); !status)
+    if (Status status = emulator::launchKernel(device, *module, step.kernelName,
+                                               sizes, values, ranges);
+        !status)
       return status.error().message;
   }
   return "";
