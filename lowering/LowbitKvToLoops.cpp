@@ -1,14 +1,14 @@
 //===- LowbitKvToLoops.cpp - lowbit.kv_append/kv_dequantize to loops ------===//
 //
-// Rewrites each KV-cache op into one scf.parallel over (sequence, head,
-// token) whose body finds the token's cache row (contiguous, or through the
-// block table) and runs the row's groups with scf.for loops. The arithmetic
-// and its order are kv/KvQuantize.cpp's, op for op, so the codes and scales
-// equal the reference bit for bit (docs/kv-kernels.md):
+// Rewrites each KV-cache op into one flat scf.parallel over the (sequence,
+// head, token) rows whose body finds the token's cache row (contiguous, or
+// through the block table) and runs the row's groups with scf.for loops.
+// The arithmetic and its order are kv/KvQuantize.cpp's, op for op, so the
+// codes and scales equal the reference bit for bit (docs/kv-kernels.md):
 //
-//   kv_int8_g<G>: amax = fmax over |x| (maxnumf: a NaN never wins), g =
-//     std::max(amax, eps), s = 127 / g (multiplier) or g / 127 (divisor),
-//     q = clamp(rne(x * s | x / s), -127, 127), NaN -> 0;
+//   kv_int8_g<G>: amax = fmax over |x| (compare and select: a NaN never
+//     wins), g = std::max(amax, eps), s = 127 / g (multiplier) or g / 127
+//     (divisor), q = clamp(rne(x * s | x / s), -127, 127), NaN -> 0;
 //   kv_fp8_*: code = encode(format, x / scale) saturating (lowbit.encode,
 //     expanded or made native later), scale per tensor or per head.
 //
@@ -72,15 +72,22 @@ public:
       function_ref<void(Value seq, Value head, Value token, ValueRange slot)>
           body,
       function_ref<void(Value seq, Value head, Value token)> outside = {}) {
+    // One flat dimension of B * H * N rows: the generic GPU mapping puts
+    // the innermost dimension of a 3-D nest on threadIdx.z, whose limit
+    // (64) a 128-thread block exceeds.
+    Value heads = dim(values, 1), tokens = dim(values, 2);
+    Value headTokens = arith::MulIOp::create(b, heads, tokens);
     auto loop = scf::ParallelOp::create(
-        b, ValueRange{idx(0), idx(0), idx(0)},
-        ValueRange{dim(values, 0), dim(values, 1), dim(values, 2)},
-        ValueRange{idx(1), idx(1), idx(1)});
+        b, ValueRange{idx(0)},
+        ValueRange{arith::MulIOp::create(b, dim(values, 0), headTokens)},
+        ValueRange{idx(1)});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
-    Value seq = loop.getInductionVars()[0];
-    Value head = loop.getInductionVars()[1];
-    Value token = loop.getInductionVars()[2];
+    Value rowIndex = loop.getInductionVars()[0];
+    Value seq = arith::DivUIOp::create(b, rowIndex, headTokens);
+    Value head = arith::RemUIOp::create(
+        b, arith::DivUIOp::create(b, rowIndex, tokens), heads);
+    Value token = arith::RemUIOp::create(b, rowIndex, tokens);
     Value start = arith::IndexCastOp::create(
         b, b.getIndexType(), memref::LoadOp::create(b, positions, seq));
     Value position = arith::AddIOp::create(b, start, token);
@@ -203,8 +210,14 @@ public:
           b.setInsertionPointToStart(reduce.getBody());
           Value magnitude = math::AbsFOp::create(
               b, loadValue(input, row, reduce.getInductionVar()));
-          Value amax = arith::MaxNumFOp::create(
-              b, reduce.getRegionIterArgs()[0], magnitude);
+          // std::fmax(amax, |x|) as a compare and select (maxnumf would
+          // become libdevice's __nv_fmaxf on the GPU): amax is never NaN
+          // and both are >= +0, so a NaN |x| never wins and equal values
+          // have equal bits.
+          Value running = reduce.getRegionIterArgs()[0];
+          Value amax =
+              select(cmpf(arith::CmpFPredicate::OGT, magnitude, running),
+                     magnitude, running);
           scf::YieldOp::create(b, ValueRange{amax});
         }
         Value guarded = stdMax(reduce.getResult(0), f32(params.int8.epsilon));

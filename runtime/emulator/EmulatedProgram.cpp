@@ -150,6 +150,37 @@ Status EmulatedProgram::runSpec(Device &device,
   return Status::success();
 }
 
+Status launchKernel(Device &device, const EmulatedModule &module,
+                    const std::string &kernelName,
+                    const std::array<int64_t, 7> &sizes,
+                    std::vector<uint64_t> &values,
+                    std::span<const MemoryRange> buffers) {
+  const EmulatedKernel *kernel = module.kernel(kernelName);
+  if (!kernel)
+    return makeError(ErrorCode::InvalidArgument,
+                     "launch plan names kernel " + kernelName +
+                         ", which the module does not define");
+  for (int i = 0; i < 7; ++i)
+    if (sizes[i] < 0 || sizes[i] > int64_t(UINT32_MAX))
+      return makeError(ErrorCode::InvalidArgument,
+                       "launch of " + kernelName + ": size " +
+                           std::to_string(sizes[i]) +
+                           " does not fit cuLaunchKernel's unsigned int");
+  std::vector<void *> parameters;
+  for (uint64_t &value : values)
+    parameters.push_back(&value);
+  KernelLaunch launch;
+  launch.name = kernelName;
+  launch.entry = kernel->entry;
+  launch.grid = {uint32_t(sizes[0]), uint32_t(sizes[1]), uint32_t(sizes[2])};
+  launch.block = {uint32_t(sizes[3]), uint32_t(sizes[4]), uint32_t(sizes[5])};
+  launch.staticSharedBytes = kernel->staticSharedBytes;
+  launch.dynamicSharedOffset = kernel->dynamicSharedOffset;
+  launch.dynamicSharedBytes = size_t(sizes[6]);
+  launch.parameters = parameters.data();
+  return device.launch(launch, buffers);
+}
+
 Status EmulatedProgram::run(Device &device,
                             std::span<const EmulatorBuffer> buffers) const {
   jit::ParamShapes shapes;
@@ -170,31 +201,9 @@ Status EmulatedProgram::run(Device &device,
       return std::move(resolved).takeError();
     if (resolved->empty())
       continue; // An empty tensor: nothing to launch (as Kernel::launch).
-    const EmulatedKernel *kernel = state->module->kernel(step.kernelName);
-    if (!kernel)
-      return makeError(ErrorCode::InvalidArgument,
-                       "launch plan names kernel " + step.kernelName +
-                           ", which the module does not define");
-    const std::array<int64_t, 7> &sizes = resolved->sizes;
-    for (int i = 0; i < 7; ++i)
-      if (sizes[i] < 0 || sizes[i] > int64_t(UINT32_MAX))
-        return makeError(ErrorCode::InvalidArgument,
-                         "launch of " + step.kernelName + ": size " +
-                             std::to_string(sizes[i]) +
-                             " does not fit cuLaunchKernel's unsigned int");
-    std::vector<void *> parameters;
-    for (uint64_t &value : resolved->values)
-      parameters.push_back(&value);
-    KernelLaunch launch;
-    launch.name = step.kernelName;
-    launch.entry = kernel->entry;
-    launch.grid = {uint32_t(sizes[0]), uint32_t(sizes[1]), uint32_t(sizes[2])};
-    launch.block = {uint32_t(sizes[3]), uint32_t(sizes[4]), uint32_t(sizes[5])};
-    launch.staticSharedBytes = kernel->staticSharedBytes;
-    launch.dynamicSharedOffset = kernel->dynamicSharedOffset;
-    launch.dynamicSharedBytes = size_t(sizes[6]);
-    launch.parameters = parameters.data();
-    if (Status status = device.launch(launch, ranges); !status)
+    if (Status status = launchKernel(device, *state->module, step.kernelName,
+                                     resolved->sizes, resolved->values, ranges);
+        !status)
       return status;
   }
   return Status::success();

@@ -19,6 +19,7 @@
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/spec/KernelSpec.h"
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <span>
@@ -54,6 +55,16 @@ struct ShapedBuffer {
   void *data = nullptr;
   int64_t rows = 0, cols = 0;
 };
+
+/// Runs one resolved launch of `module`'s kernel `kernelName`: grid x y z,
+/// block x y z and dynamic shared bytes in `sizes` (each must fit
+/// cuLaunchKernel's unsigned int), `values` the parameters as
+/// cuLaunchKernel reads them (one 64-bit slot each), over `buffers`.
+Status launchKernel(Device &device, const EmulatedModule &module,
+                    const std::string &kernelName,
+                    const std::array<int64_t, 7> &sizes,
+                    std::vector<uint64_t> &values,
+                    std::span<const MemoryRange> buffers);
 
 class EmulatedProgram {
 public:

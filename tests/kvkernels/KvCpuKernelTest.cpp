@@ -39,39 +39,10 @@ compiler::KvCpuKernel &kernelFor(const KvKernelSpec &spec) {
   return *entry;
 }
 
-void checkAppendAndDequantize(const std::string &schemeText, bool paged,
-                              KvValueType type, int64_t headDim) {
-  KvCase setup = makeCase(schemeText, paged, type, headDim);
-  INFO(formatKvKernelSpec(setup.appendSpec));
-  KvCacheBuffers cache = setup.emptyCache();
-  REQUIRE(
-      "" ==
-      errorText(kernelFor(setup.appendSpec).run(setup.appendBuffers(cache))));
-  KvCacheBuffers expected = setup.expectedCache();
-  CHECK(firstDifference(cache.codes, expected.codes) == "");
-  CHECK(firstDifference(cache.scales, expected.scales) == "");
-
-  for (KvValueType outType :
-       {KvValueType::F32, KvValueType::F16, KvValueType::BF16}) {
-    KvKernelSpec readSpec = setup.dequantizeSpec(outType);
-    INFO(formatKvKernelSpec(readSpec));
-    std::vector<uint8_t> output(setup.valueBytes(outType), 0xEE);
-    REQUIRE("" == errorText(kernelFor(readSpec).run(
-                      setup.dequantizeBuffers(cache, output))));
-    std::vector<uint8_t> expectedOutput = setup.expectedDequantized(outType);
-    canonicalizeNarrowNans(output, outType);
-    canonicalizeNarrowNans(expectedOutput, outType);
-    CHECK(firstDifference(output, expectedOutput) == "");
-  }
-}
-
-/// Contiguous and paged, f16 and bf16 input.
-void checkEveryLayoutAndType(const std::string &schemeText, int64_t headDim) {
-  for (bool paged : {false, true})
-    for (KvValueType type : {KvValueType::F16, KvValueType::BF16}) {
-      INFO(schemeText << " paged=" << paged << " head_dim=" << headDim);
-      checkAppendAndDequantize(schemeText, paged, type, headDim);
-    }
+/// The CPU tail as a KvRunner.
+std::string runOnCpu(const KvKernelSpec &spec,
+                     const std::vector<compiler::KvBuffer> &buffers) {
+  return errorText(kernelFor(spec).run(buffers));
 }
 
 } // namespace
@@ -79,48 +50,29 @@ void checkEveryLayoutAndType(const std::string &schemeText, int64_t headDim) {
 // head_dim 72 = 64 + a short group of 8; 40 = 32 + 8, or 5 groups of 7 +
 // a short 5; 64 in groups of 4 has no short group.
 TEST_CASE("kv_int8 multiplier on the CPU tail", "[kvcpu]") {
-  checkEveryLayoutAndType("kv_int8_g64 convention=multiplier", 72);
-  checkEveryLayoutAndType("kv_int8_g4 convention=multiplier", 64);
-  checkEveryLayoutAndType("kv_int8_g7 convention=multiplier eps=0.5", 40);
+  checkEveryLayoutAndType(runOnCpu, "kv_int8_g64 convention=multiplier", 72);
+  checkEveryLayoutAndType(runOnCpu, "kv_int8_g4 convention=multiplier", 64);
+  checkEveryLayoutAndType(runOnCpu, "kv_int8_g7 convention=multiplier eps=0.5",
+                          40);
 }
 
 TEST_CASE("kv_int8 divisor on the CPU tail", "[kvcpu]") {
-  checkEveryLayoutAndType("kv_int8_g64 convention=divisor", 72);
-  checkEveryLayoutAndType("kv_int8_g32 convention=divisor", 40);
+  checkEveryLayoutAndType(runOnCpu, "kv_int8_g64 convention=divisor", 72);
+  checkEveryLayoutAndType(runOnCpu, "kv_int8_g32 convention=divisor", 40);
 }
 
 TEST_CASE("kv_fp8_e4m3 on the CPU tail", "[kvcpu]") {
-  checkEveryLayoutAndType("kv_fp8_e4m3 scale=per_tensor", 24);
-  checkEveryLayoutAndType("kv_fp8_e4m3 scale=per_head", 24);
+  checkEveryLayoutAndType(runOnCpu, "kv_fp8_e4m3 scale=per_tensor", 24);
+  checkEveryLayoutAndType(runOnCpu, "kv_fp8_e4m3 scale=per_head", 24);
 }
 
 TEST_CASE("kv_fp8_e5m2 on the CPU tail", "[kvcpu]") {
-  checkEveryLayoutAndType("kv_fp8_e5m2 scale=per_tensor", 24);
-  checkEveryLayoutAndType("kv_fp8_e5m2 scale=per_head", 24);
+  checkEveryLayoutAndType(runOnCpu, "kv_fp8_e5m2 scale=per_tensor", 24);
+  checkEveryLayoutAndType(runOnCpu, "kv_fp8_e5m2 scale=per_head", 24);
 }
 
 TEST_CASE("kv_append skips tokens outside the cache", "[kvcpu]") {
-  // Contiguous: sequence 1 starts 2 tokens before the end of its capacity;
-  // paged: sequence 0 reaches a table entry of -1 and sequence 1 runs past
-  // the table. Only the tokens that fit are written (expectedCache drops
-  // the others), nothing else changes.
-  for (bool paged : {false, true}) {
-    INFO("paged=" << paged);
-    KvCase setup =
-        makeCase("kv_int8_g8 convention=divisor", paged, KvValueType::F16, 16);
-    if (paged)
-      setup.positions = {int32_t(kPageTokens) - 2,
-                         2 * int32_t(kPageTokens) - 2};
-    else
-      setup.positions[1] = int32_t(setup.capacity) - 2;
-    KvCacheBuffers cache = setup.emptyCache();
-    REQUIRE(
-        "" ==
-        errorText(kernelFor(setup.appendSpec).run(setup.appendBuffers(cache))));
-    KvCacheBuffers expected = setup.expectedCache();
-    CHECK(firstDifference(cache.codes, expected.codes) == "");
-    CHECK(firstDifference(cache.scales, expected.scales) == "");
-  }
+  checkAppendSkipsOutsideTheCache(runOnCpu);
 }
 
 TEST_CASE("KV CPU kernels refuse buffers of the wrong shape", "[kvcpu]") {

@@ -3,8 +3,11 @@
 #include "KvKernelTestSupport.h"
 
 #include "format/Codec.h"
+#include "kv/KvEval.h"
 #include "kv/KvPaged.h"
 #include "kv/KvQuantize.h"
+
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -13,14 +16,6 @@
 namespace lowbit::kvtest {
 
 namespace {
-
-/// splitmix64: the same numbers on every platform.
-uint64_t nextRandom(uint64_t &state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 template <typename T> std::vector<uint8_t> toBytes(const std::vector<T> &v) {
   std::vector<uint8_t> bytes(v.size() * sizeof(T));
@@ -76,14 +71,13 @@ KvCase makeCase(const std::string &schemeText, bool paged, kv::KvValueType type,
   KvCase setup;
   setup.appendSpec = *spec;
   int64_t count = setup.batch * setup.heads * setup.tokens * headDim;
-  uint64_t state = 0x6B76u + uint64_t(headDim);
+  std::vector<float> normal = kv::normalSamples(count, 0x6B76u + headDim);
   for (int64_t index = 0; index < count; ++index) {
     int64_t channel = index % headDim;
     int64_t token = (index / headDim) % setup.tokens;
     int64_t head = (index / headDim / setup.tokens) % setup.heads;
     int64_t sequence = index / headDim / setup.tokens / setup.heads;
-    float uniform = float(nextRandom(state) >> 40) / float(1 << 24);
-    float value = (uniform * 2.0f - 1.0f) * 3.0f;
+    float value = normal[index];
     if (channel % 13 == 5)
       value *= 40.0f; // an outlier channel
     if (sequence == 0 && head == 0 && token == 1)
@@ -254,6 +248,61 @@ std::vector<uint8_t> KvCase::expectedDequantized(kv::KvValueType type) const {
     narrow.push_back(type == kv::KvValueType::BF16 ? floatToBFloat16(value)
                                                    : floatToHalf(value));
   return toBytes(narrow);
+}
+
+KvCacheBuffers appendAndCheck(const KvRunner &run, KvCase &setup) {
+  KvCacheBuffers cache = setup.emptyCache();
+  REQUIRE("" == run(setup.appendSpec, setup.appendBuffers(cache)));
+  KvCacheBuffers expected = setup.expectedCache();
+  CHECK(firstDifference(cache.codes, expected.codes) == "");
+  CHECK(firstDifference(cache.scales, expected.scales) == "");
+  return cache;
+}
+
+void checkAppendAndDequantize(const KvRunner &run,
+                              const std::string &schemeText, bool paged,
+                              kv::KvValueType type, int64_t headDim) {
+  KvCase setup = makeCase(schemeText, paged, type, headDim);
+  INFO(formatKvKernelSpec(setup.appendSpec));
+  KvCacheBuffers cache = appendAndCheck(run, setup);
+  for (kv::KvValueType outType :
+       {kv::KvValueType::F32, kv::KvValueType::F16, kv::KvValueType::BF16}) {
+    kv::KvKernelSpec readSpec = setup.dequantizeSpec(outType);
+    INFO(formatKvKernelSpec(readSpec));
+    std::vector<uint8_t> output(setup.valueBytes(outType), 0xEE);
+    REQUIRE("" == run(readSpec, setup.dequantizeBuffers(cache, output)));
+    std::vector<uint8_t> expectedOutput = setup.expectedDequantized(outType);
+    canonicalizeNarrowNans(output, outType);
+    canonicalizeNarrowNans(expectedOutput, outType);
+    CHECK(firstDifference(output, expectedOutput) == "");
+  }
+}
+
+void checkAppendSkipsOutsideTheCache(const KvRunner &run) {
+  // Contiguous: sequence 1 starts 2 tokens before the end of its capacity;
+  // paged: sequence 0 reaches a table entry of -1 and sequence 1 runs past
+  // the table. Only the tokens that fit are written (expectedCache drops
+  // the others), nothing else changes.
+  for (bool paged : {false, true}) {
+    INFO("paged=" << paged);
+    KvCase setup = makeCase("kv_int8_g8 convention=divisor", paged,
+                            kv::KvValueType::F16, 16);
+    if (paged)
+      setup.positions = {int32_t(kv::kPageTokens) - 2,
+                         2 * int32_t(kv::kPageTokens) - 2};
+    else
+      setup.positions[1] = int32_t(setup.capacity) - 2;
+    appendAndCheck(run, setup);
+  }
+}
+
+void checkEveryLayoutAndType(const KvRunner &run, const std::string &schemeText,
+                             int64_t headDim) {
+  for (bool paged : {false, true})
+    for (kv::KvValueType type : {kv::KvValueType::F16, kv::KvValueType::BF16}) {
+      INFO(schemeText << " paged=" << paged << " head_dim=" << headDim);
+      checkAppendAndDequantize(run, schemeText, paged, type, headDim);
+    }
 }
 
 } // namespace lowbit::kvtest

@@ -15,6 +15,7 @@
 #include "runtime/compiler/KvCompiler.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,27 @@ struct KvCase {
 /// convention=divisor", "kv_fp8_e4m3 scale=per_head").
 KvCase makeCase(const std::string &schemeText, bool paged, kv::KvValueType type,
                 int64_t headDim);
+
+/// Runs `spec`'s kernel over `buffers` (ABI order) on some target: the CPU
+/// tail or the GPU emulator. "" or the error.
+using KvRunner = std::function<std::string(
+    const kv::KvKernelSpec &spec, const std::vector<compiler::KvBuffer> &)>;
+
+/// Appends `setup`'s tokens to its empty cache and checks every byte of
+/// codes and scales against the reference; returns the cache.
+KvCacheBuffers appendAndCheck(const KvRunner &run, KvCase &setup);
+/// The append, then dequantize of the same range to f32, f16 and bf16,
+/// each checked against the reference.
+void checkAppendAndDequantize(const KvRunner &run,
+                              const std::string &schemeText, bool paged,
+                              kv::KvValueType type, int64_t headDim);
+/// Appends that start 2 tokens before the end of a contiguous cache, reach
+/// a table entry of -1 or run past the table write only the tokens that
+/// fit, and nothing else.
+void checkAppendSkipsOutsideTheCache(const KvRunner &run);
+/// checkAppendAndDequantize contiguous and paged, f16 and bf16 input.
+void checkEveryLayoutAndType(const KvRunner &run, const std::string &schemeText,
+                             int64_t headDim);
 
 } // namespace lowbit::kvtest
 

@@ -5,13 +5,18 @@
 
 // Multiplier: s = 127 / max(amax, eps), q = clamp(rne(x * s)); the row is
 // skipped past the cache.
+// One flat nest over the B * H * N rows (the GPU mapping's threadIdx.z
+// holds at most 64), delinearized.
 // CHECK-LABEL: func @append_int8
-// CHECK: scf.parallel
+// CHECK: scf.parallel (%[[ROW:.*]]) = (%c0) to (%c16) step (%c1)
+// CHECK: arith.divui %[[ROW]], %c8
+// CHECK: arith.remui %[[ROW]], %c8
 // CHECK: memref.load %{{.*}} : memref<2xi32>
 // CHECK: arith.cmpi slt, %{{.*}}, %c4096
 // CHECK: scf.if
 // CHECK: scf.for {{.*}} iter_args
-// CHECK: arith.maxnumf
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
 // CHECK: arith.divf %cst{{.*}}, %{{.*}} : f32
 // CHECK: memref.store {{.*}} : memref<2x8x4096x2xf32>
 // CHECK: arith.mulf

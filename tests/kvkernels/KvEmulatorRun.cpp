@@ -1,0 +1,203 @@
+//===- KvEmulatorRun.cpp - KV kernels' GPU modules in the emulator --------===//
+
+#include "KvEmulatorRun.h"
+
+#include "lowering/GpuEmulator.h"
+#include "lowering/GpuTail.h"
+#include "runtime/compiler/Compiler.h"
+#include "runtime/emulator/EmulatedProgram.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <array>
+#include <cstdint>
+
+namespace lowbit::kvtest {
+
+namespace {
+
+/// The bytes of one element of each ABI parameter, and whether the op
+/// writes it (docs/kv-kernels.md).
+struct ParamInfo {
+  size_t elementBytes;
+  bool writable;
+};
+
+size_t valueBytes(kv::KvValueType type) {
+  return type == kv::KvValueType::F32 ? 4 : 2;
+}
+
+std::vector<ParamInfo> paramInfo(const kv::KvKernelSpec &spec) {
+  bool int8 = spec.scheme.isInt8();
+  std::vector<ParamInfo> params;
+  if (spec.op == kv::KvKernelOp::Append)
+    params = {
+        {valueBytes(spec.valueType), false}, {1, true}, {4, int8}, {4, false}};
+  else
+    params = {
+        {1, false}, {4, false}, {4, false}, {valueBytes(spec.valueType), true}};
+  if (spec.layout == kv::KvLayout::Paged)
+    params.push_back({4, false});
+  return params;
+}
+
+/// `expression` with each `dim:P:D` replaced by size D of buffer P, so the
+/// launch module evaluates it with no shapes; "" and `error` if a dim names
+/// a buffer or dimension that does not exist.
+std::string substituteDims(const std::string &expression,
+                           const std::vector<compiler::KvBuffer> &buffers,
+                           std::string &error) {
+  std::string out;
+  size_t start = 0;
+  while (start < expression.size()) {
+    size_t end = expression.find(' ', start);
+    if (end == std::string::npos)
+      end = expression.size();
+    std::string token = expression.substr(start, end - start);
+    if (token.rfind("dim:", 0) == 0) {
+      size_t colon = token.find(':', 4);
+      size_t param = std::stoul(token.substr(4, colon - 4));
+      size_t dim = std::stoul(token.substr(colon + 1));
+      if (param >= buffers.size() || dim >= buffers[param].shape.size()) {
+        error = "launch size " + token + " names no buffer dimension";
+        return "";
+      }
+      token = std::to_string(buffers[param].shape[dim]);
+    }
+    if (!out.empty())
+      out += ' ';
+    out += token;
+    start = end + 1;
+  }
+  return out;
+}
+
+/// Evaluates one launch-plan expression for `buffers`.
+bool evaluate(const std::string &expression,
+              const std::vector<compiler::KvBuffer> &buffers, int64_t &value,
+              std::string &error) {
+  std::string constant = substituteDims(expression, buffers, error);
+  if (!error.empty())
+    return false;
+  Expected<int64_t> result = jit::evaluateSize(constant, {});
+  if (!result) {
+    error = "launch size '" + expression + "': " + result.error().message;
+    return false;
+  }
+  value = *result;
+  return true;
+}
+
+} // namespace
+
+KvEmulatedKernel::KvEmulatedKernel() = default;
+KvEmulatedKernel::~KvEmulatedKernel() {
+  // The JIT'd module before the context its types came from.
+  module.reset();
+}
+
+std::unique_ptr<KvEmulatedKernel>
+KvEmulatedKernel::compile(const kv::KvKernelSpec &spec, const Target &target,
+                          std::string &error) {
+  std::unique_ptr<KvEmulatedKernel> kernel(new KvEmulatedKernel());
+  kernel->spec = spec;
+  kernel->context = compiler::makeContext();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(
+      kernel->context.get(), [&diagnostics](mlir::Diagnostic &diagnostic) {
+        diagnostics += diagnostic.str() + "\n";
+        return mlir::success();
+      });
+  auto built = compiler::buildKvModule(*kernel->context, spec);
+  if (!built) {
+    error = llvm::toString(built.takeError());
+    return nullptr;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*built);
+  if (llvm::Error lowered = compiler::lowerKvToLoops(*module)) {
+    error = llvm::toString(std::move(lowered));
+    return nullptr;
+  }
+  if (mlir::failed(lowerToNvvm(*module, target, error))) {
+    if (error.empty())
+      error = diagnostics;
+    return nullptr;
+  }
+  auto emulated = compileForEmulator(*module);
+  if (!emulated) {
+    error = llvm::toString(emulated.takeError());
+    return nullptr;
+  }
+  kernel->module = std::move(*emulated);
+  kernel->launchPlan = jit::describeGpuLaunches(*module);
+  if (!kernel->launchPlan.unsupported.empty()) {
+    error = "launch plan: " + kernel->launchPlan.unsupported;
+    return nullptr;
+  }
+  return kernel;
+}
+
+std::string
+KvEmulatedKernel::run(emulator::Device &device,
+                      const std::vector<compiler::KvBuffer> &buffers) const {
+  std::vector<ParamInfo> params = paramInfo(spec);
+  if (buffers.size() != params.size())
+    return "the kernel takes " + std::to_string(params.size()) +
+           " buffers, got " + std::to_string(buffers.size());
+  std::vector<emulator::MemoryRange> ranges;
+  for (size_t index = 0; index < buffers.size(); ++index) {
+    int64_t elements = 1;
+    for (int64_t size : buffers[index].shape)
+      elements *= size;
+    ranges.push_back(
+        {buffers[index].data, size_t(elements) * params[index].elementBytes,
+         params[index].writable, "buffer " + std::to_string(index)});
+  }
+  device.setModuleMemory(module->moduleMemory());
+  for (const jit::LaunchStep &step : launchPlan.steps) {
+    std::string error;
+    std::array<int64_t, 7> sizes;
+    for (int i = 0; i < 7; ++i)
+      if (!evaluate(step.sizes[i], buffers, sizes[i], error))
+        return error;
+    if (sizes[0] <= 0 || sizes[1] <= 0 || sizes[2] <= 0)
+      continue; // An empty grid: nothing to launch.
+    // cuLaunchKernel's parameter array: each memref as its expanded
+    // descriptor, each scalar in an 8-byte slot.
+    std::vector<uint64_t> values;
+    for (const std::string &argument : step.arguments) {
+      if (argument.rfind("m:", 0) == 0) {
+        size_t param = std::stoul(argument.substr(2));
+        if (param >= buffers.size())
+          return "launch argument " + argument + " names no buffer";
+        const std::vector<int64_t> &shape = buffers[param].shape;
+        auto address = reinterpret_cast<uintptr_t>(buffers[param].data);
+        values.insert(values.end(), {address, address, 0});
+        for (int64_t size : shape)
+          values.push_back(uint64_t(size));
+        std::vector<uint64_t> strides(shape.size(), 1);
+        for (size_t axis = shape.size() - 1; axis > 0; --axis)
+          strides[axis - 1] = strides[axis] * uint64_t(shape[axis]);
+        values.insert(values.end(), strides.begin(), strides.end());
+        continue;
+      }
+      size_t colon = argument.find(':');
+      int64_t value = 0;
+      if (argument[0] != 's' || colon == std::string::npos ||
+          !evaluate(argument.substr(colon + 1), buffers, value, error))
+        return error.empty() ? "launch argument " + argument + " is unknown"
+                             : error;
+      values.push_back(argument.substr(1, colon - 1) == "32"
+                           ? uint64_t(uint32_t(value))
+                           : uint64_t(value));
+    }
+    if (Status status = emulator::launchKernel(device, *module, step.kernelName,
+                                               sizes, values, ranges);
+        !status)
+      return status.error().message;
+  }
+  return "";
+}
+
+} // namespace lowbit::kvtest

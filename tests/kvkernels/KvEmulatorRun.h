@@ -1,0 +1,62 @@
+//===- KvEmulatorRun.h - KV kernels' GPU modules in the emulator -*- C++
+//-*-===//
+//
+// Runs a KV kernel spec's GPU module (buildKvModule, lowerKvToLoops, the GPU
+// tail's lowerToNvvm) in the GPU emulator (docs/emulator.md). The launch
+// plan is the JIT's own (jit::describeGpuLaunches) and its sizes are
+// evaluated by the launch module (jit::evaluateSize). The launch module's
+// shapes are 2-D, and the KV kernels take 4-D memrefs, so each `dim:P:D` is
+// replaced by the buffer's size before evaluation, and each memref operand
+// is packed here as MLIR's expanded rank-N descriptor {allocated, aligned,
+// offset, sizes[N], strides[N]} (row-major).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_TESTS_KVKERNELS_KVEMULATORRUN_H
+#define LOWBIT_TESTS_KVKERNELS_KVEMULATORRUN_H
+
+#include "kv/KvKernelSpec.h"
+#include "lowering/Target.h"
+#include "runtime/compiler/KvCompiler.h"
+#include "runtime/emulator/Simt.h"
+#include "runtime/jit/LaunchPlan.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class MLIRContext;
+} // namespace mlir
+
+namespace lowbit {
+class EmulatedModule;
+} // namespace lowbit
+
+namespace lowbit::kvtest {
+
+class KvEmulatedKernel {
+public:
+  ~KvEmulatedKernel();
+  /// `spec`'s GPU module for the NVIDIA `target`; "" in `error` on success.
+  static std::unique_ptr<KvEmulatedKernel> compile(const kv::KvKernelSpec &spec,
+                                                   const Target &target,
+                                                   std::string &error);
+  /// Runs every launch of the plan over `buffers` (the KV kernel ABI,
+  /// docs/kv-kernels.md); "" or the error. Only the buffers the op writes
+  /// (append: codes and int8 scales; dequantize: the output) are writable.
+  std::string run(emulator::Device &device,
+                  const std::vector<compiler::KvBuffer> &buffers) const;
+  const jit::LaunchPlan &plan() const { return launchPlan; }
+
+private:
+  KvEmulatedKernel();
+  kv::KvKernelSpec spec;
+  std::unique_ptr<mlir::MLIRContext> context;
+  std::unique_ptr<EmulatedModule> module;
+  jit::LaunchPlan launchPlan;
+};
+
+} // namespace lowbit::kvtest
+
+#endif // LOWBIT_TESTS_KVKERNELS_KVEMULATORRUN_H

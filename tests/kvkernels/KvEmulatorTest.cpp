@@ -1,0 +1,97 @@
+//===- KvEmulatorTest.cpp - KV kernels' GPU modules in the emulator -------===//
+//
+// The cases of KvCpuKernelTest.cpp, run on the GPU modules (lowerToNvvm,
+// the GPU tail's generic mapping) in the GPU emulator: every scheme x
+// f16/bf16 x contiguous/paged, ragged last groups, appends past the cache;
+// codes and scales equal kv/KvQuantize.h bit for bit and dequantize reads
+// them back as the reference does. sm_90a (native FP8 cvt) everywhere, and
+// sm_80 (the software FP8 codec) for kv_fp8.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KvEmulatorRun.h"
+#include "KvKernelTestSupport.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <memory>
+
+using namespace lowbit;
+using namespace lowbit::kv;
+using namespace lowbit::kvtest;
+
+namespace {
+
+Target targetNamed(const std::string &name) {
+  std::string error;
+  std::optional<Target> target = parseTarget(name, &error);
+  if (!target)
+    throw std::runtime_error(error);
+  return *target;
+}
+
+/// Compiles each (spec, target) once per process. Never destroyed: JIT
+/// engines torn down after LLVM's own statics at exit may abort.
+const KvEmulatedKernel &kernelFor(const KvKernelSpec &spec,
+                                  const std::string &targetName) {
+  static auto &cache =
+      *new std::map<std::string, std::unique_ptr<KvEmulatedKernel>>();
+  std::unique_ptr<KvEmulatedKernel> &entry =
+      cache[targetName + " " + formatKvKernelSpec(spec)];
+  if (!entry) {
+    std::string error;
+    entry = KvEmulatedKernel::compile(spec, targetNamed(targetName), error);
+    if (!entry)
+      throw std::runtime_error(error);
+  }
+  return *entry;
+}
+
+/// The emulator on `targetName` as a KvRunner.
+KvRunner emulatorOn(const std::string &targetName) {
+  return [targetName](const KvKernelSpec &spec,
+                      const std::vector<compiler::KvBuffer> &buffers) {
+    emulator::Device device;
+    return kernelFor(spec, targetName).run(device, buffers);
+  };
+}
+
+} // namespace
+
+TEST_CASE("kv_int8 multiplier in the GPU emulator", "[kvemu]") {
+  KvRunner run = emulatorOn("sm_90a");
+  checkEveryLayoutAndType(run, "kv_int8_g64 convention=multiplier", 72);
+  checkEveryLayoutAndType(run, "kv_int8_g4 convention=multiplier", 64);
+  checkEveryLayoutAndType(run, "kv_int8_g7 convention=multiplier eps=0.5", 40);
+}
+
+TEST_CASE("kv_int8 divisor in the GPU emulator", "[kvemu]") {
+  KvRunner run = emulatorOn("sm_90a");
+  checkEveryLayoutAndType(run, "kv_int8_g64 convention=divisor", 72);
+  checkEveryLayoutAndType(run, "kv_int8_g32 convention=divisor", 40);
+}
+
+TEST_CASE("kv_fp8 in the GPU emulator", "[kvemu]") {
+  for (const char *targetName : {"sm_90a", "sm_80"}) {
+    INFO(targetName);
+    KvRunner run = emulatorOn(targetName);
+    for (const char *scheme : {"kv_fp8_e4m3", "kv_fp8_e5m2"})
+      for (const char *scale : {" scale=per_tensor", " scale=per_head"})
+        checkEveryLayoutAndType(run, std::string(scheme) + scale, 24);
+  }
+}
+
+TEST_CASE("kv_append in the GPU emulator skips tokens outside the cache",
+          "[kvemu]") {
+  checkAppendSkipsOutsideTheCache(emulatorOn("sm_90a"));
+}
+
+TEST_CASE("the KV kernels' GPU modules launch once", "[kvemu]") {
+  KvCase setup = makeCase("kv_int8_g64 convention=multiplier", true,
+                          KvValueType::BF16, 72);
+  CHECK(kernelFor(setup.appendSpec, "sm_90a").plan().steps.size() == 1);
+  CHECK(kernelFor(setup.dequantizeSpec(KvValueType::F32), "sm_90a")
+            .plan()
+            .steps.size() == 1);
+}
