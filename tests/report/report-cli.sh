@@ -39,20 +39,22 @@ cat "$work/table.md"
 grep -q '^| kernel | chip | launches |' "$work/table.md"
 grep -q '^| dequantize nvfp4 f32 | sm_100a | ' "$work/table.md"
 
-# A fused spec: once fused kernels have a GPU lowering, the report names
-# the prologue, the side tensors' bytes in the fused minimum (bf16 into
-# NVFP4 at 256x4096: 2 + 1/2 + 1/16 + the weight row and global scale =
-# 2.57) and the unfused sequence; until then the compiler's refusal, with
-# a message and no output.
-if "$lowbit" report 'rmsnorm | quantize nvfp4 from=bf16' --size 256x4096 \
-    > "$work/fused.txt" 2> "$work/fused.err"; then
-  cat "$work/fused.txt"
-  grep -Eq '^rmsnorm\(eps=1e-06\) \| quantize nvfp4 bf16 on sm_90a: [0-9]+ launch\(es\), [0-9.]+ B/elem moved \(minimum 2\.57\)' "$work/fused.txt"
-  grep -Eq '^  fused     [0-9]+ launch\(es\), minimum 2\.57 B/elem; unfused 1 prologue kernel\(s\) \+ [0-9]+ launch\(es\), minimum 6\.57 B/elem \(2\.56x\)$' "$work/fused.txt"
-else
-  [[ ! -s $work/fused.txt ]] || { echo "output on failure: fused"; exit 1; }
-  grep -q 'no GPU lowering' "$work/fused.err" || { cat "$work/fused.err"; exit 1; }
+# A fused spec: the report names the prologue, the side tensors' bytes in
+# the fused minimum (bf16 into NVFP4 at 256x4096: 2 + 1/2 + 1/16 + the
+# weight row and global scale = 2.57) and the unfused sequence.
+"$lowbit" report 'rmsnorm | quantize nvfp4 from=bf16' --size 256x4096 \
+    > "$work/fused.txt"
+cat "$work/fused.txt"
+grep -Eq '^rmsnorm\(eps=1e-06\) \| quantize nvfp4 bf16 on sm_90a: [0-9]+ launch\(es\), [0-9.]+ B/elem moved \(minimum 2\.57\)' "$work/fused.txt"
+grep -Eq '^  fused     [0-9]+ launch\(es\), minimum 2\.57 B/elem; unfused 1 prologue kernel\(s\) \+ [0-9]+ launch\(es\), minimum 6\.57 B/elem \(2\.56x\)$' "$work/fused.txt"
+# A fused kernel the GPU lowering does not cover (Hadamard blocks wider
+# than 32 columns): the compiler's reason, and no output.
+if "$lowbit" report 'hadamard(128) | quantize mxfp4 rows=4 cols=128' \
+    > "$work/fused-refused.txt" 2> "$work/fused-refused.err"; then
+  echo "hadamard(128) was reported"; exit 1
 fi
+[[ ! -s $work/fused-refused.txt ]] || { echo "output on failure: fused"; exit 1; }
+grep -qi 'hadamard' "$work/fused-refused.err" || { cat "$work/fused-refused.err"; exit 1; }
 
 "$lowbit" report --help | grep -q '^usage: lowbit report (SPEC... | --all)'
 
