@@ -25,6 +25,7 @@
 #include "dialect/LowbitOps.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -39,6 +40,57 @@ namespace {
 
 bool isLanePartials(Operation *op) {
   return op && op->hasAttr(kLanePartialsAttr);
+}
+
+/// A Hadamard butterfly stage's half h (LowbitFusionBody.cpp), or 0.
+int64_t hadamardHalf(Operation *op) {
+  auto half =
+      op ? op->getAttrOfType<IntegerAttr>(kHadamardHalfAttr) : IntegerAttr();
+  return half ? half.getInt() : 0;
+}
+
+/// The generic whose body or inputs read `value` through `use`.
+Operation *readingGeneric(OpOperand &use) {
+  Operation *owner = use.getOwner();
+  return isa<linalg::GenericOp>(owner)
+             ? owner
+             : owner->getParentOfType<linalg::GenericOp>();
+}
+
+/// The tensor a Hadamard stage's body extracts from.
+Value stageSource(linalg::GenericOp stage) {
+  Value source;
+  stage.getRegion().walk(
+      [&](tensor::ExtractOp extract) { source = extract.getTensor(); });
+  return source;
+}
+
+/// A rotation whose blocks are wider than the per-element evaluation
+/// takes: `last` is its last butterfly stage, `input` what its first
+/// stage reads.
+struct StagedRotation {
+  linalg::GenericOp last;
+  Value input;
+  int64_t block = 0;
+};
+
+/// The staged rotation that ends at `op`, if `op` is the last stage of a
+/// Hadamard rotation with blocks wider than kMaxGpuHadamardBlock.
+std::optional<StagedRotation> stagedRotationEndingAt(Operation *op) {
+  int64_t lastHalf = hadamardHalf(op);
+  if (lastHalf == 0 || 2 * lastHalf <= kMaxGpuHadamardBlock)
+    return std::nullopt;
+  for (OpOperand &use : op->getResult(0).getUses())
+    if (hadamardHalf(readingGeneric(use)) != 0)
+      return std::nullopt;
+  StagedRotation rotation;
+  rotation.last = cast<linalg::GenericOp>(op);
+  rotation.block = 2 * lastHalf;
+  linalg::GenericOp stage = rotation.last;
+  while (hadamardHalf(stage) != 1)
+    stage = stageSource(stage).getDefiningOp<linalg::GenericOp>();
+  rotation.input = stageSource(stage);
+  return rotation;
 }
 
 /// Emits the kernel of one lowbit.fused region.
@@ -182,9 +234,63 @@ private:
     row = arith::SelectOp::create(b, valid, warpRow, idx(0));
     setup.clear();
     rowValues.clear();
+    staged.clear();
     emitSetup();
-    emitRowValues();
+    emitRowValues(launch);
     return valid;
+  }
+
+  /// A Hadamard rotation with blocks wider than the per-element evaluation
+  /// takes: the warp stages its row's input in its own shared-memory row,
+  /// runs the butterfly stages in place (lanes striding over the row's
+  /// cols / 2 butterflies, a warp sync after each), and the last stage's
+  /// elements are then read from there. Every lane of every warp gets
+  /// here (beginRow), so the warp syncs see the whole warp.
+  void emitStagedRotation(gpu::LaunchOp launch, StagedRotation rotation) {
+    int64_t cols = cast<RankedTensorType>(rotation.last.getResult(0).getType())
+                       .getDimSize(1);
+    auto sharedType = MemRefType::get(
+        {threadsPerBlock / kWarpSize * cols}, b.getF32Type(), AffineMap(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    Value shared = launch.addWorkgroupAttribution(sharedType, b.getLoc());
+    Value warpInBlock =
+        arith::DivUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize));
+    Value base = arith::MulIOp::create(b, warpInBlock, idx(cols));
+    auto at = [&](Value col) { return arith::AddIOp::create(b, base, col); };
+    auto warpSync = [&] { NVVM::SyncWarpOp::create(b, i32(-1)); };
+    scf::ForOp::create(b, lane, idx(cols), idx(kWarpSize), ValueRange{},
+                       [&](OpBuilder &, Location, Value col, ValueRange) {
+                         memref::StoreOp::create(
+                             b, widen(elementAt(rotation.input, row, col)),
+                             shared, ValueRange{at(col)});
+                         scf::YieldOp::create(b);
+                       });
+    warpSync();
+    for (int64_t half = 1; half < rotation.block; half *= 2) {
+      // Butterfly p of the row pairs j = (p / h) * 2h + p % h and j + h:
+      // format/Prologue.cpp's (a + b, a - b), in any lane.
+      scf::ForOp::create(
+          b, lane, idx(cols / 2), idx(kWarpSize), ValueRange{},
+          [&](OpBuilder &, Location, Value pair, ValueRange) {
+            Value first = arith::AddIOp::create(
+                b,
+                arith::MulIOp::create(
+                    b, arith::DivUIOp::create(b, pair, idx(half)),
+                    idx(2 * half)),
+                arith::RemUIOp::create(b, pair, idx(half)));
+            Value second = arith::AddIOp::create(b, first, idx(half));
+            Value a = memref::LoadOp::create(b, shared, ValueRange{at(first)});
+            Value c = memref::LoadOp::create(b, shared, ValueRange{at(second)});
+            memref::StoreOp::create(b, arith::AddFOp::create(b, a, c), shared,
+                                    ValueRange{at(first)});
+            memref::StoreOp::create(b, arith::SubFOp::create(b, a, c), shared,
+                                    ValueRange{at(second)});
+            scf::YieldOp::create(b);
+          });
+      warpSync();
+    }
+    staged[rotation.last.getResult(0)] = {shared, base};
   }
 
   /// Codes of columns [start, end) in pairs (a missing second element
@@ -273,11 +379,16 @@ private:
   }
 
   /// RMSNorm's lane partials and every [rows] value, in region order.
-  void emitRowValues() {
+  void emitRowValues(gpu::LaunchOp launch) {
     for (Operation &op : body.without_terminator()) {
       auto generic = dyn_cast<linalg::GenericOp>(op);
       if (!generic)
         continue;
+      if (std::optional<StagedRotation> rotation =
+              stagedRotationEndingAt(generic)) {
+        emitStagedRotation(launch, *rotation);
+        continue;
+      }
       if (isLanePartials(generic)) {
         // Lane `lane` runs k = 0 .. K - 1 of the reduction, in order.
         Value trips = tensorDim(generic.getDpsInputs()[0], 0);
@@ -312,6 +423,12 @@ private:
   Value elementAt(Value tensor, Value rowIndex, Value col) {
     if (Value buffer = buffers.lookup(tensor))
       return memref::LoadOp::create(b, buffer, ValueRange{rowIndex, col});
+    if (auto found = staged.find(tensor); found != staged.end()) {
+      // The warp's own row (rowIndex is `row`).
+      auto [shared, base] = found->second;
+      return memref::LoadOp::create(
+          b, shared, ValueRange{arith::AddIOp::create(b, base, col)});
+    }
     auto generic = tensor.getDefiningOp<linalg::GenericOp>();
     SmallVector<Value> loopIndices = {rowIndex, col};
     SmallVector<Value> arguments;
@@ -396,6 +513,8 @@ private:
   IRMapping setup;
   /// [rows] region values, and lane partials (this lane's), per row.
   DenseMap<Value, Value> rowValues;
+  /// Staged rotations' last stages -> (shared memory, the warp's offset).
+  DenseMap<Value, std::pair<Value, Value>> staged;
   Value row, lane;
 };
 
@@ -422,7 +541,7 @@ bool hasTensorScale(const lowbit::Scheme &scheme) {
 /// element of the last stage reads 2^stages values).
 int64_t extractChainDepth(Value tensor) {
   auto generic = tensor.getDefiningOp<linalg::GenericOp>();
-  if (!generic || isLanePartials(generic))
+  if (!generic || isLanePartials(generic) || stagedRotationEndingAt(generic))
     return 0;
   int64_t depth = 0;
   generic.getRegion().walk([&](tensor::ExtractOp extract) {
@@ -460,6 +579,42 @@ struct FusedRowsToGpu : OpRewritePattern<ld::FusedOp> {
       return op.emitError("fused kernels on the GPU take Hadamard blocks of "
                           "at most " +
                           std::to_string(kMaxGpuHadamardBlock) + " columns");
+    // Staged rotations take one shared-memory row per warp each, in every
+    // launch (a statistics launch adds its per-warp statistics): fewer
+    // warps per block where 8 rows do not fit. The budget covers the
+    // kernel's launches together, as the emulator lays out one module's
+    // shared memory (docs/gpu.md).
+    int64_t stagedBytesPerWarp = 0;
+    body.walk([&](linalg::GenericOp generic) {
+      if (stagedRotationEndingAt(generic))
+        stagedBytesPerWarp +=
+            cast<RankedTensorType>(generic.getResult(0).getType())
+                .getDimSize(1) *
+            int64_t(sizeof(float));
+    });
+    bool statsLaunch = !rowGroups || quantize.getGlobal();
+    int64_t statsBytesPerWarp =
+        (!rowGroups && scheme.scale.rule == lowbit::ScaleRule::MinMax ? 3 : 1) *
+        int64_t(sizeof(float));
+    auto sharedBytes = [&](int64_t warps) {
+      return (statsLaunch ? 2 : 1) * warps * stagedBytesPerWarp +
+             (statsLaunch ? warps * statsBytesPerWarp : 0);
+    };
+    int64_t launchThreads = threadsPerBlock;
+    if (stagedBytesPerWarp != 0) {
+      if (sharedBytes(1) > kMaxGpuFusedSharedBytes)
+        return op.emitError(
+            "fused kernels on the GPU stage each row of a Hadamard rotation "
+            "with blocks wider than " +
+            std::to_string(kMaxGpuHadamardBlock) +
+            " columns in shared memory, at most " +
+            std::to_string(kMaxGpuFusedSharedBytes) +
+            " bytes per kernel; this kernel's rows need " +
+            std::to_string(sharedBytes(1)) + " bytes");
+      while (launchThreads > kWarpSize &&
+             sharedBytes(launchThreads / kWarpSize) > kMaxGpuFusedSharedBytes)
+        launchThreads /= 2;
+    }
     SmallVector<Value> argumentBuffers;
     for (Value operand : op.getOperands()) {
       argumentBuffers.push_back(operandBuffer(operand));
@@ -513,7 +668,7 @@ struct FusedRowsToGpu : OpRewritePattern<ld::FusedOp> {
 
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     b.setInsertionPoint(op);
-    FusedRowEmitter emitter(b, scheme, threadsPerBlock, body, argumentBuffers);
+    FusedRowEmitter emitter(b, scheme, launchThreads, body, argumentBuffers);
     Value final = quantize.getInput();
     Value zerosBuffer = zeros ? zeros.getDest() : Value();
     Value residualBuffer =

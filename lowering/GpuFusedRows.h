@@ -15,9 +15,15 @@
 
 namespace lowbit {
 
-/// The largest Hadamard block the per-element evaluation takes: each
-/// element of a block of B reads B values of the stage before.
+/// The largest Hadamard block the per-element evaluation takes (each
+/// element of a block of B reads B values of the stage before); wider
+/// blocks are staged in shared memory.
 inline constexpr int64_t kMaxGpuHadamardBlock = 32;
+
+/// The shared memory a fused kernel's block takes for rows of wider
+/// Hadamard rotations (one f32 row per warp and rotation): the static
+/// limit every CUDA chip gives without an opt-in.
+inline constexpr int64_t kMaxGpuFusedSharedBytes = 48 * 1024;
 
 /// lowbit.fused -> gpu.launch: dynamic row-group schemes in one launch.
 void populateGpuFusedRowsPatterns(mlir::RewritePatternSet &patterns,

@@ -256,6 +256,8 @@ public:
                        arith::AddFOp::create(nested, nestedLoc, a, bValue))
                 .getResult();
           });
+      values.getDefiningOp()->setAttr(kHadamardHalfAttr,
+                                      b.getI64IntegerAttr(half));
     }
     float scale = hadamardScale(block);
     return elementwise(

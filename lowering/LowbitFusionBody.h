@@ -31,6 +31,9 @@ mlir::Value emitPrologueExpr(mlir::OpBuilder &b, mlir::Location loc,
 /// columns are the lanes of the warp that owns the row (the GPU lowering
 /// keeps one per lane; the CPU lowering runs it as any generic).
 inline constexpr const char *kLanePartialsAttr = "lowbit.lane_partials";
+/// Marks a Hadamard butterfly stage (its half h, an i64): the GPU stages
+/// wide blocks in shared memory (lowering/GpuFusedRows.cpp).
+inline constexpr const char *kHadamardHalfAttr = "lowbit.hadamard_half";
 
 /// What the fused quantize takes besides its input, and what it returns;
 /// null values and types are absent (as lowbit.quantize's builder wants).

@@ -17,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include <iostream>
+#include <span>
 
 using namespace lowbit;
 
@@ -27,9 +28,10 @@ namespace {
 const std::pair<int64_t, int64_t> kShapes[] = {
     {1, 16}, {3, 48}, {5, 80}, {9, 272}};
 
-/// Runs `text` at every shape of kShapes (a static spec at its own shape
+/// Runs `text` at every shape of `shapes` (a static spec at its own shape
 /// only); returns the runs that were bit-exact.
-int checkSpec(const std::string &text, emulator::Device &device, int &refused) {
+int checkSpec(const std::string &text, emulator::Device &device, int &refused,
+              std::span<const std::pair<int64_t, int64_t>> shapes = kShapes) {
   std::optional<KernelSpec> spec = parseKernelSpec(text);
   INFO(text);
   REQUIRE(spec);
@@ -39,7 +41,7 @@ int checkSpec(const std::string &text, emulator::Device &device, int &refused) {
     FAIL("compile: " << program.error().message);
   testing::KernelRunner run = testing::emulatorRunner(**program, device);
   int exact = 0;
-  for (auto [rows, cols] : kShapes) {
+  for (auto [rows, cols] : shapes) {
     if (spec->cols != kDynamic && spec->cols != cols)
       continue;
     std::string error;
@@ -81,4 +83,42 @@ TEST_CASE("fused kernels: every prologue x named scheme x dtype is bit-exact "
             << refused << " shapes refused by their scheme), "
             << device.stats().launches << " launches\n";
   CHECK(exact >= 6 * 10 * 3 * 4);
+}
+
+TEST_CASE("fused kernels: Hadamard blocks from 64 to 4096 columns, staged in "
+          "shared memory, are bit-exact in the emulator",
+          "[emulator][fusion]") {
+  // Blocks wider than kMaxGpuHadamardBlock run their butterflies in shared
+  // memory; 4096-column rows leave room for 2 warps per block, so 3 rows
+  // take two blocks. nvfp4 adds the global scale's statistics launch,
+  // int8 the per-tensor scale's two launches.
+  const struct {
+    const char *prologue;
+    int64_t rows, cols;
+  } cases[] = {
+      {"hadamard(64)", 5, 256},
+      {"hadamard(256)", 3, 512},
+      {"hadamard(row)", 3, 1024},
+      {"rmsnorm(eps=1e-6) | hadamard(row) | map(x * 0.5)", 2, 1024},
+      {"hadamard(128) | hadamard(64)", 3, 256},
+      {"silu_mul | hadamard(64) | smooth", 9, 128},
+      {"hadamard(4096)", 3, 4096},
+  };
+  emulator::Device device;
+  int exact = 0, refused = 0, runs = 0;
+  for (const auto &c : cases)
+    for (const char *scheme : {"mxfp4", "nvfp4", "int8", "int4_g128"})
+      for (const char *dtype : {"f32", "bf16", "f16"}) {
+        std::pair<int64_t, int64_t> shape = {c.rows, c.cols};
+        exact +=
+            checkSpec(std::string(c.prologue) + " | quantize " + scheme +
+                          " from=" + dtype + " rows=" + std::to_string(c.rows) +
+                          " cols=" + std::to_string(c.cols),
+                      device, refused, {&shape, 1});
+        ++runs;
+      }
+  std::cout << "emulator: " << exact << " of " << runs
+            << " staged-Hadamard fused kernel runs bit-exact\n";
+  CHECK(refused == 0);
+  CHECK(exact == runs);
 }
