@@ -20,6 +20,7 @@
 
 #include "lowering/GpuFusedRows.h"
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuKvAppend.h"
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/Passes.h"
@@ -719,4 +720,5 @@ void lowbit::populateLowbitToGpuPatterns(RewritePatternSet &patterns,
   populateLowbitTensorReducePatterns(patterns, threadsPerBlock);
   populateLowbitRowReducePatterns(patterns, threadsPerBlock);
   populateGpuFusedRowsPatterns(patterns, threadsPerBlock);
+  populateGpuKvPatterns(patterns, threadsPerBlock);
 }

@@ -133,6 +133,17 @@ llvm::Error lowerKvToLoops(ModuleOp module) {
   return llvm::Error::success();
 }
 
+llvm::Error lowerKvForGpu(ModuleOp module) {
+  KvDiagnostics diagnostics(*module.getContext());
+  PassManager pm(module.getContext());
+  configureVerifier(pm);
+  pm.addPass(createLowbitToGpu());
+  pm.addPass(createLowbitKvToLoops());
+  if (failed(pm.run(module)))
+    return kvError("lowering for the GPU failed: " + diagnostics.text);
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
                                    std::string_view stage) {
   if (stage != "mlir" && stage != "loops" && stage != "llvm")
@@ -166,7 +177,7 @@ llvm::Expected<PtxModule> compileKvToPtx(const kv::KvKernelSpec &spec,
   auto module = buildKvModule(*context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerKvToLoops(**module))
+  if (llvm::Error error = lowerKvForGpu(**module))
     return std::move(error);
   KvDiagnostics diagnostics(*context);
   std::string error;

@@ -48,15 +48,20 @@ namespace lowbit::compiler {
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildKvModule(mlir::MLIRContext &context, const kv::KvKernelSpec &spec);
 
-/// Runs lowbit-kv-to-loops on `module` (both tails start from its result).
+/// Runs lowbit-kv-to-loops on `module` (the CPU tail starts from its
+/// result).
 llvm::Error lowerKvToLoops(mlir::ModuleOp module);
+
+/// The GPU tail's input: lowbit-to-gpu maps the ops it covers one warp per
+/// row (lowering/GpuKvAppend.h), then lowbit-kv-to-loops takes the rest.
+llvm::Error lowerKvForGpu(mlir::ModuleOp module);
 
 /// The kernel's text at `stage` for the CPU target: "mlir" (the dialect),
 /// "loops" or "llvm" (LLVM IR).
 llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
                                    std::string_view stage);
 
-/// PTX for an NVIDIA `target`: buildKvModule, lowerKvToLoops, lowerToPtx.
+/// PTX for an NVIDIA `target`: buildKvModule, lowerKvForGpu, lowerToPtx.
 llvm::Expected<PtxModule> compileKvToPtx(const kv::KvKernelSpec &spec,
                                          const Target &target,
                                          const PtxOptions &options = {});

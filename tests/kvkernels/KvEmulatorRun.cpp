@@ -115,7 +115,7 @@ KvEmulatedKernel::compile(const kv::KvKernelSpec &spec, const Target &target,
     return nullptr;
   }
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*built);
-  if (llvm::Error lowered = compiler::lowerKvToLoops(*module)) {
+  if (llvm::Error lowered = compiler::lowerKvForGpu(*module)) {
     error = llvm::toString(std::move(lowered));
     return nullptr;
   }
