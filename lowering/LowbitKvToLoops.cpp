@@ -17,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowering/KvArithmetic.h"
 #include "lowering/Passes.h"
-#include "lowering/ScaleMath.h"
 
 #include "dialect/LowbitKvOps.h"
 #include "dialect/LowbitOps.h"
@@ -41,22 +41,14 @@ namespace ld = lowbit::dialect;
 
 namespace {
 
-/// The format model's scheme whose element ScaleMath encodes: int8 (only
-/// its helpers are used) or the kv_fp8 scheme's format.
-lowbit::Scheme elementScheme(const lowbit::kv::KvSchemeParams &params) {
-  lowbit::Format element =
-      params.isInt8() ? *lowbit::lookupFormat("int8") : params.fp8Format();
-  return lowbit::Scheme{"", element, lowbit::ScaleSpec{},
-                        lowbit::Packing::Byte};
-}
-
-class KvEmitter : public lowbit::ScaleMath {
+class KvEmitter : public lowbit::KvArithmetic<lowbit::ScaleMath> {
 public:
   KvEmitter(ImplicitLocOpBuilder &builder,
             const lowbit::kv::KvSchemeParams &params, Value codes, Value scales,
             Value positions, Value blockTable)
-      : ScaleMath(builder, elementScheme(params)), params(params), codes(codes),
-        scales(scales), positions(positions), blockTable(blockTable) {}
+      : KvArithmetic(builder, lowbit::kvElementScheme(params)), params(params),
+        codes(codes), scales(scales), positions(positions),
+        blockTable(blockTable) {}
 
   Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
   Value dim(Value buffer, int64_t axis) {
@@ -88,49 +80,12 @@ public:
     Value head = arith::RemUIOp::create(
         b, arith::DivUIOp::create(b, rowIndex, tokens), heads);
     Value token = arith::RemUIOp::create(b, rowIndex, tokens);
-    Value start = arith::IndexCastOp::create(
-        b, b.getIndexType(), memref::LoadOp::create(b, positions, seq));
-    Value position = arith::AddIOp::create(b, start, token);
-    Value nonNegative =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, position, idx(0));
-    Value inside = [&]() -> Value {
-      if (!blockTable)
-        return arith::AndIOp::create(
-            b, nonNegative,
-            arith::CmpIOp::create(b, arith::CmpIPredicate::slt, position,
-                                  dim(codes, 2)));
-      // The table entry is read only when the block is in the table.
-      Value block = arith::DivSIOp::create(b, position, idx(kPage));
-      Value blockInTable = arith::AndIOp::create(
-          b, nonNegative,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::slt, block,
-                                dim(blockTable, 1)));
-      auto pageIf = scf::IfOp::create(b, b.getIndexType(), blockInTable,
-                                      /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(pageIf.thenBlock());
-        Value entry =
-            memref::LoadOp::create(b, blockTable, ValueRange{seq, block});
-        scf::YieldOp::create(b, ValueRange{arith::IndexCastOp::create(
-                                    b, b.getIndexType(), entry)});
-        b.setInsertionPointToStart(pageIf.elseBlock());
-        scf::YieldOp::create(b, ValueRange{idx(-1)});
-      }
-      page = pageIf.getResult(0);
-      slotInPage = arith::RemSIOp::create(b, position, idx(kPage));
-      return arith::AndIOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, page, idx(0)),
-          arith::CmpIOp::create(b, arith::CmpIPredicate::slt, page,
-                                dim(codes, 0)));
-    }();
+    lowbit::KvCacheSlot slot =
+        findCacheSlot(codes, positions, blockTable, seq, head, token);
     auto guardIf =
-        scf::IfOp::create(b, inside, /*withElseRegion=*/bool(outside));
+        scf::IfOp::create(b, slot.inside, /*withElseRegion=*/bool(outside));
     b.setInsertionPoint(guardIf.thenBlock()->getTerminator());
-    if (blockTable)
-      body(seq, head, token, ValueRange{page, head, slotInPage});
-    else
-      body(seq, head, token, ValueRange{seq, head, position});
+    body(seq, head, token, slot.indices);
     if (outside) {
       b.setInsertionPoint(guardIf.elseBlock()->getTerminator());
       outside(seq, head, token);
@@ -170,14 +125,6 @@ public:
     return indices;
   }
 
-  /// roundToInt8 of kv/KvQuantize.cpp: NaN -> 0, clamp(rint(v), +-127).
-  Value roundToInt8(Value value) {
-    Value rounded = math::RoundEvenOp::create(b, value);
-    rounded = select(isNan(rounded), f32(0.0f), rounded);
-    rounded = stdClamp(rounded, f32(-127.0f), f32(127.0f));
-    return arith::FPToSIOp::create(b, b.getI8Type(), rounded);
-  }
-
   /// The static scale of head `head` (kv_fp8).
   Value staticScale(Value head) {
     return memref::LoadOp::create(b, scales,
@@ -198,8 +145,6 @@ public:
         });
         return;
       }
-      bool multiplier =
-          params.int8.convention == lowbit::kv::ScaleConvention::Multiplier;
       emitElementLoop(idx(0), dim(scales, 3), [&](Value group) {
         auto [begin, end] = groupRange(group, headDim);
         // groupAbsMax: fmax from 0 over |x|.
@@ -208,26 +153,16 @@ public:
         {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(reduce.getBody());
-          Value magnitude = math::AbsFOp::create(
-              b, loadValue(input, row, reduce.getInductionVar()));
-          // std::fmax(amax, |x|) as a compare and select (maxnumf would
-          // become libdevice's __nv_fmaxf on the GPU): amax is never NaN
-          // and both are >= +0, so a NaN |x| never wins and equal values
-          // have equal bits.
-          Value running = reduce.getRegionIterArgs()[0];
           Value amax =
-              select(cmpf(arith::CmpFPredicate::OGT, magnitude, running),
-                     magnitude, running);
+              absMaxStep(reduce.getRegionIterArgs()[0],
+                         loadValue(input, row, reduce.getInductionVar()));
           scf::YieldOp::create(b, ValueRange{amax});
         }
-        Value guarded = stdMax(reduce.getResult(0), f32(params.int8.epsilon));
-        Value scale = multiplier ? divf(f32(127.0f), guarded)
-                                 : divf(guarded, f32(127.0f));
+        Value scale = int8GroupScale(reduce.getResult(0), params.int8);
         memref::StoreOp::create(b, scale, scales, at(slot, group));
         emitElementLoop(begin, end, [&](Value channel) {
-          Value x = loadValue(input, row, channel);
           Value code =
-              roundToInt8(multiplier ? mulf(x, scale) : divf(x, scale));
+              quantizeInt8(loadValue(input, row, channel), scale, params.int8);
           memref::StoreOp::create(b, code, codes, at(slot, channel));
         });
       });
@@ -246,8 +181,6 @@ public:
         output,
         [&](Value seq, Value head, Value token, ValueRange slot) {
           Value row[] = {seq, head, token};
-          bool multiplier =
-              params.int8.convention == lowbit::kv::ScaleConvention::Multiplier;
           Value scale = params.isInt8() ? Value() : staticScale(head);
           emitElementLoop(idx(0), headDim, [&](Value channel) {
             Value code = memref::LoadOp::create(b, codes, at(slot, channel));
@@ -260,10 +193,7 @@ public:
             Value groupScale = memref::LoadOp::create(
                 b, scales,
                 at(slot, arith::DivSIOp::create(b, channel, idx(groupSize()))));
-            Value value = arith::SIToFPOp::create(b, b.getF32Type(), code);
-            store(multiplier ? divf(value, groupScale)
-                             : mulf(value, groupScale),
-                  row, channel);
+            store(dequantizeInt8(code, groupScale, params.int8), row, channel);
           });
         },
         [&](Value seq, Value head, Value token) {
@@ -275,12 +205,10 @@ public:
   }
 
 private:
-  static constexpr int64_t kPage = lowbit::kv::kPageTokens;
   int64_t groupSize() const { return params.int8.groupSize; }
 
   lowbit::kv::KvSchemeParams params;
   Value codes, scales, positions, blockTable;
-  Value page, slotInPage;
 };
 
 struct LowbitKvToLoops
