@@ -12,6 +12,8 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <stdexcept>
 
 namespace lowbit::kvtest {
 
@@ -198,6 +200,37 @@ KvEmulatedKernel::run(emulator::Device &device,
       return status.error().message;
   }
   return "";
+}
+
+bool evaluateLaunchSize(const std::string &expression,
+                        const std::vector<compiler::KvBuffer> &buffers,
+                        int64_t &value, std::string &error) {
+  return evaluate(expression, buffers, value, error);
+}
+
+const KvEmulatedKernel &emulatedKernelFor(const kv::KvKernelSpec &spec,
+                                          const std::string &targetName) {
+  static auto &cache =
+      *new std::map<std::string, std::unique_ptr<KvEmulatedKernel>>();
+  std::unique_ptr<KvEmulatedKernel> &entry =
+      cache[targetName + " " + formatKvKernelSpec(spec)];
+  if (!entry) {
+    std::string error;
+    std::optional<Target> target = parseTarget(targetName, &error);
+    if (target)
+      entry = KvEmulatedKernel::compile(spec, *target, error);
+    if (!entry)
+      throw std::runtime_error(error);
+  }
+  return *entry;
+}
+
+KvRunner emulatorOn(const std::string &targetName) {
+  return [targetName](const kv::KvKernelSpec &spec,
+                      const std::vector<compiler::KvBuffer> &buffers) {
+    emulator::Device device;
+    return emulatedKernelFor(spec, targetName).run(device, buffers);
+  };
 }
 
 } // namespace lowbit::kvtest

@@ -15,6 +15,8 @@
 #ifndef LOWBIT_TESTS_KVKERNELS_KVEMULATORRUN_H
 #define LOWBIT_TESTS_KVKERNELS_KVEMULATORRUN_H
 
+#include "KvKernelTestSupport.h"
+
 #include "kv/KvKernelSpec.h"
 #include "lowering/Target.h"
 #include "runtime/compiler/KvCompiler.h"
@@ -56,6 +58,21 @@ private:
   std::unique_ptr<EmulatedModule> module;
   jit::LaunchPlan launchPlan;
 };
+
+/// `spec`'s kernel for the NVIDIA target `targetName`, compiled once per
+/// process (never destroyed: JIT engines torn down after LLVM's own
+/// statics at exit may abort); throws with the compiler's error.
+const KvEmulatedKernel &emulatedKernelFor(const kv::KvKernelSpec &spec,
+                                          const std::string &targetName);
+
+/// One launch-plan size expression evaluated for `buffers` (each
+/// `dim:P:D` is size D of buffer P); false and `error` if it cannot be.
+bool evaluateLaunchSize(const std::string &expression,
+                        const std::vector<compiler::KvBuffer> &buffers,
+                        int64_t &value, std::string &error);
+
+/// The emulator on `targetName` as a KvRunner.
+KvRunner emulatorOn(const std::string &targetName);
 
 } // namespace lowbit::kvtest
 

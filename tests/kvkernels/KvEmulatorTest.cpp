@@ -1,7 +1,8 @@
 //===- KvEmulatorTest.cpp - KV kernels' GPU modules in the emulator -------===//
 //
-// The cases of KvCpuKernelTest.cpp, run on the GPU modules (lowerToNvvm,
-// the GPU tail's generic mapping) in the GPU emulator: every scheme x
+// The cases of KvCpuKernelTest.cpp, run on the GPU modules (lowerKvForGpu:
+// lowbit-to-gpu's one-warp-per-row mapping, lowering/GpuKvAppend.h; then
+// lowerToNvvm) in the GPU emulator: every scheme x
 // f16/bf16 x contiguous/paged, ragged last groups, appends past the cache;
 // codes and scales equal kv/KvQuantize.h bit for bit and dequantize reads
 // them back as the reference does. sm_90a (native FP8 cvt) everywhere, and
@@ -14,50 +15,9 @@
 
 #include <catch2/catch.hpp>
 
-#include <map>
-#include <memory>
-
 using namespace lowbit;
 using namespace lowbit::kv;
 using namespace lowbit::kvtest;
-
-namespace {
-
-Target targetNamed(const std::string &name) {
-  std::string error;
-  std::optional<Target> target = parseTarget(name, &error);
-  if (!target)
-    throw std::runtime_error(error);
-  return *target;
-}
-
-/// Compiles each (spec, target) once per process. Never destroyed: JIT
-/// engines torn down after LLVM's own statics at exit may abort.
-const KvEmulatedKernel &kernelFor(const KvKernelSpec &spec,
-                                  const std::string &targetName) {
-  static auto &cache =
-      *new std::map<std::string, std::unique_ptr<KvEmulatedKernel>>();
-  std::unique_ptr<KvEmulatedKernel> &entry =
-      cache[targetName + " " + formatKvKernelSpec(spec)];
-  if (!entry) {
-    std::string error;
-    entry = KvEmulatedKernel::compile(spec, targetNamed(targetName), error);
-    if (!entry)
-      throw std::runtime_error(error);
-  }
-  return *entry;
-}
-
-/// The emulator on `targetName` as a KvRunner.
-KvRunner emulatorOn(const std::string &targetName) {
-  return [targetName](const KvKernelSpec &spec,
-                      const std::vector<compiler::KvBuffer> &buffers) {
-    emulator::Device device;
-    return kernelFor(spec, targetName).run(device, buffers);
-  };
-}
-
-} // namespace
 
 TEST_CASE("kv_int8 multiplier in the GPU emulator", "[kvemu]") {
   KvRunner run = emulatorOn("sm_90a");
@@ -90,8 +50,8 @@ TEST_CASE("kv_append in the GPU emulator skips tokens outside the cache",
 TEST_CASE("the KV kernels' GPU modules launch once", "[kvemu]") {
   KvCase setup = makeCase("kv_int8_g64 convention=multiplier", true,
                           KvValueType::BF16, 72);
-  CHECK(kernelFor(setup.appendSpec, "sm_90a").plan().steps.size() == 1);
-  CHECK(kernelFor(setup.dequantizeSpec(KvValueType::F32), "sm_90a")
+  CHECK(emulatedKernelFor(setup.appendSpec, "sm_90a").plan().steps.size() == 1);
+  CHECK(emulatedKernelFor(setup.dequantizeSpec(KvValueType::F32), "sm_90a")
             .plan()
             .steps.size() == 1);
 }
