@@ -167,9 +167,10 @@ llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
   return text;
 }
 
-llvm::Expected<PtxModule> compileKvToPtx(const kv::KvKernelSpec &spec,
-                                         const Target &target,
-                                         const PtxOptions &options) {
+llvm::Expected<PtxModule>
+compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
+               const PtxOptions &options,
+               llvm::function_ref<void(ModuleOp)> lowered) {
   if (!target.isNvidia())
     return kvError("compileKvToPtx needs an NVIDIA target, got '" +
                    target.str() + "'");
@@ -184,6 +185,8 @@ llvm::Expected<PtxModule> compileKvToPtx(const kv::KvKernelSpec &spec,
   FailureOr<PtxModule> ptx = lowerToPtx(**module, target, error, options);
   if (failed(ptx))
     return kvError(error.empty() ? diagnostics.text : error);
+  if (lowered)
+    lowered(**module);
   return std::move(*ptx);
 }
 

@@ -31,6 +31,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -62,9 +63,13 @@ llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
                                    std::string_view stage);
 
 /// PTX for an NVIDIA `target`: buildKvModule, lowerKvForGpu, lowerToPtx.
-llvm::Expected<PtxModule> compileKvToPtx(const kv::KvKernelSpec &spec,
-                                         const Target &target,
-                                         const PtxOptions &options = {});
+/// `lowered`, when given, sees the module after the GPU tail (the host
+/// function with its gpu.launch_func ops), e.g. to read the launch plan
+/// off it (jit::describeGpuLaunches, as `lowbit report` does).
+llvm::Expected<PtxModule>
+compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
+               const PtxOptions &options = {},
+               llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
 
 /// One kernel parameter's host buffer: C-order `shape`, element type as
 /// the ABI above says.

@@ -2,6 +2,7 @@
 
 #include "KvEmulatorRun.h"
 
+#include "kv/KvLaunchSizes.h"
 #include "lowering/GpuEmulator.h"
 #include "lowering/GpuTail.h"
 #include "runtime/compiler/Compiler.h"
@@ -44,45 +45,18 @@ std::vector<ParamInfo> paramInfo(const kv::KvKernelSpec &spec) {
   return params;
 }
 
-/// `expression` with each `dim:P:D` replaced by size D of buffer P, so the
-/// launch module evaluates it with no shapes; "" and `error` if a dim names
-/// a buffer or dimension that does not exist.
-std::string substituteDims(const std::string &expression,
-                           const std::vector<compiler::KvBuffer> &buffers,
-                           std::string &error) {
-  std::string out;
-  size_t start = 0;
-  while (start < expression.size()) {
-    size_t end = expression.find(' ', start);
-    if (end == std::string::npos)
-      end = expression.size();
-    std::string token = expression.substr(start, end - start);
-    if (token.rfind("dim:", 0) == 0) {
-      size_t colon = token.find(':', 4);
-      size_t param = std::stoul(token.substr(4, colon - 4));
-      size_t dim = std::stoul(token.substr(colon + 1));
-      if (param >= buffers.size() || dim >= buffers[param].shape.size()) {
-        error = "launch size " + token + " names no buffer dimension";
-        return "";
-      }
-      token = std::to_string(buffers[param].shape[dim]);
-    }
-    if (!out.empty())
-      out += ' ';
-    out += token;
-    start = end + 1;
-  }
-  return out;
-}
-
 /// Evaluates one launch-plan expression for `buffers`.
 bool evaluate(const std::string &expression,
               const std::vector<compiler::KvBuffer> &buffers, int64_t &value,
               std::string &error) {
-  std::string constant = substituteDims(expression, buffers, error);
-  if (!error.empty())
+  std::vector<std::vector<int64_t>> shapes;
+  for (const compiler::KvBuffer &buffer : buffers)
+    shapes.push_back(buffer.shape);
+  std::optional<std::string> constant =
+      kv::substituteKvLaunchDims(expression, shapes, &error);
+  if (!constant)
     return false;
-  Expected<int64_t> result = jit::evaluateSize(constant, {});
+  Expected<int64_t> result = jit::evaluateSize(*constant, {});
   if (!result) {
     error = "launch size '" + expression + "': " + result.error().message;
     return false;

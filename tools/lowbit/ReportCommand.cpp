@@ -22,6 +22,7 @@
 #include "runtime/report/GpuReport.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/KvCacheReport.h"
 #include "tools/lowbit/ParamRoles.h"
 
 #include <charconv>
@@ -43,6 +44,8 @@ constexpr std::string_view kUsage =
     "  SPEC          a kernel spec in quotes, e.g. 'quantize mxfp4 from=f16',\n"
     "                or a decode-attention spec, 'kv_attend kv_fp8_e4m3 ...'\n"
     "                (batch 1 at 32768 tokens; --size does not apply)\n"
+    "                or a KV-cache spec, 'kv_append kv_int8_g64 ...' (batch\n"
+    "                64 at 1 and 256 new tokens; --size does not apply)\n"
     "  --all         every named scheme, quantize and dequantize, f32\n"
     "  --target      sm_90a (default) and/or sm_100a, comma-separated\n"
     "  --size        the reference tensor (default 8192x8192)\n"
@@ -393,9 +396,18 @@ CommandResult runReport(Arguments args) {
 
   std::vector<KernelSpec> specs;
   std::vector<kv::KvAttentionSpec> attentionSpecs;
+  std::vector<kv::KvKernelSpec> cacheSpecs;
   if (all)
     specs = allNamedSchemeSpecs();
   for (std::string_view text : parsed->operands) {
+    if (text.starts_with("kv_append") || text.starts_with("kv_dequantize")) {
+      std::optional<kv::KvKernelSpec> cache =
+          kv::parseKvKernelSpec(text, &error);
+      if (!cache)
+        return fail(fmt::format("spec '{}': {}", text, error));
+      cacheSpecs.push_back(*cache);
+      continue;
+    }
     if (text.starts_with("kv_attend")) {
       std::optional<kv::KvAttentionSpec> attention =
           kv::parseKvAttentionSpec(text, &error);
@@ -458,6 +470,17 @@ CommandResult runReport(Arguments args) {
                         options.targets[t].chip, attention.error().message));
       add(*attention);
     }
+  for (size_t t = 0; t < options.targets.size(); ++t)
+    for (const kv::KvKernelSpec &spec : cacheSpecs)
+      for (int64_t tokens : kKvCacheReportTokens) {
+        Expected<report::SpecReport> cache =
+            reportKvCache(spec, tokens, options.targets[t], options.chips[t]);
+        if (!cache)
+          return fail(
+              fmt::format("'{}' on {}: {}", kv::formatKvKernelSpec(spec),
+                          options.targets[t].chip, cache.error().message));
+        add(*cache);
+      }
   fmt::print("{}", output);
   return std::nullopt;
 }

@@ -1,0 +1,159 @@
+//===- KvCacheReport.cpp - lowbit report rows of the KV-cache kernels -----===//
+
+#include "tools/lowbit/KvCacheReport.h"
+
+#include "kv/KvLaunchSizes.h"
+#include "kv/KvPaged.h"
+#include "runtime/compiler/KvCompiler.h"
+#include "runtime/driver/NvJitLink.h"
+#include "runtime/jit/LaunchPlan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+using Shapes = std::vector<std::vector<int64_t>>;
+
+/// The ABI buffers' shapes (docs/kv-kernels.md, "Compile entry") for
+/// `batch` sequences of `tokens` new tokens written from position 0: a
+/// contiguous cache of exactly `tokens` slots, or the pages they fill.
+Shapes kvShapes(const kv::KvKernelSpec &spec, int64_t batch, int64_t tokens) {
+  bool paged = spec.layout == kv::KvLayout::Paged;
+  int64_t blocks = (tokens + kv::kPageTokens - 1) / kv::kPageTokens;
+  int64_t rows = paged ? batch * blocks : batch;
+  int64_t slots = paged ? kv::kPageTokens : tokens;
+  std::vector<int64_t> values = {batch, spec.heads, tokens, spec.headDim};
+  std::vector<int64_t> codes = {rows, spec.heads, slots, spec.headDim};
+  std::vector<int64_t> scales =
+      spec.scheme.isInt8()
+          ? std::vector<int64_t>{rows, spec.heads, slots, spec.scaleWidth()}
+          : std::vector<int64_t>{spec.scaleWidth()};
+  Shapes shapes = spec.op == kv::KvKernelOp::Append
+                      ? Shapes{values, codes, scales, {batch}}
+                      : Shapes{codes, scales, {batch}, values};
+  if (paged)
+    shapes.push_back({batch, blocks});
+  return shapes;
+}
+
+Expected<int64_t> evaluateKvSize(const std::string &expression,
+                                 const Shapes &shapes) {
+  std::string error;
+  std::optional<std::string> constant =
+      kv::substituteKvLaunchDims(expression, shapes, &error);
+  if (!constant)
+    return makeError(ErrorCode::Unsupported, error);
+  return jit::evaluateSize(*constant, {});
+}
+
+/// One step of the plan at `shapes`; the grid strides when it does not
+/// double with the batch (`doubled`).
+Expected<report::KernelLaunch> kvLaunch(const jit::LaunchStep &step,
+                                        const Shapes &shapes,
+                                        const Shapes &doubled) {
+  report::KernelLaunch launch;
+  launch.kernel = step.kernelName;
+  std::array<int64_t, 7> values{};
+  int64_t threads = 1, threadsWhenDoubled = 1;
+  for (size_t i = 0; i < 7; ++i) {
+    Expected<int64_t> value = evaluateKvSize(step.sizes[i], shapes);
+    if (!value)
+      return value.error();
+    values[i] = *value;
+    Expected<int64_t> twice = evaluateKvSize(step.sizes[i], doubled);
+    if (!twice)
+      return twice.error();
+    if (i < 6) {
+      threads *= *value;
+      threadsWhenDoubled *= *twice;
+    }
+  }
+  launch.grid = {values[0], values[1], values[2]};
+  launch.block = {values[3], values[4], values[5]};
+  launch.dynamicSharedBytes = values[6];
+  launch.gridStride = threadsWhenDoubled < 2 * threads;
+  // m:P is MLIR's expanded descriptor: allocated and aligned pointers
+  // (buffer P), offset, sizes and strides.
+  for (const std::string &argument : step.arguments) {
+    if (!argument.starts_with("m:")) {
+      launch.bufferOfParameter.push_back(-1);
+      continue;
+    }
+    int param = std::stoi(argument.substr(2));
+    launch.bufferOfParameter.insert(launch.bufferOfParameter.end(),
+                                    {param, param});
+    launch.bufferOfParameter.insert(launch.bufferOfParameter.end(),
+                                    1 + 2 * shapes[param].size(), -1);
+  }
+  return launch;
+}
+
+} // namespace
+
+Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
+                                           int64_t tokens, const Target &target,
+                                           const report::ChipModel &chip) {
+  jit::LaunchPlan plan;
+  auto ptx =
+      compiler::compileKvToPtx(spec, target, {}, [&](mlir::ModuleOp module) {
+        plan = jit::describeGpuLaunches(module);
+      });
+  if (!ptx)
+    return makeError(ErrorCode::CompileFailed, llvm::toString(ptx.takeError()));
+  if (!plan.unsupported.empty())
+    return makeError(ErrorCode::Unsupported,
+                     "no launch plan: " + plan.unsupported);
+  Expected<runtime::Cubin> cubin = runtime::linkPtx(ptx->ptx, target.chip);
+  if (!cubin)
+    return makeError(cubin.error().code, "nvJitLink (registers and spills): " +
+                                             cubin.error().message);
+  int64_t batch = kKvCacheReportBatch;
+  bool append = spec.op == kv::KvKernelOp::Append;
+  report::SpecInput input;
+  input.title = fmt::format("{} at batch {} x {} token(s)",
+                            kv::formatKvKernelSpec(spec), batch, tokens);
+  // The values are the streamed side: loaded by the append (as quantize),
+  // stored by dequantize.
+  input.op = append ? KernelOp::Quantize : KernelOp::Dequantize;
+  input.chip = chip;
+  input.ptx = ptx->ptx;
+  input.resources = cubin->allKernels;
+  input.valueBytes = spec.valueType == kv::KvValueType::F32 ? 4 : 2;
+  input.elements = batch * spec.heads * tokens * spec.headDim;
+  int64_t rows = batch * spec.heads * tokens;
+  int64_t blocks = (tokens + kv::kPageTokens - 1) / kv::kPageTokens;
+  int64_t scaleBytes = spec.scheme.isInt8() ? rows * spec.scaleWidth() * 4
+                                            : spec.scaleWidth() * 4;
+  std::vector<report::Buffer> buffers = {
+      {append ? "input" : "output", input.elements * input.valueBytes, !append},
+      {"codes", input.elements, append},
+      {"scales", scaleBytes, append && spec.scheme.isInt8()},
+      {"positions", batch * 4, false}};
+  if (!append)
+    std::rotate(buffers.begin(), buffers.begin() + 1, buffers.end());
+  if (spec.layout == kv::KvLayout::Paged)
+    buffers.push_back({"block_table", batch * blocks * 4, false});
+  for (const report::Buffer &buffer : buffers)
+    input.minimumBytes += double(buffer.bytes);
+  input.buffers = buffers;
+  Shapes shapes = kvShapes(spec, batch, tokens);
+  Shapes doubled = kvShapes(spec, 2 * batch, tokens);
+  for (const jit::LaunchStep &step : plan.steps) {
+    Expected<report::KernelLaunch> launch = kvLaunch(step, shapes, doubled);
+    if (!launch)
+      return launch.error();
+    launch->policy = fmt::format(
+        "grid ({}, {}, {}) x block ({}, {}, {}): one warp per (sequence, "
+        "head, token) row",
+        launch->grid[0], launch->grid[1], launch->grid[2], launch->block[0],
+        launch->block[1], launch->block[2]);
+    input.launches.push_back(std::move(*launch));
+  }
+  return report::analyzeSpec(input);
+}
+
+} // namespace lowbit::cli
