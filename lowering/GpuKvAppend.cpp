@@ -5,8 +5,9 @@
 // (sequence, kv head, token) row, 8 rows per 256-thread block; all its
 // lanes read the position (and the block-table entry) of the row, one
 // transaction, and take the same branch, so shuffles are warp-uniform.
-// The row is cut into chunks of `width` elements (kvRowMapping), loaded
-// and stored as one vector each:
+// The row is cut into chunks of `width` elements (kvRowMapping: up to 16
+// bytes, narrower where that leaves lanes idle), loaded and stored as one
+// vector each:
 //   kv_int8_g<G>  a group's chunks belong to an aligned run of
 //                 lanesPerGroup lanes (32 / lanesPerGroup groups per trip
 //                 of the warp); each lane folds |x| over its chunks, the
@@ -42,7 +43,8 @@ lowbit::KvRowMapping lowbit::kvRowMapping(int64_t headDim, int64_t groupSize,
   KvRowMapping mapping;
   int64_t divisible = groupSize ? std::gcd(headDim, groupSize) : headDim;
   while (mapping.width * 2 * wideBytes <= kVectorBytes &&
-         divisible % (mapping.width * 2) == 0)
+         divisible % (mapping.width * 2) == 0 &&
+         headDim / (mapping.width * 2) >= kWarpSize)
     mapping.width *= 2;
   mapping.chunksPerRow = headDim / mapping.width;
   if (!groupSize) {

@@ -23,8 +23,10 @@ namespace lowbit {
 /// static sizes only (head_dim, the group size, the element bytes).
 struct KvRowMapping {
   /// Elements per lane access: the largest power of two that divides
-  /// head_dim (and the group size of kv_int8) and keeps an access at most
-  /// 16 bytes on the wider side.
+  /// head_dim (and the group size of kv_int8), keeps an access at most 16
+  /// bytes on the wider side, and leaves at least 32 chunks in the row
+  /// where head_dim allows, so that no lane idles (a warp issues the same
+  /// instructions for 16 busy lanes as for 32).
   int64_t width = 1;
   int64_t chunksPerRow = 1;   ///< head_dim / width
   int64_t chunksPerGroup = 1; ///< G / width (kv_int8); chunksPerRow (fp8)

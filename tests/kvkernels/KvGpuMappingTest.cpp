@@ -25,21 +25,32 @@ using namespace lowbit::kv;
 using namespace lowbit::kvtest;
 
 TEST_CASE("kvRowMapping spreads a row over the warp", "[kvgpu]") {
-  // bf16 in, kv_int8_g64, head_dim 128: 16-byte chunks of 8, a group's 8
-  // chunks on 8 lanes, 4 groups per warp trip (2 used).
-  KvRowMapping wide = kvRowMapping(128, 64, 2);
+  // bf16 in, kv_int8_g64, head_dim 256: 16-byte chunks of 8, a group's 8
+  // chunks on 8 lanes, 4 groups per warp trip.
+  KvRowMapping wide = kvRowMapping(256, 64, 2);
   CHECK(wide.width == 8);
-  CHECK(wide.chunksPerRow == 16);
+  CHECK(wide.chunksPerRow == 32);
   CHECK(wide.chunksPerGroup == 8);
-  CHECK(wide.groupsPerRow == 2);
+  CHECK(wide.groupsPerRow == 4);
   CHECK(wide.lanesPerGroup == 8);
   CHECK(wide.groupsPerTrip == 4);
   CHECK(wide.trips == 1);
-  // A ragged last group of 8 is one chunk.
-  KvRowMapping ragged = kvRowMapping(72, 64, 2);
-  CHECK(ragged.width == 8);
-  CHECK(ragged.chunksPerRow == 9);
-  CHECK(ragged.groupsPerRow == 2);
+  // head_dim 128: 8-byte chunks of 4, so that every lane has one; a group
+  // on 16 lanes.
+  KvRowMapping narrow = kvRowMapping(128, 64, 2);
+  CHECK(narrow.width == 4);
+  CHECK(narrow.chunksPerRow == 32);
+  CHECK(narrow.lanesPerGroup == 16);
+  CHECK(narrow.groupsPerTrip == 2);
+  // G = 48 does not divide 144: chunks of 4, 12 per group on 16 lanes,
+  // 3 groups (the last one short) in 2 trips.
+  KvRowMapping ragged = kvRowMapping(144, 48, 2);
+  CHECK(ragged.width == 4);
+  CHECK(ragged.chunksPerRow == 36);
+  CHECK(ragged.chunksPerGroup == 12);
+  CHECK(ragged.groupsPerRow == 3);
+  CHECK(ragged.lanesPerGroup == 16);
+  CHECK(ragged.trips == 2);
   // G = 7: single elements, 7 chunks on 8 lanes, 6 groups in 2 trips.
   KvRowMapping odd = kvRowMapping(40, 7, 2);
   CHECK(odd.width == 1);
@@ -52,21 +63,26 @@ TEST_CASE("kvRowMapping spreads a row over the warp", "[kvgpu]") {
   CHECK(wideGroup.lanesPerGroup == 32);
   CHECK(wideGroup.trips == 2);
   // kv_fp8: one group, lanes stride over the chunks; f32 out: chunks of 4.
-  KvRowMapping fp8 = kvRowMapping(128, 0, 2);
+  KvRowMapping fp8 = kvRowMapping(512, 0, 2);
   CHECK(fp8.width == 8);
-  CHECK(fp8.chunksPerRow == 16);
+  CHECK(fp8.chunksPerRow == 64);
   CHECK(kvRowMapping(128, 64, 4).width == 4);
-  CHECK(kvRowMapping(36, 16, 2).width == 4);
+  CHECK(kvRowMapping(72, 64, 2).width == 2);
   CHECK(kvRowMapping(7, 0, 2).width == 1);
 }
 
 TEST_CASE("kv_int8 rows that are not whole vectors in the GPU emulator",
           "[kvemu][kvgpu]") {
   KvRunner run = emulatorOn("sm_90a");
-  // head_dim 36: chunks of 4, groups of 16 and a short one of 4.
+  // head_dim 144: 36 chunks of 4 (lanes 0-3 take a second one), groups
+  // of 48 on 16 lanes and a short one of 48 - 0; G = 32 leaves 144 = 4 x
+  // 32 + 16.
+  checkEveryLayoutAndType(run, "kv_int8_g48 convention=multiplier", 144);
+  checkEveryLayoutAndType(run, "kv_int8_g32 convention=divisor", 144);
+  // head_dim 36: single elements, groups of 16 and a short one of 4.
   checkEveryLayoutAndType(run, "kv_int8_g16 convention=multiplier", 36);
-  // G = 48 does not divide 80: groups of 6 chunks on 8 lanes, and 4.
-  checkEveryLayoutAndType(run, "kv_int8_g48 convention=divisor", 80);
+  // head_dim 256, G = 64: 16-byte chunks, 4 groups per trip.
+  checkEveryLayoutAndType(run, "kv_int8_g64 convention=divisor", 256);
   // G = 2: 36 one-chunk groups, 32 per trip, in 2 trips.
   checkEveryLayoutAndType(run, "kv_int8_g2 convention=multiplier", 72);
   // G = 512: 64 chunks on 32 lanes, then a short group of 8.
@@ -78,7 +94,8 @@ TEST_CASE("kv_fp8 rows that are not whole vectors in the GPU emulator",
   for (const char *targetName : {"sm_90a", "sm_80"}) {
     INFO(targetName);
     KvRunner run = emulatorOn(targetName);
-    checkEveryLayoutAndType(run, "kv_fp8_e4m3 scale=per_head", 20);
+    // 72: 36 chunks of 2; 7: single elements.
+    checkEveryLayoutAndType(run, "kv_fp8_e4m3 scale=per_head", 72);
     // Odd: single elements, the scalar encode.
     checkEveryLayoutAndType(run, "kv_fp8_e5m2 scale=per_tensor", 7);
   }
@@ -138,7 +155,7 @@ void checkMisaligned(const std::string &schemeText, int64_t headDim) {
 
 TEST_CASE("KV kernels on buffers off the vector alignment", "[kvemu][kvgpu]") {
   checkMisaligned("kv_int8_g64 convention=multiplier", 72);
-  checkMisaligned("kv_fp8_e4m3 scale=per_head", 24);
+  checkMisaligned("kv_fp8_e4m3 scale=per_head", 256);
 }
 
 TEST_CASE("the KV kernels are one warp per row", "[kvgpu]") {
@@ -146,7 +163,7 @@ TEST_CASE("the KV kernels are one warp per row", "[kvgpu]") {
   // of 256.
   for (bool paged : {false, true}) {
     KvCase setup = makeCase("kv_int8_g64 convention=multiplier", paged,
-                            KvValueType::BF16, 128);
+                            KvValueType::BF16, 256);
     KvCacheBuffers cache = setup.emptyCache();
     std::vector<uint8_t> output(setup.valueBytes(KvValueType::F16));
     for (const auto &[spec, buffers] :
@@ -169,8 +186,8 @@ TEST_CASE("the KV kernels are one warp per row", "[kvgpu]") {
       auto ptx = compiler::compileKvToPtx(spec, *target);
       REQUIRE(errorText(ptx.takeError()) == "");
       bool append = spec.op == KvKernelOp::Append;
-      // 16-byte loads of the values (append) or stores (dequantize), and
-      // the group amax's shuffles (append).
+      // head_dim 256: 16-byte loads of the values (append) or stores
+      // (dequantize), and the group amax's shuffles (append).
       CHECK(ptx->ptx.find(append ? "ld.global.v4" : "st.global.v4") !=
             std::string::npos);
       CHECK((ptx->ptx.find("shfl.sync.bfly") != std::string::npos) == append);
