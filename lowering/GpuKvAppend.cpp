@@ -368,49 +368,34 @@ bool coveredScheme(const kv::KvSchemeParams &params) {
          params.scheme == kv::KvScheme::Fp8E5M2;
 }
 
-bool staticHeadDim(Value values) {
-  return !cast<MemRefType>(values.getType()).isDynamicDim(3);
+void emitKvOp(KvRowEmitter &emitter, ld::KvAppendOp op) {
+  emitter.emitAppend(op.getInput(), op.getCodes(), op.getScales(),
+                     op.getPositions(), op.getBlockTable());
 }
+void emitKvOp(KvRowEmitter &emitter, ld::KvDequantizeOp op) {
+  emitter.emitDequantize(op.getCodes(), op.getScales(), op.getPositions(),
+                         op.getOutput(), op.getBlockTable());
+}
+/// The values' buffer: the append's input, dequantize's output.
+Value valuesOf(ld::KvAppendOp op) { return op.getInput(); }
+Value valuesOf(ld::KvDequantizeOp op) { return op.getOutput(); }
 
-struct KvAppendToGpu : OpRewritePattern<ld::KvAppendOp> {
-  KvAppendToGpu(MLIRContext *context, int64_t threadsPerBlock)
-      : OpRewritePattern(context), threadsPerBlock(threadsPerBlock) {}
+/// kv_append / kv_dequantize (`KvOp`) -> one gpu.launch.
+template <typename KvOp> struct KvOpToGpu : OpRewritePattern<KvOp> {
+  KvOpToGpu(MLIRContext *context, int64_t threadsPerBlock)
+      : OpRewritePattern<KvOp>(context), threadsPerBlock(threadsPerBlock) {}
 
-  LogicalResult matchAndRewrite(ld::KvAppendOp op,
+  LogicalResult matchAndRewrite(KvOp op,
                                 PatternRewriter &rewriter) const override {
     kv::KvSchemeParams params = op.getSchemeParams();
     if (!coveredScheme(params))
       return rewriter.notifyMatchFailure(op, "not an int8 or fp8 KV scheme");
-    if (!staticHeadDim(op.getInput()))
+    if (cast<MemRefType>(valuesOf(op).getType()).isDynamicDim(3))
       return rewriter.notifyMatchFailure(op, "head_dim is dynamic");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     b.setInsertionPoint(op);
     KvRowEmitter emitter(b, params, threadsPerBlock);
-    emitter.emitAppend(op.getInput(), op.getCodes(), op.getScales(),
-                       op.getPositions(), op.getBlockTable());
-    rewriter.eraseOp(op);
-    return success();
-  }
-
-  int64_t threadsPerBlock;
-};
-
-struct KvDequantizeToGpu : OpRewritePattern<ld::KvDequantizeOp> {
-  KvDequantizeToGpu(MLIRContext *context, int64_t threadsPerBlock)
-      : OpRewritePattern(context), threadsPerBlock(threadsPerBlock) {}
-
-  LogicalResult matchAndRewrite(ld::KvDequantizeOp op,
-                                PatternRewriter &rewriter) const override {
-    kv::KvSchemeParams params = op.getSchemeParams();
-    if (!coveredScheme(params))
-      return rewriter.notifyMatchFailure(op, "not an int8 or fp8 KV scheme");
-    if (!staticHeadDim(op.getOutput()))
-      return rewriter.notifyMatchFailure(op, "head_dim is dynamic");
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    b.setInsertionPoint(op);
-    KvRowEmitter emitter(b, params, threadsPerBlock);
-    emitter.emitDequantize(op.getCodes(), op.getScales(), op.getPositions(),
-                           op.getOutput(), op.getBlockTable());
+    emitKvOp(emitter, op);
     rewriter.eraseOp(op);
     return success();
   }
@@ -423,6 +408,7 @@ struct KvDequantizeToGpu : OpRewritePattern<ld::KvDequantizeOp> {
 
 void lowbit::populateGpuKvPatterns(RewritePatternSet &patterns,
                                    int64_t threadsPerBlock) {
-  patterns.add<gpu_mapping::KvAppendToGpu, gpu_mapping::KvDequantizeToGpu>(
+  patterns.add<gpu_mapping::KvOpToGpu<ld::KvAppendOp>,
+               gpu_mapping::KvOpToGpu<ld::KvDequantizeOp>>(
       patterns.getContext(), threadsPerBlock);
 }

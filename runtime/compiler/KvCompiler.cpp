@@ -123,25 +123,32 @@ buildKvModule(MLIRContext &context, const kv::KvKernelSpec &spec) {
   return module;
 }
 
-llvm::Error lowerKvToLoops(ModuleOp module) {
+namespace {
+
+/// Runs `passes` on `module`; an error that names `what` and the
+/// diagnostics.
+llvm::Error runKvPasses(ModuleOp module,
+                        ArrayRef<std::unique_ptr<Pass> (*)()> passes,
+                        const std::string &what) {
   KvDiagnostics diagnostics(*module.getContext());
   PassManager pm(module.getContext());
   configureVerifier(pm);
-  pm.addPass(createLowbitKvToLoops());
+  for (auto create : passes)
+    pm.addPass(create());
   if (failed(pm.run(module)))
-    return kvError("lowbit-kv-to-loops failed: " + diagnostics.text);
+    return kvError(what + " failed: " + diagnostics.text);
   return llvm::Error::success();
 }
 
+} // namespace
+
+llvm::Error lowerKvToLoops(ModuleOp module) {
+  return runKvPasses(module, {createLowbitKvToLoops}, "lowbit-kv-to-loops");
+}
+
 llvm::Error lowerKvForGpu(ModuleOp module) {
-  KvDiagnostics diagnostics(*module.getContext());
-  PassManager pm(module.getContext());
-  configureVerifier(pm);
-  pm.addPass(createLowbitToGpu());
-  pm.addPass(createLowbitKvToLoops());
-  if (failed(pm.run(module)))
-    return kvError("lowering for the GPU failed: " + diagnostics.text);
-  return llvm::Error::success();
+  return runKvPasses(module, {createLowbitToGpu, createLowbitKvToLoops},
+                     "lowering for the GPU");
 }
 
 llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
