@@ -23,6 +23,13 @@
 
 namespace lowbit::kv {
 
+/// The stage-1 kernel's shape, which the order follows: 16 token slots of
+/// 8 lanes, each lane holding 16 channels of a row (one 16-byte load of
+/// FP8 or int8 codes); docs/decode-attention.md, "The arithmetic".
+constexpr int64_t kDecodeSlots = 16;
+constexpr int64_t kDecodeLanes = 8;
+constexpr int64_t kDecodeLaneChannels = 16;
+
 std::vector<float> decodeAttentionKernelOrder(
     const DecodeShape &shape, std::span<const float> query,
     std::span<const float> keys, std::span<const float> values,

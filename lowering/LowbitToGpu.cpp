@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowering/GpuDecodeAttention.h"
 #include "lowering/GpuFusedRows.h"
 #include "lowering/GpuKernelBuilder.h"
 #include "lowering/GpuReductionBuilder.h"
@@ -719,4 +720,5 @@ void lowbit::populateLowbitToGpuPatterns(RewritePatternSet &patterns,
   populateLowbitTensorReducePatterns(patterns, threadsPerBlock);
   populateLowbitRowReducePatterns(patterns, threadsPerBlock);
   populateGpuFusedRowsPatterns(patterns, threadsPerBlock);
+  populateGpuDecodeAttentionPatterns(patterns);
 }
