@@ -9,6 +9,9 @@
 // and the splits are merged after all of them are known (M = max m_s,
 // L = fma(l_s, e^(m_s - M), L), out = fma(acc_s, e^(m_s - M), out)), as
 // the kernel's second stage does, instead of with a running rescale.
+// Within a split it follows the FlashDecoding kernel's shape: the dot as 8
+// lanes' fma chains joined by the xor-shuffle tree, the max + 0, and the
+// weighted values summed per token slot, then the 16 slots in order.
 //
 // Keys and values are the dequantized cache, contiguous [batch, kvHeads,
 // maxTokens, headDim] (the kernels dequantize each element where they read
