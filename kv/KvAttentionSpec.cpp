@@ -101,7 +101,7 @@ std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
                     "kv_fp8_e4m3, kv_fp8_e5m2)");
     return std::nullopt;
   }
-  bool seenSoftmax = false;
+  bool seenSoftmax = false, seenSplit = false;
   bool seenQ = false, seenKv = false, seenDim = false;
   for (size_t index = 2; index < words.size(); ++index) {
     std::string_view word = words[index];
@@ -148,7 +148,7 @@ std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
         else if (key == "head_dim")
           spec.headDim = *count, seenDim = true;
         else
-          spec.splitTokens = *count;
+          spec.splitTokens = *count, seenSplit = true;
       }
     } else if (key == "softmax_scale") {
       std::string number(value);
@@ -180,6 +180,8 @@ std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
              "' is not a multiple of kv_heads=" + std::to_string(spec.kvHeads));
     return std::nullopt;
   }
+  if (!seenSplit)
+    spec.splitTokens = defaultSplitTokens(spec.kvHeads);
   if (!seenSoftmax)
     spec.softmaxScale = 1.0f / std::sqrt(float(spec.headDim));
   return spec;

@@ -28,11 +28,21 @@ namespace lowbit::kv {
 
 enum class QueryDtype : uint8_t { F32, F16, BF16 };
 
-/// Tokens per split when the spec names none: a sequence of 32k tokens
-/// makes 128 splits per kv head, so one sequence with 8 kv heads gives
-/// 1024 blocks (about 8 per SM on 132 SMs) and even one kv head fills
-/// nearly every SM (docs/decode-attention.md).
-constexpr int64_t kDefaultSplitTokens = 256;
+/// The default split's rule (docs/decode-attention.md, "Split count"): the
+/// largest power of two <= 256 tokens (and >= the stage-1 block's 16 token
+/// slots) with which one sequence of 32768 tokens makes at least 2 blocks
+/// per SM of H200's 132, kv_heads x ceil(32768 / split) >= 264: 64 for one
+/// kv head, 128 for two, 256 from three up.
+constexpr int64_t kMaxDefaultSplitTokens = 256;
+constexpr int64_t kSplitRuleTokens = 32768;
+constexpr int64_t kSplitRuleBlocks = 2 * 132;
+constexpr int64_t defaultSplitTokens(int64_t kvHeads) {
+  int64_t split = kMaxDefaultSplitTokens;
+  while (split > 16 &&
+         kvHeads * ((kSplitRuleTokens + split - 1) / split) < kSplitRuleBlocks)
+    split /= 2;
+  return split;
+}
 
 struct KvAttentionSpec {
   KvScheme scheme = KvScheme::Int8Groups;
@@ -43,7 +53,9 @@ struct KvAttentionSpec {
   QueryDtype query = QueryDtype::F32;
   bool paged = false;
   int64_t qHeads = 1, kvHeads = 1, headDim = 1;
-  int64_t splitTokens = kDefaultSplitTokens;
+  /// defaultSplitTokens(kvHeads) when the text names none. Fixed per
+  /// kernel: the partials' size [B Hkv S G, D + 2] depends on it.
+  int64_t splitTokens = kMaxDefaultSplitTokens;
   /// 1 / sqrt(head_dim) when the text names none.
   float softmaxScale = 1.0f;
 

@@ -37,15 +37,27 @@ std::vector<float> decodeAttentionKernelOrder(
            (((b * shape.kvHeads + kvHead) * splits + split) * group + member) *
                (dim + 2);
   };
+  // The dot as the GPU kernel's 8 lanes form it: lane j's fma chain over
+  // its 16-channel slices j, j + 8, ... (from 0; a lane past head_dim adds
+  // +0), then the xor tree over offsets 4, 2, 1.
   auto logit = [&](int64_t b, int64_t head, int64_t kvHead, int64_t token) {
     const float *q = query.data() + (b * shape.qHeads + head) * dim;
     const float *k =
         keys.data() +
         ((b * shape.kvHeads + kvHead) * shape.maxTokens + token) * dim;
-    float dot = 0.0f;
-    for (int64_t d = 0; d < dim; ++d)
-      dot = std::fma(q[d], k[d], dot);
-    return dot * softmaxScale;
+    float lanes[kDecodeLanes];
+    for (int64_t lane = 0; lane < kDecodeLanes; ++lane) {
+      float dot = 0.0f;
+      for (int64_t start = lane * kDecodeLaneChannels; start < dim;
+           start += kDecodeLanes * kDecodeLaneChannels)
+        for (int64_t d = start; d < std::min(dim, start + kDecodeLaneChannels);
+             ++d)
+          dot = std::fma(q[d], k[d], dot);
+      lanes[lane] = dot;
+    }
+    float tree = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
+                 ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+    return tree * softmaxScale;
   };
 
   // Stage 1: every (sequence, kv head, split), each query head of the group.
@@ -56,22 +68,34 @@ std::vector<float> decodeAttentionKernelOrder(
         int64_t end = std::min(seqLens[b], begin + splitTokens);
         for (int64_t member = 0; member < group; ++member) {
           int64_t head = kvHead * group + member;
-          auto acc = slot(b, kvHead, split, member);
+          auto total = slot(b, kvHead, split, member);
           float splitMax = negativeInfinity;
           for (int64_t t = begin; t < end; ++t)
             splitMax = larger(splitMax, logit(b, head, kvHead, t));
+          // + 0 makes a zero max +0 whatever order found it.
+          splitMax = splitMax + 0.0f;
+          // Token slot r takes tokens begin + r, begin + r + 16, ...; the
+          // slots' sums are added in slot order.
           float sum = 0.0f;
-          for (int64_t t = begin; t < end; ++t) {
-            float weight = prologueExp(logit(b, head, kvHead, t) - splitMax);
-            const float *v =
-                values.data() +
-                ((b * shape.kvHeads + kvHead) * shape.maxTokens + t) * dim;
+          std::vector<float> acc(dim);
+          for (int64_t tokenSlot = 0; tokenSlot < kDecodeSlots; ++tokenSlot) {
+            std::fill(acc.begin(), acc.end(), 0.0f);
+            float slotSum = 0.0f;
+            for (int64_t t = begin + tokenSlot; t < end; t += kDecodeSlots) {
+              float weight = prologueExp(logit(b, head, kvHead, t) - splitMax);
+              const float *v =
+                  values.data() +
+                  ((b * shape.kvHeads + kvHead) * shape.maxTokens + t) * dim;
+              for (int64_t d = 0; d < dim; ++d)
+                acc[d] = std::fma(weight, v[d], acc[d]);
+              slotSum = slotSum + weight;
+            }
             for (int64_t d = 0; d < dim; ++d)
-              acc[d] = std::fma(weight, v[d], acc[d]);
-            sum = sum + weight;
+              total[d] = total[d] + acc[d];
+            sum = sum + slotSum;
           }
-          acc[dim] = splitMax;
-          acc[dim + 1] = sum;
+          total[dim] = splitMax;
+          total[dim + 1] = sum;
         }
       }
 

@@ -9,6 +9,9 @@
 // and the splits are merged after all of them are known (M = max m_s,
 // L = fma(l_s, e^(m_s - M), L), out = fma(acc_s, e^(m_s - M), out)), as
 // the kernel's second stage does, instead of with a running rescale.
+// Within a split it follows the FlashDecoding kernel's shape: the dot as 8
+// lanes' fma chains joined by the xor-shuffle tree, the max + 0, and the
+// weighted values summed per token slot, then the 16 slots in order.
 //
 // Keys and values are the dequantized cache, contiguous [batch, kvHeads,
 // maxTokens, headDim] (the kernels dequantize each element where they read
@@ -22,6 +25,13 @@
 #include "kv/KvAttention.h"
 
 namespace lowbit::kv {
+
+/// The stage-1 kernel's shape, which the order follows: 16 token slots of
+/// 8 lanes, each lane holding 16 channels of a row (one 16-byte load of
+/// FP8 or int8 codes); docs/decode-attention.md, "The arithmetic".
+constexpr int64_t kDecodeSlots = 16;
+constexpr int64_t kDecodeLanes = 8;
+constexpr int64_t kDecodeLaneChannels = 16;
 
 std::vector<float> decodeAttentionKernelOrder(
     const DecodeShape &shape, std::span<const float> query,

@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowering/GpuDecodeAttention.h"
 #include "lowering/GpuFusedRows.h"
 #include "lowering/GpuKernelBuilder.h"
 #include "lowering/GpuKvAppend.h"
@@ -721,4 +722,5 @@ void lowbit::populateLowbitToGpuPatterns(RewritePatternSet &patterns,
   populateLowbitRowReducePatterns(patterns, threadsPerBlock);
   populateGpuFusedRowsPatterns(patterns, threadsPerBlock);
   populateGpuKvPatterns(patterns, threadsPerBlock);
+  populateGpuDecodeAttentionPatterns(patterns);
 }

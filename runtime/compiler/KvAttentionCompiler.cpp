@@ -5,6 +5,7 @@
 #include "dialect/LowbitAttentionOps.h"
 #include "kv/KvPaged.h"
 #include "lowering/CpuTail.h"
+#include "lowering/GpuDecodeAttention.h"
 #include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 
@@ -331,7 +332,37 @@ llvm::Error lowerKvAttentionToLoops(ModuleOp module) {
   return llvm::Error::success();
 }
 
+llvm::Error lowerKvAttentionForGpu(ModuleOp module) {
+  std::string refusal;
+  module.walk([&](ld::KvDecodeAttentionOp op) {
+    if (refusal.empty())
+      refusal = gpuDecodeAttentionRefusal(op);
+  });
+  if (!refusal.empty())
+    return failure("decode attention has no GPU kernel: " + refusal);
+  std::string diagnostics;
+  PassManager pm(module.getContext());
+  configureVerifier(pm);
+  pm.addPass(createLowbitToGpu());
+  pm.addPass(createLowbitAttentionToLoops());
+  if (failed(withDiagnostics(*module.getContext(), diagnostics,
+                             [&] { return pm.run(module); })))
+    return failure("the decode-attention GPU lowering failed: " + diagnostics);
+  return llvm::Error::success();
+}
+
 namespace {
+
+/// buildKvAttentionModule then lowerKvAttentionForGpu.
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildGpuModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
+  auto module = buildKvAttentionModule(context, spec);
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = lowerKvAttentionForGpu(**module))
+    return std::move(error);
+  return module;
+}
 
 /// buildKvAttentionModule then lowerKvAttentionToLoops.
 llvm::Expected<OwningOpRef<ModuleOp>>
@@ -358,6 +389,18 @@ kvAttentionLoopsText(const kv::KvAttentionSpec &spec) {
   return text;
 }
 
+llvm::Expected<std::string>
+kvAttentionGpuText(const kv::KvAttentionSpec &spec) {
+  ContextLease context = borrowContext();
+  auto module = buildGpuModule(*context, spec);
+  if (!module)
+    return module.takeError();
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  (*module)->print(stream);
+  return text;
+}
+
 llvm::Expected<PtxModule>
 compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
                         llvm::function_ref<void(mlir::ModuleOp)> lowered) {
@@ -365,7 +408,7 @@ compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
     return failure("decode attention PTX needs an NVIDIA target, got '" +
                    target.str() + "'");
   ContextLease context = borrowContext();
-  auto module = buildLoopsModule(*context, spec);
+  auto module = buildGpuModule(*context, spec);
   if (!module)
     return module.takeError();
   std::string error, diagnostics;

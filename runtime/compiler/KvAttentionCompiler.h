@@ -68,9 +68,15 @@ buildKvAttentionModule(mlir::MLIRContext &context,
                        const kv::KvAttentionSpec &spec);
 /// lowbit-attention-to-loops on it.
 llvm::Error lowerKvAttentionToLoops(mlir::ModuleOp module);
-/// The loops-level module as text (what the GPU tail and the emulator take).
+/// The loops-level module as text (the CPU tail's input).
 llvm::Expected<std::string>
 kvAttentionLoopsText(const kv::KvAttentionSpec &spec);
+/// The GPU form: stage 1 as the FlashDecoding kernel (lowbit-to-gpu's
+/// gpu.launch), stage 2 as loops; an error names why a spec has no kernel
+/// (docs/decode-attention.md, "The GPU kernel").
+llvm::Error lowerKvAttentionForGpu(mlir::ModuleOp module);
+/// The GPU form as text (what the GPU tail and the emulator take).
+llvm::Expected<std::string> kvAttentionGpuText(const kv::KvAttentionSpec &spec);
 
 /// The kernels as PTX. `lowered`, when given, sees the module after the GPU
 /// tail (host function with the gpu.launch_func ops), e.g. to read the

@@ -65,3 +65,36 @@ TEST_CASE("decode-attention PTX refuses a target that is not NVIDIA") {
   CHECK_THAT(llvm::toString(ptx.takeError()),
              Catch::Contains("needs an NVIDIA target"));
 }
+
+TEST_CASE("decode-attention PTX: head_dim 72 (one load per channel) "
+          "assembles, and a block over 48 KiB of shared memory is refused") {
+  std::string error;
+  std::optional<Target> target = parseTarget("sm_90a", &error);
+  REQUIRE(target);
+  auto ragged = kv::parseKvAttentionSpec(
+      "kv_attend kv_int8_g32 q=f16 q_heads=4 kv_heads=1 head_dim=72", &error);
+  REQUIRE(ragged);
+  auto ptx = compiler::compileKvAttentionToPtx(*ragged, *target);
+  if (!ptx)
+    FAIL(llvm::toString(ptx.takeError()));
+  // Stage 1 shuffles (the FlashDecoding kernel), stage 2 does not.
+  CHECK(ptx->ptx.find("shfl.sync.bfly") != std::string::npos);
+  if (!test::ptxasPath().empty()) {
+    std::string log;
+    bool assembles = test::ptxAssembles(ptx->ptx, "sm_90a", log);
+    INFO(log);
+    CHECK(assembles);
+  }
+
+  // 4 x (4096 x 64 + 4 x 64 + 16 x 128 + 16) B of shared memory.
+  auto large = kv::parseKvAttentionSpec(
+      "kv_attend kv_fp8_e4m3 q_heads=64 kv_heads=1 head_dim=128 split=4096",
+      &error);
+  REQUIRE(large);
+  auto refused = compiler::compileKvAttentionToPtx(*large, *target);
+  REQUIRE(!refused);
+  std::string message = llvm::toString(refused.takeError());
+  CHECK_THAT(message, Catch::Contains("no GPU kernel"));
+  CHECK_THAT(message, Catch::Contains("1057856 B for split 4096, 64 heads "
+                                      "per kv head, head_dim 128"));
+}

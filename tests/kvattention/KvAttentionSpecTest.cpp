@@ -24,7 +24,7 @@ TEST_CASE("kv_attend parses every field and prints back the same spec") {
   CHECK(spec->kvHeads == 8);
   CHECK(spec->groupHeads() == 4);
   CHECK(spec->headDim == 128);
-  CHECK(spec->splitTokens == kDefaultSplitTokens);
+  CHECK(spec->splitTokens == 256);
   CHECK(spec->softmaxScale == 1.0f / std::sqrt(128.0f));
   std::string text = printKvAttentionSpec(*spec);
   CHECK(text == "kv_attend kv_fp8_e4m3 scale=per_head q=bf16 layout=paged "
@@ -34,6 +34,32 @@ TEST_CASE("kv_attend parses every field and prints back the same spec") {
   REQUIRE(again);
   CHECK(printKvAttentionSpec(*again) == text);
   CHECK(again->softmaxScale == spec->softmaxScale);
+}
+
+TEST_CASE("kv_attend's default split gives one 32k-token sequence >= 2 "
+          "blocks per SM of 132") {
+  std::string error;
+  // The rule's values, written out: 64 for one kv head, 128 for two, 256
+  // from three up; a split the text names is kept.
+  const std::pair<int64_t, int64_t> expected[] = {
+      {1, 64}, {2, 128}, {3, 256}, {4, 256}, {8, 256}};
+  for (auto [kvHeads, split] : expected) {
+    std::string text =
+        "kv_attend kv_fp8_e4m3 q_heads=" + std::to_string(2 * kvHeads) +
+        " kv_heads=" + std::to_string(kvHeads) + " head_dim=64";
+    INFO(text);
+    auto spec = parseKvAttentionSpec(text, &error);
+    REQUIRE(spec);
+    CHECK(spec->splitTokens == split);
+    CHECK(kvHeads * ((32768 + split - 1) / split) >= 2 * 132);
+    CHECK(printKvAttentionSpec(*spec).find(" split=" + std::to_string(split) +
+                                           " ") != std::string::npos);
+  }
+  auto named = parseKvAttentionSpec(
+      "kv_attend kv_fp8_e4m3 q_heads=2 kv_heads=1 head_dim=64 split=512",
+      &error);
+  REQUIRE(named);
+  CHECK(named->splitTokens == 512);
 }
 
 TEST_CASE("kv_attend takes int8 groups of any size and both conventions") {

@@ -132,10 +132,10 @@ TEST_CASE("GPU kernels in the emulator equal the CPU tail bit for bit") {
   for (const std::string &text : allSpecs()) {
     INFO(text);
     AttentionCase data = AttentionCase::make(text, {0, 1, 17, 300}, 11);
-    auto loops = compiler::kvAttentionLoopsText(data.spec);
-    if (!loops)
-      FAIL(llvm::toString(loops.takeError()));
-    auto program = emulator::EmulatedProgram::compileText(*loops, *target);
+    auto gpu = compiler::kvAttentionGpuText(data.spec);
+    if (!gpu)
+      FAIL(llvm::toString(gpu.takeError()));
+    auto program = emulator::EmulatedProgram::compileText(*gpu, *target);
     if (!program)
       FAIL(program.error().message);
     CHECK((*program)->plan().steps.size() == 2);
