@@ -3,7 +3,14 @@
 #   core  the MLIR-free runtime: format model and reference quantizer,
 #         kernel spec, .npy/JSON I/O, kernel cache, dlopen'd CUDA driver.
 #         Needs no MLIR, LLVM or CUDA to consume.
-#   jit   lowbit::Jit (Jit.h) and the C API (lowbit.h); needs MLIR 22.
+#   c     the C API (lowbit.h) as lib/liblowbit.so and the compiler
+#         library it loads with dlopen at the first miss,
+#         lib/liblowbit-compiler.so, next to it (where
+#         runtime/jit/CompilerLoader.cpp looks). MLIR-free to consume: a
+#         process whose kernels come from the disk cache never loads
+#         libMLIR or libLLVM. Also the static MLIR-free lowbit::Jit
+#         (LowbitJitLoader).
+#   jit   lowbit::Jit (Jit.h) with the compiler linked in; needs MLIR 22.
 #   cli   the lowbit executable (MLIR-free) in bin/ and the compiler
 #         library it loads with dlopen, lib/liblowbit-compiler.so (the
 #         front end looks in ../lib next to itself).
@@ -14,8 +21,9 @@ include(CMakePackageConfigHelpers)
 
 set(LOWBIT_CORE_LIBRARIES LowbitFormat LowbitSpec LowbitRuntimeCore
   LowbitRuntimeCache LowbitRuntimeDriver LowbitAot)
-set(LOWBIT_JIT_LIBRARIES LowbitC LowbitJit LowbitJitKey LowbitCompiler
-  LowbitLowering LowbitTarget LowbitDialect)
+set(LOWBIT_C_LIBRARIES LowbitC LowbitJitLoader LowbitJitKey LowbitTarget)
+set(LOWBIT_JIT_LIBRARIES LowbitJit LowbitCompiler LowbitLowering
+  LowbitDialect)
 
 # Public headers, at the paths the sources include them by.
 set(LOWBIT_CORE_HEADERS
@@ -46,14 +54,21 @@ endfunction()
 lowbit_install_headers(core ${LOWBIT_CORE_HEADERS})
 # Included by CudaDriver.h in its middle, not on its own.
 lowbit_install_headers(core runtime/driver/CudaDriverTiming.h)
-lowbit_install_headers(jit ${LOWBIT_JIT_HEADERS})
+# lowbit::Jit is MLIR-free to include: its headers come with the C API.
+lowbit_install_headers(c ${LOWBIT_JIT_HEADERS})
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/dlpack/LICENSE
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dlpack COMPONENT core)
 
 install(TARGETS ${LOWBIT_CORE_LIBRARIES}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT core)
+install(TARGETS ${LOWBIT_C_LIBRARIES}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT c)
 install(TARGETS ${LOWBIT_JIT_LIBRARIES}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT jit)
+# lib/, not CMAKE_INSTALL_LIBDIR, for both: the compiler library must sit
+# next to liblowbit.so (and in ../lib next to the executable).
+install(TARGETS LowbitCShared LIBRARY DESTINATION lib COMPONENT c)
+install(TARGETS lowbit-compiler LIBRARY DESTINATION lib COMPONENT c)
 
 install(TARGETS lowbit RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   COMPONENT cli)

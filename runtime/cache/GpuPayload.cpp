@@ -13,6 +13,9 @@ constexpr std::string_view kPayloadMagicV1 = "lowbit-jit-gpu 1\n";
 enum Section { Plan, Workspace, Ptx, CubinSection, SectionCount };
 constexpr std::string_view kSectionNames[] = {"plan", "workspace", "ptx",
                                               "cubin"};
+/// The optional last section: the cubin is still to be linked.
+constexpr std::string_view kLinkSection = "link";
+constexpr std::string_view kLinkDeferred = "deferred";
 
 void appendSection(std::string &out, std::string_view name,
                    std::string_view bytes) {
@@ -29,6 +32,8 @@ std::string encodeGpuPayload(const GpuPayload &payload) {
                 std::to_string(payload.workspaceWords));
   appendSection(out, kSectionNames[Ptx], payload.ptx);
   appendSection(out, kSectionNames[CubinSection], payload.cubin);
+  if (payload.cubinDeferred)
+    appendSection(out, kLinkSection, kLinkDeferred);
   return out;
 }
 
@@ -65,6 +70,13 @@ Expected<GpuPayload> decodeGpuPayload(std::string_view bytes) {
       return corrupt("section '" + std::string(name) + "' is truncated");
     sections[i]->assign(bytes.data(), length);
     bytes.remove_prefix(length);
+  }
+  std::string link = std::string(kLinkSection) + " " +
+                     std::to_string(kLinkDeferred.size()) + "\n" +
+                     std::string(kLinkDeferred);
+  if (bytes == link && payload.cubin.empty()) {
+    payload.cubinDeferred = true;
+    bytes = {};
   }
   if (!bytes.empty())
     return corrupt(std::to_string(bytes.size()) +

@@ -12,7 +12,10 @@
 //   order: "<name> <decimal byte count>\n" <bytes>
 //
 // `workspace` is the decimal count of 32-bit workspace words
-// (docs/kernel-abi.md). Nothing may follow the last section. Version 1 (no
+// (docs/kernel-abi.md). An entry whose cubin was deferred (PTX asked for
+// alone, `lowbit compile --emit ptx`) ends with one more section,
+// "link 8\ndeferred": the next get() that wants a cubin links it and
+// replaces the entry. Nothing else may follow the last section. Version 1 (no
 // workspace section) is refused with a message that says so; the cache
 // then recompiles and replaces the entry.
 //
@@ -33,6 +36,9 @@ struct GpuPayload {
   std::string plan, ptx, cubin;
   /// 32-bit words of the kernels' workspace parameter; 0: none.
   int64_t workspaceWords = 0;
+  /// The cubin was not attempted (only the PTX was asked for), as opposed
+  /// to an empty cubin that nvJitLink could not (or was told not to) make.
+  bool cubinDeferred = false;
 };
 
 std::string encodeGpuPayload(const GpuPayload &payload);

@@ -555,6 +555,28 @@ void KernelCache::forgetMemory(const KernelKey &key) {
     shard.entries.erase(found);
 }
 
+std::shared_ptr<const CacheEntry>
+KernelCache::replace(const KernelKey &key, CompiledKernel kernel,
+                     CacheEntry::Origin origin) {
+  auto entry = std::make_shared<CacheEntry>();
+  entry->key = key;
+  entry->kernel = std::move(kernel);
+  entry->origin = origin;
+  if (config.mode == CacheMode::ReadWrite) {
+    Status written =
+        writeFileDurably(entryDirectory(config.directory), entryPath(key),
+                         encodeDiskEntry(key, entry->kernel));
+    (written.ok() ? counters.diskWrites : counters.diskWriteFailures)
+        .fetch_add(1, std::memory_order_relaxed);
+  }
+  std::promise<Result> ready;
+  ready.set_value(std::shared_ptr<const CacheEntry>(entry));
+  Shard &shard = shardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mutex);
+  shard.entries[key] = ready.get_future().share();
+  return entry;
+}
+
 Expected<std::shared_ptr<const CacheEntry>>
 KernelCache::getOrCompile(const KernelKey &key, CompileFn compile) {
   // 1. Memory: a finished entry, or another thread's compile in flight.

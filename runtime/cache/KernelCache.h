@@ -175,6 +175,13 @@ public:
   Expected<std::shared_ptr<const CacheEntry>> getOrCompile(const KernelKey &key,
                                                            CompileFn compile);
 
+  /// Stores `kernel` as key's entry in memory and (ReadWrite) on disk,
+  /// replacing what is there: the Jit completes an entry whose cubin was
+  /// deferred (GpuPayload.h). A failed disk write is counted, as a
+  /// compile's is. `origin`: where the replaced entry came from.
+  std::shared_ptr<const CacheEntry> replace(const KernelKey &key,
+                                            CompiledKernel kernel,
+                                            CacheEntry::Origin origin);
   /// Memory only; nullptr on a miss. Never compiles, never touches disk.
   std::shared_ptr<const CacheEntry> lookupMemory(const KernelKey &key) const;
   /// Drops `key`'s finished memory entry (a compile in flight stays); the

@@ -12,7 +12,6 @@
 
 #include "format/Quantize.h"
 #include "lowbit/Jit.h"
-#include "runtime/compiler/Compiler.h"
 #include "runtime/jit/ArgumentShapes.h"
 
 #include <array>
@@ -26,10 +25,13 @@ struct lowbit_jit {
   std::unique_ptr<lowbit::Jit> jit;
 };
 
+// The kernel's parameters come from the MLIR-free kernel ABI
+// (Kernel::signature, runtime/spec/KernelAbi.h): lowbit.h links
+// LowbitJitLoader, so a process whose kernels come from the disk cache
+// never loads libMLIR or libLLVM (docs/embedding.md).
 struct lowbit_kernel {
   lowbit::Kernel kernel;
   std::string specText;
-  std::vector<lowbit::compiler::KernelParam> params;
 };
 
 namespace {
@@ -145,13 +147,17 @@ constexpr DLDataType kUint16{kDLUInt, 16, 1};
 constexpr DLDataType kInt8{kDLInt, 8, 1};
 
 /// The DLPack dtype of a kernel parameter's element type.
-DLDataType dtypeOfElement(const std::string &element) {
-  if (element == "f32")
+DLDataType dtypeOfElement(ElementType element) {
+  switch (element) {
+  case ElementType::F32:
     return kFloat32;
-  if (element == "f16")
+  case ElementType::F16:
     return kFloat16;
-  if (element == "bf16")
+  case ElementType::BF16:
     return kBfloat16;
+  case ElementType::U8:
+    return kUint8;
+  }
   return kUint8;
 }
 
@@ -197,12 +203,10 @@ Status checkBasics(const DLTensor *tensor, const std::string &what) {
 /// Checks a kernel argument: device, dtype, shape [rows, cols] (any
 /// one-element tensor for [1, 1]) and compact row-major strides.
 Status checkKernelArg(const DLTensor *tensor, size_t index,
-                      const compiler::KernelParam &param, Shape2D shape,
-                      DLDeviceType device) {
-  static constexpr const char *roleNames[] = {"input",  "scales", "zeros",
-                                              "global", "codes",  "output"};
+                      const ArgumentInfo &argument, DLDeviceType device) {
+  Shape2D shape{argument.shape[0], argument.shape[1]};
   std::string what = "argument " + std::to_string(index) + " (" +
-                     roleNames[int(param.role)] + ")";
+                     std::string(argumentRoleName(argument.role)) + ")";
   if (Status basics = checkBasics(tensor, what); !basics)
     return basics;
   if (tensor->device.device_type != device)
@@ -213,10 +217,9 @@ Status checkKernelArg(const DLTensor *tensor, size_t index,
                           "lowbit_kernel_launch for CUDA tensors)"
                         : "; lowbit_kernel_launch takes kDLCUDA tensors (use "
                           "lowbit_kernel_run for host tensors)"));
-  DLDataType expected = dtypeOfElement(param.elementType);
+  DLDataType expected = dtypeOfElement(argument.element);
   if (!acceptsDtype(expected, tensor->dtype,
-                    /*bf16AsUint16=*/param.role ==
-                        compiler::KernelParam::Role::Scales))
+                    /*bf16AsUint16=*/argument.role == ArgumentRole::Scales))
     return invalid(what + " has dtype " + dtypeText(tensor->dtype) +
                    ", expected " + dtypeText(expected));
   bool scalar = shape.rows == 1 && shape.cols == 1;
@@ -251,8 +254,9 @@ Expected<std::vector<char *>> kernelArgs(const lowbit_kernel *kernel,
     return invalid("kernel is NULL");
   if (!args && count)
     return invalid("args is NULL");
-  if (count != kernel->params.size())
-    return invalid("the kernel takes " + std::to_string(kernel->params.size()) +
+  if (count != kernel->kernel.bufferCount())
+    return invalid("the kernel takes " +
+                   std::to_string(kernel->kernel.bufferCount()) +
                    " arguments, got " + std::to_string(count));
   size_t sizer = kernel->kernel.spec().op == KernelOp::Quantize ? 0 : count - 1;
   const DLTensor &sizing = args[sizer];
@@ -280,9 +284,7 @@ Expected<std::vector<char *>> kernelArgs(const lowbit_kernel *kernel,
     return signature.error();
   std::vector<char *> pointers;
   for (size_t i = 0; i < count; ++i) {
-    Shape2D shape{(*signature)[i].shape[0], (*signature)[i].shape[1]};
-    if (Status status =
-            checkKernelArg(&args[i], i, kernel->params[i], shape, device);
+    if (Status status = checkKernelArg(&args[i], i, (*signature)[i], device);
         !status)
       return status.error();
     pointers.push_back(dataOf(args[i]));
@@ -587,8 +589,7 @@ lowbit_status lowbit_jit_get(lowbit_jit *jit, const char *spec,
     Expected<Kernel> got = jit->jit->get(spec, *parsed);
     if (!got)
       return std::move(got).takeError();
-    *kernel = new lowbit_kernel{*got, printKernelSpec(got->spec()),
-                                compiler::kernelParams(got->spec())};
+    *kernel = new lowbit_kernel{*got, printKernelSpec(got->spec())};
     return Status::success();
   });
 }
@@ -596,7 +597,7 @@ lowbit_status lowbit_jit_get(lowbit_jit *jit, const char *spec,
 void lowbit_kernel_destroy(lowbit_kernel *kernel) { delete kernel; }
 
 size_t lowbit_kernel_arg_count(const lowbit_kernel *kernel) {
-  return kernel ? kernel->params.size() : 0;
+  return kernel ? kernel->kernel.bufferCount() : 0;
 }
 
 lowbit_status lowbit_kernel_arg(const lowbit_kernel *kernel, size_t index,
@@ -607,10 +608,10 @@ lowbit_status lowbit_kernel_arg(const lowbit_kernel *kernel, size_t index,
       return status;
     if (Status status = requireNonNull(info, "info"); !status)
       return status;
-    if (index >= kernel->params.size())
-      return invalid("argument " + std::to_string(index) +
-                     ": the kernel takes " +
-                     std::to_string(kernel->params.size()) + " arguments");
+    if (index >= kernel->kernel.bufferCount())
+      return invalid(
+          "argument " + std::to_string(index) + ": the kernel takes " +
+          std::to_string(kernel->kernel.bufferCount()) + " arguments");
     // The C form of Kernel::signature (same roles, in the same order).
     Expected<std::vector<ArgumentInfo>> signature =
         kernel->kernel.signature(rows, cols);
@@ -619,8 +620,7 @@ lowbit_status lowbit_kernel_arg(const lowbit_kernel *kernel, size_t index,
     const ArgumentInfo &argument = (*signature)[index];
     info->role = lowbit_arg_role(int(argument.role));
     info->is_output = argument.written;
-    info->dtype =
-        dtypeOfElement(std::string(elementTypeName(argument.element)));
+    info->dtype = dtypeOfElement(argument.element);
     info->shape[0] = argument.shape[0];
     info->shape[1] = argument.shape[1];
     return Status::success();

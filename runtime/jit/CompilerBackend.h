@@ -61,10 +61,12 @@ public:
 };
 
 struct CompilerBackend {
-  /// Spec -> PTX, launch plan and workspace size (the nvJitLink warm-up
-  /// starts beside the lowering unless LOWBIT_CUBIN=driver).
+  /// Spec -> PTX, launch plan and workspace size. `startLinker`: a cubin
+  /// follows, so the nvJitLink warm-up starts beside the lowering (unless
+  /// LOWBIT_CUBIN=driver); false: PTX only, nvJitLink is not loaded.
   Expected<GpuCompileResult> (*compileGpu)(const KernelSpec &spec,
-                                           const Target &target);
+                                           const Target &target,
+                                           bool startLinker);
   Expected<std::unique_ptr<CpuKernelHandle>> (*compileCpu)(
       const KernelSpec &spec);
   /// The host CPU's name and a hash of its features: what a CPU kernel's

@@ -55,8 +55,10 @@ Expected<CompilerLibrary> load() {
   Expected<runtime::DynamicLibrary> library = runtime::DynamicLibrary::open(
       {path}, options,
       std::string("the compiler library ") + kCompilerLibraryName +
-          " cannot be loaded (commands that compile need it; it is built "
-          "and installed next to the lowbit executable, in ../lib)");
+          " cannot be loaded (a cache miss and the commands that compile "
+          "need it; it is built and installed in lib/, next to liblowbit.so "
+          "and in ../lib from the lowbit executable; LOWBIT_COMPILER_LIBRARY "
+          "names another path)");
   if (!library)
     return std::move(library).takeError();
   CompilerBuildFn build = nullptr;

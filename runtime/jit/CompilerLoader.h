@@ -10,8 +10,11 @@
 // (docs/runtime.md, "The front end").
 //
 // The library is found relative to the binary holding this code (the
-// executable, or the shared object an engine loads), which works in the
-// build tree (bin/ and lib/) and in an install (the same layout):
+// executable, or the shared object an engine loads: liblowbit.so, the C
+// API, finds it beside itself in lib/; the Python module in its package
+// directory), which works in the build tree (bin/ and lib/) and in an
+// install (the same layout). An explicit LOWBIT_COMPILER_LIBRARY wins, so
+// that an engine can point at a library kept elsewhere:
 //   $LOWBIT_COMPILER_LIBRARY, else <dir>/liblowbit-compiler.so, else
 //   <dir>/../lib/liblowbit-compiler.so, where <dir> is that binary's
 //   directory (dladdr), else the executable's (/proc/self/exe)

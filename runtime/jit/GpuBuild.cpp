@@ -199,19 +199,20 @@ LaunchPlan describeGpuLaunches(ModuleOp module) {
   return describeLaunches(module);
 }
 
-Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec,
-                                  const Target &target) {
+Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec, const Target &target,
+                                  bool startLinker) {
   auto fail = [](std::string message) {
     return makeError(ErrorCode::CompileFailed, std::move(message));
   };
   if (!target.isNvidia())
     return fail("buildGpuKernel needs an NVIDIA target, got '" + target.str() +
                 "'");
-  // The PTX built here goes to nvJitLink next (unless LOWBIT_CUBIN=driver):
-  // its first use in a process (~70 ms) runs beside the lowering.
+  // The PTX built here goes to nvJitLink next (unless LOWBIT_CUBIN=driver
+  // or only the PTX is wanted): its first use in a process (~70 ms) runs
+  // beside the lowering.
   if (Expected<runtime::CubinMaker> maker =
           runtime::cubinMakerFromEnvironment();
-      maker && *maker == runtime::CubinMaker::NvJitLink)
+      startLinker && maker && *maker == runtime::CubinMaker::NvJitLink)
     runtime::startNvJitLinkWarmup(target.chip);
   compiler::ContextLease context = compiler::borrowContext();
   std::string diagnostics;

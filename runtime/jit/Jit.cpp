@@ -222,9 +222,47 @@ CpuResult Jit::Impl::resolveCpu(const KernelKey &key, const KernelSpec &spec) {
   return result;
 }
 
+namespace {
+
+/// Links `payload`'s PTX into its cubin (unless `maker` says not to, or
+/// nvJitLink is missing or cannot link for `chip`) and records the result
+/// in `kernel`: kind, resources and the encoded payload.
+void linkInto(CompiledKernel &kernel, GpuPayload payload, std::string_view chip,
+              runtime::CubinMaker maker) {
+  // nvJitLink is optional: without it, or when it cannot link for this
+  // chip (CUDA 13's nvJitLink does not know sm_101a, which CUDA 13 calls
+  // sm_110a), or under LOWBIT_CUBIN=driver, the entry holds PTX only and
+  // the driver JIT-compiles it at the first launch (cuModuleLoadData),
+  // where its own error names any problem. PTX is the product; the cubin
+  // only saves the driver that work.
+  kernel.kind = runtime::BinaryKind::Ptx;
+  payload.cubinDeferred = false;
+  const runtime::NvJitLinkApi *linker = nullptr;
+  if (maker == runtime::CubinMaker::NvJitLink)
+    if (Expected<const runtime::NvJitLinkApi *> api =
+            runtime::nvJitLinkLibrary())
+      linker = *api;
+  if (std::optional<runtime::Cubin> cubin =
+          runtime::makeCubin(linker, payload.ptx, chip, maker)) {
+    kernel.kind = runtime::BinaryKind::Cubin;
+    kernel.registers = cubin->resources.registers;
+    kernel.spillStoreBytes = cubin->resources.spillStoreBytes;
+    kernel.spillLoadBytes = cubin->resources.spillLoadBytes;
+    kernel.sharedBytes = cubin->resources.sharedBytes;
+    kernel.stackBytes = cubin->resources.stackBytes;
+    payload.cubin = std::move(cubin->bytes);
+  }
+  kernel.binary = runtime::encodeGpuPayload(payload);
+}
+
+} // namespace
+
 Expected<std::shared_ptr<const CacheEntry>>
 Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
                       const Target &target) {
+  // Only the PTX is wanted: no cubin, and nvJitLink is not even loaded.
+  bool linkCubin =
+      cubinMaker == runtime::CubinMaker::NvJitLink && !options.deferCubin;
   auto compile = [&](const KernelKey &) -> Expected<CompiledKernel> {
     gpuCompiles.fetch_add(1);
     // The only place a GPU kernel needs the compiler: a disk hit never
@@ -233,7 +271,7 @@ Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
     if (!backend)
       return std::move(backend).takeError();
     Expected<jit::GpuCompileResult> build =
-        (*backend)->compileGpu(spec, target);
+        (*backend)->compileGpu(spec, target, linkCubin);
     if (!build)
       return std::move(build).takeError();
     CompiledKernel kernel;
@@ -241,37 +279,32 @@ Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
         build->kernelNames.empty() ? "" : build->kernelNames.front();
     GpuPayload payload{std::move(build->plan), std::move(build->ptx), "",
                        build->workspaceWords};
-    // nvJitLink is optional: without it, or when it cannot link for this
-    // chip (CUDA 13's nvJitLink does not know sm_101a, which CUDA 13 calls
-    // sm_110a), or under LOWBIT_CUBIN=driver, the entry holds PTX only and
-    // the driver JIT-compiles it at the first launch (cuModuleLoadData),
-    // where its own error names any problem. PTX is the product; the cubin
-    // only saves the driver that work.
-    kernel.kind = runtime::BinaryKind::Ptx;
-    const runtime::NvJitLinkApi *linker = nullptr;
-    if (cubinMaker == runtime::CubinMaker::NvJitLink)
-      if (Expected<const runtime::NvJitLinkApi *> api =
-              runtime::nvJitLinkLibrary())
-        linker = *api;
-    {
-      std::optional<runtime::Cubin> cubin =
-          runtime::makeCubin(linker, payload.ptx, target.chip, cubinMaker);
-      if (cubin) {
-        kernel.kind = runtime::BinaryKind::Cubin;
-        kernel.registers = cubin->resources.registers;
-        kernel.spillStoreBytes = cubin->resources.spillStoreBytes;
-        kernel.spillLoadBytes = cubin->resources.spillLoadBytes;
-        kernel.sharedBytes = cubin->resources.sharedBytes;
-        kernel.stackBytes = cubin->resources.stackBytes;
-        payload.cubin = std::move(cubin->bytes);
-      }
-    }
-    kernel.binary = runtime::encodeGpuPayload(payload);
     kernel.payloadFormat = runtime::PayloadFormat::JitGpu;
+    if (!linkCubin && options.deferCubin) {
+      payload.cubinDeferred = true;
+      kernel.kind = runtime::BinaryKind::Ptx;
+      kernel.binary = runtime::encodeGpuPayload(payload);
+      return kernel;
+    }
+    linkInto(kernel, std::move(payload), target.chip, cubinMaker);
     return kernel;
   };
   Expected<std::shared_ptr<const CacheEntry>> entry =
       cache.getOrCompile(key, compile);
+  // An entry whose cubin was deferred (`lowbit compile --emit ptx`) is
+  // completed by the first Jit that links, and replaced in the cache;
+  // must-hit serves it as it is (the driver JITs the PTX at load).
+  if (entry && linkCubin &&
+      cache.options().mode != runtime::CacheMode::MustHit &&
+      (*entry)->kernel.payloadFormat == runtime::PayloadFormat::JitGpu) {
+    Expected<GpuPayload> payload =
+        runtime::decodeGpuPayload((*entry)->kernel.binary);
+    if (payload && payload->cubinDeferred) {
+      CompiledKernel completed = (*entry)->kernel;
+      linkInto(completed, std::move(*payload), target.chip, cubinMaker);
+      entry = cache.replace(key, std::move(completed), (*entry)->origin);
+    }
+  }
   if (entry) {
     std::vector<std::pair<KernelKey, bool>> evicted;
     {
@@ -421,8 +454,8 @@ struct Kernel::State {
   void shapes(int64_t rows, int64_t cols,
               std::array<launch::Shape, kMaxBuffers> &out) const {
     for (size_t i = 0; i < params.size() && i < out.size(); ++i) {
-      Shape2D shape = jit::argumentShape(spec, params[i].role, params[i].side,
-                                         rows, cols);
+      Shape2D shape =
+          jit::argumentShape(spec, params[i].role, params[i].side, rows, cols);
       out[i] = {shape.rows, shape.cols};
     }
   }

@@ -82,7 +82,11 @@ struct GpuBuild {
   /// compiler::workspaceWordsOf the lowered module.
   int64_t workspaceWords = 0;
 };
-Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec, const Target &target);
+/// `startLinker`: a cubin follows (unless LOWBIT_CUBIN=driver), so
+/// nvJitLink's first use starts beside the lowering; false when only the
+/// PTX is wanted (nvJitLink is then never loaded).
+Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec, const Target &target,
+                                  bool startLinker = true);
 
 } // namespace lowbit::jit
 

@@ -21,8 +21,8 @@ namespace lowbit::jit {
 namespace {
 
 Expected<GpuCompileResult> compileGpu(const KernelSpec &spec,
-                                      const Target &target) {
-  Expected<GpuBuild> build = buildGpuKernel(spec, target);
+                                      const Target &target, bool startLinker) {
+  Expected<GpuBuild> build = buildGpuKernel(spec, target, startLinker);
   if (!build)
     return std::move(build).takeError();
   GpuCompileResult result;

@@ -28,6 +28,27 @@ run(readelf -d ${WORK_DIR}/build/consumer)
 if(output MATCHES "libMLIR|libLLVM")
   message(FATAL_ERROR "the core consumer links MLIR/LLVM:\n${output}")
 endif()
+# The installed C API: a miss loads the installed compiler library (next
+# to liblowbit.so) and compiles; a disk hit in a fresh process loads no
+# MLIR or LLVM (the dynamic loader's log).
+set(capi ${CMAKE_COMMAND} -E env LOWBIT_CACHE_DIR=${WORK_DIR}/cache
+  LD_DEBUG=libs ${WORK_DIR}/build/capi_consumer "quantize mxfp4")
+run(readelf -d ${WORK_DIR}/build/capi_consumer ${prefix}/lib/liblowbit.so)
+if(output MATCHES "libMLIR|libLLVM")
+  message(FATAL_ERROR "the C API consumer links MLIR/LLVM:\n${output}")
+endif()
+run(${capi})
+if(NOT output MATCHES "capi_consumer: args 3 ptx [1-9]" OR
+   NOT output MATCHES "calling init: ${prefix}/lib/liblowbit-compiler.so")
+  message(FATAL_ERROR "the C API's miss did not compile with the installed "
+                      "compiler library:\n${output}")
+endif()
+run(${capi})
+if(NOT output MATCHES "capi_consumer: args 3 ptx [1-9]" OR
+   output MATCHES "calling init: [^\n]*(libMLIR|libLLVM|liblowbit-compiler)")
+  message(FATAL_ERROR "the C API's disk hit loaded the compiler:\n${output}")
+endif()
+
 # The installed CLI: the front end links no MLIR or LLVM, and finds the
 # installed compiler library in ../lib when a command compiles.
 run(readelf -d ${prefix}/bin/lowbit)

@@ -265,9 +265,12 @@ CommandResult runCompile(Arguments args) {
 
   // PTX goes through lowbit::Jit and its cache (LOWBIT_CACHE_DIR,
   // LOWBIT_CACHE), unless every stage is to be dumped. It never needs
-  // nvJitLink: a kernel it cannot link is cached as PTX only.
+  // nvJitLink: a miss caches the PTX with its cubin deferred, which the
+  // first Jit that links completes (JitOptions::deferCubin).
   if (throughCache) {
-    Expected<std::unique_ptr<Jit>> jit = Jit::create();
+    JitOptions jitOptions;
+    jitOptions.deferCubin = true;
+    Expected<std::unique_ptr<Jit>> jit = Jit::create(jitOptions);
     if (!jit)
       return fail(jit.error().message);
     Expected<Kernel> kernel = (*jit)->get(*spec, *target);

@@ -68,6 +68,12 @@ struct JitOptions {
   /// the PTX only and cuModuleLoadData JIT-compiles it at the first launch
   /// that loads the kernel (docs/pipeline.md).
   std::optional<runtime::CubinMaker> cubinMaker;
+  /// Only the PTX is wanted (`lowbit compile --emit ptx`): a miss neither
+  /// links a cubin nor loads nvJitLink, and its cache entry is marked
+  /// "cubin deferred" (runtime/cache/GpuPayload.h). A later get() by a Jit
+  /// that links (NvJitLink, this option off, cache not must-hit) links the
+  /// cubin then and replaces the entry.
+  bool deferCubin = false;
   /// Start the compiler's one-time setup for `target` on a thread when the
   /// Jit is created (one small kernel through the whole pipeline: dialects
   /// loaded into a pooled context, LLVM's target initialized, nvJitLink

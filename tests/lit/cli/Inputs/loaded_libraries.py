@@ -3,8 +3,10 @@ of lowbit's heavy libraries the process loaded.
 
 Usage: loaded_libraries.py COMMAND [ARG...]
 
-Prints one line: "mlir=yes|no llvm=yes|no compiler=yes|no exit=N", where
-compiler is liblowbit-compiler.so. The command's own output is dropped.
+Prints one line: "mlir=yes|no llvm=yes|no compiler=yes|no exit=N
+nvjitlink=yes|no", where compiler is liblowbit-compiler.so and nvjitlink
+libnvJitLink (dlopen'd to link a cubin). The command's own output is
+dropped.
 """
 
 import os
@@ -25,8 +27,9 @@ def main():
     def has(prefix):
         return "yes" if any(name.startswith(prefix) for name in loaded) else "no"
 
-    print("mlir={} llvm={} compiler={} exit={}".format(
-        has("libMLIR"), has("libLLVM"), has("liblowbit-compiler"), run.returncode))
+    print("mlir={} llvm={} compiler={} exit={} nvjitlink={}".format(
+        has("libMLIR"), has("libLLVM"), has("liblowbit-compiler"), run.returncode,
+        has("libnvJitLink")))
 
 
 if __name__ == "__main__":
