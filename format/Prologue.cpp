@@ -332,6 +332,26 @@ std::vector<PrologueOperand> prologueOperands(PrologueKind kind) {
   return {};
 }
 
+std::vector<PrologueOperands>
+bindPrologueOperands(std::span<const Prologue> chain,
+                     std::span<const std::vector<float>> sides) {
+  std::vector<PrologueOperands> operands;
+  size_t nextSide = 0;
+  for (const Prologue &prologue : chain) {
+    PrologueOperands set;
+    for (PrologueOperand operand : prologueOperands(prologue.kind)) {
+      if (nextSide == sides.size())
+        break;
+      std::span<const float> data = sides[nextSide++];
+      (operand == PrologueOperand::Weight     ? set.weight
+       : operand == PrologueOperand::Residual ? set.residual
+                                              : set.smooth) = data;
+    }
+    operands.push_back(set);
+  }
+  return operands;
+}
+
 bool prologueWritesResidual(PrologueKind kind) {
   return kind == PrologueKind::AddRmsNorm;
 }

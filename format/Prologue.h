@@ -90,6 +90,13 @@ struct PrologueOperands {
 /// The side tensors a prologue reads, in ABI order.
 enum class PrologueOperand : uint8_t { Weight, Residual, Smooth };
 std::vector<PrologueOperand> prologueOperands(PrologueKind kind);
+/// Binds side tensors to the chain's prologues: `sides` holds every
+/// prologue's side tensors in chain order, each in prologueOperands order (as
+/// kernelAbi lists them). The spans point into `sides`. A tensor `sides` lacks
+/// stays empty, which quantizeFused refuses with the operand's name.
+std::vector<PrologueOperands>
+bindPrologueOperands(std::span<const Prologue> chain,
+                     std::span<const std::vector<float>> sides);
 /// Whether the prologue also writes a tensor (AddRmsNorm: the updated
 /// residual, [rows, cols] in the kernel's dtype).
 bool prologueWritesResidual(PrologueKind kind);

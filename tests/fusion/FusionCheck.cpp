@@ -106,18 +106,8 @@ std::string checkFused(const KernelSpec &spec, int64_t rows, int64_t cols,
   }
 
   // The reference: the chain, then the quantizer.
-  std::vector<PrologueOperands> operands;
-  size_t nextSide = 1;
-  for (const Prologue &prologue : spec.prologues) {
-    PrologueOperands set;
-    for (PrologueOperand operand : prologueOperands(prologue.kind)) {
-      std::span<const float> data = sides[nextSide++];
-      (operand == PrologueOperand::Weight     ? set.weight
-       : operand == PrologueOperand::Residual ? set.residual
-                                              : set.smooth) = data;
-    }
-    operands.push_back(set);
-  }
+  std::vector<PrologueOperands> operands =
+      bindPrologueOperands(spec.prologues, std::span(sides).subspan(1));
   std::string error;
   std::vector<float> residual;
   std::optional<QuantizedTensor> expected =

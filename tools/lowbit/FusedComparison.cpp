@@ -115,18 +115,8 @@ std::optional<FusedComparison> compareFused(const KernelSpec &spec,
     sides.push_back(std::move(widened));
   }
   // Each prologue's side tensors, in chain order (as kernelAbi lists them).
-  std::vector<PrologueOperands> operands;
-  size_t nextSide = 0;
-  for (const Prologue &prologue : spec.prologues) {
-    PrologueOperands set;
-    for (PrologueOperand operand : prologueOperands(prologue.kind)) {
-      std::span<const float> data = sides[nextSide++];
-      (operand == PrologueOperand::Weight     ? set.weight
-       : operand == PrologueOperand::Residual ? set.residual
-                                              : set.smooth) = data;
-    }
-    operands.push_back(set);
-  }
+  std::vector<PrologueOperands> operands =
+      bindPrologueOperands(spec.prologues, sides);
 
   // The reference: the chain in f32, then the reference quantizer.
   ValueDtype dtype = dtypeOf(spec.valueType);
