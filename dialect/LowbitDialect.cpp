@@ -2,6 +2,7 @@
 
 #include "dialect/LowbitDialect.h"
 #include "dialect/LowbitAttentionOps.h"
+#include "dialect/LowbitKiviOps.h"
 #include "dialect/LowbitKvOps.h"
 #include "dialect/LowbitOps.h"
 
@@ -20,6 +21,10 @@ void lowbit::dialect::LowbitDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialect/LowbitKvOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/LowbitKiviOps.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST

@@ -199,6 +199,48 @@ compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
 
 KvCpuKernel::~KvCpuKernel() = default;
 
+llvm::Error
+runKvHostKernel(HostExecutable &executable,
+                const std::vector<std::vector<int64_t>> &paramShapes,
+                const std::vector<KvBuffer> &buffers) {
+  if (buffers.size() != paramShapes.size())
+    return kvError("the kernel takes " + std::to_string(paramShapes.size()) +
+                   " buffers, got " + std::to_string(buffers.size()));
+  // MLIR's ranked descriptor: allocated, aligned, offset, sizes[rank],
+  // strides[rank], all 64-bit.
+  std::vector<std::vector<int64_t>> descriptors(buffers.size());
+  std::vector<void *> descriptorPointers(buffers.size());
+  std::vector<void *> args(buffers.size());
+  for (size_t index = 0; index < buffers.size(); ++index) {
+    const std::vector<int64_t> &want = paramShapes[index];
+    const std::vector<int64_t> &shape = buffers[index].shape;
+    if (shape.size() != want.size())
+      return kvError("buffer " + std::to_string(index) + " has rank " +
+                     std::to_string(shape.size()) + "; the kernel takes " +
+                     std::to_string(want.size()));
+    for (size_t axis = 0; axis < shape.size(); ++axis)
+      if (shape[axis] < 1 ||
+          (!ShapedType::isDynamic(want[axis]) && want[axis] != shape[axis]))
+        return kvError(
+            "buffer " + std::to_string(index) + " dimension " +
+            std::to_string(axis) + " is " + std::to_string(shape[axis]) +
+            (ShapedType::isDynamic(want[axis])
+                 ? std::string("; it must be >= 1")
+                 : "; the kernel takes " + std::to_string(want[axis])));
+    std::vector<int64_t> &descriptor = descriptors[index];
+    auto address = reinterpret_cast<intptr_t>(buffers[index].data);
+    descriptor = {address, address, 0};
+    descriptor.insert(descriptor.end(), shape.begin(), shape.end());
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t axis = shape.size() - 1; axis > 0; --axis)
+      strides[axis - 1] = strides[axis] * shape[axis];
+    descriptor.insert(descriptor.end(), strides.begin(), strides.end());
+    descriptorPointers[index] = descriptor.data();
+    args[index] = &descriptorPointers[index];
+  }
+  return executable.invoke(kKernelName, args);
+}
+
 namespace {
 
 class JitKvCpuKernel : public KvCpuKernel {
@@ -210,42 +252,7 @@ public:
         paramShapes(std::move(paramShapes)) {}
 
   llvm::Error run(const std::vector<KvBuffer> &buffers) override {
-    if (buffers.size() != paramShapes.size())
-      return kvError("the kernel takes " + std::to_string(paramShapes.size()) +
-                     " buffers, got " + std::to_string(buffers.size()));
-    // MLIR's ranked descriptor: allocated, aligned, offset, sizes[rank],
-    // strides[rank], all 64-bit.
-    std::vector<std::vector<int64_t>> descriptors(buffers.size());
-    std::vector<void *> descriptorPointers(buffers.size());
-    std::vector<void *> args(buffers.size());
-    for (size_t index = 0; index < buffers.size(); ++index) {
-      const std::vector<int64_t> &want = paramShapes[index];
-      const std::vector<int64_t> &shape = buffers[index].shape;
-      if (shape.size() != want.size())
-        return kvError("buffer " + std::to_string(index) + " has rank " +
-                       std::to_string(shape.size()) + "; the kernel takes " +
-                       std::to_string(want.size()));
-      for (size_t axis = 0; axis < shape.size(); ++axis)
-        if (shape[axis] < 1 ||
-            (!ShapedType::isDynamic(want[axis]) && want[axis] != shape[axis]))
-          return kvError(
-              "buffer " + std::to_string(index) + " dimension " +
-              std::to_string(axis) + " is " + std::to_string(shape[axis]) +
-              (ShapedType::isDynamic(want[axis])
-                   ? std::string("; it must be >= 1")
-                   : "; the kernel takes " + std::to_string(want[axis])));
-      std::vector<int64_t> &descriptor = descriptors[index];
-      auto address = reinterpret_cast<intptr_t>(buffers[index].data);
-      descriptor = {address, address, 0};
-      descriptor.insert(descriptor.end(), shape.begin(), shape.end());
-      std::vector<int64_t> strides(shape.size(), 1);
-      for (size_t axis = shape.size() - 1; axis > 0; --axis)
-        strides[axis - 1] = strides[axis] * shape[axis];
-      descriptor.insert(descriptor.end(), strides.begin(), strides.end());
-      descriptorPointers[index] = descriptor.data();
-      args[index] = &descriptorPointers[index];
-    }
-    return executable->invoke(kKernelName, args);
+    return runKvHostKernel(*executable, paramShapes, buffers);
   }
 
 private:

@@ -43,6 +43,10 @@ namespace mlir {
 class MLIRContext;
 } // namespace mlir
 
+namespace lowbit {
+class HostExecutable;
+} // namespace lowbit
+
 namespace lowbit::compiler {
 
 /// The module with one kernel function @kernel, verified.
@@ -94,6 +98,15 @@ protected:
 
 llvm::Expected<std::unique_ptr<KvCpuKernel>>
 compileKvForCpu(const kv::KvKernelSpec &spec);
+
+/// Calls `executable`'s @kernel with one memref descriptor per buffer,
+/// after checking each buffer's shape against `paramShapes` (static
+/// dimensions must match, dynamic ones be >= 1). Shared by the KV kernels
+/// whose parameters are all C-order buffers.
+llvm::Error
+runKvHostKernel(HostExecutable &executable,
+                const std::vector<std::vector<int64_t>> &paramShapes,
+                const std::vector<KvBuffer> &buffers);
 
 } // namespace lowbit::compiler
 

@@ -6,6 +6,7 @@
 #include "lowering/GpuEmulator.h"
 #include "lowering/GpuTail.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/KiviCompiler.h"
 #include "runtime/emulator/EmulatedProgram.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -95,18 +96,31 @@ KvEmulatedKernel::compile(const kv::KvKernelSpec &spec, const Target &target,
     error = llvm::toString(std::move(lowered));
     return nullptr;
   }
-  if (mlir::failed(lowerToNvvm(*module, target, error))) {
+  return finish(std::move(kernel), *module, target, error);
+}
+
+std::unique_ptr<KvEmulatedKernel>
+KvEmulatedKernel::finish(std::unique_ptr<KvEmulatedKernel> kernel,
+                         mlir::ModuleOp module, const Target &target,
+                         std::string &error) {
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(
+      kernel->context.get(), [&diagnostics](mlir::Diagnostic &diagnostic) {
+        diagnostics += diagnostic.str() + "\n";
+        return mlir::success();
+      });
+  if (mlir::failed(lowerToNvvm(module, target, error))) {
     if (error.empty())
       error = diagnostics;
     return nullptr;
   }
-  auto emulated = compileForEmulator(*module);
+  auto emulated = compileForEmulator(module);
   if (!emulated) {
     error = llvm::toString(emulated.takeError());
     return nullptr;
   }
   kernel->module = std::move(*emulated);
-  kernel->launchPlan = jit::describeGpuLaunches(*module);
+  kernel->launchPlan = jit::describeGpuLaunches(module);
   if (!kernel->launchPlan.unsupported.empty()) {
     error = "launch plan: " + kernel->launchPlan.unsupported;
     return nullptr;
@@ -114,10 +128,47 @@ KvEmulatedKernel::compile(const kv::KvKernelSpec &spec, const Target &target,
   return kernel;
 }
 
+std::unique_ptr<KvEmulatedKernel>
+KvEmulatedKernel::compileKivi(const kv::KiviKernelSpec &spec,
+                              const Target &target, std::string &error) {
+  std::unique_ptr<KvEmulatedKernel> kernel(new KvEmulatedKernel());
+  kernel->context = compiler::makeContext();
+  size_t residual = valueBytes(spec.residualType);
+  if (spec.op == kv::KvKernelOp::Append)
+    kernel->kiviParams = {{residual, false}, {1, true},        {4, true},
+                          {1, true},         {residual, true}, {4, false}};
+  else
+    kernel->kiviParams = {{1, false},
+                          {4, false},
+                          {1, false},
+                          {residual, false},
+                          {4, false},
+                          {4, false},
+                          {valueBytes(spec.outputType), true}};
+  if (spec.layout == kv::KvLayout::Paged)
+    kernel->kiviParams.push_back({4, false});
+  auto built = compiler::buildKiviModule(*kernel->context, spec);
+  if (!built) {
+    error = llvm::toString(built.takeError());
+    return nullptr;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*built);
+  if (llvm::Error lowered = compiler::lowerKiviToLoops(*module)) {
+    error = llvm::toString(std::move(lowered));
+    return nullptr;
+  }
+  return finish(std::move(kernel), *module, target, error);
+}
+
 std::string
 KvEmulatedKernel::run(emulator::Device &device,
                       const std::vector<compiler::KvBuffer> &buffers) const {
   std::vector<ParamInfo> params = paramInfo(spec);
+  if (!kiviParams.empty()) {
+    params.clear();
+    for (auto [bytes, writable] : kiviParams)
+      params.push_back({bytes, writable});
+  }
   if (buffers.size() != params.size())
     return "the kernel takes " + std::to_string(params.size()) +
            " buffers, got " + std::to_string(buffers.size());

@@ -18,6 +18,7 @@
 #include "KvKernelTestSupport.h"
 
 #include "kv/KvKernelSpec.h"
+#include "kv/KvKiviKernelSpec.h"
 #include "lowering/Target.h"
 #include "runtime/compiler/KvCompiler.h"
 #include "runtime/emulator/Simt.h"
@@ -44,6 +45,11 @@ public:
   static std::unique_ptr<KvEmulatedKernel> compile(const kv::KvKernelSpec &spec,
                                                    const Target &target,
                                                    std::string &error);
+  /// The KIVI kernel `spec`'s GPU module (runtime/compiler/KiviCompiler.h),
+  /// run as the KV kernels are.
+  static std::unique_ptr<KvEmulatedKernel>
+  compileKivi(const kv::KiviKernelSpec &spec, const Target &target,
+              std::string &error);
   /// Runs every launch of the plan over `buffers` (the KV kernel ABI,
   /// docs/kv-kernels.md); "" or the error. Only the buffers the op writes
   /// (append: codes and int8 scales; dequantize: the output) are writable.
@@ -53,6 +59,15 @@ public:
 
 private:
   KvEmulatedKernel();
+  /// Lowers `module` (at the loops stage) to NVVM for `target`, compiles it
+  /// for the emulator and takes its launch plan; null and `error` on
+  /// failure.
+  static std::unique_ptr<KvEmulatedKernel>
+  finish(std::unique_ptr<KvEmulatedKernel> kernel, mlir::ModuleOp module,
+         const Target &target, std::string &error);
+  /// Per ABI parameter: element bytes and whether the op writes it, when
+  /// the kernel is a KIVI one (else they come from `spec`).
+  std::vector<std::pair<size_t, bool>> kiviParams;
   kv::KvKernelSpec spec;
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<EmulatedModule> module;
