@@ -15,34 +15,11 @@
 #include <catch2/catch.hpp>
 
 #include <iostream>
-#include <map>
 
 using namespace lowbit;
 using namespace lowbit::compiler;
 
 namespace {
-
-compiler::CpuKernel &kernelFor(const KernelSpec &spec) {
-  // Leaked on purpose, like tests/compiler's cache: JIT engines torn down
-  // after LLVM's statics crash the process at exit.
-  static auto &cache = *new std::map<std::string, std::unique_ptr<CpuKernel>>;
-  std::string key = printKernelSpec(spec);
-  auto found = cache.find(key);
-  if (found != cache.end())
-    return *found->second;
-  auto kernel = compileForCpu(spec);
-  if (!kernel) {
-    std::string message = llvm::toString(kernel.takeError());
-    FAIL("compiling '" << key << "': " << message);
-  }
-  return *(cache[key] = std::move(*kernel));
-}
-
-std::string runOnCpu(const KernelSpec &spec, std::vector<HostBuffer> &buffers) {
-  if (llvm::Error error = kernelFor(spec).run(buffers))
-    return llvm::toString(std::move(error));
-  return "";
-}
 
 /// Ragged for every group size of the named schemes (16, 32, 128): 48 and
 /// 80 are multiples of 16 (Hadamard's block) but not of 32 or 128.
@@ -71,8 +48,9 @@ TEST_CASE("fusion: every prologue x named scheme x dtype is bit-exact on the "
             ++refused; // a scheme without tails and a ragged shape
             continue;
           }
-          std::string result = testing::checkFused(
-              *spec, rows, cols, uint32_t(rows * 1000 + cols), runOnCpu);
+          std::string result = testing::checkFused(*spec, rows, cols,
+                                                   uint32_t(rows * 1000 + cols),
+                                                   testing::runOnCpuJit);
           INFO(rows << "x" << cols);
           CHECK(result == "");
           ++checked;
@@ -94,6 +72,7 @@ TEST_CASE("fusion: a chain of prologues and a static shape", "[fusion][cpu]") {
     REQUIRE(spec);
     int64_t rows = spec->rows == kDynamic ? 9 : spec->rows;
     int64_t cols = spec->cols == kDynamic ? 33 : spec->cols;
-    CHECK(testing::checkFused(*spec, rows, cols, 7, runOnCpu) == "");
+    CHECK(testing::checkFused(*spec, rows, cols, 7, testing::runOnCpuJit) ==
+          "");
   }
 }
