@@ -154,7 +154,7 @@ public:
     lowbit::GroupParams params =
         withExactReciprocal(loadParams(scales, zeros, idx(0), idx(0)));
     emitPairs(
-        arith::MulIOp::create(b, lane, idx(2)), bound, idx(2 * kWarpSize),
+        row, arith::MulIOp::create(b, lane, idx(2)), bound, idx(2 * kWarpSize),
         [&](Value col) { return widen(elementAt(final, row, col)); }, params,
         codes, scheme.packing == lowbit::Packing::Nibble);
     if (residual)
@@ -203,7 +203,8 @@ public:
             params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
           }
           params = withExactReciprocal(params);
-          emitPairs(start, end, idx(1 + 1), element, params, codes, nibble);
+          emitPairs(row, start, end, idx(1 + 1), element, params, codes,
+                    nibble);
           scf::YieldOp::create(b);
         });
     if (residual)
@@ -291,44 +292,6 @@ private:
       warpSync();
     }
     staged[rotation.last.getResult(0)] = {shared, base};
-  }
-
-  /// Codes of columns [start, end) in pairs (a missing second element
-  /// reads 0; its code or nibble is not stored).
-  void emitPairs(Value start, Value end, Value step,
-                 function_ref<Value(Value)> element,
-                 const lowbit::GroupParams &params, Value codes, bool nibble) {
-    scf::ForOp::create(
-        b, start, end, step, ValueRange{},
-        [&](OpBuilder &, Location, Value col, ValueRange) {
-          Value next = arith::AddIOp::create(b, col, idx(1));
-          Value hasNext =
-              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, next, end);
-          Value first = element(col);
-          auto secondIf = scf::IfOp::create(b, b.getF32Type(), hasNext, true);
-          {
-            OpBuilder::InsertionGuard thenGuard(b);
-            b.setInsertionPointToStart(secondIf.thenBlock());
-            scf::YieldOp::create(b, element(next));
-            b.setInsertionPointToStart(secondIf.elseBlock());
-            scf::YieldOp::create(b, f32(0.0f));
-          }
-          auto [low, high] = quantizePair(first, secondIf.getResult(0), params);
-          if (nibble) {
-            Value byte = select(hasNext, packNibbles(low, high),
-                                arith::AndIOp::create(b, low, i8(0xF)));
-            memref::StoreOp::create(
-                b, byte, codes,
-                ValueRange{row, arith::DivUIOp::create(b, col, idx(2))});
-          } else {
-            memref::StoreOp::create(b, low, codes, ValueRange{row, col});
-            auto highIf = scf::IfOp::create(b, hasNext, false);
-            OpBuilder::InsertionGuard thenGuard(b);
-            b.setInsertionPoint(highIf.thenBlock()->getTerminator());
-            memref::StoreOp::create(b, high, codes, ValueRange{row, next});
-          }
-          scf::YieldOp::create(b);
-        });
   }
 
   /// The updated residual of add_rmsnorm, lanes strided over the row.
@@ -691,13 +654,8 @@ struct FusedRowsToGpu : OpRewritePattern<ld::FusedOp> {
       Value scaleBuffer = scales.getDest();
       emitter.emitStatsLaunch(
           final, workspace, withMinMax, [&](const lowbit::Stats &stats) {
-            Value stored = emitter.pickScale(stats, Value());
-            memref::StoreOp::create(b, stored, scaleBuffer,
-                                    ValueRange{zeroIndex, zeroIndex});
-            if (zerosBuffer)
-              memref::StoreOp::create(
-                  b, emitter.pickZero(stats.min, emitter.decodeScale(stored)),
-                  zerosBuffer, ValueRange{zeroIndex, zeroIndex});
+            emitter.storeTensorScale(stats, scaleBuffer, zerosBuffer,
+                                     ValueRange{zeroIndex, zeroIndex});
           });
       emitter.emitPerTensorCodes(final, codes.getDest(), scaleBuffer,
                                  zerosBuffer, residual, residualBuffer);

@@ -14,6 +14,7 @@
 
 #include "dialect/LowbitOps.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace lowbit::gpu_mapping {
@@ -66,6 +67,58 @@ protected:
                             : stdMax(acc[position], other);
       }
     return acc;
+  }
+
+public:
+  /// Stores the per-tensor scale `stats` give (and, with `zeros`, the zero
+  /// point) at `at` of the [1, 1] buffers.
+  void storeTensorScale(const lowbit::Stats &stats, Value scales, Value zeros,
+                        ValueRange at) {
+    Value stored = pickScale(stats, Value());
+    memref::StoreOp::create(b, stored, scales, at);
+    if (zeros)
+      memref::StoreOp::create(b, pickZero(stats.min, decodeScale(stored)),
+                              zeros, at);
+  }
+
+protected:
+  /// Codes of columns [start, end) of `row` in pairs, every `step` columns
+  /// (a missing second element reads 0; its code or nibble is not stored).
+  /// `element` gives a column's value as f32.
+  void emitPairs(Value row, Value start, Value end, Value step,
+                 function_ref<Value(Value)> element,
+                 const lowbit::GroupParams &params, Value codes, bool nibble) {
+    scf::ForOp::create(
+        b, start, end, step, ValueRange{},
+        [&](OpBuilder &, Location, Value col, ValueRange) {
+          Value next = arith::AddIOp::create(b, col, idx(1));
+          Value hasNext =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, next, end);
+          Value first = element(col);
+          auto secondIf = scf::IfOp::create(b, b.getF32Type(), hasNext, true);
+          {
+            OpBuilder::InsertionGuard thenGuard(b);
+            b.setInsertionPointToStart(secondIf.thenBlock());
+            scf::YieldOp::create(b, element(next));
+            b.setInsertionPointToStart(secondIf.elseBlock());
+            scf::YieldOp::create(b, f32(0.0f));
+          }
+          auto [low, high] = quantizePair(first, secondIf.getResult(0), params);
+          if (nibble) {
+            Value byte = select(hasNext, packNibbles(low, high),
+                                arith::AndIOp::create(b, low, i8(0xF)));
+            memref::StoreOp::create(
+                b, byte, codes,
+                ValueRange{row, arith::DivUIOp::create(b, col, idx(2))});
+          } else {
+            memref::StoreOp::create(b, low, codes, ValueRange{row, col});
+            auto highIf = scf::IfOp::create(b, hasNext, false);
+            OpBuilder::InsertionGuard thenGuard(b);
+            b.setInsertionPoint(highIf.thenBlock()->getTerminator());
+            memref::StoreOp::create(b, high, codes, ValueRange{row, next});
+          }
+          scf::YieldOp::create(b);
+        });
   }
 };
 

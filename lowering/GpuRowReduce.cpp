@@ -137,43 +137,15 @@ public:
               /*nontemporal=*/false, llvm::MaybeAlign(byteCount));
           scf::YieldOp::create(b);
         });
-    // ... and the rest as element pairs (a missing second element reads 0;
-    // its code or nibble is not stored).
-    scf::ForOp::create(
-        b,
+    // ... and the rest as element pairs.
+    emitPairs(
+        row,
         arith::AddIOp::create(b, rest, arith::MulIOp::create(b, lane, idx(2))),
-        rowCols, idx(2 * kWarpSize), ValueRange{},
-        [&](OpBuilder &, Location, Value col, ValueRange) {
-          Value next = arith::AddIOp::create(b, col, idx(1));
-          Value hasNext = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                                next, rowCols);
-          Value first =
-              widen(memref::LoadOp::create(b, input, ValueRange{row, col}));
-          auto secondIf = scf::IfOp::create(b, b.getF32Type(), hasNext, true);
-          {
-            OpBuilder::InsertionGuard thenGuard(b);
-            b.setInsertionPointToStart(secondIf.thenBlock());
-            scf::YieldOp::create(b, widen(memref::LoadOp::create(
-                                        b, input, ValueRange{row, next})));
-            b.setInsertionPointToStart(secondIf.elseBlock());
-            scf::YieldOp::create(b, f32(0.0f));
-          }
-          auto [low, high] = quantizePair(first, secondIf.getResult(0), params);
-          if (nibble) {
-            Value byte = select(hasNext, packNibbles(low, high),
-                                arith::AndIOp::create(b, low, i8(0xF)));
-            memref::StoreOp::create(
-                b, byte, codes,
-                ValueRange{row, arith::DivUIOp::create(b, col, idx(2))});
-          } else {
-            memref::StoreOp::create(b, low, codes, ValueRange{row, col});
-            auto highIf = scf::IfOp::create(b, hasNext, false);
-            OpBuilder::InsertionGuard thenGuard(b);
-            b.setInsertionPoint(highIf.thenBlock()->getTerminator());
-            memref::StoreOp::create(b, high, codes, ValueRange{row, next});
-          }
-          scf::YieldOp::create(b);
-        });
+        rowCols, idx(2 * kWarpSize),
+        [&](Value col) {
+          return widen(memref::LoadOp::create(b, input, ValueRange{row, col}));
+        },
+        params, codes, nibble);
   }
 
 private:

@@ -363,14 +363,9 @@ struct QuantizePerTensorToGpu : OpRewritePattern<ld::QuantizeOp> {
     Value zeroBuffer = destinations->zerosBuffer();
     emitter.emitStatsLaunch(
         input, workspace, withMinMax, [&](const lowbit::Stats &stats) {
-          Value stored = emitter.pickScale(stats, Value());
           Value zero = arith::ConstantIndexOp::create(b, 0);
-          memref::StoreOp::create(b, stored, scaleBuffer,
-                                  ValueRange{zero, zero});
-          if (zeroBuffer)
-            memref::StoreOp::create(
-                b, emitter.pickZero(stats.min, emitter.decodeScale(stored)),
-                zeroBuffer, ValueRange{zero, zero});
+          emitter.storeTensorScale(stats, scaleBuffer, zeroBuffer,
+                                   ValueRange{zero, zero});
         });
     emitter.emitQuantizeLaunch(input, destinations->codes.getDest(),
                                scaleBuffer, zeroBuffer);

@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <memory>
 #include <random>
 
 namespace lowbit::testing {
@@ -307,6 +309,25 @@ std::string checkDequantize(const KernelSpec &spec, int64_t rows, int64_t cols,
     return "value " + std::to_string(at) + ": kernel " + std::to_string(got) +
            ", reference " + std::to_string(want);
   }
+  return "";
+}
+
+std::string runOnCpuJit(const KernelSpec &spec,
+                        std::vector<compiler::HostBuffer> &buffers) {
+  // Leaked on purpose: JIT engines torn down during static destruction, after
+  // LLVM's own statics are gone, crash the process at exit.
+  static auto &cache =
+      *new std::map<std::string, std::unique_ptr<compiler::CpuKernel>>;
+  std::string key = printKernelSpec(spec);
+  auto found = cache.find(key);
+  if (found == cache.end()) {
+    auto kernel = compiler::compileForCpu(spec);
+    if (!kernel)
+      return "compiling '" + key + "': " + llvm::toString(kernel.takeError());
+    found = cache.emplace(key, std::move(*kernel)).first;
+  }
+  if (llvm::Error error = found->second->run(buffers))
+    return llvm::toString(std::move(error));
   return "";
 }
 

@@ -24,6 +24,11 @@ namespace lowbit::testing {
 using KernelRunner = std::function<std::string(
     const KernelSpec &spec, std::vector<compiler::HostBuffer> &buffers)>;
 
+/// A KernelRunner on the CPU tail: compiles each spec once (kept for the
+/// process) and runs it; a compile error is returned as the run's error.
+std::string runOnCpuJit(const KernelSpec &spec,
+                        std::vector<compiler::HostBuffer> &buffers);
+
 /// Seeded inputs with the cases that break kernels: zeros, an all-zero
 /// group, NaN, inf, subnormals, huge and tiny values.
 std::vector<float> makeInput(int64_t rows, int64_t cols, uint32_t seed);

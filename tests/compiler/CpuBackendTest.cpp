@@ -16,7 +16,6 @@
 #include <catch2/catch.hpp>
 
 #include <iostream>
-#include <map>
 
 using namespace lowbit;
 using namespace lowbit::compiler;
@@ -25,28 +24,6 @@ namespace {
 
 const std::pair<int64_t, int64_t> kShapes[] = {
     {1, 1}, {3, 37}, {17, 1000}, {128, 4096}};
-
-CpuKernel &kernelFor(const KernelSpec &spec) {
-  // Leaked on purpose: JIT engines torn down during static destruction, after
-  // LLVM's own statics are gone, crash the process at exit.
-  static auto &cache = *new std::map<std::string, std::unique_ptr<CpuKernel>>;
-  std::string key = printKernelSpec(spec);
-  auto found = cache.find(key);
-  if (found != cache.end())
-    return *found->second;
-  auto kernel = compileForCpu(spec);
-  if (!kernel) {
-    std::string message = llvm::toString(kernel.takeError());
-    FAIL("compiling '" << key << "': " << message);
-  }
-  return *(cache[key] = std::move(*kernel));
-}
-
-std::string runOnCpu(const KernelSpec &spec, std::vector<HostBuffer> &buffers) {
-  if (llvm::Error error = kernelFor(spec).run(buffers))
-    return llvm::toString(std::move(error));
-  return "";
-}
 
 std::string shapeText(int64_t rows, int64_t cols) {
   return std::to_string(rows) + "x" + std::to_string(cols);
@@ -61,9 +38,11 @@ void checkSpecAllShapes(const KernelSpec &spec, const char *label,
     std::string mismatch =
         spec.op == KernelOp::Quantize
             ? testing::checkQuantize(spec, rows, cols,
-                                     uint32_t(rows * 31 + cols), runOnCpu)
+                                     uint32_t(rows * 31 + cols),
+                                     testing::runOnCpuJit)
             : testing::checkDequantize(spec, rows, cols,
-                                       uint32_t(rows * 31 + cols), runOnCpu);
+                                       uint32_t(rows * 31 + cols),
+                                       testing::runOnCpuJit);
     INFO(printKernelSpec(spec) << " " << shapeText(rows, cols));
     CHECK(mismatch == "");
     if (mismatch.empty())

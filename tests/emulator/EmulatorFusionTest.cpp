@@ -1,6 +1,8 @@
 //===- EmulatorFusionTest.cpp - Fused GPU kernels, run on the CPU ---------===//
 //
-// Every prologue x named scheme x f32/f16/bf16 at ragged shapes: the fused
+// Every prologue x named scheme at ragged shapes, the input dtype rotating
+// over f32/f16/bf16 (the whole cross product under the `sweep` label, and
+// the staged Hadamard blocks likewise): the fused
 // kernels as lowbit-to-gpu and the GPU tail make them (sm_100a, native
 // FP4/FP6/E8M0 cvts) run in the emulator, and their codes, scales, zero
 // points, global scale and updated residual equal format/Prologue.h +
@@ -58,18 +60,22 @@ int checkSpec(const std::string &text, emulator::Device &device, int &refused,
   return exact;
 }
 
-} // namespace
-
-TEST_CASE("fused kernels: every prologue x named scheme x dtype is bit-exact "
-          "in the emulator",
-          "[emulator][fusion]") {
+/// Every prologue x named scheme, each with one dtype or (`everyCase`) with
+/// all of them (testing::takesFusedCase).
+void checkFusedCases(bool everyCase) {
   emulator::Device device;
-  int exact = 0, refused = 0;
-  for (auto [prologue, dynamic] : testing::kPrologueCases)
-    for (const Scheme &scheme : namedSchemes())
-      for (const char *dtype : {"f32", "f16", "bf16"}) {
+  int exact = 0, refused = 0, taken = 0;
+  std::vector<Scheme> schemes = namedSchemes();
+  for (size_t p = 0; p < std::size(testing::kPrologueCases); ++p)
+    for (size_t s = 0; s < schemes.size(); ++s)
+      for (size_t d = 0; d < std::size(testing::kFusedDtypes); ++d) {
+        if (!testing::takesFusedCase(p, s, d, everyCase))
+          continue;
+        ++taken;
+        auto [prologue, dynamic] = testing::kPrologueCases[p];
         std::string text = std::string(prologue) + " | quantize " +
-                           scheme.name + " from=" + dtype;
+                           schemes[s].name +
+                           " from=" + testing::kFusedDtypes[d];
         if (dynamic) {
           exact += checkSpec(text + " dynamic", device, refused);
           continue;
@@ -82,12 +88,12 @@ TEST_CASE("fused kernels: every prologue x named scheme x dtype is bit-exact "
   std::cout << "emulator: " << exact << " fused kernel runs bit-exact ("
             << refused << " shapes refused by their scheme), "
             << device.stats().launches << " launches\n";
-  CHECK(exact >= 6 * 10 * 3 * 4);
+  CHECK(exact >= taken * int(std::size(kShapes)));
 }
 
-TEST_CASE("fused kernels: Hadamard blocks from 64 to 4096 columns, staged in "
-          "shared memory, are bit-exact in the emulator",
-          "[emulator][fusion]") {
+/// The staged Hadamard cases, each scheme with one dtype (rotating) or
+/// (`everyCase`) with all three.
+void checkStagedHadamard(bool everyCase) {
   // Blocks wider than kMaxGpuHadamardBlock run their butterflies in shared
   // memory; 4096-column rows leave room for 2 warps per block, so 3 rows
   // take two blocks. nvfp4 adds the global scale's statistics launch,
@@ -104,16 +110,22 @@ TEST_CASE("fused kernels: Hadamard blocks from 64 to 4096 columns, staged in "
       {"silu_mul | hadamard(64) | smooth", 9, 128},
       {"hadamard(4096)", 3, 4096},
   };
+  const char *const schemes[] = {"mxfp4", "nvfp4", "int8", "int4_g128"};
   emulator::Device device;
   int exact = 0, refused = 0, runs = 0;
-  for (const auto &c : cases)
-    for (const char *scheme : {"mxfp4", "nvfp4", "int8", "int4_g128"})
-      for (const char *dtype : {"f32", "bf16", "f16"}) {
-        std::pair<int64_t, int64_t> shape = {c.rows, c.cols};
+  for (size_t c = 0; c < std::size(cases); ++c)
+    for (size_t s = 0; s < std::size(schemes); ++s)
+      for (size_t d = 0; d < std::size(testing::kFusedDtypes); ++d) {
+        if (!testing::takesFusedCase(c, s, d, everyCase))
+          continue;
+        const auto &[prologue, rows, cols] = cases[c];
+        const char *scheme = schemes[s];
+        const char *dtype = testing::kFusedDtypes[d];
+        std::pair<int64_t, int64_t> shape = {rows, cols};
         exact +=
-            checkSpec(std::string(c.prologue) + " | quantize " + scheme +
-                          " from=" + dtype + " rows=" + std::to_string(c.rows) +
-                          " cols=" + std::to_string(c.cols),
+            checkSpec(std::string(prologue) + " | quantize " + scheme +
+                          " from=" + dtype + " rows=" + std::to_string(rows) +
+                          " cols=" + std::to_string(cols),
                       device, refused, {&shape, 1});
         ++runs;
       }
@@ -121,4 +133,30 @@ TEST_CASE("fused kernels: Hadamard blocks from 64 to 4096 columns, staged in "
             << " staged-Hadamard fused kernel runs bit-exact\n";
   CHECK(refused == 0);
   CHECK(exact == runs);
+}
+
+} // namespace
+
+TEST_CASE("fused kernels: every prologue x named scheme is bit-exact in the "
+          "emulator, dtypes rotating",
+          "[emulator][fusion]") {
+  checkFusedCases(/*everyCase=*/false);
+}
+
+TEST_CASE("fused kernels: every prologue x named scheme x dtype is bit-exact "
+          "in the emulator",
+          "[.sweep][emulator][fusion]") {
+  checkFusedCases(/*everyCase=*/true);
+}
+
+TEST_CASE("fused kernels: Hadamard blocks from 64 to 4096 columns, staged in "
+          "shared memory, are bit-exact in the emulator, dtypes rotating",
+          "[emulator][fusion]") {
+  checkStagedHadamard(/*everyCase=*/false);
+}
+
+TEST_CASE("fused kernels: Hadamard blocks from 64 to 4096 columns, staged in "
+          "shared memory, x dtype are bit-exact in the emulator",
+          "[.sweep][emulator][fusion]") {
+  checkStagedHadamard(/*everyCase=*/true);
 }

@@ -11,6 +11,9 @@
 
 #include "tests/compiler/BackendCheck.h"
 
+#include <cstddef>
+#include <iterator>
+
 namespace lowbit::testing {
 
 /// The prologues every fused-kernel test runs, and whether the kernel
@@ -27,6 +30,19 @@ inline constexpr PrologueCase kPrologueCases[] = {
     {"hadamard(16)", false},
     {"map(silu(x) * 0.5 + abs(x) / 3 - max(x, -1))", true},
 };
+
+/// The input dtypes of the fused-kernel tests.
+inline constexpr const char *kFusedDtypes[] = {"f32", "f16", "bf16"};
+
+/// Whether a test takes kPrologueCases[prologue] x namedSchemes()[scheme] x
+/// kFusedDtypes[dtype]. The default run takes every prologue x scheme pair
+/// once, its dtype rotating, so every prologue and every scheme also meets
+/// every dtype (docs/testing.md); `everyCase` (the `sweep` label) takes the
+/// whole cross product.
+inline bool takesFusedCase(size_t prologue, size_t scheme, size_t dtype,
+                           bool everyCase) {
+  return everyCase || (prologue + scheme) % std::size(kFusedDtypes) == dtype;
+}
 
 /// Runs `spec` (a quantize with prologues) for a [rows, cols] result with
 /// seeded inputs and side tensors; "" or the first mismatch (codes, scales,

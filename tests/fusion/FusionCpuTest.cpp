@@ -1,7 +1,8 @@
 //===- FusionCpuTest.cpp - Fused kernels on the CPU tail vs the reference -===//
 //
-// Every prologue x every named scheme x f32/f16/bf16, at shapes with
-// ragged tails: the JIT kernel's codes, scales, zero points, global scale
+// Every prologue x every named scheme, its input dtype rotating over
+// f32/f16/bf16 (the whole cross product under the `sweep` label), at shapes
+// with ragged tails: the JIT kernel's codes, scales, zero points, global scale
 // and updated residual equal format/Prologue.h + format/Quantize.h bit for
 // bit. Kernels have dynamic shapes where the prologue allows it (Hadamard
 // needs static columns), so one compile serves several shapes.
@@ -15,49 +16,30 @@
 #include <catch2/catch.hpp>
 
 #include <iostream>
-#include <map>
 
 using namespace lowbit;
 using namespace lowbit::compiler;
 
 namespace {
 
-compiler::CpuKernel &kernelFor(const KernelSpec &spec) {
-  // Leaked on purpose, like tests/compiler's cache: JIT engines torn down
-  // after LLVM's statics crash the process at exit.
-  static auto &cache = *new std::map<std::string, std::unique_ptr<CpuKernel>>;
-  std::string key = printKernelSpec(spec);
-  auto found = cache.find(key);
-  if (found != cache.end())
-    return *found->second;
-  auto kernel = compileForCpu(spec);
-  if (!kernel) {
-    std::string message = llvm::toString(kernel.takeError());
-    FAIL("compiling '" << key << "': " << message);
-  }
-  return *(cache[key] = std::move(*kernel));
-}
-
-std::string runOnCpu(const KernelSpec &spec, std::vector<HostBuffer> &buffers) {
-  if (llvm::Error error = kernelFor(spec).run(buffers))
-    return llvm::toString(std::move(error));
-  return "";
-}
-
 /// Ragged for every group size of the named schemes (16, 32, 128): 48 and
 /// 80 are multiples of 16 (Hadamard's block) but not of 32 or 128.
 const std::pair<int64_t, int64_t> kShapes[] = {{1, 16}, {3, 48}, {5, 80}};
 
-} // namespace
-
-TEST_CASE("fusion: every prologue x named scheme x dtype is bit-exact on the "
-          "CPU tail",
-          "[fusion][cpu]") {
+/// Every prologue x named scheme, each with one dtype or (`everyCase`)
+/// with all of them (testing::takesFusedCase).
+void checkFusedCases(bool everyCase) {
   int checked = 0, refused = 0;
-  for (auto [prologue, dynamic] : testing::kPrologueCases)
-    for (const Scheme &scheme : namedSchemes())
-      for (const char *dtype : {"f32", "f16", "bf16"})
+  std::vector<Scheme> schemes = namedSchemes();
+  for (size_t p = 0; p < std::size(testing::kPrologueCases); ++p)
+    for (size_t s = 0; s < schemes.size(); ++s)
+      for (size_t d = 0; d < std::size(testing::kFusedDtypes); ++d)
         for (auto [rows, cols] : kShapes) {
+          if (!testing::takesFusedCase(p, s, d, everyCase))
+            continue;
+          auto [prologue, dynamic] = testing::kPrologueCases[p];
+          const Scheme &scheme = schemes[s];
+          const char *dtype = testing::kFusedDtypes[d];
           std::string text = std::string(prologue) + " | quantize " +
                              scheme.name + " from=" + dtype +
                              (dynamic ? std::string(" dynamic")
@@ -71,8 +53,9 @@ TEST_CASE("fusion: every prologue x named scheme x dtype is bit-exact on the "
             ++refused; // a scheme without tails and a ragged shape
             continue;
           }
-          std::string result = testing::checkFused(
-              *spec, rows, cols, uint32_t(rows * 1000 + cols), runOnCpu);
+          std::string result = testing::checkFused(*spec, rows, cols,
+                                                   uint32_t(rows * 1000 + cols),
+                                                   testing::runOnCpuJit);
           INFO(rows << "x" << cols);
           CHECK(result == "");
           ++checked;
@@ -80,6 +63,20 @@ TEST_CASE("fusion: every prologue x named scheme x dtype is bit-exact on the "
   std::cout << "fusion: " << checked << " fused kernels bit-exact on the CPU "
             << "tail (" << refused << " shapes refused by their scheme)\n";
   CHECK(checked > 0);
+}
+
+} // namespace
+
+TEST_CASE("fusion: every prologue x named scheme is bit-exact on the CPU "
+          "tail, dtypes rotating",
+          "[fusion][cpu]") {
+  checkFusedCases(/*everyCase=*/false);
+}
+
+TEST_CASE("fusion: every prologue x named scheme x dtype is bit-exact on the "
+          "CPU tail",
+          "[.sweep][fusion][cpu]") {
+  checkFusedCases(/*everyCase=*/true);
 }
 
 TEST_CASE("fusion: a chain of prologues and a static shape", "[fusion][cpu]") {
@@ -94,6 +91,7 @@ TEST_CASE("fusion: a chain of prologues and a static shape", "[fusion][cpu]") {
     REQUIRE(spec);
     int64_t rows = spec->rows == kDynamic ? 9 : spec->rows;
     int64_t cols = spec->cols == kDynamic ? 33 : spec->cols;
-    CHECK(testing::checkFused(*spec, rows, cols, 7, runOnCpu) == "");
+    CHECK(testing::checkFused(*spec, rows, cols, 7, testing::runOnCpuJit) ==
+          "");
   }
 }

@@ -43,28 +43,18 @@ std::vector<std::string> assembleFused(mlir::MLIRContext &context,
   INFO(text);
   std::optional<KernelSpec> spec = parseKernelSpec(text);
   REQUIRE(spec);
-  auto module = compiler::buildKernelModule(context, *spec);
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      test::gpuLoopsModule(context, *spec, error);
   if (!module)
-    FAIL("buildKernelModule: " << llvm::toString(module.takeError()));
-  llvm::Error lowered = compiler::lowerForGpu(**module);
-  if (lowered)
-    FAIL("lowerForGpu: " << llvm::toString(std::move(lowered)));
+    FAIL(error);
   std::vector<std::string> assembled;
-  for (const char *arch : archs) {
-    INFO(arch);
-    mlir::OwningOpRef<mlir::ModuleOp> copy((**module).clone());
-    std::string error;
-    mlir::FailureOr<PtxModule> ptx =
-        lowerToPtx(*copy, *parseTarget(arch, nullptr), error);
-    INFO(error);
-    REQUIRE(mlir::succeeded(ptx));
-    CHECK(ptx->ptx.find("__nv_") == std::string::npos); // no libdevice
-    std::string log;
-    bool assembles = test::ptxAssembles(ptx->ptx, arch, log);
-    INFO(log);
-    CHECK(assembles);
-    if (assembles)
-      assembled.push_back(ptx->ptx);
+  for (test::ArchPtx &result : test::ptxForArchs(*module, archs)) {
+    INFO(result.arch << ": " << result.error);
+    REQUIRE(result.ptx);
+    CHECK(result.ptx->ptx.find("__nv_") == std::string::npos); // no libdevice
+    if (test::checkAssembles(result.ptx->ptx, result.arch))
+      assembled.push_back(std::move(result.ptx->ptx));
   }
   return assembled;
 }

@@ -6,12 +6,16 @@
 #include "format/Format.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/compiler/Compiler.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -130,6 +134,46 @@ bool ptxAssembles(const std::string &ptx, const std::string &arch,
   std::remove(ptxPath);
   std::remove(logPath.c_str());
   return status == 0;
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> gpuLoopsModule(mlir::MLIRContext &context,
+                                                 const KernelSpec &spec,
+                                                 std::string &error) {
+  auto module = compiler::buildKernelModule(context, spec);
+  if (!module) {
+    error = "buildKernelModule: " + llvm::toString(module.takeError());
+    return {};
+  }
+  if (llvm::Error lowered = compiler::lowerForGpu(**module)) {
+    error = "lowerForGpu: " + llvm::toString(std::move(lowered));
+    return {};
+  }
+  return std::move(*module);
+}
+
+std::vector<ArchPtx> ptxForArchs(mlir::ModuleOp loops,
+                                 std::span<const char *const> archs) {
+  std::vector<ArchPtx> results;
+  for (const char *arch : archs) {
+    ArchPtx result{arch, std::nullopt, ""};
+    std::optional<Target> target = parseTarget(arch, &result.error);
+    if (target) {
+      mlir::OwningOpRef<mlir::ModuleOp> copy(loops.clone());
+      mlir::FailureOr<PtxModule> ptx = lowerToPtx(*copy, *target, result.error);
+      if (mlir::succeeded(ptx))
+        result.ptx = std::move(*ptx);
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+bool checkAssembles(const std::string &ptx, const std::string &arch) {
+  std::string log;
+  bool assembles = ptxAssembles(ptx, arch, log);
+  INFO(arch << ": " << log);
+  CHECK(assembles);
+  return assembles;
 }
 
 } // namespace lowbit::test

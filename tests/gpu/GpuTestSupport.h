@@ -3,7 +3,16 @@
 #ifndef LOWBIT_TESTS_GPU_GPUTESTSUPPORT_H
 #define LOWBIT_TESTS_GPU_GPUTESTSUPPORT_H
 
+#include "lowering/GpuTail.h"
+#include "runtime/spec/KernelSpec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace lowbit::test {
 
@@ -26,6 +35,27 @@ std::string ptxasPath();
 /// false and ptxas' output in `log`.
 bool ptxAssembles(const std::string &ptx, const std::string &arch,
                   std::string &log);
+
+/// `spec`'s kernel module after runtime/compiler's buildKernelModule and
+/// lowerForGpu (the loops level the GPU tail takes), or null and the error.
+mlir::OwningOpRef<mlir::ModuleOp> gpuLoopsModule(mlir::MLIRContext &context,
+                                                 const KernelSpec &spec,
+                                                 std::string &error);
+
+/// One arch's result of ptxForArchs.
+struct ArchPtx {
+  const char *arch;
+  std::optional<PtxModule> ptx; ///< empty: the tail refused; `error` says why
+  std::string error;
+};
+/// Lowers `loops` (cloned for each arch, so it stays reusable) to PTX for
+/// each of `archs` with the default options.
+std::vector<ArchPtx> ptxForArchs(mlir::ModuleOp loops,
+                                 std::span<const char *const> archs);
+
+/// ptxAssembles as a Catch2 check: fails the test with ptxas' log when
+/// `ptx` does not assemble for `arch`; returns whether it did.
+bool checkAssembles(const std::string &ptx, const std::string &arch);
 
 } // namespace lowbit::test
 

@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuTestSupport.h"
+
 #include "format/Scheme.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
@@ -60,15 +62,15 @@ TEST_CASE("the chosen LLVM level gives O3's PTX for every named kernel",
           scheme.name +
           (op == KernelOp::Quantize ? " quantize" : " dequantize");
       INFO(what);
-      auto module = compiler::buildKernelModule(*context, spec);
+      std::string error;
+      mlir::OwningOpRef<mlir::ModuleOp> module =
+          test::gpuLoopsModule(*context, spec, error);
       if (!module)
-        FAIL(llvm::toString(module.takeError()));
-      if (llvm::Error lowered = compiler::lowerForGpu(**module))
-        FAIL(llvm::toString(std::move(lowered)));
+        FAIL(error);
       for (const char *arch : {"sm_90a", "sm_100a"}) {
         INFO(arch);
-        std::string reference = ptxAt(**module, arch, 3).ptx;
-        PtxModule chosen = ptxAt(**module, arch, std::nullopt);
+        std::string reference = ptxAt(*module, arch, 3).ptx;
+        PtxModule chosen = ptxAt(*module, arch, std::nullopt);
         CHECK(chosen.ptx == reference);
         ++compared;
         if (chosen.optLevel < 3)
@@ -76,7 +78,7 @@ TEST_CASE("the chosen LLVM level gives O3's PTX for every named kernel",
         // One kernel is enough to show that a difference is seen (O1 differs
         // from O3 on several; since the grid-stride loops every named kernel
         // has a loop, so the chosen level is O3 for all of them).
-        if (differentAtO1 == 0 && ptxAt(**module, arch, 1).ptx != reference)
+        if (differentAtO1 == 0 && ptxAt(*module, arch, 1).ptx != reference)
           ++differentAtO1;
       }
     }
@@ -92,17 +94,16 @@ TEST_CASE("an LLVM level outside 0..3 is an error, not an abort",
           "[ptx][optlevel]") {
   compiler::ContextLease context = compiler::borrowContext();
   KernelSpec spec;
-  auto module = compiler::buildKernelModule(*context, spec);
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      test::gpuLoopsModule(*context, spec, error);
   if (!module)
-    FAIL(llvm::toString(module.takeError()));
-  if (llvm::Error lowered = compiler::lowerForGpu(**module))
-    FAIL(llvm::toString(std::move(lowered)));
+    FAIL(error);
   for (int level : {-1, 4}) {
-    std::string error;
     PtxOptions options;
     options.optLevel = level;
     mlir::FailureOr<PtxModule> ptx =
-        lowerToPtx(**module, *parseTarget("sm_90a", nullptr), error, options);
+        lowerToPtx(*module, *parseTarget("sm_90a", nullptr), error, options);
     CHECK(mlir::failed(ptx));
     CHECK_THAT(error, Catch::Contains("must be 0..3"));
   }

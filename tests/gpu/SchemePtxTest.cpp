@@ -26,6 +26,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <iterator>
 
 using namespace lowbit;
 
@@ -35,12 +36,11 @@ TEST_CASE("every named scheme's kernel lowers to PTX that assembles",
   compiler::registerCompilerDialects(registry);
   registerGpuTailDependencies(registry);
   mlir::MLIRContext context(registry);
-  bool havePtxas = !test::ptxasPath().empty();
   INFO("ptxas not found (CUDA_HOME/bin/ptxas); the CUDA toolkit is required");
-  REQUIRE(havePtxas);
+  REQUIRE(!test::ptxasPath().empty());
 
-  const std::vector<const char *> archs = {"sm_80", "sm_89", "sm_90a",
-                                           "sm_100a", "sm_120a"};
+  const char *const archs[] = {"sm_80", "sm_89", "sm_90a", "sm_100a",
+                               "sm_120a"};
   size_t compiled = 0, refused = 0;
   for (const Scheme &scheme : namedSchemes()) {
     for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
@@ -51,53 +51,42 @@ TEST_CASE("every named scheme's kernel lowers to PTX that assembles",
           scheme.name +
           (op == KernelOp::Quantize ? " quantize" : " dequantize");
       INFO(what);
-      auto module = compiler::buildKernelModule(context, spec);
+      std::string error;
+      mlir::OwningOpRef<mlir::ModuleOp> module =
+          test::gpuLoopsModule(context, spec, error);
       if (!module) {
-        FAIL_CHECK("buildKernelModule: " << llvm::toString(module.takeError()));
-        continue;
-      }
-      llvm::Error loops = compiler::lowerForGpu(**module);
-      if (loops) {
-        FAIL_CHECK("lowerForGpu: " << llvm::toString(std::move(loops)));
+        FAIL_CHECK(error);
         continue;
       }
       size_t refusedHere = 0;
-      for (const char *arch : archs) {
-        INFO(arch);
-        mlir::OwningOpRef<mlir::ModuleOp> copy((**module).clone());
-        std::string error;
-        mlir::FailureOr<PtxModule> ptx =
-            lowerToPtx(*copy, *parseTarget(arch, nullptr), error);
-        if (mlir::failed(ptx)) {
+      for (const test::ArchPtx &result : test::ptxForArchs(*module, archs)) {
+        INFO(result.arch);
+        const char *opName =
+            op == KernelOp::Quantize ? "quantize" : "dequantize";
+        if (!result.ptx) {
           // Known gaps of the tail (docs/gpu.md), refused by name.
-          CHECK_THAT(error, Catch::Contains("does not yet support"));
+          CHECK_THAT(result.error, Catch::Contains("does not yet support"));
           CHECK(op == KernelOp::Quantize);
           ++refusedHere;
           std::printf("scheme-ptx: %-12s %-10s %-7s refused: %s\n",
-                      scheme.name.c_str(),
-                      op == KernelOp::Quantize ? "quantize" : "dequantize",
-                      arch, error.c_str());
+                      scheme.name.c_str(), opName, result.arch,
+                      result.error.c_str());
           ++refused;
           continue;
         }
-        CHECK(ptx->ptx.find("__nv_") == std::string::npos); // no libdevice
-        std::string log;
-        bool assembles = !havePtxas || test::ptxAssembles(ptx->ptx, arch, log);
-        INFO(log);
-        CHECK(assembles);
+        CHECK(result.ptx->ptx.find("__nv_") ==
+              std::string::npos); // no libdevice
+        bool assembles = test::checkAssembles(result.ptx->ptx, result.arch);
         std::printf("scheme-ptx: %-12s %-10s %-7s %zu kernel(s), ptxas %s\n",
-                    scheme.name.c_str(),
-                    op == KernelOp::Quantize ? "quantize" : "dequantize", arch,
-                    ptx->kernelNames.size(),
-                    !havePtxas  ? "skipped"
-                    : assembles ? "ok"
-                                : "FAILED");
+                    scheme.name.c_str(), opName, result.arch,
+                    result.ptx->kernelNames.size(),
+                    assembles ? "ok" : "FAILED");
         ++compiled;
       }
       // Refused everywhere or nowhere: the chip must not decide.
-      CHECK((refusedHere == 0 || refusedHere == archs.size()));
+      CHECK((refusedHere == 0 || refusedHere == std::size(archs)));
     }
   }
-  CHECK(compiled >= namedSchemes().size() * archs.size());
+  CHECK(compiled >= namedSchemes().size() * std::size(archs));
   std::printf("scheme-ptx: %zu compiled, %zu refused\n", compiled, refused);
 }
