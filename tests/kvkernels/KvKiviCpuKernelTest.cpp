@@ -70,3 +70,8 @@ TEST_CASE("kv_kivi_int2 on the CPU tail", "[kivicpu]") {
   checkKiviEverywhere(runKiviOnCpu, 2, 5, 3, 13, KvValueType::F16,
                       kNoWindowChunks);
 }
+
+TEST_CASE("KIVI appends skip tokens outside the cache (CPU tail)",
+          "[kivicpu]") {
+  checkKiviSkipsOutsideTheCache(runKiviOnCpu);
+}
