@@ -150,6 +150,21 @@ llvm::Error lowerKiviToLoops(ModuleOp module) {
   return llvm::Error::success();
 }
 
+namespace {
+
+/// buildKiviModule, then lowerKiviToLoops: where both tails start.
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildKiviLoops(MLIRContext &context, const kv::KiviKernelSpec &spec) {
+  auto module = buildKiviModule(context, spec);
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = lowerKiviToLoops(**module))
+    return std::move(error);
+  return module;
+}
+
+} // namespace
+
 llvm::Expected<PtxModule> compileKiviToPtx(const kv::KiviKernelSpec &spec,
                                            const Target &target,
                                            const PtxOptions &options) {
@@ -157,11 +172,9 @@ llvm::Expected<PtxModule> compileKiviToPtx(const kv::KiviKernelSpec &spec,
     return kiviError("compileKiviToPtx needs an NVIDIA target, got '" +
                      target.str() + "'");
   ContextLease context = borrowContext();
-  auto module = buildKiviModule(*context, spec);
+  auto module = buildKiviLoops(*context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerKiviToLoops(**module))
-    return std::move(error);
   std::string diagnostics;
   ScopedDiagnosticHandler handler = collectInto(*context, diagnostics);
   std::string error;
@@ -184,11 +197,9 @@ llvm::Error KiviCpuKernel::run(const std::vector<KvBuffer> &buffers) {
 llvm::Expected<std::unique_ptr<KiviCpuKernel>>
 compileKiviForCpu(const kv::KiviKernelSpec &spec) {
   ContextLease context = borrowContext();
-  auto module = buildKiviModule(*context, spec);
+  auto module = buildKiviLoops(*context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerKiviToLoops(**module))
-    return std::move(error);
   if (llvm::Error error = lowerLoopsToLlvm(**module))
     return std::move(error);
   auto executable = makeHostExecutable(**module);

@@ -70,3 +70,45 @@ TEST_CASE("kv_kivi_int2 on the CPU tail", "[kivicpu]") {
   checkKiviEverywhere(runKiviOnCpu, 2, 5, 3, 13, KvValueType::F16,
                       kNoWindowChunks);
 }
+
+TEST_CASE("KIVI appends skip tokens outside the cache (CPU tail)",
+          "[kivicpu]") {
+  checkKiviSkipsOutsideTheCache(runKiviOnCpu);
+}
+
+TEST_CASE("KIVI compile and run refuse bad specs and buffers", "[kivicpu]") {
+  KiviKernelSpec spec;
+  spec.side = {3, 32, 128, true};
+  spec.heads = 2;
+  spec.headDim = 8;
+  auto refused = compiler::compileKiviForCpu(spec);
+  CHECK(errorText(refused.takeError()) == "KIVI takes 2 or 4 bits; got 3");
+  spec.side = {4, 32, 129, true};
+  refused = compiler::compileKiviForCpu(spec);
+  CHECK(errorText(refused.takeError()) ==
+        "KIVI residual window 129 is not in [0, 128]");
+  spec.side = {4, 4, 2, true};
+  spec.residualType = KvValueType::F32;
+  refused = compiler::compileKiviForCpu(spec);
+  CHECK(errorText(refused.takeError()) ==
+        "the KIVI residual holds f16 or bf16 tokens, not f32");
+
+  // A valid kernel: append, keys per channel, H = 2, D = 8, G = 4, R = 2.
+  spec.residualType = KvValueType::F16;
+  compiler::KiviCpuKernel &kernel = kiviKernelFor(spec);
+  std::vector<uint8_t> storage(4096);
+  void *data = storage.data();
+  std::vector<compiler::KvBuffer> buffers = {
+      {data, {1, 2, 1, 8}}, {data, {1, 2, 8, 4}}, {data, {1, 2, 2, 8}},
+      {data, {1, 2, 2, 8}}, {data, {1, 2, 6, 8}}, {data, {1}}};
+  std::vector<compiler::KvBuffer> fewer(buffers.begin(), buffers.end() - 1);
+  CHECK(errorText(kernel.run(fewer)) == "the kernel takes 6 buffers, got 5");
+  std::vector<compiler::KvBuffer> wrongRing = buffers;
+  wrongRing[4].shape = {1, 2, 5, 8};
+  CHECK(errorText(kernel.run(wrongRing)) ==
+        "buffer 4 dimension 2 is 5; the kernel takes 6");
+  std::vector<compiler::KvBuffer> wrongRank = buffers;
+  wrongRank[1].shape = {2, 8, 4};
+  CHECK(errorText(kernel.run(wrongRank)) ==
+        "buffer 1 has rank 3; the kernel takes 4");
+}

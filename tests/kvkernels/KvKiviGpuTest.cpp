@@ -113,3 +113,8 @@ TEST_CASE("every KIVI kernel's PTX assembles for sm_90a", "[kiviptx]") {
 TEST_CASE("every KIVI kernel's PTX assembles for sm_100a", "[kiviptx]") {
   checkEveryKiviKernelAssembles("sm_100a");
 }
+
+TEST_CASE("KIVI appends skip tokens outside the cache (GPU emulator)",
+          "[kiviemu]") {
+  checkKiviSkipsOutsideTheCache(kiviEmulatorOn("sm_90a"));
+}

@@ -51,12 +51,14 @@ public:
       for (int64_t seq = 0; seq < kBatch; ++seq)
         for (int64_t block = 0; block < maxBlocks; ++block)
           table.push_back(int32_t(pages - 1 - (block * kBatch + seq)));
+      if (config.holes)
+        table[2] = -1; // sequence 0's tokens [32, 48) have no page
       codeShape = {pages, kHeads, kv::kPageTokens, codeWidth};
       paramShape = {pages, kHeads,
                     side.perChannel ? side.pageParamRows() : kv::kPageTokens,
                     paramWidth};
     } else {
-      capacity = maxTokens;
+      capacity = maxTokens - (config.holes ? 20 : 0);
       codeShape = {kBatch, kHeads, capacity, codeWidth};
       paramShape = {kBatch, kHeads,
                     side.perChannel ? ceilDiv(capacity, side.groupSize)
@@ -139,6 +141,8 @@ public:
           REQUIRE(tile.codes.size() == size_t(group * codeWidth));
           for (int64_t token = 0; token < group; ++token) {
             int64_t row = tokenRow(seq, head, start + token);
+            if (row < 0)
+              continue;
             std::copy_n(tile.codes.begin() + token * codeWidth, codeWidth,
                         expectedCodes.begin() + row * codeWidth);
             if (side.perChannel)
@@ -152,7 +156,8 @@ public:
           }
           if (side.perChannel) {
             int64_t row = groupRow(seq, head, start);
-            for (int64_t channel = 0; channel < headDim; ++channel) {
+            for (int64_t channel = 0; channel < headDim && row >= 0;
+                 ++channel) {
               expectedScales[size_t(row * headDim + channel)] =
                   tile.scaleCodes[size_t(channel)];
               expectedZeros[size_t(row * headDim + channel)] =
@@ -183,6 +188,12 @@ public:
         for (int64_t token = 0; token < count; ++token) {
           int64_t position = start[size_t(seq)] + token;
           if (position < 0 || position >= lengths[size_t(seq)])
+            continue;
+          // A quantized token without a row (or group row) reads 0.
+          int64_t group = position / side.groupSize * side.groupSize;
+          if (position < reference.quantizedTokenCount() &&
+              (tokenRow(seq, head, position) < 0 ||
+               (side.perChannel && groupRow(seq, head, group) < 0)))
             continue;
           std::copy_n(tokens.begin() + position * headDim, headDim,
                       expected.begin() +
@@ -282,20 +293,29 @@ private:
   }
 
   /// The flat row index (in rows of the codes' or per-token parameters'
-  /// width) of token `position` of (seq, head).
+  /// width) of token `position` of (seq, head); -1 outside the cache.
   int64_t tokenRow(int64_t seq, int64_t head, int64_t position) const {
     if (table.empty())
-      return (seq * kHeads + head) * capacity + position;
+      return position >= capacity ? -1
+                                  : (seq * kHeads + head) * capacity + position;
     int64_t page = table[size_t(seq * maxBlocks + position / kv::kPageTokens)];
+    if (page < 0)
+      return -1;
     return (page * kHeads + head) * kv::kPageTokens +
            position % kv::kPageTokens;
   }
 
-  /// The flat per-channel parameter row of the group starting at `start`.
+  /// The flat per-channel parameter row of the group starting at `start`;
+  /// -1 outside the cache.
   int64_t groupRow(int64_t seq, int64_t head, int64_t start) const {
     if (table.empty())
-      return (seq * kHeads + head) * paramShape[2] + start / side.groupSize;
+      return start / side.groupSize >= paramShape[2]
+                 ? -1
+                 : (seq * kHeads + head) * paramShape[2] +
+                       start / side.groupSize;
     int64_t page = table[size_t(seq * maxBlocks + start / kv::kPageTokens)];
+    if (page < 0)
+      return -1;
     return (page * kHeads + head) * paramShape[2] +
            (start % kv::kPageTokens) / side.groupSize;
   }
@@ -380,6 +400,20 @@ void checkKiviEverywhere(const KiviRunner &run, int bits, int64_t groupSize,
           std::accumulate(chunks.begin(), chunks.end(), int64_t(0))};
       std::vector<uint8_t> whole = checkKiviAppends(run, config);
       CHECK(firstDifference(chunked, whole) == "");
+    }
+}
+
+void checkKiviSkipsOutsideTheCache(const KiviRunner &run) {
+  for (bool perChannel : {true, false})
+    for (kv::KvLayout layout :
+         {kv::KvLayout::Contiguous, kv::KvLayout::Paged}) {
+      KiviCaseConfig config;
+      config.side = {4, 5, 0, perChannel};
+      config.layout = layout;
+      config.headDim = 13;
+      config.chunks = {70, 1, 30, 3, 33};
+      config.holes = true;
+      checkKiviAppends(run, config);
     }
 }
 

@@ -35,6 +35,10 @@ struct KiviCaseConfig {
   /// alone, so the two sequences' lengths and flushes differ.
   std::vector<int64_t> chunks;
   int64_t headStart = 7;
+  /// The cache lacks room for some tokens: a contiguous one is 20 tokens
+  /// short of the longest sequence, a paged one has no page for sequence
+  /// 0's tokens [32, 48). Those rows stay sentinels and read 0.
+  bool holes = false;
 };
 
 /// The appends and every check after each one. Returns the final codes,
@@ -49,6 +53,10 @@ void checkKiviEverywhere(const KiviRunner &run, int bits, int64_t groupSize,
                          int64_t residual, int64_t headDim,
                          kv::KvValueType type,
                          const std::vector<int64_t> &chunks);
+
+/// Appends into a cache with holes (KiviCaseConfig::holes), both sides and
+/// layouts: only the rows inside the cache are written.
+void checkKiviSkipsOutsideTheCache(const KiviRunner &run);
 
 } // namespace lowbit::kvtest
 
