@@ -208,8 +208,20 @@ private:
             indices, /*nontemporal=*/false,
             llvm::MaybeAlign(gpu_mapping::kVectorBytes));
       }
+      // FP8: the slice's codes decoded as one vector (the GPU tail's
+      // native path converts two codes per cvt).
+      Value decoded;
+      if (vectorLoads && !isInt8)
+        decoded = ld::DecodeOp::create(
+            b, VectorType::get({kSliceChannels}, b.getF32Type()), vector,
+            op.getFormat());
       for (int64_t i = 0; i < kSliceChannels; ++i) {
         Value channel = add(start, idx(i));
+        if (decoded) {
+          values.push_back(arith::MulFOp::create(
+              b, vector::ExtractOp::create(b, decoded, i), scale));
+          continue;
+        }
         if (!vectorLoads) {
           // Channels past head_dim read channel 0 (never used).
           if (Value exists = channelExists(s, i))

@@ -353,52 +353,41 @@ llvm::Error lowerKvAttentionForGpu(ModuleOp module) {
 
 namespace {
 
-/// buildKvAttentionModule then lowerKvAttentionForGpu.
+/// buildKvAttentionModule then `lower` (lowerKvAttentionToLoops or
+/// lowerKvAttentionForGpu).
 llvm::Expected<OwningOpRef<ModuleOp>>
-buildGpuModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
+buildLoweredModule(MLIRContext &context, const kv::KvAttentionSpec &spec,
+                   llvm::Error (*lower)(ModuleOp)) {
   auto module = buildKvAttentionModule(context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerKvAttentionForGpu(**module))
+  if (llvm::Error error = lower(**module))
     return std::move(error);
   return module;
 }
 
-/// buildKvAttentionModule then lowerKvAttentionToLoops.
-llvm::Expected<OwningOpRef<ModuleOp>>
-buildLoopsModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
-  auto module = buildKvAttentionModule(context, spec);
+llvm::Expected<std::string> loweredText(const kv::KvAttentionSpec &spec,
+                                        llvm::Error (*lower)(ModuleOp)) {
+  ContextLease context = borrowContext();
+  auto module = buildLoweredModule(*context, spec, lower);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerKvAttentionToLoops(**module))
-    return std::move(error);
-  return module;
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  (*module)->print(stream);
+  return text;
 }
 
 } // namespace
 
 llvm::Expected<std::string>
 kvAttentionLoopsText(const kv::KvAttentionSpec &spec) {
-  ContextLease context = borrowContext();
-  auto module = buildLoopsModule(*context, spec);
-  if (!module)
-    return module.takeError();
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  (*module)->print(stream);
-  return text;
+  return loweredText(spec, lowerKvAttentionToLoops);
 }
 
 llvm::Expected<std::string>
 kvAttentionGpuText(const kv::KvAttentionSpec &spec) {
-  ContextLease context = borrowContext();
-  auto module = buildGpuModule(*context, spec);
-  if (!module)
-    return module.takeError();
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  (*module)->print(stream);
-  return text;
+  return loweredText(spec, lowerKvAttentionForGpu);
 }
 
 llvm::Expected<PtxModule>
@@ -408,7 +397,7 @@ compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
     return failure("decode attention PTX needs an NVIDIA target, got '" +
                    target.str() + "'");
   ContextLease context = borrowContext();
-  auto module = buildGpuModule(*context, spec);
+  auto module = buildLoweredModule(*context, spec, lowerKvAttentionForGpu);
   if (!module)
     return module.takeError();
   std::string error, diagnostics;
@@ -461,7 +450,7 @@ private:
 llvm::Expected<std::unique_ptr<KvAttentionCpuKernel>>
 compileKvAttentionForCpu(const kv::KvAttentionSpec &spec) {
   ContextLease context = borrowContext();
-  auto module = buildLoopsModule(*context, spec);
+  auto module = buildLoweredModule(*context, spec, lowerKvAttentionToLoops);
   if (!module)
     return module.takeError();
   if (llvm::Error error = lowerLoopsToLlvm(**module))

@@ -12,7 +12,7 @@
 // CHECK-SAME: threads(%{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}) in (%{{[a-z0-9]+}} = %c128, %{{[a-z0-9]+}} = %c1, %{{[a-z0-9]+}} = %c1)
 // CHECK-SAME: workgroup(%{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
-// CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e4m3">} : i8 to f32
+// CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e4m3">} : vector<16xi8> to vector<16xf32>
 // CHECK: math.fma
 // CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32
 // CHECK-NEXT: arith.addf
