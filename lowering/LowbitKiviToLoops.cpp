@@ -217,7 +217,7 @@ private:
     return widen(sourceIf.getResult(0));
   }
 
-  /// Statistics of `count` values from `element(i)`, i in [begin, end).
+  /// The min/max statistics of `element(i)` for i in [begin, end).
   lowbit::Stats emitStats(Value begin, Value end,
                           function_ref<Value(Value)> element) {
     SmallVector<Value> init(3, f32(0.0f));
@@ -266,6 +266,14 @@ private:
     return arith::OrIOp::create(b, low, shifted);
   }
 
+  /// Code bytes per token row: ceil(D / 2) (int4) or D, at most the
+  /// codes' width, so that dynamic sizes the verifier could not compare
+  /// never make a byte whose channel is past head_dim.
+  Value codeBytes(Value headDim) {
+    Value bytes = side.bits == 4 ? div(add(headDim, idx(1)), idx(2)) : headDim;
+    return arith::MinSIOp::create(b, bytes, dim(codes, 3));
+  }
+
   /// Channels of code byte `byteIndex`: (first, second, second exists);
   /// second is null for int2. A missing second channel (odd head_dim)
   /// reads the first so that every load stays in bounds.
@@ -291,7 +299,7 @@ void KiviEmitter::emitFlushPerChannel(Value input, Value newTokens,
   Value headDim = dim(input, 3);
   Value group = idx(side.groupSize);
   emitFlatLoop(
-      {dim(input, 0), dim(input, 1), flushGroups, dim(codes, 3)},
+      {dim(input, 0), dim(input, 1), flushGroups, codeBytes(headDim)},
       [&](ArrayRef<Value> ivs) {
         Value seq = ivs[0], head = ivs[1], byteIndex = ivs[3];
         Value length = loadIndex(lengths, {seq});
@@ -370,7 +378,7 @@ void KiviEmitter::emitFlushPerToken(Value input, Value newTokens,
                                       at(row, column));
               memref::StoreOp::create(b, picked.zero, zeros, at(row, column));
             });
-            emitFor(idx(0), dim(codes, 3), [&](Value byteIndex) {
+            emitFor(idx(0), codeBytes(headDim), [&](Value byteIndex) {
               auto [first, second, secondExists] =
                   byteChannels(byteIndex, headDim);
               auto code = [&](Value channel) {
