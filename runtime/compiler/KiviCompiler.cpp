@@ -7,6 +7,7 @@
 #include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/KernelCompileSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -20,33 +21,6 @@ using namespace mlir;
 namespace ld = lowbit::dialect;
 
 namespace lowbit::compiler {
-namespace {
-
-llvm::Error kiviError(const std::string &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// Collects the context's diagnostics into `text` while alive.
-ScopedDiagnosticHandler collectInto(MLIRContext &context, std::string &text) {
-  return ScopedDiagnosticHandler(&context, [&text](Diagnostic &diag) {
-    text += (text.empty() ? "" : "\n") + diag.str();
-    return success();
-  });
-}
-
-Type elementTypeOf(Builder &b, kv::KvValueType type) {
-  switch (type) {
-  case kv::KvValueType::F16:
-    return b.getF16Type();
-  case kv::KvValueType::BF16:
-    return b.getBF16Type();
-  case kv::KvValueType::F32:
-    break;
-  }
-  return b.getF32Type();
-}
-
-} // namespace
 
 std::vector<std::vector<int64_t>>
 kiviParamShapes(const kv::KiviKernelSpec &spec) {
@@ -80,17 +54,16 @@ llvm::Expected<OwningOpRef<ModuleOp>>
 buildKiviModule(MLIRContext &context, const kv::KiviKernelSpec &spec) {
   std::string error;
   if (!kv::validateKiviKernelSpec(spec, &error))
-    return kiviError(error);
+    return compileError(error);
   context.loadDialect<ld::LowbitDialect, func::FuncDialect>();
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler = collectInto(context, diagnostics);
+  DiagnosticText diagnostics(context);
   OpBuilder b(&context);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
 
   bool append = spec.op == kv::KvKernelOp::Append;
-  Type residualType = elementTypeOf(b, spec.residualType);
+  Type residualType = kvElementType(b, spec.residualType);
   // The element type of each parameter, in ABI order.
   SmallVector<Type> elements;
   if (append)
@@ -103,7 +76,7 @@ buildKiviModule(MLIRContext &context, const kv::KiviKernelSpec &spec) {
                 residualType,
                 b.getI32Type(),
                 b.getI32Type(),
-                elementTypeOf(b, spec.outputType)};
+                kvElementType(b, spec.outputType)};
   if (spec.layout == kv::KvLayout::Paged)
     elements.push_back(b.getI32Type());
   SmallVector<Type> argTypes;
@@ -134,20 +107,14 @@ buildKiviModule(MLIRContext &context, const kv::KiviKernelSpec &spec) {
         groupSize, window, perChannel);
   func::ReturnOp::create(b, loc);
   if (failed(verify(*module)))
-    return kiviError("the KIVI kernel module does not verify: " + diagnostics);
+    return compileError("the KIVI kernel module does not verify: " +
+                        diagnostics.str());
   return module;
 }
 
 llvm::Error lowerKiviToLoops(ModuleOp module) {
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler =
-      collectInto(*module.getContext(), diagnostics);
-  PassManager pm(module.getContext());
-  configureVerifier(pm);
-  pm.addPass(createLowbitKiviToLoops());
-  if (failed(pm.run(module)))
-    return kiviError("lowbit-kivi-to-loops failed: " + diagnostics);
-  return llvm::Error::success();
+  return runLoweringPasses(module, {createLowbitKiviToLoops},
+                           "lowbit-kivi-to-loops");
 }
 
 namespace {
@@ -169,19 +136,13 @@ llvm::Expected<PtxModule> compileKiviToPtx(const kv::KiviKernelSpec &spec,
                                            const Target &target,
                                            const PtxOptions &options) {
   if (!target.isNvidia())
-    return kiviError("compileKiviToPtx needs an NVIDIA target, got '" +
-                     target.str() + "'");
+    return compileError("compileKiviToPtx needs an NVIDIA target, got '" +
+                        target.str() + "'");
   ContextLease context = borrowContext();
   auto module = buildKiviLoops(*context, spec);
   if (!module)
     return module.takeError();
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler = collectInto(*context, diagnostics);
-  std::string error;
-  FailureOr<PtxModule> ptx = lowerToPtx(**module, target, error, options);
-  if (failed(ptx))
-    return kiviError(error.empty() ? diagnostics : error);
-  return std::move(*ptx);
+  return gpuModuleToPtx(**module, target, options);
 }
 
 KiviCpuKernel::KiviCpuKernel(kv::KiviKernelSpec spec,
@@ -200,9 +161,7 @@ compileKiviForCpu(const kv::KiviKernelSpec &spec) {
   auto module = buildKiviLoops(*context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerLoopsToLlvm(**module))
-    return std::move(error);
-  auto executable = makeHostExecutable(**module);
+  auto executable = loopsModuleToHost(**module);
   if (!executable)
     return executable.takeError();
   return std::unique_ptr<KiviCpuKernel>(

@@ -8,6 +8,7 @@
 #include "lowering/GpuDecodeAttention.h"
 #include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
+#include "runtime/compiler/KernelCompileSupport.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -27,20 +28,6 @@ namespace lowbit::compiler {
 namespace {
 
 constexpr int64_t kPageTokens = 16;
-
-llvm::Error failure(const std::string &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// Runs `body` with the context's diagnostics collected into `text`.
-template <typename Body>
-auto withDiagnostics(MLIRContext &context, std::string &text, Body body) {
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diagnostic) {
-    text += (text.empty() ? "" : "\n") + diagnostic.str();
-    return success();
-  });
-  return body();
-}
 
 Type queryType(Builder &b, kv::QueryDtype dtype) {
   switch (dtype) {
@@ -118,8 +105,8 @@ kvAttentionSizesOf(const kv::KvAttentionSpec &spec,
                    const std::vector<HostBuffer> &buffers) {
   std::vector<KvAttentionParam> params = kvAttentionParams(spec);
   if (buffers.size() != params.size())
-    return failure("the kernel takes " + std::to_string(params.size()) +
-                   " buffers, got " + std::to_string(buffers.size()));
+    return compileError("the kernel takes " + std::to_string(params.size()) +
+                        " buffers, got " + std::to_string(buffers.size()));
   KvAttentionSizes sizes;
   sizes.batch = buffers[5].cols;
   int64_t rows = buffers[1].rows;
@@ -131,17 +118,17 @@ kvAttentionSizesOf(const kv::KvAttentionSpec &spec,
   }
   if (sizes.batch < 1 || (spec.paged ? sizes.pages < 1 || sizes.maxBlocks < 1
                                      : sizes.maxTokens < 1))
-    return failure("seq_lens [1, batch] and the caches must be non-empty");
+    return compileError("seq_lens [1, batch] and the caches must be non-empty");
   std::vector<std::array<int64_t, 2>> expected = kvAttentionShapes(spec, sizes);
   for (size_t i = 0; i < buffers.size(); ++i)
     if (buffers[i].rows != expected[i][0] || buffers[i].cols != expected[i][1])
-      return failure(params[i].name + " is [" +
-                     std::to_string(buffers[i].rows) + ", " +
-                     std::to_string(buffers[i].cols) +
-                     "]; the spec and the "
-                     "other buffers make it [" +
-                     std::to_string(expected[i][0]) + ", " +
-                     std::to_string(expected[i][1]) + "]");
+      return compileError(params[i].name + " is [" +
+                          std::to_string(buffers[i].rows) + ", " +
+                          std::to_string(buffers[i].cols) +
+                          "]; the spec and the "
+                          "other buffers make it [" +
+                          std::to_string(expected[i][0]) + ", " +
+                          std::to_string(expected[i][1]) + "]");
   // The kernels read what the lengths and the block table say: refuse a
   // length past the cache or a page index out of range before they run.
   auto *lengths = static_cast<const int32_t *>(buffers[5].data);
@@ -156,13 +143,13 @@ kvAttentionSizesOf(const kv::KvAttentionSpec &spec,
     auto *table = static_cast<const int32_t *>(buffers[6].data);
     layout.blockTable.assign(table, table + sizes.batch * sizes.maxBlocks);
     if (!kv::validatePagedLayout(layout, tokens, &error))
-      return failure(error);
+      return compileError(error);
   } else {
     for (int64_t b = 0; b < sizes.batch; ++b)
       if (tokens[b] < 0 || tokens[b] > sizes.maxTokens)
-        return failure("seq_lens[" + std::to_string(b) + "] is " +
-                       std::to_string(tokens[b]) + "; the cache holds " +
-                       std::to_string(sizes.maxTokens) + " tokens");
+        return compileError("seq_lens[" + std::to_string(b) + "] is " +
+                            std::to_string(tokens[b]) + "; the cache holds " +
+                            std::to_string(sizes.maxTokens) + " tokens");
   }
   return sizes;
 }
@@ -172,7 +159,6 @@ buildKvAttentionModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
   context.loadDialect<ld::LowbitDialect, func::FuncDialect,
                       bufferization::BufferizationDialect,
                       memref::MemRefDialect, arith::ArithDialect>();
-  std::string diagnostics;
   OpBuilder builder(&context);
   Location loc = builder.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -314,22 +300,16 @@ buildKvAttentionModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
         /*writable=*/true);
   func::ReturnOp::create(b);
 
-  if (failed(withDiagnostics(context, diagnostics,
-                             [&] { return verify(*module); })))
-    return failure("the decode-attention module does not verify: " +
-                   diagnostics);
+  DiagnosticText diagnostics(context);
+  if (failed(verify(*module)))
+    return compileError("the decode-attention module does not verify: " +
+                        diagnostics.str());
   return module;
 }
 
 llvm::Error lowerKvAttentionToLoops(ModuleOp module) {
-  std::string diagnostics;
-  PassManager pm(module.getContext());
-  configureVerifier(pm);
-  pm.addPass(createLowbitAttentionToLoops());
-  if (failed(withDiagnostics(*module.getContext(), diagnostics,
-                             [&] { return pm.run(module); })))
-    return failure("lowbit-attention-to-loops failed: " + diagnostics);
-  return llvm::Error::success();
+  return runLoweringPasses(module, {createLowbitAttentionToLoops},
+                           "lowbit-attention-to-loops");
 }
 
 llvm::Error lowerKvAttentionForGpu(ModuleOp module) {
@@ -339,16 +319,10 @@ llvm::Error lowerKvAttentionForGpu(ModuleOp module) {
       refusal = gpuDecodeAttentionRefusal(op);
   });
   if (!refusal.empty())
-    return failure("decode attention has no GPU kernel: " + refusal);
-  std::string diagnostics;
-  PassManager pm(module.getContext());
-  configureVerifier(pm);
-  pm.addPass(createLowbitToGpu());
-  pm.addPass(createLowbitAttentionToLoops());
-  if (failed(withDiagnostics(*module.getContext(), diagnostics,
-                             [&] { return pm.run(module); })))
-    return failure("the decode-attention GPU lowering failed: " + diagnostics);
-  return llvm::Error::success();
+    return compileError("decode attention has no GPU kernel: " + refusal);
+  return runLoweringPasses(module,
+                           {createLowbitToGpu, createLowbitAttentionToLoops},
+                           "the decode-attention GPU lowering");
 }
 
 namespace {
@@ -394,21 +368,16 @@ llvm::Expected<PtxModule>
 compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
                         llvm::function_ref<void(mlir::ModuleOp)> lowered) {
   if (!target.isNvidia())
-    return failure("decode attention PTX needs an NVIDIA target, got '" +
-                   target.str() + "'");
+    return compileError("decode attention PTX needs an NVIDIA target, got '" +
+                        target.str() + "'");
   ContextLease context = borrowContext();
   auto module = buildLoweredModule(*context, spec, lowerKvAttentionForGpu);
   if (!module)
     return module.takeError();
-  std::string error, diagnostics;
-  FailureOr<PtxModule> ptx = withDiagnostics(*context, diagnostics, [&] {
-    return lowerToPtx(**module, target, error);
-  });
-  if (failed(ptx))
-    return failure(error.empty() ? diagnostics : error);
-  if (lowered)
+  auto ptx = gpuModuleToPtx(**module, target);
+  if (ptx && lowered)
     lowered(**module);
-  return std::move(*ptx);
+  return ptx;
 }
 
 KvAttentionCpuKernel::~KvAttentionCpuKernel() = default;
@@ -453,9 +422,7 @@ compileKvAttentionForCpu(const kv::KvAttentionSpec &spec) {
   auto module = buildLoweredModule(*context, spec, lowerKvAttentionToLoops);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerLoopsToLlvm(**module))
-    return std::move(error);
-  auto executable = makeHostExecutable(**module);
+  auto executable = loopsModuleToHost(**module);
   if (!executable)
     return executable.takeError();
   return std::make_unique<JitKvAttentionKernel>(spec, std::move(*executable));

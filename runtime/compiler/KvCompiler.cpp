@@ -7,6 +7,7 @@
 #include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/KernelCompileSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -24,33 +25,6 @@ namespace ld = lowbit::dialect;
 namespace lowbit::compiler {
 namespace {
 
-llvm::Error kvError(const std::string &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// The context's diagnostics, joined, while alive.
-struct KvDiagnostics {
-  explicit KvDiagnostics(MLIRContext &context)
-      : handler(&context, [this](Diagnostic &diag) {
-          text += (text.empty() ? "" : "\n") + diag.str();
-          return success();
-        }) {}
-  std::string text;
-  ScopedDiagnosticHandler handler;
-};
-
-Type valueElementType(Builder &b, kv::KvValueType type) {
-  switch (type) {
-  case kv::KvValueType::F16:
-    return b.getF16Type();
-  case kv::KvValueType::BF16:
-    return b.getBF16Type();
-  case kv::KvValueType::F32:
-    return b.getF32Type();
-  }
-  return b.getF32Type();
-}
-
 /// The kernel's parameter types in ABI order (KvCompiler.h).
 SmallVector<MemRefType> kvParamTypes(Builder &b, const kv::KvKernelSpec &spec) {
   const int64_t dynamic = ShapedType::kDynamic;
@@ -61,7 +35,7 @@ SmallVector<MemRefType> kvParamTypes(Builder &b, const kv::KvKernelSpec &spec) {
   };
   MemRefType values =
       MemRefType::get({dynamic, spec.heads, dynamic, spec.headDim},
-                      valueElementType(b, spec.valueType));
+                      kvElementType(b, spec.valueType));
   MemRefType codes = cacheType(spec.headDim, b.getI8Type());
   MemRefType scales =
       spec.scheme.isInt8()
@@ -85,9 +59,9 @@ buildKvModule(MLIRContext &context, const kv::KvKernelSpec &spec) {
   // The spec's own text is its validation: what parses is buildable.
   std::string error;
   if (!kv::parseKvKernelSpec(kv::formatKvKernelSpec(spec), &error))
-    return kvError(error);
+    return compileError(error);
   context.loadDialect<ld::LowbitDialect, func::FuncDialect>();
-  KvDiagnostics diagnostics(context);
+  DiagnosticText diagnostics(context);
   OpBuilder b(&context);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -119,43 +93,26 @@ buildKvModule(MLIRContext &context, const kv::KvKernelSpec &spec) {
                                table, schemeName, convention, epsilon, perHead);
   func::ReturnOp::create(b, loc);
   if (failed(verify(*module)))
-    return kvError("the KV kernel module does not verify: " + diagnostics.text);
+    return compileError("the KV kernel module does not verify: " +
+                        diagnostics.str());
   return module;
 }
 
-namespace {
-
-/// Runs `passes` on `module`; an error that names `what` and the
-/// diagnostics.
-llvm::Error runKvPasses(ModuleOp module,
-                        ArrayRef<std::unique_ptr<Pass> (*)()> passes,
-                        const std::string &what) {
-  KvDiagnostics diagnostics(*module.getContext());
-  PassManager pm(module.getContext());
-  configureVerifier(pm);
-  for (auto create : passes)
-    pm.addPass(create());
-  if (failed(pm.run(module)))
-    return kvError(what + " failed: " + diagnostics.text);
-  return llvm::Error::success();
-}
-
-} // namespace
-
 llvm::Error lowerKvToLoops(ModuleOp module) {
-  return runKvPasses(module, {createLowbitKvToLoops}, "lowbit-kv-to-loops");
+  return runLoweringPasses(module, {createLowbitKvToLoops},
+                           "lowbit-kv-to-loops");
 }
 
 llvm::Error lowerKvForGpu(ModuleOp module) {
-  return runKvPasses(module, {createLowbitToGpu, createLowbitKvToLoops},
-                     "lowering for the GPU");
+  return runLoweringPasses(module, {createLowbitToGpu, createLowbitKvToLoops},
+                           "lowering for the GPU");
 }
 
 llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
                                    std::string_view stage) {
   if (stage != "mlir" && stage != "loops" && stage != "llvm")
-    return kvError("unknown stage '" + std::string(stage) +
-                   "' (mlir, loops, llvm)");
+    return compileError("unknown stage '" + std::string(stage) +
+                        "' (mlir, loops, llvm)");
   ContextLease context = borrowContext();
   auto module = buildKvModule(*context, spec);
   if (!module)
@@ -179,22 +136,18 @@ compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
                const PtxOptions &options,
                llvm::function_ref<void(ModuleOp)> lowered) {
   if (!target.isNvidia())
-    return kvError("compileKvToPtx needs an NVIDIA target, got '" +
-                   target.str() + "'");
+    return compileError("compileKvToPtx needs an NVIDIA target, got '" +
+                        target.str() + "'");
   ContextLease context = borrowContext();
   auto module = buildKvModule(*context, spec);
   if (!module)
     return module.takeError();
   if (llvm::Error error = lowerKvForGpu(**module))
     return std::move(error);
-  KvDiagnostics diagnostics(*context);
-  std::string error;
-  FailureOr<PtxModule> ptx = lowerToPtx(**module, target, error, options);
-  if (failed(ptx))
-    return kvError(error.empty() ? diagnostics.text : error);
-  if (lowered)
+  auto ptx = gpuModuleToPtx(**module, target, options);
+  if (ptx && lowered)
     lowered(**module);
-  return std::move(*ptx);
+  return ptx;
 }
 
 KvCpuKernel::~KvCpuKernel() = default;
@@ -204,8 +157,9 @@ runKvHostKernel(HostExecutable &executable,
                 const std::vector<std::vector<int64_t>> &paramShapes,
                 const std::vector<KvBuffer> &buffers) {
   if (buffers.size() != paramShapes.size())
-    return kvError("the kernel takes " + std::to_string(paramShapes.size()) +
-                   " buffers, got " + std::to_string(buffers.size()));
+    return compileError("the kernel takes " +
+                        std::to_string(paramShapes.size()) + " buffers, got " +
+                        std::to_string(buffers.size()));
   // MLIR's ranked descriptor: allocated, aligned, offset, sizes[rank],
   // strides[rank], all 64-bit.
   std::vector<std::vector<int64_t>> descriptors(buffers.size());
@@ -215,13 +169,13 @@ runKvHostKernel(HostExecutable &executable,
     const std::vector<int64_t> &want = paramShapes[index];
     const std::vector<int64_t> &shape = buffers[index].shape;
     if (shape.size() != want.size())
-      return kvError("buffer " + std::to_string(index) + " has rank " +
-                     std::to_string(shape.size()) + "; the kernel takes " +
-                     std::to_string(want.size()));
+      return compileError("buffer " + std::to_string(index) + " has rank " +
+                          std::to_string(shape.size()) + "; the kernel takes " +
+                          std::to_string(want.size()));
     for (size_t axis = 0; axis < shape.size(); ++axis)
       if (shape[axis] < 1 ||
           (!ShapedType::isDynamic(want[axis]) && want[axis] != shape[axis]))
-        return kvError(
+        return compileError(
             "buffer " + std::to_string(index) + " dimension " +
             std::to_string(axis) + " is " + std::to_string(shape[axis]) +
             (ShapedType::isDynamic(want[axis])
@@ -276,9 +230,7 @@ compileKvForCpu(const kv::KvKernelSpec &spec) {
   }
   if (llvm::Error error = lowerKvToLoops(**module))
     return std::move(error);
-  if (llvm::Error error = lowerLoopsToLlvm(**module))
-    return std::move(error);
-  auto executable = makeHostExecutable(**module);
+  auto executable = loopsModuleToHost(**module);
   if (!executable)
     return executable.takeError();
   return std::make_unique<JitKvCpuKernel>(spec, std::move(*executable),

@@ -1,0 +1,69 @@
+//===- KernelCompileSupport.h - Shared steps of the kernel compilers -----===//
+//
+// The KV, KIVI and decode-attention compilers each build a module from their
+// spec, run their own lowering passes, then finish through one of the two
+// tails. The steps they share live here, so their error messages and their
+// diagnostics handling are the same.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_COMPILER_KERNELCOMPILESUPPORT_H
+#define LOWBIT_RUNTIME_COMPILER_KERNELCOMPILESUPPORT_H
+
+#include "kv/KvKernelSpec.h"
+#include "lowering/CpuTail.h"
+#include "lowering/GpuTail.h"
+#include "lowering/Target.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/Pass.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace lowbit::compiler {
+
+llvm::Error compileError(const std::string &message);
+
+/// The context's diagnostics, joined by newlines, collected while alive.
+class DiagnosticText {
+public:
+  explicit DiagnosticText(mlir::MLIRContext &context);
+  DiagnosticText(const DiagnosticText &) = delete;
+  DiagnosticText &operator=(const DiagnosticText &) = delete;
+  const std::string &str() const { return text; }
+
+private:
+  std::string text;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+using PassFactory = std::unique_ptr<mlir::Pass> (*)();
+
+/// Runs `passes` in order (with the verifier as configureVerifier sets it);
+/// on failure "WHAT failed: " and the diagnostics.
+llvm::Error runLoweringPasses(mlir::ModuleOp module,
+                              llvm::ArrayRef<PassFactory> passes,
+                              const std::string &what);
+
+/// A module already lowered for the GPU, to PTX. The error is lowerToPtx's,
+/// or the diagnostics where it gave none.
+llvm::Expected<PtxModule> gpuModuleToPtx(mlir::ModuleOp module,
+                                         const Target &target,
+                                         const PtxOptions &options = {});
+
+/// A module already lowered to loops, through the CPU tail to a loaded
+/// executable.
+llvm::Expected<std::unique_ptr<HostExecutable>>
+loopsModuleToHost(mlir::ModuleOp module);
+
+/// The MLIR element type of a KV value type (f16, bf16, f32).
+mlir::Type kvElementType(mlir::Builder &b, kv::KvValueType type);
+
+} // namespace lowbit::compiler
+
+#endif // LOWBIT_RUNTIME_COMPILER_KERNELCOMPILESUPPORT_H
