@@ -57,9 +57,10 @@ namespace lowbit {
 #define GEN_PASS_REGISTRATION
 #include "lowering/Passes.h.inc"
 
-/// lowbit-to-gpu's rewrites: lowbit.quantize (dynamic groups along the row)
-/// and lowbit.dequantize (per-tensor, per-token, row groups) to gpu.launch
-/// ops with `threadsPerBlock` threads. Ops they do not cover are left alone.
+/// lowbit-to-gpu's rewrites: lowbit.quantize (dynamic groups along the row),
+/// lowbit.dequantize (per-tensor, per-token, row groups), lowbit.fused rows,
+/// the KV append/dequantize rows and decode attention's split stage, to
+/// gpu.launch ops. Ops they do not cover are left alone.
 void populateLowbitToGpuPatterns(mlir::RewritePatternSet &patterns,
                                  int64_t threadsPerBlock = 256);
 

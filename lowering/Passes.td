@@ -114,16 +114,19 @@ def LowbitAttentionToLoops : Pass<"lowbit-attention-to-loops", "mlir::ModuleOp">
 }
 
 def LowbitToGpu : Pass<"lowbit-to-gpu", "mlir::ModuleOp"> {
-  let summary = "Map lowbit.quantize/dequantize to bandwidth-shaped gpu.launch";
+  let summary = "Map lowbit kernels to bandwidth-shaped gpu.launch";
   let description = [{
-    Lowers the quantize and dequantize ops whose access pattern it covers
-    straight to gpu.launch bodies with an explicit thread mapping: 16-byte
-    vector loads and stores per lane, warp-shuffle reductions of the group
-    statistics, scales stored by one lane per group, and lowbit.encode /
-    decode of element pairs (vector<2xf32>), so that lowbit-native-cvt
-    gives one x2 cvt per two values. Ops it does not cover are left for
-    lowbit-to-loops (docs/gpu.md lists both sets). Target-independent:
-    the chip enters later, in lowbit-native-cvt.
+    Lowers the ops whose access pattern it covers straight to gpu.launch
+    bodies with an explicit thread mapping: 16-byte vector loads and
+    stores per lane, warp-shuffle reductions of the group statistics,
+    scales stored by one lane per group, and lowbit.encode / decode of
+    element pairs (vector<2xf32>), so that lowbit-native-cvt gives one x2
+    cvt per two values. It covers lowbit.quantize / dequantize, fused row
+    kernels (lowbit.fused), lowbit.kv_append / kv_dequantize (one warp per
+    token row) and lowbit.kv_decode_attention's split stage (FlashDecoding:
+    one block per sequence, kv head and split). Ops it does not cover are
+    left for the loop passes (docs/gpu.md lists both sets).
+    Target-independent: the chip enters later, in lowbit-native-cvt.
   }];
   let options = [
     Option<"threadsPerBlock", "threads-per-block", "int64_t", "256",
