@@ -94,14 +94,9 @@ Expected<report::KernelLaunch> kvLaunch(const jit::LaunchStep &step,
 
 } // namespace
 
-Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
-                                           int64_t tokens, const Target &target,
-                                           const report::ChipModel &chip) {
-  jit::LaunchPlan plan;
-  auto ptx =
-      compiler::compileKvToPtx(spec, target, {}, [&](mlir::ModuleOp module) {
-        plan = jit::describeGpuLaunches(module);
-      });
+Expected<runtime::Cubin> linkKvReportPtx(llvm::Expected<PtxModule> &ptx,
+                                         const jit::LaunchPlan &plan,
+                                         const Target &target) {
   if (!ptx)
     return makeError(ErrorCode::CompileFailed, llvm::toString(ptx.takeError()));
   if (!plan.unsupported.empty())
@@ -111,6 +106,20 @@ Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
   if (!cubin)
     return makeError(cubin.error().code, "nvJitLink (registers and spills): " +
                                              cubin.error().message);
+  return cubin;
+}
+
+Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
+                                           int64_t tokens, const Target &target,
+                                           const report::ChipModel &chip) {
+  jit::LaunchPlan plan;
+  auto ptx =
+      compiler::compileKvToPtx(spec, target, {}, [&](mlir::ModuleOp module) {
+        plan = jit::describeGpuLaunches(module);
+      });
+  Expected<runtime::Cubin> cubin = linkKvReportPtx(ptx, plan, target);
+  if (!cubin)
+    return cubin.error();
   int64_t batch = kKvCacheReportBatch;
   bool append = spec.op == kv::KvKernelOp::Append;
   report::SpecInput input;

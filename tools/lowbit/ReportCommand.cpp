@@ -238,15 +238,9 @@ Expected<report::SpecReport> reportKvAttention(const kv::KvAttentionSpec &spec,
   auto ptx = compiler::compileKvAttentionToPtx(
       spec, target,
       [&](mlir::ModuleOp module) { plan = jit::describeGpuLaunches(module); });
-  if (!ptx)
-    return makeError(ErrorCode::CompileFailed, llvm::toString(ptx.takeError()));
-  if (!plan.unsupported.empty())
-    return makeError(ErrorCode::Unsupported,
-                     "no launch plan: " + plan.unsupported);
-  Expected<runtime::Cubin> cubin = runtime::linkPtx(ptx->ptx, target.chip);
+  Expected<runtime::Cubin> cubin = linkKvReportPtx(ptx, plan, target);
   if (!cubin)
-    return makeError(cubin.error().code, "nvJitLink (registers and spills): " +
-                                             cubin.error().message);
+    return cubin.error();
   report::SpecInput input;
   input.title = fmt::format("{} at {} tokens", kv::printKvAttentionSpec(spec),
                             kKvReportTokens);
