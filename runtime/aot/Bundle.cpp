@@ -2,6 +2,7 @@
 
 #include "runtime/aot/Bundle.h"
 
+#include "kv/KvLaunchSizes.h"
 #include "runtime/core/AtomicFile.h"
 
 #include <charconv>
@@ -32,6 +33,14 @@ JsonValue shapeJson(const Shape &shape) {
   return array;
 }
 
+/// Names relative to the bundle, "" written as null.
+JsonValue fileArray(const std::vector<std::string> &files) {
+  JsonValue array = JsonValue::array();
+  for (const std::string &file : files)
+    array.push(file.empty() ? JsonValue() : JsonValue::string(file));
+  return array;
+}
+
 JsonValue sizeJson(const SizeInstance &size) {
   JsonValue object = JsonValue::object();
   object.set("rows", JsonValue::number(size.rows));
@@ -40,6 +49,18 @@ JsonValue sizeJson(const SizeInstance &size) {
   for (const Shape &shape : size.shapes)
     shapes.push(shapeJson(shape));
   object.set("shapes", std::move(shapes));
+  if (!size.dims.empty()) {
+    JsonValue dims = JsonValue::array();
+    for (const std::vector<int64_t> &shape : size.dims) {
+      JsonValue one = JsonValue::array();
+      for (int64_t dim : shape)
+        one.push(JsonValue::number(dim));
+      dims.push(std::move(one));
+    }
+    object.set("dims", std::move(dims));
+  }
+  if (!size.inputs.empty())
+    object.set("inputs", fileArray(size.inputs));
   return object;
 }
 
@@ -140,6 +161,50 @@ public:
         }
         result.shapes.push_back(parsed);
       }
+    if (const JsonValue *dims = object.get("dims"); dims && !dims->isNull()) {
+      for (const JsonValue &shape : dims->items()) {
+        if (shape.items().empty() || shape.items().size() > kMaxRank) {
+          fail(where + ".dims: a shape of rank 1 to " +
+               std::to_string(kMaxRank));
+          break;
+        }
+        std::vector<int64_t> parsed;
+        int64_t elements = 1;
+        for (const JsonValue &dim : shape.items()) {
+          parsed.push_back(integer(dim, where + ".dims", 0, kMaxDimension));
+          if (__builtin_mul_overflow(elements, parsed.back(), &elements) ||
+              elements > kMaxElements)
+            elements = kMaxElements + 1;
+        }
+        if (elements > kMaxElements) {
+          fail(where + ".dims: a shape of more than " +
+               std::to_string(kMaxElements) + " elements");
+          break;
+        }
+        result.dims.push_back(std::move(parsed));
+      }
+      // The rank-2 shape is the ranked one's bytes: a disagreement is a
+      // hand edit that would size a buffer wrongly.
+      for (size_t i = 0;
+           !failed && i < result.dims.size() && i < result.shapes.size(); ++i) {
+        const std::vector<int64_t> &d = result.dims[i];
+        int64_t leading = 1;
+        for (size_t k = 0; k + 1 < d.size(); ++k)
+          leading *= d[k];
+        if (result.shapes[i] != Shape{leading, d.back()})
+          fail(where + ".dims[" + std::to_string(i) +
+               "]: does not match shapes[" + std::to_string(i) + "]");
+      }
+      if (!failed && result.dims.size() != result.shapes.size())
+        fail(where + ".dims: one shape per parameter");
+    }
+    if (const JsonValue *inputs = object.get("inputs");
+        inputs && !inputs->isNull()) {
+      for (const JsonValue &file : inputs->items())
+        result.inputs.push_back(file.isNull() ? "" : file.text());
+      if (result.inputs.size() != result.shapes.size())
+        fail(where + ".inputs: one file (or null) per parameter");
+    }
     return result;
   }
   void fail(std::string message) {
@@ -163,6 +228,7 @@ JsonValue toJson(const Manifest &manifest) {
   JsonValue entries = JsonValue::array();
   for (const BundleEntry &entry : manifest.entries) {
     JsonValue object = JsonValue::object();
+    object.set("kind", JsonValue::string(entry.kind));
     object.set("name", JsonValue::string(entry.name));
     object.set("spec", JsonValue::string(entry.spec));
     object.set("key", JsonValue::string(entry.key));
@@ -208,10 +274,17 @@ JsonValue toJson(const Manifest &manifest) {
     object.set("launches", std::move(launches));
     if (entry.data) {
       JsonValue data = sizeJson(entry.data->size);
-      JsonValue files = JsonValue::array();
-      for (const std::string &file : entry.data->files)
-        files.push(file.empty() ? JsonValue() : JsonValue::string(file));
-      data.set("files", std::move(files));
+      data.set("files", fileArray(entry.data->files));
+      if (entry.data->relativeTolerance > 0)
+        data.set("relative_tolerance",
+                 JsonValue::number(entry.data->relativeTolerance));
+      if (entry.data->float64Param >= 0) {
+        JsonValue reference = JsonValue::object();
+        reference.set("param",
+                      JsonValue::number(int64_t(entry.data->float64Param)));
+        reference.set("file", JsonValue::string(entry.data->float64File));
+        data.set("float64_reference", std::move(reference));
+      }
       object.set("data", std::move(data));
     }
     if (entry.bench)
@@ -231,13 +304,22 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
               std::string(kManifestFormat) + ")");
     return std::nullopt;
   }
-  if (const JsonValue *version = read.field(json, "version", "manifest");
-      version && version->asInt() != kManifestVersion) {
-    read.fail("version " + version->text() + " is not " +
+  const JsonValue *version = read.field(json, "version", "manifest");
+  if (!version)
+    return std::nullopt;
+  std::optional<int64_t> versionNumber = version->asInt();
+  if (!versionNumber || *versionNumber < kOldestManifestVersion) {
+    read.fail("version " + version->text() +
+              " is not 2 or 3: version 2 "
+              "changed the launch expressions to the JIT's syntax and added "
+              "the kernel workspace; rebuild the bundle with this lowbit's "
+              "`lowbit aot`");
+    return std::nullopt;
+  }
+  if (*versionNumber > kManifestVersion) {
+    read.fail("version " + version->text() + " is newer than this reader's " +
               std::to_string(kManifestVersion) +
-              ": version 2 changed the launch expressions to the JIT's "
-              "syntax and added the kernel workspace; rebuild the bundle "
-              "with this lowbit's `lowbit aot`");
+              "; use the runner of the lowbit that wrote the bundle");
     return std::nullopt;
   }
   manifest.target = read.string(json, "target", "manifest");
@@ -250,6 +332,13 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
     const JsonValue &object = entries->items()[i];
     std::string where = "entries[" + std::to_string(i) + "]";
     BundleEntry entry;
+    if (std::string kind = read.string(object, "kind", where, true);
+        !kind.empty())
+      entry.kind = kind;
+    if (entry.kind != "scheme" && entry.kind != "kv" &&
+        entry.kind != "attention")
+      read.fail(where + ".kind: '" + entry.kind +
+                "' is not scheme, kv or attention");
     entry.name = read.string(object, "name", where);
     entry.spec = read.string(object, "spec", where);
     entry.key = read.string(object, "key", where, true);
@@ -306,8 +395,9 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
                               get("shared_bytes")};
         }
         // Every expression compiles now, so a bad one is refused when the
-        // manifest is read, naming where it is.
-        if (!read.failed)
+        // manifest is read, naming where it is. A KV entry's expressions
+        // name ranked dimensions: they are checked against its sizes below.
+        if (!read.failed && entry.kind != "kv")
           if (Expected<launch::CompiledStep> compiled =
                   launch::compileStep(toLaunchStep(launch), entry.params.size(),
                                       entry.workspaceWords);
@@ -324,6 +414,23 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
       if (bundleData.files.size() != entry.params.size() ||
           bundleData.size.shapes.size() != entry.params.size())
         read.fail(where + ".data: one file and one shape per parameter");
+      if (const JsonValue *tolerance = data->get("relative_tolerance");
+          tolerance && !tolerance->isNull()) {
+        bundleData.relativeTolerance = tolerance->asDouble().value_or(0);
+        if (!(bundleData.relativeTolerance > 0 &&
+              bundleData.relativeTolerance < 1))
+          read.fail(where + ".data.relative_tolerance: not in (0, 1)");
+      }
+      if (const JsonValue *reference = data->get("float64_reference");
+          reference && !reference->isNull()) {
+        std::string at = where + ".data.float64_reference";
+        bundleData.float64Param = int(read.integer(
+            *reference, "param", at, 0, int64_t(entry.params.size()) - 1));
+        bundleData.float64File = read.string(*reference, "file", at);
+        if (!read.failed &&
+            !entry.params[size_t(bundleData.float64Param)].written)
+          read.fail(at + ".param: not a written parameter");
+      }
       entry.data = std::move(bundleData);
     }
     if (const JsonValue *bench = object.get("bench");
@@ -331,6 +438,24 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
       entry.bench = read.size(*bench, where + ".bench");
       if (entry.bench->shapes.size() != entry.params.size())
         read.fail(where + ".bench: one shape per parameter");
+    }
+    if (entry.kind == "kv" && !read.failed) {
+      std::vector<const SizeInstance *> sizes;
+      if (entry.data)
+        sizes.push_back(&entry.data->size);
+      if (entry.bench)
+        sizes.push_back(&*entry.bench);
+      for (const SizeInstance *size : sizes) {
+        if (size->dims.empty())
+          read.fail(where + ": a kv entry's sizes need dims");
+        for (size_t l = 0; !read.failed && l < entry.launches.size(); ++l) {
+          std::string reason;
+          if (!evaluateLaunchFor(entry.launches[l], *size, &reason,
+                                 entry.workspaceWords))
+            read.fail(where + ".launches[" + std::to_string(l) +
+                      "]: " + reason);
+        }
+      }
     }
     manifest.entries.push_back(std::move(entry));
   }
@@ -421,7 +546,7 @@ std::optional<int64_t> evaluateExpression(std::string_view expression,
 }
 
 size_t elementBytes(std::string_view element) {
-  if (element == "f32")
+  if (element == "f32" || element == "i32")
     return 4;
   if (element == "f16" || element == "bf16")
     return 2;
@@ -488,6 +613,109 @@ std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
   }
   sizes.sharedBytes = resolved->sizes[6];
   return sizes;
+}
+
+namespace {
+
+/// `expression` over ranked shapes: each dim:P:D replaced by its size
+/// (kv/KvLaunchSizes.h), then compiled and evaluated with no shapes.
+std::optional<int64_t>
+evaluateRanked(const std::string &expression,
+               const std::vector<std::vector<int64_t>> &dims,
+               std::string *error) {
+  std::optional<std::string> constant =
+      kv::substituteKvLaunchDims(expression, dims, error);
+  if (!constant)
+    return std::nullopt;
+  return evaluateExpression(*constant, {}, error);
+}
+
+} // namespace
+
+std::optional<LaunchSizes> evaluateLaunchFor(const Launch &launch,
+                                             const SizeInstance &size,
+                                             std::string *error,
+                                             int64_t workspaceWords) {
+  if (size.dims.empty())
+    return evaluateLaunch(launch, size.shapes, error, workspaceWords);
+  LaunchSizes sizes;
+  std::array<int64_t, 7> values{};
+  for (size_t i = 0; i < 7; ++i) {
+    const std::string &text =
+        i < 3 ? launch.grid[i] : (i < 6 ? launch.block[i - 3] : launch.shared);
+    std::optional<int64_t> value = evaluateRanked(text, size.dims, error);
+    if (!value)
+      return std::nullopt;
+    values[i] = *value;
+  }
+  // The bounds resolveStep checks for the rank-2 path.
+  for (size_t i = 0; i < 3; ++i)
+    if (values[i] < 0 || values[i] > INT32_MAX || values[3 + i] < 1 ||
+        values[3 + i] > 1024) {
+      setError(error, launch.entry + ": grid " + std::to_string(values[i]) +
+                          " or block " + std::to_string(values[3 + i]) +
+                          " is not launchable");
+      return std::nullopt;
+    }
+  if (values[6] < 0 || values[6] > INT32_MAX) {
+    setError(error, launch.entry + ": shared bytes " +
+                        std::to_string(values[6]) + " out of range");
+    return std::nullopt;
+  }
+  sizes.grid = {values[0], values[1], values[2]};
+  sizes.block = {values[3], values[4], values[5]};
+  sizes.sharedBytes = values[6];
+  return sizes;
+}
+
+std::optional<PackedArguments>
+packArgumentsFor(const Launch &launch, std::span<const uint64_t> addresses,
+                 const SizeInstance &size, std::string *error,
+                 uint64_t workspace, int64_t workspaceWords) {
+  if (size.dims.empty())
+    return packArguments(launch, addresses, size.shapes, error, workspace,
+                         workspaceWords);
+  PackedArguments packed;
+  auto descriptor = [&](uint64_t address, const std::vector<int64_t> &shape) {
+    packed.slots.insert(packed.slots.end(), {address, address, 0});
+    for (int64_t dim : shape)
+      packed.slots.push_back(uint64_t(dim));
+    std::vector<uint64_t> strides(shape.size(), 1);
+    for (size_t axis = shape.size(); axis > 1; --axis)
+      strides[axis - 2] = strides[axis - 1] * uint64_t(shape[axis - 1]);
+    packed.slots.insert(packed.slots.end(), strides.begin(), strides.end());
+  };
+  for (const Operand &operand : launch.operands) {
+    if (operand.memref >= 0) {
+      size_t param = size_t(operand.memref);
+      if (param < size.dims.size() && param < addresses.size()) {
+        descriptor(addresses[param], size.dims[param]);
+      } else if (param == size.dims.size() && workspaceWords > 0) {
+        descriptor(workspace, {1, workspaceWords});
+      } else {
+        setError(error, launch.entry + ": operand m:" + std::to_string(param) +
+                            " names no parameter");
+        return std::nullopt;
+      }
+      continue;
+    }
+    std::optional<int64_t> value =
+        evaluateRanked(operand.scalar, size.dims, error);
+    if (!value)
+      return std::nullopt;
+    packed.slots.push_back(operand.bits == 32 ? uint64_t(uint32_t(*value))
+                                              : uint64_t(*value));
+  }
+  if (packed.slots.size() > launch::kMaxLaunchSlots) {
+    setError(error, launch.entry + ": " + std::to_string(packed.slots.size()) +
+                        " kernel parameters, more than " +
+                        std::to_string(launch::kMaxLaunchSlots));
+    return std::nullopt;
+  }
+  // Pointers are taken after the vector stops growing.
+  for (uint64_t &slot : packed.slots)
+    packed.pointers.push_back(&slot);
+  return packed;
 }
 
 } // namespace lowbit::aot

@@ -14,6 +14,12 @@
 // one compiler, one evaluator for both. docs/aot.md describes the layout.
 // Version 2 of the manifest introduced that syntax and the workspace; a
 // version 1 manifest is refused with a message to rebuild the bundle.
+// Version 3 added the entry kinds of the KV-cache and decode-attention
+// kernels: ranked parameter shapes (`dims`, rank-N memref descriptors),
+// files uploaded before a launch (`inputs`: a cache's state before an
+// append, a bench's block table), a relative tolerance and a float64
+// reference output. A version 2 manifest still loads (its entries are
+// kind "scheme", every field new in 3 empty).
 //
 // MLIR-free: the GPU runner compiles this file with a plain C++ compiler.
 //
@@ -40,7 +46,9 @@ using json::JsonValue;
 using json::parseJson;
 
 inline constexpr std::string_view kManifestFormat = "lowbit-aot-bundle";
-inline constexpr int kManifestVersion = 2;
+inline constexpr int kManifestVersion = 3;
+/// The oldest version this reader still loads.
+inline constexpr int kOldestManifestVersion = 2;
 
 using Shape = std::array<int64_t, 2>;
 
@@ -53,8 +61,10 @@ inline constexpr int64_t kMaxParameters = 64;
 
 /// One kernel parameter (docs/kernel-abi.md), in ABI order.
 struct ParamInfo {
-  std::string role;    ///< input, scales, zeros, global, codes, output
-  std::string element; ///< f32, f16, bf16, i8
+  /// input, scales, zeros, global, codes, output; the KV kernels' and
+  /// attention's own names (positions, block_table, query, key_codes, ...).
+  std::string role;
+  std::string element; ///< f32, f16, bf16, i8, i32
   bool written = false;
 };
 
@@ -91,17 +101,45 @@ std::optional<Launch> fromLaunchStep(const launch::LaunchStep &step,
 /// format model, which the runner does not link).
 struct SizeInstance {
   int64_t rows = 0, cols = 0;
-  std::vector<Shape> shapes; ///< one per parameter
+  /// One per parameter: [rows, cols], for a ranked parameter its leading
+  /// dimensions' product and its last one (the bytes it takes).
+  std::vector<Shape> shapes;
+  /// Version 3, empty or one per parameter: the full shape (rank 1 to 8).
+  /// When given, launch expressions read `dim:P:D` from it and a memref
+  /// operand is MLIR's expanded rank-N descriptor (3 + 2N slots).
+  std::vector<std::vector<int64_t>> dims;
+  /// Version 3, empty or one per parameter: a file (relative to the
+  /// bundle) uploaded before the first launch, or "". For data, a written
+  /// parameter's contents before the kernels run (an append updates a
+  /// cache in place); for bench, contents a generated filler would get
+  /// wrong (positions, sequence lengths, block tables).
+  std::vector<std::string> inputs;
 };
+
+/// The largest rank a `dims` entry may have.
+inline constexpr size_t kMaxRank = 8;
 
 struct BundleData {
   SizeInstance size;
   /// Per parameter: the input file (read parameters) or the expected
-  /// output file (written parameters), relative to the bundle.
+  /// output file (written parameters), relative to the bundle; "" for a
+  /// written parameter that is scratch (not compared).
   std::vector<std::string> files;
+  /// Version 3: 0 compares written parameters bit for bit; > 0 compares
+  /// f32 outputs within this relative error (per element, |got - want| <=
+  /// tolerance * max(|want|, 1e-30)).
+  double relativeTolerance = 0;
+  /// Version 3: the float64 reference of one written f32 parameter, so a
+  /// run reports its relative error (-1: none).
+  int float64Param = -1;
+  std::string float64File;
 };
 
 struct BundleEntry {
+  /// "scheme" (quantize/dequantize of a named scheme), "kv" (kv_append,
+  /// kv_dequantize) or "attention" (kv_decode_attention). Version 2
+  /// entries are "scheme".
+  std::string kind = "scheme";
   std::string name; ///< file stem, unique in the bundle
   std::string spec; ///< canonical spec text
   std::string key;  ///< hash of spec, target and PTX
@@ -134,7 +172,7 @@ std::optional<int64_t> evaluateExpression(std::string_view expression,
                                           std::span<const Shape> shapes,
                                           std::string *error);
 
-/// Bytes of one element of a parameter type (f32 4, f16/bf16 2, i8 1).
+/// Bytes of one element of a parameter type (f32/i32 4, f16/bf16 2, i8 1).
 size_t elementBytes(std::string_view element);
 
 /// The kernel parameters of one launch, packed as cuLaunchKernel wants
@@ -160,6 +198,20 @@ std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
                                           std::span<const Shape> shapes,
                                           std::string *error,
                                           int64_t workspaceWords = 0);
+
+/// evaluateLaunch and packArguments for one size of an entry: with ranked
+/// `dims` (version 3), each `dim:P:D` is size D of parameter P's full
+/// shape and each memref operand its rank-N descriptor {allocated,
+/// aligned, offset, sizes[N], strides[N]} (row-major); else the rank-2
+/// shapes as above. The workspace stays the [1, words] descriptor.
+std::optional<LaunchSizes> evaluateLaunchFor(const Launch &launch,
+                                             const SizeInstance &size,
+                                             std::string *error,
+                                             int64_t workspaceWords = 0);
+std::optional<PackedArguments>
+packArgumentsFor(const Launch &launch, std::span<const uint64_t> addresses,
+                 const SizeInstance &size, std::string *error,
+                 uint64_t workspace = 0, int64_t workspaceWords = 0);
 
 } // namespace lowbit::aot
 

@@ -17,7 +17,7 @@ sources=(tools/gpu-runner/main.cpp runtime/aot/Bundle.cpp
   runtime/core/Npy.cpp
   runtime/driver/CudaDriver.cpp runtime/driver/DynamicLibrary.cpp
   runtime/driver/NvJitLink.cpp runtime/driver/Nvrtc.cpp
-  runtime/nvrtc/ReferenceKernels.cpp)
+  runtime/nvrtc/ReferenceKernels.cpp kv/KvLaunchSizes.cpp)
 cd "$source_dir"
 launcher=()
 case "$mode" in

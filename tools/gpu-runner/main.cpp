@@ -32,6 +32,7 @@
 #include "runtime/nvrtc/ReferenceKernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
@@ -186,7 +187,8 @@ std::string load(const CudaContext &context, const std::string &bundle,
 struct Buffers {
   std::vector<DeviceBuffer> device;
   std::vector<uint64_t> addresses;
-  std::vector<Shape> shapes;
+  /// The size the buffers have (rank-2 shapes, ranked dims for KV).
+  aot::SizeInstance size;
   /// The default stream's workspace, when the entry's kernels take one.
   uint64_t workspace = 0;
   int64_t workspaceWords = 0;
@@ -198,8 +200,9 @@ struct Buffers {
 launch::WorkspacePool *workspaces = nullptr;
 
 std::string allocate(const CudaContext &context, const aot::BundleEntry &entry,
-                     const std::vector<Shape> &shapes, Buffers &buffers) {
-  buffers.shapes = shapes;
+                     const aot::SizeInstance &size, Buffers &buffers) {
+  buffers.size = size;
+  const std::vector<Shape> &shapes = size.shapes;
   buffers.workspaceWords = entry.workspaceWords;
   if (entry.workspaceWords > 0) {
     Expected<uint64_t> workspace =
@@ -228,13 +231,13 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
   for (size_t k = 0; k < entry.launches.size(); ++k) {
     const aot::Launch &launch = entry.launches[k];
     std::string error;
-    std::optional<aot::LaunchSizes> sizes = aot::evaluateLaunch(
-        launch, buffers.shapes, &error, buffers.workspaceWords);
+    std::optional<aot::LaunchSizes> sizes = aot::evaluateLaunchFor(
+        launch, buffers.size, &error, buffers.workspaceWords);
     if (!sizes)
       return error;
     std::optional<aot::PackedArguments> arguments =
-        aot::packArguments(launch, buffers.addresses, buffers.shapes, &error,
-                           buffers.workspace, buffers.workspaceWords);
+        aot::packArgumentsFor(launch, buffers.addresses, buffers.size, &error,
+                              buffers.workspace, buffers.workspaceWords);
     if (!arguments)
       return error;
     if (sizes->grid[0] == 0 || sizes->grid[1] == 0 || sizes->grid[2] == 0)
@@ -264,6 +267,100 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
   return {};
 }
 
+/// A data file, checked to hold parameter `param`'s bytes and, with
+/// ranked dims, its shape.
+std::optional<npy::Array> readSized(const std::string &bundle,
+                                    const std::string &file,
+                                    const aot::ParamInfo &info,
+                                    const aot::SizeInstance &size, size_t param,
+                                    std::string &error) {
+  std::optional<npy::Array> array =
+      npy::readNpy(bundle + "/" + file, &error, npy::kMaxNpyRank);
+  if (!array)
+    return std::nullopt;
+  if (array->bytes.size() != bytesOf(info, size.shapes[param])) {
+    error = file + ": size does not match the manifest";
+    return std::nullopt;
+  }
+  if (param < size.dims.size() && array->shape != size.dims[param]) {
+    error =
+        file + ": shape " + array->shapeText() + " is not the manifest's dims";
+    return std::nullopt;
+  }
+  return array;
+}
+
+std::vector<float> floatsOf(const std::vector<uint8_t> &bytes) {
+  std::vector<float> values(bytes.size() / 4);
+  std::memcpy(values.data(), bytes.data(), values.size() * 4);
+  return values;
+}
+
+/// An f32 output within `data.relativeTolerance` of the expected one, per
+/// element: |got - want| <= tolerance * |want| (NaN never is).
+struct ToleranceResult {
+  int64_t mismatches = 0;
+  double maxRelative = 0;
+};
+ToleranceResult compareWithin(const std::vector<uint8_t> &gotBytes,
+                              const std::vector<uint8_t> &wantBytes,
+                              const aot::BundleData &data) {
+  std::vector<float> got = floatsOf(gotBytes), want = floatsOf(wantBytes);
+  ToleranceResult result;
+  for (size_t e = 0; e < got.size(); ++e) {
+    double difference = std::fabs(double(got[e]) - double(want[e]));
+    double relative = difference / std::max(std::fabs(double(want[e])), 1e-30);
+    if (!(relative <= data.relativeTolerance))
+      ++result.mismatches;
+    if (!(relative <= result.maxRelative))
+      result.maxRelative = std::isnan(relative) ? INFINITY : relative;
+  }
+  return result;
+}
+
+/// The float64 reference of a written f32 parameter: raw little-endian
+/// doubles, `count` of them.
+std::optional<std::vector<double>> readFloat64(const std::string &bundle,
+                                               const std::string &file,
+                                               size_t count,
+                                               std::string &error) {
+  std::string bytes;
+  if (!readFile(bundle + "/" + file, bytes, &error)) {
+    error = file + ": " + error;
+    return std::nullopt;
+  }
+  if (bytes.size() != count * 8) {
+    error = file + ": " + std::to_string(bytes.size()) + " bytes, not " +
+            std::to_string(count) + " doubles";
+    return std::nullopt;
+  }
+  std::vector<double> values(count);
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+/// The error of an f32 output against float64: the largest per element
+/// (relative to |exact|) and the 2-norm one (||got - exact|| / ||exact||).
+struct Float64Error {
+  double maxRelative = 0, normRelative = 0;
+};
+Float64Error float64Error(const std::vector<uint8_t> &gotBytes,
+                          const std::vector<double> &exact) {
+  std::vector<float> got = floatsOf(gotBytes);
+  Float64Error result;
+  double difference = 0, norm = 0;
+  for (size_t e = 0; e < got.size() && e < exact.size(); ++e) {
+    double d = double(got[e]) - exact[e];
+    difference += d * d;
+    norm += exact[e] * exact[e];
+    double relative = std::fabs(d) / std::max(std::fabs(exact[e]), 1e-30);
+    if (!(relative <= result.maxRelative))
+      result.maxRelative = std::isnan(relative) ? INFINITY : relative;
+  }
+  result.normRelative = norm > 0 ? std::sqrt(difference / norm) : 0;
+  return result;
+}
+
 JsonValue correctness(const CudaContext &context, const Options &options,
                       const aot::BundleEntry &entry, const LoadedEntry &loaded,
                       bool &allCorrect) {
@@ -277,29 +374,37 @@ JsonValue correctness(const CudaContext &context, const Options &options,
   };
   const aot::BundleData &data = *entry.data;
   Buffers buffers;
-  if (std::string e = allocate(context, entry, data.size.shapes, buffers);
-      !e.empty())
+  if (std::string e = allocate(context, entry, data.size, buffers); !e.empty())
     return failWith(e);
   std::vector<std::vector<uint8_t>> expected(entry.params.size());
   for (size_t i = 0; i < entry.params.size(); ++i) {
     std::string error;
-    std::optional<npy::Array> array =
-        npy::readNpy(options.bundle + "/" + data.files[i], &error);
-    if (!array)
-      return failWith(error);
     size_t bytes = bytesOf(entry.params[i], data.size.shapes[i]);
-    if (array->bytes.size() != bytes)
-      return failWith(data.files[i] + ": size does not match the manifest");
-    if (entry.params[i].written) {
-      expected[i] = std::move(array->bytes);
-      // Garbage first: every byte of a written parameter must be written.
-      std::vector<uint8_t> garbage(bytes, 0xA5);
-      if (Status s = buffers.device[i].upload(garbage.data(), bytes); !s)
-        return failWith(s.error().message);
-    } else if (Status s = buffers.device[i].upload(array->bytes.data(), bytes);
-               !s) {
-      return failWith(s.error().message);
+    // A written scratch parameter has no file: garbage in, not compared.
+    std::vector<uint8_t> upload(bytes, 0xA5);
+    if (!data.files[i].empty()) {
+      std::optional<npy::Array> array = readSized(
+          options.bundle, data.files[i], entry.params[i], data.size, i, error);
+      if (!array)
+        return failWith(error);
+      if (entry.params[i].written)
+        expected[i] = std::move(array->bytes);
+      else
+        upload = std::move(array->bytes);
     }
+    // Garbage first, so every byte of a written parameter must be
+    // written; or the state it is updated from (a cache before an append).
+    if (entry.params[i].written && i < data.size.inputs.size() &&
+        !data.size.inputs[i].empty()) {
+      std::optional<npy::Array> before =
+          readSized(options.bundle, data.size.inputs[i], entry.params[i],
+                    data.size, i, error);
+      if (!before)
+        return failWith(error);
+      upload = std::move(before->bytes);
+    }
+    if (Status s = buffers.device[i].upload(upload.data(), bytes); !s)
+      return failWith(s.error().message);
   }
   if (std::string e = launchAll(api, entry, loaded, buffers); !e.empty())
     return failWith(e);
@@ -309,12 +414,33 @@ JsonValue correctness(const CudaContext &context, const Options &options,
   int64_t mismatches = 0, compared = 0;
   JsonValue firstMismatches = JsonValue::array();
   for (size_t i = 0; i < entry.params.size(); ++i) {
-    if (!entry.params[i].written)
+    if (!entry.params[i].written || data.files[i].empty())
       continue;
     std::vector<uint8_t> got(expected[i].size());
     if (Status s = buffers.device[i].download(got.data(), got.size()); !s)
       return failWith(s.error().message);
     compared += int64_t(got.size());
+    if (data.relativeTolerance > 0) {
+      // f32 within the tolerance (attention: the GPU's summation order
+      // may differ from the CPU tail's), and the error against float64.
+      ToleranceResult within = compareWithin(got, expected[i], data);
+      mismatches += within.mismatches;
+      result.set("max_relative_error_vs_cpu",
+                 JsonValue::number(within.maxRelative));
+      if (data.float64Param == int(i)) {
+        std::string error;
+        std::optional<std::vector<double>> exact = readFloat64(
+            options.bundle, data.float64File, got.size() / 4, error);
+        if (!exact)
+          return failWith(error);
+        Float64Error vs = float64Error(got, *exact);
+        result.set("max_relative_error_vs_float64",
+                   JsonValue::number(vs.maxRelative));
+        result.set("relative_error_vs_float64",
+                   JsonValue::number(vs.normRelative));
+      }
+      continue;
+    }
     for (size_t b = 0; b < got.size(); ++b) {
       if (got[b] == expected[i][b])
         continue;
@@ -358,6 +484,8 @@ JsonValue nvidiaReference(const CudaContext &context,
     allCorrect = false;
     return result;
   };
+  if (entry.kind != "scheme")
+    return skip("NVIDIA's conversions cover the scheme kernels");
   if (entry.valueType != "f32" ||
       entry.spec.find("scale=static") != std::string::npos ||
       entry.name.ends_with("-given"))
@@ -522,13 +650,24 @@ JsonValue bench(const CudaContext &context, const Options &options,
   };
   const aot::SizeInstance &size = *entry.bench;
   Buffers buffers;
-  if (std::string e = allocate(context, entry, size.shapes, buffers);
-      !e.empty())
+  if (std::string e = allocate(context, entry, size, buffers); !e.empty())
     return failWith(e);
   size_t totalBytes = 0;
   for (size_t i = 0; i < entry.params.size(); ++i) {
     size_t bytes = bytesOf(entry.params[i], size.shapes[i]);
     totalBytes += bytes;
+    // The index buffers (positions, lengths, block tables) come with the
+    // bundle: generated ones would point outside the cache.
+    if (i < size.inputs.size() && !size.inputs[i].empty()) {
+      std::string error;
+      std::optional<npy::Array> array = readSized(
+          options.bundle, size.inputs[i], entry.params[i], size, i, error);
+      if (!array)
+        return failWith(error);
+      if (Status s = buffers.device[i].upload(array->bytes.data(), bytes); !s)
+        return failWith(s.error().message);
+      continue;
+    }
     if (entry.params[i].written)
       continue;
     std::vector<uint8_t> input = benchInput(entry.params[i], bytes);
@@ -604,11 +743,102 @@ JsonValue bench(const CudaContext &context, const Options &options,
     }
     float copyMillis = median(copies);
     result.set("copy_median_ms", JsonValue::number(double(copyMillis)));
-    result.set("copy_gbps",
-               JsonValue::number(
-                   copyMillis > 0 ? 2.0 * half / (copyMillis * 1e6) : 0.0));
+    double copyGbps = copyMillis > 0 ? 2.0 * half / (copyMillis * 1e6) : 0.0;
+    result.set("copy_gbps", JsonValue::number(copyGbps));
+    if (copyGbps > 0 && kernelMillis > 0)
+      result.set(
+          "fraction_of_copy",
+          JsonValue::number(totalBytes / (kernelMillis * 1e6) / copyGbps));
   }
   return result;
+}
+
+/// --check's recomputations where they are cheap: an attention output is
+/// within 1e-3 (2-norm) of its float64 reference; a contiguous KV append's
+/// expected cache equals the cache before it outside the rows its
+/// positions reach ([positions[b], positions[b] + tokens)), and every
+/// position fits the cache; a paged one's block table names pages that
+/// exist. "" or what is wrong.
+std::string recheckData(const std::string &bundle,
+                        const aot::BundleEntry &entry) {
+  const aot::BundleData &data = *entry.data;
+  std::string error;
+  auto load = [&](size_t param, const std::string &file) {
+    return readSized(bundle, file, entry.params[param], data.size, param,
+                     error);
+  };
+  if (data.float64Param >= 0) {
+    size_t param = size_t(data.float64Param);
+    std::optional<npy::Array> output = load(param, data.files[param]);
+    std::optional<std::vector<double>> exact =
+        output ? readFloat64(bundle, data.float64File, output->bytes.size() / 4,
+                             error)
+               : std::nullopt;
+    if (!exact)
+      return error;
+    Float64Error vs = float64Error(output->bytes, *exact);
+    if (!(vs.normRelative <= 1e-3))
+      return data.files[param] + ": " + std::to_string(vs.normRelative) +
+             " from the float64 reference (more than 1e-3)";
+  }
+  if (entry.kind != "kv" || data.size.dims.empty())
+    return {};
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < entry.params.size(); ++i)
+    index[entry.params[i].role] = i;
+  if (!index.count("codes") || !index.count("positions"))
+    return "a KV entry without codes or positions";
+  const std::vector<int64_t> &codes = data.size.dims[index["codes"]];
+  std::optional<npy::Array> positions =
+      load(index["positions"], data.files[index["positions"]]);
+  if (!positions)
+    return error;
+  std::vector<int32_t> starts(positions->bytes.size() / 4);
+  std::memcpy(starts.data(), positions->bytes.data(), starts.size() * 4);
+  int64_t tokens = data.size.cols;
+  if (index.count("block_table")) {
+    std::optional<npy::Array> table =
+        load(index["block_table"], data.files[index["block_table"]]);
+    if (!table)
+      return error;
+    for (size_t e = 0; e < table->bytes.size() / 4; ++e) {
+      int32_t page = 0;
+      std::memcpy(&page, table->bytes.data() + 4 * e, 4);
+      if (page < 0 || page >= codes[0])
+        return "block_table entry " + std::to_string(page) +
+               " names no page of " + std::to_string(codes[0]);
+    }
+    return {};
+  }
+  for (int32_t start : starts)
+    if (start < 0 || start + tokens > codes[2])
+      return "position " + std::to_string(start) + " + " +
+             std::to_string(tokens) + " tokens is past the cache's " +
+             std::to_string(codes[2]);
+  if (entry.op != "kv_append")
+    return {};
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    if (!entry.params[i].written || data.size.inputs[i].empty())
+      continue;
+    std::optional<npy::Array> before = load(i, data.size.inputs[i]);
+    std::optional<npy::Array> after =
+        before ? load(i, data.files[i]) : std::nullopt;
+    if (!after)
+      return error;
+    const std::vector<int64_t> &dims = data.size.dims[i];
+    size_t rowBytes =
+        size_t(dims[3]) * aot::elementBytes(entry.params[i].element);
+    for (int64_t row = 0; row < dims[0] * dims[1] * dims[2]; ++row) {
+      int64_t t = row % dims[2], b = row / (dims[1] * dims[2]);
+      bool appended = t >= starts[size_t(b)] && t < starts[size_t(b)] + tokens;
+      if (!appended &&
+          std::memcmp(before->bytes.data() + row * rowBytes,
+                      after->bytes.data() + row * rowBytes, rowBytes) != 0)
+        return data.files[i] + ": row " + std::to_string(row) +
+               " is outside the append but differs from the cache before it";
+    }
+  }
+  return {};
 }
 
 /// --check: everything short of the GPU. Every launch expression
@@ -643,11 +873,11 @@ int checkBundle(const Options &options, const aot::Manifest &manifest) {
     for (const aot::SizeInstance *size : sizes) {
       std::vector<uint64_t> addresses(entry.params.size(), 0x10000);
       for (const aot::Launch &launch : entry.launches) {
-        auto dims = aot::evaluateLaunch(launch, size->shapes, &error,
-                                        entry.workspaceWords);
+        auto dims =
+            aot::evaluateLaunchFor(launch, *size, &error, entry.workspaceWords);
         auto packed =
-            dims ? aot::packArguments(launch, addresses, size->shapes, &error,
-                                      0x20000, entry.workspaceWords)
+            dims ? aot::packArgumentsFor(launch, addresses, *size, &error,
+                                         0x20000, entry.workspaceWords)
                  : std::nullopt;
         if (!packed) {
           fail(error);
@@ -663,17 +893,29 @@ int checkBundle(const Options &options, const aot::Manifest &manifest) {
                    std::to_string(size->cols);
       }
     }
-    if (entry.data)
+    // Every file the runner would read, with its size and shape.
+    for (const aot::SizeInstance *size : sizes)
       for (size_t i = 0; ok && i < entry.params.size(); ++i) {
-        auto array =
-            npy::readNpy(options.bundle + "/" + entry.data->files[i], &error);
-        if (!array ||
-            array->bytes.size() !=
-                bytesOf(entry.params[i], entry.data->size.shapes[i])) {
-          fail(array ? entry.data->files[i] + ": size mismatch" : error);
-          ok = false;
-        }
+        std::vector<std::string> files;
+        if (size == sizes.front() && entry.data)
+          files.push_back(entry.data->files[i]);
+        if (i < size->inputs.size())
+          files.push_back(size->inputs[i]);
+        for (const std::string &file : files)
+          if (!file.empty() && ok &&
+              !readSized(options.bundle, file, entry.params[i], *size, i,
+                         error)) {
+            fail(error);
+            ok = false;
+          }
       }
+    if (ok && entry.data) {
+      std::string inconsistent = recheckData(options.bundle, entry);
+      if (!inconsistent.empty()) {
+        fail(inconsistent);
+        ok = false;
+      }
+    }
     if (ok)
       std::printf("%-28s ok %s%s\n", entry.name.c_str(), imageKind.c_str(),
                   summary.c_str());

@@ -28,6 +28,8 @@
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/jit/Workspace.h"
 #include "runtime/spec/KernelSpec.h"
+#include "tools/lowbit/AotKvEntries.h"
+#include "tools/lowbit/AotSupport.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/ParamRoles.h"
@@ -50,26 +52,37 @@ using aot::Launch;
 using aot::Shape;
 using aot::SizeInstance;
 
-/// The size the runner times: 8192 x 8192 f32 is 256 MiB of input, large
-/// enough that launch overhead and L2 (50 MiB on H200) do not count.
-constexpr int64_t kBenchRows = 8192, kBenchCols = 8192;
-
 constexpr std::string_view kUsage =
     "usage: lowbit aot (SPEC... | --all) [--target CHIP] --out DIR\n"
     "                  [--with-data ROWSxCOLS] [--bench ROWSxCOLS] "
     "[--no-cubin]\n"
-    "  SPEC       a kernel spec in quotes, e.g. 'quantize mxfp4'\n"
+    "                  [--kv-data BxN] [--attention-data BxN] "
+    "[--kv-bench BxN]\n"
+    "  SPEC       a kernel spec in quotes, e.g. 'quantize mxfp4', or a KV or\n"
+    "             decode-attention spec as lowbit report takes it:\n"
+    "             'kv_append kv_int8_g64 heads=8 head_dim=128',\n"
+    "             'kv_attend kv_fp8_e4m3 scale=per_head q_heads=32 kv_heads=8 "
+    "head_dim=128'\n"
     "  --all      every named scheme, quantize and dequantize, f32\n"
     "  --target   NVIDIA target (default sm_90a)\n"
     "  --with-data  also write inputs and expected outputs (.npy) computed\n"
     "             by the CPU JIT, checked equal to the reference quantizer\n"
     "  --bench    the size the runner times (default 8192x8192)\n"
-    "  --no-cubin PTX only (the driver JIT-compiles it at load)\n";
+    "  --no-cubin PTX only (the driver JIT-compiles it at load)\n"
+    "  --kv-data  KV specs' data: B sequences of N new tokens (default "
+    "3x40)\n"
+    "  --attention-data  attention data: B ragged sequences, the longest N\n"
+    "             tokens (default 3x600)\n"
+    "  --kv-bench the size the runner times KV and attention kernels at\n"
+    "             (default 1x32768)\n";
 
 /// The largest --with-data tensor: 2^24 f32 elements (64 MiB of input),
 /// since the data is written here, checked against the reference and
 /// shipped to the GPU machine with the bundle.
 constexpr int64_t kMaxDataElements = int64_t(1) << 24;
+/// The largest --kv-data / --attention-data: 2^16 sequence tokens in all
+/// (the data is written here and shipped with the bundle).
+constexpr int64_t kMaxKvDataTokens = int64_t(1) << 16;
 
 } // namespace
 
@@ -97,45 +110,6 @@ bool parseRowsByCols(std::string_view text, int64_t maxElements, int64_t &rows,
 }
 
 namespace {
-
-/// The PTX entry's parameters must be what the launch packs: 7 64-bit
-/// slots per memref (the workspace is one, `m:` the parameter count), one
-/// per scalar of its width.
-/// The runner packs every slot as 8 bytes, so a mismatch here would be a
-/// silent misread there.
-bool checkPtxSignature(const std::string &ptx, const Launch &launch,
-                       std::string &error) {
-  std::string marker = ".entry " + launch.entry + "(";
-  size_t start = ptx.find(marker);
-  if (start == std::string::npos) {
-    error = "entry '" + launch.entry + "' not found in the PTX";
-    return false;
-  }
-  size_t end = ptx.find(')', start);
-  std::string_view signature(ptx.data() + start, end - start);
-  size_t params = 0, wide = 0;
-  for (size_t at = signature.find(".param"); at != std::string_view::npos;
-       at = signature.find(".param", at + 1)) {
-    ++params;
-    std::string_view type = signature.substr(at + 6, 5);
-    if (type == " .u64" || type == " .b64" || type == " .s64")
-      ++wide;
-  }
-  size_t expected = 0, expectedWide = 0;
-  for (const aot::Operand &operand : launch.operands) {
-    size_t slots = operand.memref >= 0 ? 7 : 1;
-    expected += slots;
-    if (operand.memref >= 0 || operand.bits == 64)
-      expectedWide += slots;
-  }
-  if (params != expected || wide != expectedWide) {
-    error = fmt::format("entry '{}' has {} parameters ({} of 64 bits); the "
-                        "manifest's operands expand to {} ({} of 64 bits)",
-                        launch.entry, params, wide, expected, expectedWide);
-    return false;
-  }
-  return true;
-}
 
 // --- data -------------------------------------------------------------------
 
@@ -312,13 +286,9 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
     std::vector<uint8_t> bytes = parameterBytes(
         param, shapes[i], *reference,
         param.role == compiler::KernelParam::Role::Output ? output : input);
-    npy::Array array;
-    array.dtype = npyType(param.elementType);
-    array.shape = {shapes[i].rows, shapes[i].cols};
-    array.bytes = std::move(bytes);
-    std::optional<std::string> serialized = npy::serializeNpy(array, &error);
-    if (!serialized ||
-        !staged.stage(directory + "/" + file, *serialized, &error))
+    if (!stageNpy(directory, file, npyType(param.elementType),
+                  {shapes[i].rows, shapes[i].cols}, std::move(bytes), staged,
+                  error))
       return std::nullopt;
     data.files.push_back(file);
   }
@@ -327,8 +297,9 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
 
 // --- one spec ---------------------------------------------------------------
 
-std::string stemFor(const KernelSpec &spec, const std::string &key,
-                    std::set<std::string> &used) {
+/// The entry's file stem; keyed (a `-<key8>` suffix) for a custom scheme
+/// or a static-size spec.
+std::string stemFor(const KernelSpec &spec, bool &keyed) {
   std::string stem = fmt::format(
       "{}-{}-{}", spec.op == KernelOp::Quantize ? "quantize" : "dequantize",
       spec.scheme.name.empty() ? "custom" : spec.scheme.name,
@@ -337,21 +308,9 @@ std::string stemFor(const KernelSpec &spec, const std::string &key,
     stem += "-static";
   if (spec.globalSource == GlobalSource::Given && spec.hasGlobal())
     stem += "-given";
-  if (!used.insert(stem).second || spec.scheme.name.empty() ||
-      spec.rows != kDynamic) {
-    stem += "-" + key.substr(0, 8);
-    used.insert(stem);
-  }
+  keyed = spec.scheme.name.empty() || spec.rows != kDynamic;
   return stem;
 }
-
-struct AotOptions {
-  Target target;
-  std::string outDirectory;
-  bool cubin = true;
-  std::optional<std::pair<int64_t, int64_t>> dataSize;
-  int64_t benchRows = kBenchRows, benchCols = kBenchCols;
-};
 
 std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
                                       const AotOptions &options,
@@ -370,52 +329,28 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
     return std::nullopt;
   }
   int64_t workspaceWords = jit::kernelWorkspaceWords(spec, options.target);
-  std::vector<Launch> launches;
-  for (const launch::LaunchStep &step : build->plan.steps) {
-    std::optional<Launch> launch = aot::fromLaunchStep(step, &error);
-    if (!launch || !checkPtxSignature(build->ptx, *launch, error))
-      return std::nullopt;
-    launches.push_back(std::move(*launch));
-  }
   const std::string &ptx = build->ptx;
+  std::optional<std::vector<Launch>> launches = launchesFromPlan(
+      build->plan.steps, ptx, [](int) { return size_t(7); }, error);
+  if (!launches)
+    return std::nullopt;
 
   BundleEntry entry;
   entry.spec = printKernelSpec(spec);
-  std::string keyText = entry.spec + "\n" + options.target.str() + "\n" +
-                        std::string(runtime::lowbitVersion()) + "\n" + ptx;
-  entry.key = runtime::toHex64(
-      runtime::xxh64(keyText.data(), keyText.size(), /*seed=*/0));
-  entry.name = stemFor(spec, entry.key, usedStems);
   entry.op = spec.op == KernelOp::Quantize ? "quantize" : "dequantize";
   entry.scheme = printSchemeText(spec.scheme);
   entry.valueType = std::string(valueTypeName(spec.valueType));
-  entry.launches = std::move(launches);
+  entry.launches = std::move(*launches);
   entry.workspaceWords = workspaceWords;
   for (const compiler::KernelParam &param : compiler::kernelParams(spec))
     entry.params.push_back({std::string(paramRoleName(param.role)),
                             param.elementType, param.isResult});
-
-  std::string directory = options.outDirectory;
-  entry.ptxFile = entry.name + ".ptx";
-  if (!staged.stage(directory + "/" + entry.ptxFile, ptx, &error))
+  bool keyed = false;
+  std::string stem = stemFor(spec, keyed);
+  if (!stageKernelImages(entry, stem, keyed, ptx, options, usedStems, staged,
+                         error))
     return std::nullopt;
-  if (options.cubin) {
-    lowbit::Expected<runtime::Cubin> cubin =
-        runtime::linkPtx(ptx, options.target.chip);
-    if (!cubin) {
-      error = "nvJitLink: " + cubin.error().message +
-              " (--no-cubin writes PTX only)";
-      return std::nullopt;
-    }
-    entry.cubinFile = entry.name + ".cubin";
-    if (!staged.stage(directory + "/" + entry.cubinFile, cubin->bytes, &error))
-      return std::nullopt;
-    for (Launch &launch : entry.launches)
-      for (const runtime::KernelResources &r : cubin->allKernels)
-        if (r.function == launch.entry)
-          launch.resources = {r.registers, r.spillStoreBytes, r.spillLoadBytes,
-                              r.stackBytes, r.sharedBytes};
-  }
+  std::string directory = options.outDirectory;
   if (spec.rows == kDynamic)
     entry.bench = sizeInstance(spec, options.benchRows, options.benchCols);
   if (options.dataSize) {
@@ -451,6 +386,20 @@ CommandResult runAot(Arguments args) {
       all = true;
     } else if (arg == "--no-cubin") {
       options.cubin = false;
+    } else if (arg == "--kv-data" || arg == "--attention-data" ||
+               arg == "--kv-bench") {
+      std::optional<std::string_view> text = value();
+      if (!text)
+        return fail(fmt::format("{} needs a value", arg));
+      KvAotSize size;
+      std::string reason;
+      if (!parseRowsByCols(
+              *text, arg == "--kv-bench" ? kMaxBenchElements : kMaxKvDataTokens,
+              size.batch, size.tokens, reason))
+        return fail(fmt::format("{}: {}", arg, reason));
+      (arg == "--kv-data"          ? options.kvData
+       : arg == "--attention-data" ? options.attentionData
+                                   : options.kvBench) = size;
     } else if (arg == "--target" || arg == "--out" || arg == "--with-data" ||
                arg == "--bench") {
       std::optional<std::string_view> text = value();
@@ -504,9 +453,17 @@ CommandResult runAot(Arguments args) {
 
   // Every spec is checked before anything is compiled or written.
   std::vector<KernelSpec> specs;
+  std::vector<KvAotSpec> kvSpecs;
   if (all)
     specs = allNamedSchemeSpecs();
   for (std::string_view text : specTexts) {
+    if (isKvAotSpecText(text)) {
+      std::optional<KvAotSpec> spec = parseKvAotSpec(text, error);
+      if (!spec)
+        return fail(fmt::format("spec '{}': {}", text, error));
+      kvSpecs.push_back(*spec);
+      continue;
+    }
     std::optional<KernelSpec> spec = parseKernelSpec(text, &error);
     if (!spec)
       return fail(fmt::format("spec '{}': {}", text, error));
@@ -545,6 +502,13 @@ CommandResult runAot(Arguments args) {
       return fail(fmt::format("'{}': {}", printKernelSpec(spec), error));
     manifest.entries.push_back(std::move(*entry));
   }
+  for (const KvAotSpec &spec : kvSpecs) {
+    std::optional<BundleEntry> entry =
+        buildKvAotEntry(spec, options, usedStems, staged, error);
+    if (!entry)
+      return fail(fmt::format("'{}': {}", spec.text(), error));
+    manifest.entries.push_back(std::move(*entry));
+  }
   // The manifest is staged last and everything is renamed together: a
   // reader never sees a manifest naming files that are not there yet.
   if (!staged.stage(options.outDirectory + "/manifest.json",
@@ -552,7 +516,7 @@ CommandResult runAot(Arguments args) {
       !staged.commit(&error))
     return fail(error);
   for (const BundleEntry &entry : manifest.entries)
-    fmt::print("{:<28} {} kernel(s){}{}\n", entry.name, entry.launches.size(),
+    fmt::print("{:<44} {} kernel(s){}{}\n", entry.name, entry.launches.size(),
                entry.cubinFile.empty() ? "" : ", cubin",
                entry.data ? ", data" : "");
   fmt::print("wrote {} entries to {}/manifest.json\n", manifest.entries.size(),
