@@ -1045,7 +1045,12 @@ int main(int argc, char **argv) {
     if (entry.data) {
       JsonValue c = correctness(*context, options, entry, loaded, allCorrect);
       const JsonValue *ok = c.get("correct");
-      line += ok && ok->asBool() ? " bit-exact" : " MISMATCH";
+      bool within = entry.data->relativeTolerance > 0;
+      line += ok && ok->asBool()
+                  ? (within ? " within 1e-5 of CPU" : " bit-exact")
+                  : " MISMATCH";
+      if (const JsonValue *error = c.get("max_relative_error_vs_float64"))
+        line += " (max rel err vs float64 " + error->text().substr(0, 8) + ")";
       out.set("correctness", std::move(c));
       JsonValue reference = nvidiaReference(*context, entry, options.bundle,
                                             manifest->target, allCorrect);
@@ -1061,6 +1066,10 @@ int main(int argc, char **argv) {
         line += "  " + gbps->text().substr(0, 7) + " GB/s";
       if (const JsonValue *copy = b.get("copy_gbps"))
         line += " (copy " + copy->text().substr(0, 7) + ")";
+      if (const JsonValue *fraction = b.get("fraction_of_copy"))
+        line += " " +
+                std::to_string(int(fraction->asDouble().value_or(0) * 100)) +
+                "% of copy";
       if (const JsonValue *e = b.get("error"))
         line += "  bench error: " + e->text();
       out.set("bench", std::move(b));
