@@ -122,7 +122,7 @@ TEST_CASE("a version 1 manifest is refused with a rebuild message", "[aot]") {
                         &error);
   REQUIRE(json);
   CHECK_FALSE(manifestFromJson(*json, &error));
-  CHECK_THAT(error, Catch::Contains("version 1 is not 2"));
+  CHECK_THAT(error, Catch::Contains("version 1 is not 2 or 3"));
   CHECK_THAT(error, Catch::Contains("rebuild the bundle"));
 }
 
@@ -216,4 +216,54 @@ TEST_CASE("manifest sizes are bounded int64, refused not narrowed", "[aot]") {
   text.replace(text.find("[[4, 8]]"), 8, "[[1099511627776, 1099511627776]]");
   CHECK_FALSE(read(text, error));
   CHECK_THAT(error, Catch::Contains("elements"));
+}
+
+TEST_CASE("a version 2 manifest loads; a newer one is refused", "[aot]") {
+  std::string error;
+  auto v2 = parseJson(
+      "{\"format\": \"lowbit-aot-bundle\", \"version\": 2, \"target\": "
+      "\"sm_90a\", \"entries\": [{\"name\": \"q\", \"spec\": \"s\", \"op\": "
+      "\"quantize\", \"ptx\": \"q.ptx\", \"params\": [], "
+      "\"workspace_words\": 0, \"launches\": []}]}",
+      &error);
+  REQUIRE(v2);
+  std::optional<Manifest> manifest = manifestFromJson(*v2, &error);
+  INFO(error);
+  REQUIRE(manifest);
+  CHECK(manifest->entries[0].kind == "scheme");
+  auto v4 = parseJson("{\"format\": \"lowbit-aot-bundle\", \"version\": 4, "
+                      "\"target\": \"sm_90a\", \"entries\": []}",
+                      &error);
+  REQUIRE(v4);
+  CHECK_FALSE(manifestFromJson(*v4, &error));
+  CHECK_THAT(error, Catch::Contains("newer than this reader's 3"));
+}
+
+TEST_CASE("ranked sizes pack rank-N descriptors and substitute dims", "[aot]") {
+  Launch launch;
+  launch.entry = "k";
+  launch.grid = {"dim:0:0 dim:0:2 mul", "1", "1"};
+  launch.block = {"256", "1", "1"};
+  launch.operands = {{0, "", 64}, {-1, "dim:1:0", 32}, {1, "", 64}};
+  SizeInstance size;
+  size.shapes = {{2 * 3 * 5, 7}, {1, 4}};
+  size.dims = {{2, 3, 5, 7}, {4}};
+  std::string error;
+  std::optional<LaunchSizes> sizes = evaluateLaunchFor(launch, size, &error);
+  INFO(error);
+  REQUIRE(sizes);
+  CHECK(sizes->grid[0] == 10);
+  std::vector<uint64_t> addresses = {0x1000, 0x2000};
+  std::optional<PackedArguments> packed =
+      packArgumentsFor(launch, addresses, size, &error);
+  REQUIRE(packed);
+  // {a, a, 0, 2, 3, 5, 7, 105, 35, 7, 1}, 4, {b, b, 0, 4, 1}.
+  std::vector<uint64_t> expected = {
+      0x1000, 0x1000, 0, 2, 3, 5, 7, 105, 35, 7, 1, 4, 0x2000, 0x2000, 0, 4, 1};
+  CHECK(packed->slots == expected);
+  CHECK(packed->pointers.size() == expected.size());
+  // A dim past a parameter's rank is an error, not a read past it.
+  launch.grid[0] = "dim:1:1";
+  CHECK_FALSE(evaluateLaunchFor(launch, size, &error));
+  CHECK_THAT(error, Catch::Contains("names no buffer dimension"));
 }
