@@ -789,6 +789,8 @@ std::string recheckData(const std::string &bundle,
   if (!index.count("codes") || !index.count("positions"))
     return "a KV entry without codes or positions";
   const std::vector<int64_t> &codes = data.size.dims[index["codes"]];
+  if (codes.size() != 4)
+    return "the codes' dims are not [batch or pages, heads, tokens, dim]";
   std::optional<npy::Array> positions =
       load(index["positions"], data.files[index["positions"]]);
   if (!positions)
@@ -826,6 +828,8 @@ std::string recheckData(const std::string &bundle,
     if (!after)
       return error;
     const std::vector<int64_t> &dims = data.size.dims[i];
+    if (dims.size() != 4 || size_t(dims[0]) != starts.size())
+      return data.files[i] + ": dims are not [batch, heads, tokens, width]";
     size_t rowBytes =
         size_t(dims[3]) * aot::elementBytes(entry.params[i].element);
     for (int64_t row = 0; row < dims[0] * dims[1] * dims[2]; ++row) {
