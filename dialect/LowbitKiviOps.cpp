@@ -14,34 +14,44 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace lowbit::dialect;
 
 namespace {
 
-template <typename KiviOp> FailureOr<lowbit::kv::KiviSide> readSide(KiviOp op) {
-  std::optional<int> bits = lowbit::kv::parseKiviSchemeBits(op.getScheme());
+FailureOr<lowbit::kv::KiviSide> readSide(Operation *op, StringRef scheme,
+                                         int64_t groupSize, int64_t residual,
+                                         bool perChannel) {
+  std::optional<int> bits = lowbit::kv::parseKiviSchemeBits(scheme);
   if (!bits)
-    return op.emitOpError() << "unknown KIVI scheme '" << op.getScheme()
-                            << "' (kv_kivi_int4, kv_kivi_int2)";
+    return op->emitOpError() << "unknown KIVI scheme '" << scheme
+                             << "' (kv_kivi_int4, kv_kivi_int2)";
   lowbit::kv::KiviSide side;
   side.bits = *bits;
-  side.groupSize = op.getGroupSize();
-  side.residual = op.getResidualWindow();
-  side.perChannel = op.getPerChannel();
+  side.groupSize = groupSize;
+  side.residual = residual;
+  side.perChannel = perChannel;
   std::string error;
   if (!lowbit::kv::validateKiviSide(side, &error))
-    return op.emitOpError() << error;
+    return op->emitOpError() << error;
   return side;
 }
 
+template <typename KiviOp> FailureOr<lowbit::kv::KiviSide> readSide(KiviOp op) {
+  return readSide(op, op.getScheme(), op.getGroupSize(), op.getResidualWindow(),
+                  op.getPerChannel());
+}
+
 /// Checks the cache buffers against the tokens `values` (append's input or
-/// dequantize's output).
+/// dequantize's output); `name` is prefixed to the buffers' names in the
+/// messages ("key " and "value " for decode attention).
 LogicalResult verifyKiviCache(Operation *op, const lowbit::kv::KiviSide &side,
                               MemRefType values, MemRefType codes,
                               MemRefType scales, MemRefType zeros,
                               MemRefType residual, MemRefType lengths,
-                              MemRefType blockTable) {
+                              MemRefType blockTable, StringRef name = "") {
   ArrayRef<int64_t> tokens = values.getShape();
   int64_t batch = tokens[0], heads = tokens[1], headDim = tokens[3];
   bool paged = blockTable != nullptr;
@@ -53,8 +63,9 @@ LogicalResult verifyKiviCache(Operation *op, const lowbit::kv::KiviSide &side,
     if (ShapedType::isDynamic(have) || ShapedType::isDynamic(want) ||
         have == want)
       return success();
-    return op->emitOpError() << buffer << " dimension " << axis << " is "
-                             << have << "; " << why << " needs " << want;
+    return op->emitOpError()
+           << name << buffer << " dimension " << axis << " is " << have << "; "
+           << why << " needs " << want;
   };
   int64_t codeWidth =
       known ? side.codeWidth(headDim) : int64_t(ShapedType::kDynamic);
@@ -100,7 +111,8 @@ LogicalResult verifyKiviCache(Operation *op, const lowbit::kv::KiviSide &side,
         return failure();
   }
   if (zeros.getShape() != scales.getShape())
-    return op->emitOpError() << "the zeros' shape must be the scales'";
+    return op->emitOpError() << "the " << name << "zeros' shape must be the "
+                             << name << "scales'";
   return success();
 }
 
@@ -150,4 +162,95 @@ LogicalResult KiviDequantizeOp::verify() {
                          getCodes().getType(), getScales().getType(),
                          getZeros().getType(), getResidual().getType(),
                          getLengths().getType(), typeOrNull(getBlockTable()));
+}
+
+lowbit::kv::KiviSide KiviDecodeAttentionOp::getKeySide() {
+  FailureOr<lowbit::kv::KiviSide> side =
+      readSide(*this, getScheme(), getGroupSize(), getResidualWindow(),
+               getPerChannelKeys());
+  return succeeded(side) ? *side : lowbit::kv::KiviSide{};
+}
+
+lowbit::kv::KiviSide KiviDecodeAttentionOp::getValueSide() {
+  FailureOr<lowbit::kv::KiviSide> side =
+      readSide(*this, getScheme(), getGroupSize(), getResidualWindow(), false);
+  return succeeded(side) ? *side : lowbit::kv::KiviSide{};
+}
+
+LogicalResult KiviDecodeAttentionOp::verify() {
+  FailureOr<lowbit::kv::KiviSide> keySide =
+      readSide(*this, getScheme(), getGroupSize(), getResidualWindow(),
+               getPerChannelKeys());
+  if (failed(keySide))
+    return failure();
+  lowbit::kv::KiviSide valueSide = *keySide;
+  valueSide.perChannel = false;
+  float softmaxScale = getSoftmaxScale().convertToFloat();
+  if (!std::isfinite(softmaxScale))
+    return emitOpError() << "softmax_scale must be finite";
+  if (getSplitTokens() < 1)
+    return emitOpError() << "split_tokens is " << getSplitTokens()
+                         << "; it must be >= 1";
+  MemRefType keyRing = getKeyResidual().getType();
+  if (getValueResidual().getType().getElementType() != keyRing.getElementType())
+    return emitOpError()
+           << "the value residual holds the key residual's element type";
+  if (getValueCodes().getType().getShape() !=
+      getKeyCodes().getType().getShape())
+    return emitOpError() << "key and value codes have different shapes";
+  ArrayRef<int64_t> query = getQuery().getType().getShape();
+  int64_t batch = query[0], qHeads = query[1], headDim = query[2];
+  int64_t kvHeads = keyRing.getShape()[1];
+  auto known = [](int64_t size) { return !ShapedType::isDynamic(size); };
+  if (known(qHeads) && known(kvHeads) && qHeads % kvHeads != 0)
+    return emitOpError() << "query heads (" << qHeads
+                         << ") are not a multiple of kv_heads (" << kvHeads
+                         << ")";
+  // The tokens both sides hold: [batch, kv_heads, ?, head_dim].
+  auto tokens = MemRefType::get({batch, kvHeads, ShapedType::kDynamic, headDim},
+                                keyRing.getElementType());
+  MemRefType table = typeOrNull(getBlockTable());
+  if (failed(verifyKiviCache(*this, *keySide, tokens, getKeyCodes().getType(),
+                             getKeyScales().getType(), getKeyZeros().getType(),
+                             keyRing, getLengths().getType(), table, "key ")) ||
+      failed(
+          verifyKiviCache(*this, valueSide, tokens, getValueCodes().getType(),
+                          getValueScales().getType(), getValueZeros().getType(),
+                          getValueResidual().getType(), getLengths().getType(),
+                          table, "value ")))
+    return failure();
+  // Expects `buffer`'s dimension `axis` to be `want` (when both are known).
+  auto expect = [&](StringRef buffer, ArrayRef<int64_t> shape, int axis,
+                    int64_t want, StringRef why) -> LogicalResult {
+    if (!known(shape[axis]) || !known(want) || shape[axis] == want)
+      return success();
+    return emitOpError() << buffer << " dimension " << axis << " is "
+                         << shape[axis] << "; " << why << " needs " << want;
+  };
+  ArrayRef<int64_t> output = getOutput().getType().getShape();
+  ArrayRef<int64_t> partials = getPartials().getType().getShape();
+  int64_t group = known(qHeads) && known(kvHeads)
+                      ? qHeads / kvHeads
+                      : int64_t(ShapedType::kDynamic);
+  int64_t maxTokens = getKeyCodes().getType().getShape()[2];
+  if (table)
+    maxTokens = known(table.getShape()[1])
+                    ? lowbit::kv::kPageTokens * table.getShape()[1]
+                    : int64_t(ShapedType::kDynamic);
+  int64_t splits = known(maxTokens)
+                       ? (maxTokens + getSplitTokens() - 1) / getSplitTokens()
+                       : int64_t(ShapedType::kDynamic);
+  int64_t row = known(headDim) ? headDim + 2 : int64_t(ShapedType::kDynamic);
+  if (failed(expect("output", output, 0, batch, "the batch")) ||
+      failed(expect("output", output, 1, qHeads, "the query heads")) ||
+      failed(expect("output", output, 2, headDim, "head_dim")) ||
+      failed(expect("partials", partials, 0, batch, "the batch")) ||
+      failed(expect("partials", partials, 1, kvHeads, "kv_heads")) ||
+      failed(expect("partials", partials, 2, splits,
+                    "ceil(max tokens / split_tokens)")) ||
+      failed(
+          expect("partials", partials, 3, group, "query heads per kv head")) ||
+      failed(expect("partials", partials, 4, row, "head_dim + 2")))
+    return failure();
+  return success();
 }

@@ -2,7 +2,7 @@
 //
 // Ops on one side (keys or values) of a KIVI cache held in memrefs: 2/4-bit
 // asymmetric codes with f32 scales and u8 zero points, and a ring of the
-// newest tokens in full precision. The arithmetic is kv/KvKivi.h's, the
+// newest tokens in full precision; and decode attention over both sides. The arithmetic is kv/KvKivi.h's, the
 // buffers kv/KvKiviKernelSpec.h's (docs/kv-kernels.md, KIVI).
 //
 //===----------------------------------------------------------------------===//
@@ -113,6 +113,77 @@ def Lowbit_KiviDequantizeOp : Lowbit_KiviOp<"kivi_dequantize"> {
     type($scales) `,` type($zeros) `,` type($residual) `,` type($positions)
     `,` type($lengths) `,` type($output) (`,` type($block_table)^)?
   }];
+}
+
+def Lowbit_KiviQuery : MemRefRankOf<[F16, BF16, F32], [3]>;
+def Lowbit_KiviAttentionOutput : MemRefRankOf<[F32], [3]>;
+def Lowbit_KiviPartials : MemRefRankOf<[F32], [5]>;
+
+def Lowbit_KiviDecodeAttentionOp : Lowbit_Op<"kivi_decode_attention"> {
+  let summary = "Decode attention over a KIVI cache, split-K";
+  let description = [{
+    One decode step: `output[b, h] = softmax(softmax_scale * q[b, h] .
+    K^T) V` over the `lengths[b]` tokens sequence b holds, with K and V
+    read from both sides of a KIVI cache exactly as kivi_append writes
+    them (keys per channel with `per_channel_keys`, else per token; values
+    per token; the same scheme, G and R on both sides). A token of the
+    quantized prefix (floor(max(0, T - R) / G) * G tokens) is dequantized
+    where the loops read it, a newer one is read from the ring. Query
+    head h reads kv head h / (q_heads / kv_heads).
+
+    The tokens are cut into splits of `split_tokens`; `partials` [batch,
+    kv_heads, splits, q_heads / kv_heads, head_dim + 2] holds each split's
+    accumulator, max logit and sum of weights, merged into `output`
+    [batch, q_heads, head_dim] (f32) as kv_decode_attention's second stage
+    does (docs/decode-attention.md, KIVI).
+
+    ```mlir
+    lowbit.kivi_decode_attention %q, %kc, %ks, %kz, %kr, %vc, %vs, %vz, %vr
+        at %lengths into %out, %partials
+        {scheme = "kv_kivi_int4", group_size = 32, residual_window = 128,
+         per_channel_keys, softmax_scale = 0.125 : f32, split_tokens = 64}
+        : memref<2x8x64xbf16>, memref<2x2x4096x32xi8>,
+          memref<2x2x128x64xf32>, memref<2x2x128x64xi8>,
+          memref<2x2x160x64xf16>, memref<2x2x4096x32xi8>,
+          memref<2x2x4096x2xf32>, memref<2x2x4096x2xi8>,
+          memref<2x2x160x64xf16>, memref<2xi32>, memref<2x8x64xf32>,
+          memref<2x2x64x4x66xf32>
+    ```
+  }];
+  let arguments = (ins Arg<Lowbit_KiviQuery, "", [MemRead]>:$query,
+      Arg<Lowbit_KiviBytes, "", [MemRead]>:$key_codes,
+      Arg<Lowbit_KiviScales, "", [MemRead]>:$key_scales,
+      Arg<Lowbit_KiviBytes, "", [MemRead]>:$key_zeros,
+      Arg<Lowbit_KiviTokens, "", [MemRead]>:$key_residual,
+      Arg<Lowbit_KiviBytes, "", [MemRead]>:$value_codes,
+      Arg<Lowbit_KiviScales, "", [MemRead]>:$value_scales,
+      Arg<Lowbit_KiviBytes, "", [MemRead]>:$value_zeros,
+      Arg<Lowbit_KiviTokens, "", [MemRead]>:$value_residual,
+      Arg<Lowbit_KiviLengths, "", [MemRead]>:$lengths,
+      Arg<Lowbit_KiviAttentionOutput, "", [MemWrite]>:$output,
+      Arg<Lowbit_KiviPartials, "", [MemRead, MemWrite]>:$partials,
+      Arg<Optional<Lowbit_KiviBlockTable>, "", [MemRead]>:$block_table,
+      StrAttr:$scheme, I64Attr:$group_size, I64Attr:$residual_window,
+      UnitAttr:$per_channel_keys, F32Attr:$softmax_scale,
+      I64Attr:$split_tokens);
+  let assemblyFormat = [{
+    $query `,` $key_codes `,` $key_scales `,` $key_zeros `,` $key_residual
+    `,` $value_codes `,` $value_scales `,` $value_zeros `,` $value_residual
+    `at` $lengths `into` $output `,` $partials (`table` $block_table^)?
+    attr-dict `:` type($query) `,` type($key_codes) `,` type($key_scales)
+    `,` type($key_zeros) `,` type($key_residual) `,` type($value_codes) `,`
+    type($value_scales) `,` type($value_zeros) `,` type($value_residual) `,`
+    type($lengths) `,` type($output) `,` type($partials)
+    (`,` type($block_table)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The keys' side (per channel with per_channel_keys) and the values'
+    /// (per token); the verifier has checked them.
+    ::lowbit::kv::KiviSide getKeySide();
+    ::lowbit::kv::KiviSide getValueSide();
+    bool isPaged() { return getBlockTable() != nullptr; }
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // LOWBIT_KIVI_OPS_TD

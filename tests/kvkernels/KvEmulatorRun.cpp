@@ -128,36 +128,51 @@ KvEmulatedKernel::finish(std::unique_ptr<KvEmulatedKernel> kernel,
   return kernel;
 }
 
-std::unique_ptr<KvEmulatedKernel>
-KvEmulatedKernel::compileKivi(const kv::KiviKernelSpec &spec,
-                              const Target &target, std::string &error) {
+std::unique_ptr<KvEmulatedKernel> KvEmulatedKernel::compileLoops(
+    const std::function<llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>(
+        mlir::MLIRContext &)> &build,
+    std::vector<std::pair<size_t, bool>> params, const Target &target,
+    std::string &error) {
   std::unique_ptr<KvEmulatedKernel> kernel(new KvEmulatedKernel());
   kernel->context = compiler::makeContext();
-  size_t residual = valueBytes(spec.residualType);
-  if (spec.op == kv::KvKernelOp::Append)
-    kernel->kiviParams = {{residual, false}, {1, true},        {4, true},
-                          {1, true},         {residual, true}, {4, false}};
-  else
-    kernel->kiviParams = {{1, false},
-                          {4, false},
-                          {1, false},
-                          {residual, false},
-                          {4, false},
-                          {4, false},
-                          {valueBytes(spec.outputType), true}};
-  if (spec.layout == kv::KvLayout::Paged)
-    kernel->kiviParams.push_back({4, false});
-  auto built = compiler::buildKiviModule(*kernel->context, spec);
+  kernel->kiviParams = std::move(params);
+  auto built = build(*kernel->context);
   if (!built) {
     error = llvm::toString(built.takeError());
     return nullptr;
   }
   mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*built);
-  if (llvm::Error lowered = compiler::lowerKiviToLoops(*module)) {
-    error = llvm::toString(std::move(lowered));
-    return nullptr;
-  }
   return finish(std::move(kernel), *module, target, error);
+}
+
+std::unique_ptr<KvEmulatedKernel>
+KvEmulatedKernel::compileKivi(const kv::KiviKernelSpec &spec,
+                              const Target &target, std::string &error) {
+  size_t residual = valueBytes(spec.residualType);
+  std::vector<std::pair<size_t, bool>> params;
+  if (spec.op == kv::KvKernelOp::Append)
+    params = {{residual, false}, {1, true},        {4, true},
+              {1, true},         {residual, true}, {4, false}};
+  else
+    params = {{1, false},
+              {4, false},
+              {1, false},
+              {residual, false},
+              {4, false},
+              {4, false},
+              {valueBytes(spec.outputType), true}};
+  if (spec.layout == kv::KvLayout::Paged)
+    params.push_back({4, false});
+  auto build = [&](mlir::MLIRContext &context)
+      -> llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> {
+    auto module = compiler::buildKiviModule(context, spec);
+    if (!module)
+      return module.takeError();
+    if (llvm::Error lowered = compiler::lowerKiviToLoops(**module))
+      return std::move(lowered);
+    return module;
+  };
+  return compileLoops(build, std::move(params), target, error);
 }
 
 std::string

@@ -24,6 +24,10 @@
 #include "runtime/emulator/Simt.h"
 #include "runtime/jit/LaunchPlan.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +54,14 @@ public:
   static std::unique_ptr<KvEmulatedKernel>
   compileKivi(const kv::KiviKernelSpec &spec, const Target &target,
               std::string &error);
+  /// The kernel whose module `build` makes at the loops stage (in the
+  /// kernel's own context), run as the KV kernels are; `params` holds each
+  /// ABI parameter's element bytes and whether the kernel writes it.
+  static std::unique_ptr<KvEmulatedKernel> compileLoops(
+      const std::function<llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>(
+          mlir::MLIRContext &)> &build,
+      std::vector<std::pair<size_t, bool>> params, const Target &target,
+      std::string &error);
   /// Runs every launch of the plan over `buffers` (the KV kernel ABI,
   /// docs/kv-kernels.md); "" or the error. Only the buffers the op writes
   /// (append: codes and int8 scales; dequantize: the output) are writable.
@@ -66,7 +78,8 @@ private:
   finish(std::unique_ptr<KvEmulatedKernel> kernel, mlir::ModuleOp module,
          const Target &target, std::string &error);
   /// Per ABI parameter: element bytes and whether the op writes it, when
-  /// the kernel is a KIVI one (else they come from `spec`).
+  /// the kernel is not a kv_append/kv_dequantize one (else they come from
+  /// `spec`).
   std::vector<std::pair<size_t, bool>> kiviParams;
   kv::KvKernelSpec spec;
   std::unique_ptr<mlir::MLIRContext> context;

@@ -1,0 +1,288 @@
+//===- KiviAttentionCompiler.cpp - KIVI decode attention -> CPU | PTX -----===//
+
+#include "runtime/compiler/KiviAttentionCompiler.h"
+
+#include "dialect/LowbitKiviOps.h"
+#include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/KernelCompileSupport.h"
+#include "runtime/compiler/KiviCompiler.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+
+#include <string>
+
+using namespace mlir;
+namespace ld = lowbit::dialect;
+
+namespace lowbit::compiler {
+
+namespace {
+
+enum Param : size_t {
+  Query,
+  KeyCodes,
+  KeyScales,
+  KeyZeros,
+  KeyResidual,
+  ValueCodes,
+  ValueScales,
+  ValueZeros,
+  ValueResidual,
+  Lengths,
+  Output,
+  Partials,
+  BlockTable,
+};
+
+constexpr const char *kParamNames[] = {
+    "query",          "key codes",   "key scales",   "key zeros",
+    "key residual",   "value codes", "value scales", "value zeros",
+    "value residual", "lengths",     "output",       "partials",
+    "block table"};
+
+/// One side's cache buffers: kivi_dequantize's codes, scales, zeros and
+/// residual (KiviCompiler.h), for kv_heads heads.
+std::vector<std::vector<int64_t>> sideShapes(const kv::KiviAttentionSpec &spec,
+                                             const kv::KiviSide &side) {
+  kv::KiviKernelSpec sideSpec;
+  sideSpec.op = kv::KvKernelOp::Dequantize;
+  sideSpec.side = side;
+  sideSpec.residualType = spec.cache;
+  sideSpec.layout = spec.layout;
+  sideSpec.heads = spec.kvHeads;
+  sideSpec.headDim = spec.headDim;
+  std::vector<std::vector<int64_t>> shapes = kiviParamShapes(sideSpec);
+  shapes.resize(4);
+  return shapes;
+}
+
+/// buildKiviAttentionModule, then lowerKiviToLoops: where both tails start.
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildKiviAttentionLoops(MLIRContext &context,
+                        const kv::KiviAttentionSpec &spec) {
+  auto module = buildKiviAttentionModule(context, spec);
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = lowerKiviToLoops(**module))
+    return std::move(error);
+  return module;
+}
+
+} // namespace
+
+std::vector<std::vector<int64_t>>
+kiviAttentionParamShapes(const kv::KiviAttentionSpec &spec) {
+  const int64_t dynamic = ShapedType::kDynamic;
+  std::vector<int64_t> heads = {dynamic, spec.qHeads, spec.headDim};
+  std::vector<std::vector<int64_t>> shapes = {heads};
+  for (const kv::KiviSide &side : {spec.keys, spec.valueSide()})
+    for (std::vector<int64_t> &shape : sideShapes(spec, side))
+      shapes.push_back(std::move(shape));
+  shapes.push_back({dynamic});
+  shapes.push_back(heads);
+  shapes.push_back(
+      {dynamic, spec.kvHeads, dynamic, spec.groupHeads(), spec.headDim + 2});
+  if (spec.paged())
+    shapes.push_back({dynamic, dynamic});
+  return shapes;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildKiviAttentionModule(MLIRContext &context,
+                         const kv::KiviAttentionSpec &spec) {
+  std::string error;
+  if (!kv::validateKiviAttentionSpec(spec, &error))
+    return compileError(error);
+  context.loadDialect<ld::LowbitDialect, func::FuncDialect>();
+  DiagnosticText diagnostics(context);
+  OpBuilder b(&context);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+
+  Type ring = kvElementType(b, spec.cache);
+  Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
+  SmallVector<Type> elements = {kvElementType(b, spec.query),
+                                i8,
+                                f32,
+                                i8,
+                                ring,
+                                i8,
+                                f32,
+                                i8,
+                                ring,
+                                i32,
+                                f32,
+                                f32};
+  if (spec.paged())
+    elements.push_back(i32);
+  SmallVector<Type> argTypes;
+  std::vector<std::vector<int64_t>> shapes = kiviAttentionParamShapes(spec);
+  for (size_t index = 0; index < shapes.size(); ++index)
+    argTypes.push_back(MemRefType::get(shapes[index], elements[index]));
+  auto func = func::FuncOp::create(b, loc, kKernelName,
+                                   b.getFunctionType(argTypes, {}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto args = body->getArguments();
+  ld::KiviDecodeAttentionOp::create(
+      b, loc, args[Query], args[KeyCodes], args[KeyScales], args[KeyZeros],
+      args[KeyResidual], args[ValueCodes], args[ValueScales], args[ValueZeros],
+      args[ValueResidual], args[Lengths], args[Output], args[Partials],
+      spec.paged() ? args[BlockTable] : Value(),
+      b.getStringAttr(kv::kiviSchemeName(spec.keys.bits)),
+      b.getI64IntegerAttr(spec.keys.groupSize),
+      b.getI64IntegerAttr(spec.keys.residual),
+      spec.keys.perChannel ? b.getUnitAttr() : UnitAttr(),
+      b.getF32FloatAttr(spec.softmaxScale),
+      b.getI64IntegerAttr(spec.splitTokens));
+  func::ReturnOp::create(b, loc);
+  if (failed(verify(*module)))
+    return compileError("the KIVI decode-attention module does not verify: " +
+                        diagnostics.str());
+  return module;
+}
+
+llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
+                                      const std::vector<KvBuffer> &buffers) {
+  std::vector<std::vector<int64_t>> want = kiviAttentionParamShapes(spec);
+  if (buffers.size() != want.size())
+    return compileError("the kernel takes " + std::to_string(want.size()) +
+                        " buffers, got " + std::to_string(buffers.size()));
+  for (size_t index = 0; index < want.size(); ++index)
+    if (buffers[index].shape.size() != want[index].size())
+      return compileError(std::string(kParamNames[index]) + " has rank " +
+                          std::to_string(buffers[index].shape.size()) +
+                          "; the kernel takes " +
+                          std::to_string(want[index].size()));
+  auto size = [&](size_t param, size_t axis) {
+    return buffers[param].shape[axis];
+  };
+  // Expects dimension `axis` of `param` to be `value`.
+  auto expect = [&](size_t param, size_t axis, int64_t value,
+                    const std::string &why) -> llvm::Error {
+    if (size(param, axis) == value)
+      return llvm::Error::success();
+    return compileError(std::string(kParamNames[param]) + " dimension " +
+                        std::to_string(axis) + " is " +
+                        std::to_string(size(param, axis)) + "; " + why +
+                        " needs " + std::to_string(value));
+  };
+  const int64_t batch = size(Query, 0);
+  const std::string batchWhy = "the batch (query dimension 0)";
+  std::vector<size_t> batched = {Lengths, Output, Partials, KeyResidual,
+                                 ValueResidual};
+  batched.push_back(spec.paged() ? size_t(BlockTable) : size_t(KeyCodes));
+  for (size_t param : batched)
+    if (llvm::Error error = expect(param, 0, batch, batchWhy))
+      return error;
+  for (size_t axis = 0; axis < 4; ++axis)
+    if (llvm::Error error = expect(ValueCodes, axis, size(KeyCodes, axis),
+                                   "the key codes' shape"))
+      return error;
+  const int64_t maxTokens =
+      spec.paged() ? kv::kPageTokens * size(BlockTable, 1) : size(KeyCodes, 2);
+  // Scales and zeros: per token the codes' rows; per channel (keys) the
+  // codes' pages, or a row per group of the contiguous capacity.
+  for (auto [scales, zeros, perChannel] :
+       {std::tuple{size_t(KeyScales), size_t(KeyZeros), spec.keys.perChannel},
+        std::tuple{size_t(ValueScales), size_t(ValueZeros), false}}) {
+    for (size_t axis = 0; axis < 4; ++axis)
+      if (llvm::Error error =
+              expect(zeros, axis, size(scales, axis),
+                     std::string(kParamNames[scales]) + "' shape"))
+        return error;
+    int64_t groups =
+        (maxTokens + spec.keys.groupSize - 1) / spec.keys.groupSize;
+    llvm::Error error =
+        !perChannel ? expect(scales, 2, size(KeyCodes, 2), "the codes' rows")
+        : spec.paged()
+            ? expect(scales, 0, size(KeyCodes, 0), "the codes' pages")
+            : expect(scales, 2, groups, "a row per group of the capacity");
+    if (error)
+      return error;
+    if (llvm::Error error =
+            expect(scales, 0, size(KeyCodes, 0), "the codes' dimension 0"))
+      return error;
+  }
+  int64_t splits = (maxTokens + spec.splitTokens - 1) / spec.splitTokens;
+  if (llvm::Error error =
+          expect(Partials, 2, splits,
+                 "ceil(" + std::to_string(maxTokens) + " max tokens / split " +
+                     std::to_string(spec.splitTokens) + ")"))
+    return error;
+  const auto *lengths = static_cast<const int32_t *>(buffers[Lengths].data);
+  const auto *table =
+      spec.paged() ? static_cast<const int32_t *>(buffers[BlockTable].data)
+                   : nullptr;
+  for (int64_t b = 0; b < batch; ++b) {
+    if (lengths[b] < 0 || lengths[b] > maxTokens)
+      return compileError("sequence " + std::to_string(b) + " holds " +
+                          std::to_string(lengths[b]) +
+                          " tokens; the cache holds [0, " +
+                          std::to_string(maxTokens) + "]");
+    if (!spec.paged())
+      continue;
+    // The quantized prefix is read from pages; the ring needs none.
+    int64_t prefix = spec.keys.quantizedPrefix(lengths[b]);
+    for (int64_t block = 0; block * kv::kPageTokens < prefix; ++block) {
+      int32_t page = table[b * size(BlockTable, 1) + block];
+      if (page < 0 || page >= size(KeyCodes, 0))
+        return compileError("block table entry [" + std::to_string(b) + ", " +
+                            std::to_string(block) + "] is " +
+                            std::to_string(page) + "; sequence " +
+                            std::to_string(b) +
+                            "'s quantized tokens need a "
+                            "page in [0, " +
+                            std::to_string(size(KeyCodes, 0)) + ")");
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<PtxModule>
+compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
+                          const Target &target, const PtxOptions &options) {
+  if (!target.isNvidia())
+    return compileError("compileKiviAttentionToPtx needs an NVIDIA target, "
+                        "got '" +
+                        target.str() + "'");
+  ContextLease context = borrowContext();
+  auto module = buildKiviAttentionLoops(*context, spec);
+  if (!module)
+    return module.takeError();
+  return gpuModuleToPtx(**module, target, options);
+}
+
+KiviAttentionCpuKernel::KiviAttentionCpuKernel(
+    kv::KiviAttentionSpec spec, std::unique_ptr<HostExecutable> executable)
+    : kernelSpec(std::move(spec)), executable(std::move(executable)) {}
+
+KiviAttentionCpuKernel::~KiviAttentionCpuKernel() = default;
+
+llvm::Error KiviAttentionCpuKernel::run(const std::vector<KvBuffer> &buffers) {
+  if (llvm::Error error = checkKiviAttentionBuffers(kernelSpec, buffers))
+    return error;
+  return runKvHostKernel(*executable, kiviAttentionParamShapes(kernelSpec),
+                         buffers);
+}
+
+llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>
+compileKiviAttentionForCpu(const kv::KiviAttentionSpec &spec) {
+  ContextLease context = borrowContext();
+  auto module = buildKiviAttentionLoops(*context, spec);
+  if (!module)
+    return module.takeError();
+  auto executable = loopsModuleToHost(**module);
+  if (!executable)
+    return executable.takeError();
+  return std::unique_ptr<KiviAttentionCpuKernel>(
+      new KiviAttentionCpuKernel(spec, std::move(*executable)));
+}
+
+} // namespace lowbit::compiler
