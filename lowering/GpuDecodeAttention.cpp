@@ -43,6 +43,10 @@ constexpr int64_t kSliceChannels = kv::kDecodeLaneChannels;
 constexpr int64_t kThreads = kSlots * kLanes;
 constexpr int64_t kRowChannels = kLanes * kSliceChannels;
 constexpr int64_t kWarps = kThreads / gpu_mapping::kWarpSize;
+/// Tokens per slot and trip of the K and V loops: their 16-byte loads are
+/// issued before the first token's math, so a thread has this many loads
+/// in flight (docs/decode-attention.md, "Bytes in flight").
+constexpr int64_t kTokensPerTrip = 4;
 
 /// The static sizes the kernel unrolls over.
 struct KernelShape {
@@ -114,10 +118,11 @@ public:
     count =
         arith::MaxSIOp::create(b, arith::SubIOp::create(b, end, begin), idx(0));
     Value trips = arith::CeilDivUIOp::create(b, count, idx(kSlots));
-    if (!isInt8)
-      fp8Scale = [&](Value scales) {
-        return load(scales, {perHead ? kvHead : idx(0)});
-      };
+    // An FP8 scale is one per kv head (or tensor): read once, not per row.
+    if (!isInt8) {
+      keyScale = load(keyScales, {perHead ? kvHead : idx(0)});
+      valueScale = load(valueScales, {perHead ? kvHead : idx(0)});
+    }
 
     emitLogits(trips);
     gpu::BarrierOp::create(b);
@@ -180,38 +185,56 @@ private:
     return result;
   }
 
-  /// The lane's dequantized channels of a row: one 16-byte load per slice
-  /// when head_dim is a multiple of 16 (a slice past head_dim reads slice
-  /// 0 instead; its values are never used), else one load per channel.
-  SmallVector<Value> sliceValues(Value codes, Value scales,
-                                 ArrayRef<Value> row) {
-    SmallVector<Value> values;
-    Value fixedScale = isInt8 ? Value() : fp8Scale(scales);
+  /// What a lane reads of one row before dequantizing it: per slice, its
+  /// first channel, and its 16 codes when head_dim is a multiple of 16 (a
+  /// slice past head_dim reads slice 0 instead; its values are never
+  /// used).
+  struct RowCodes {
+    SmallVector<Value, 4> row;
+    SmallVector<Value> starts, vectors;
+  };
+  RowCodes loadRow(Value codes, ArrayRef<Value> row) {
+    RowCodes read;
+    read.row.assign(row.begin(), row.end());
     bool vectorLoads = shape.headDim % kSliceChannels == 0;
-    bool sliceScale = isInt8 && groupSize % kSliceChannels == 0;
     for (int64_t s = 0; s < shape.slicesPerLane(); ++s) {
       Value start = channelOf(s, 0);
       if (!sliceIsFull(s))
         start =
             select(cmp(arith::CmpIPredicate::ult, start, idx(shape.headDim)),
                    start, idx(0));
+      read.starts.push_back(start);
+      if (!vectorLoads)
+        continue;
+      SmallVector<Value, 5> at(row);
+      at.push_back(start);
+      auto [source, indices] = access(codes, at);
+      read.vectors.push_back(vector::LoadOp::create(
+          b, VectorType::get({kSliceChannels}, b.getI8Type()), source, indices,
+          /*nontemporal=*/false, llvm::MaybeAlign(gpu_mapping::kVectorBytes)));
+    }
+    return read;
+  }
+
+  /// The lane's dequantized channels of a row read by loadRow (one load
+  /// per channel when head_dim is not a multiple of 16).
+  SmallVector<Value> sliceValues(Value codes, Value scales,
+                                 const RowCodes &read) {
+    SmallVector<Value> values;
+    ArrayRef<Value> row = read.row;
+    Value fixedScale =
+        isInt8 ? Value() : (scales == keyScales ? keyScale : valueScale);
+    bool sliceScale = isInt8 && groupSize % kSliceChannels == 0;
+    for (int64_t s = 0; s < shape.slicesPerLane(); ++s) {
+      Value start = read.starts[s];
       Value scale = fixedScale;
       if (sliceScale)
         scale = scaleOf(scales, row, start);
-      Value vector;
-      if (vectorLoads) {
-        SmallVector<Value, 5> at(row);
-        at.push_back(start);
-        auto [source, indices] = access(codes, at);
-        vector = vector::LoadOp::create(
-            b, VectorType::get({kSliceChannels}, b.getI8Type()), source,
-            indices, /*nontemporal=*/false,
-            llvm::MaybeAlign(gpu_mapping::kVectorBytes));
-      }
+      Value vector = read.vectors.empty() ? Value() : read.vectors[s];
       // FP8: the slice's codes decoded as one vector (the GPU tail's
       // native path converts two codes per cvt).
       Value decoded;
-      if (vectorLoads && !isInt8)
+      if (vector && !isInt8)
         decoded = ld::DecodeOp::create(
             b, VectorType::get({kSliceChannels}, b.getF32Type()), vector,
             op.getFormat());
@@ -222,7 +245,7 @@ private:
               b, vector::ExtractOp::create(b, decoded, i), scale));
           continue;
         }
-        if (!vectorLoads) {
+        if (!vector) {
           // Channels past head_dim read channel 0 (never used).
           if (Value exists = channelExists(s, i))
             channel = select(exists, channel, idx(0));
@@ -235,6 +258,20 @@ private:
       }
     }
     return values;
+  }
+
+  /// The kTokensPerTrip tokens of one trip of a slot (trip t holds the
+  /// slot's tokens of trips kTokensPerTrip t + u), each row's codes read
+  /// before any is dequantized.
+  SmallVector<std::pair<SlotToken, RowCodes>> loadTrip(Value trip,
+                                                       Value codes) {
+    SmallVector<std::pair<SlotToken, RowCodes>> tokens;
+    for (int64_t u = 0; u < kTokensPerTrip; ++u) {
+      SlotToken token = slotToken(add(mul(trip, idx(kTokensPerTrip)), idx(u)));
+      RowCodes read = loadRow(codes, token.row);
+      tokens.emplace_back(std::move(token), std::move(read));
+    }
+    return tokens;
   }
 
   /// Pass K: the logits of the split's tokens, stored by lane 0.
@@ -255,11 +292,19 @@ private:
           queries[member].push_back(exists ? select(exists, q, f32(0.0f)) : q);
         }
     }
-    auto loop = scf::ForOp::create(b, idx(0), trips, idx(1));
+    auto loop = scf::ForOp::create(
+        b, idx(0), arith::CeilDivUIOp::create(b, trips, idx(kTokensPerTrip)),
+        idx(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    SlotToken token = slotToken(loop.getInductionVar());
-    SmallVector<Value> keys = sliceValues(keyCodes, keyScales, token.row);
+    for (auto &[token, read] : loadTrip(loop.getInductionVar(), keyCodes))
+      emitLogit(token, sliceValues(keyCodes, keyScales, read), queries);
+  }
+
+  /// One token's logits, stored by lane 0 when the token is in the split.
+  void emitLogit(const SlotToken &token, ArrayRef<Value> keys,
+                 ArrayRef<SmallVector<Value>> queries) {
+    OpBuilder::InsertionGuard guard(b);
     SmallVector<Value> results;
     for (int64_t member = 0; member < shape.group; ++member) {
       Value dot = f32(0.0f);
@@ -345,29 +390,17 @@ private:
     int64_t channels = shape.slicesPerLane() * kSliceChannels;
     // Per head: the lane's channels' sums, then the slot's weight sum.
     SmallVector<Value> init(shape.group * (channels + 1), f32(0.0f));
-    auto loop = scf::ForOp::create(b, idx(0), trips, idx(1), init);
+    auto loop = scf::ForOp::create(
+        b, idx(0), arith::CeilDivUIOp::create(b, trips, idx(kTokensPerTrip)),
+        idx(1), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      SlotToken token = slotToken(loop.getInductionVar());
-      SmallVector<Value> values =
-          sliceValues(valueCodes, valueScales, token.row);
-      Value position = select(
-          token.valid, arith::SubIOp::create(b, token.token, begin), idx(0));
-      SmallVector<Value> next;
-      for (int64_t member = 0; member < shape.group; ++member) {
-        Value weight = memref::LoadOp::create(
-            b, logits, add(mul(position, idx(shape.group)), idx(member)));
-        weight = select(token.valid, weight, f32(0.0f));
-        auto acc =
-            loop.getRegionIterArgs().slice(member * (channels + 1), channels);
-        for (int64_t n = 0; n < channels; ++n)
-          next.push_back(fma(weight, values[n], acc[n]));
-        Value sum =
-            loop.getRegionIterArgs()[member * (channels + 1) + channels];
-        next.push_back(arith::AddFOp::create(b, sum, weight));
-      }
-      scf::YieldOp::create(b, next);
+      SmallVector<Value> sums(loop.getRegionIterArgs());
+      for (auto &[token, read] : loadTrip(loop.getInductionVar(), valueCodes))
+        sums = accumulate(token, sliceValues(valueCodes, valueScales, read),
+                          sums, channels);
+      scf::YieldOp::create(b, sums);
     }
 
     Value firstLane = cmp(arith::CmpIPredicate::eq, lane, idx(0));
@@ -430,10 +463,30 @@ private:
     }
   }
 
+  /// One token of pass V: per head, acc = fma(w, v, acc) per channel and
+  /// l += w (w = 0 for a token past the split).
+  SmallVector<Value> accumulate(const SlotToken &token, ArrayRef<Value> values,
+                                ArrayRef<Value> sums, int64_t channels) {
+    Value position = select(
+        token.valid, arith::SubIOp::create(b, token.token, begin), idx(0));
+    SmallVector<Value> next;
+    for (int64_t member = 0; member < shape.group; ++member) {
+      Value weight = memref::LoadOp::create(
+          b, logits, add(mul(position, idx(shape.group)), idx(member)));
+      weight = select(token.valid, weight, f32(0.0f));
+      ArrayRef<Value> acc = sums.slice(member * (channels + 1), channels);
+      for (int64_t n = 0; n < channels; ++n)
+        next.push_back(fma(weight, values[n], acc[n]));
+      next.push_back(arith::AddFOp::create(
+          b, sums[member * (channels + 1) + channels], weight));
+    }
+    return next;
+  }
+
   KernelShape shape;
   Value logits, warpMaxima, slotSums, slotWeights;
   Value split, kvHead, sequence, thread, slot, lane, begin, end, count;
-  std::function<Value(Value)> fp8Scale;
+  Value keyScale, valueScale;
 };
 
 struct DecodeAttentionToGpu : OpRewritePattern<ld::KvDecodeAttentionOp> {

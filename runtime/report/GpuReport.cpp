@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -123,6 +124,39 @@ std::string bytesText(double bytes) {
   return fmt::format("{:.0f} B", bytes);
 }
 
+/// The trips of a streaming loop whose streamed accesses all address one
+/// buffer each (PtxAddresses.h): per buffer, its bytes per thread over the
+/// bytes the loop's trip streams from it; the loop takes the largest.
+/// nullopt when an access's buffer is unknown.
+std::optional<double> attributedTrips(const SpecInput &input,
+                                      const LaunchReport &out,
+                                      const PtxLoop &loop) {
+  if (out.threads <= 0)
+    return std::nullopt;
+  std::map<int, double> bytesPerTrip;
+  for (const PtxKernel::Access &access : out.ptx.accesses) {
+    if (access.instruction < loop.firstInstruction ||
+        access.instruction > loop.lastInstruction ||
+        access.load != (input.op == KernelOp::Quantize))
+      continue;
+    std::set<int> buffers;
+    for (int slot : access.addressParameters)
+      if (size_t(slot) < out.launch.bufferOfParameter.size() &&
+          out.launch.bufferOfParameter[size_t(slot)] >= 0)
+        buffers.insert(out.launch.bufferOfParameter[size_t(slot)]);
+    if (buffers.size() != 1)
+      return std::nullopt;
+    bytesPerTrip[*buffers.begin()] += access.bits / 8.0;
+  }
+  if (bytesPerTrip.empty())
+    return std::nullopt;
+  double trips = 0;
+  for (const auto &[buffer, bytes] : bytesPerTrip)
+    trips = std::max(trips, double(input.buffers[size_t(buffer)].bytes) /
+                                double(out.threads) / bytes);
+  return trips;
+}
+
 /// Loops weighted by their trips: a loop that streams S value bytes per trip
 /// runs elementsPerThread * valueBytes / S times; any other loop once (the
 /// static count is all the PTX says). A streaming loop placed after
@@ -153,6 +187,9 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
     if (perTrip > 0 && out.elementsPerThread > 0)
       trips = unroll > 0 ? std::max(1.0, (unroll - 1) / 2)
                          : std::max(1.0, out.elementsPerThread / perTrip);
+    if (perTrip > 0 && unroll == 0)
+      if (std::optional<double> own = attributedTrips(input, out, loop))
+        trips = std::max(1.0, *own);
     out.loopElementsPerTrip.push_back(perTrip);
     out.loopTrips.push_back(trips);
     for (int i = loop.firstInstruction; i <= loop.lastInstruction; ++i) {
@@ -185,7 +222,9 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
     bool streamedSide = access.load == (input.op == KernelOp::Quantize);
     double stride = std::max(double(access.bits) / 8,
                              streamedSide ? out.laneStrideBytes : 0.0);
-    double perWarp = std::min(32.0, std::ceil(32.0 * stride / 128.0));
+    double perWarp = access.warpLines > 0
+                         ? double(access.warpLines)
+                         : std::min(32.0, std::ceil(32.0 * stride / 128.0));
     accesses += weight[size_t(access.instruction)];
     wavefronts += weight[size_t(access.instruction)] * perWarp;
   }

@@ -83,6 +83,14 @@ struct PtxKernel {
   struct Access {
     int instruction = 0, bits = 0;
     bool load = false;
+    /// The .param slots the address is computed from (address dataflow:
+    /// through arithmetic, not through loaded values).
+    std::vector<int> addressParameters;
+    /// 128-byte lines one warp-wide access touches, from the lanes'
+    /// addresses where the PTX shows them as the thread index times a
+    /// known stride (lanes 0..31 of a block whose x size is a multiple of
+    /// 32); 0 where it does not (a lane-uniform or unknown address).
+    int warpLines = 0;
     bool operator==(const Access &other) const = default;
   };
   std::vector<Access> accesses;

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/report/GpuReport.h"
+#include "runtime/report/PtxAddresses.h"
 
 #include <algorithm>
 #include <charconv>
@@ -145,6 +146,7 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
   std::vector<std::pair<int, std::string>> branches; // index, target
   std::vector<std::optional<MemoryAccess>> accesses;
   std::set<int> parameters;
+  AddressDataflow dataflow;
   for (std::string_view line : split(body, '\n')) {
     if (size_t comment = line.find("//"); comment != std::string_view::npos)
       line = line.substr(0, comment);
@@ -165,13 +167,19 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
     collectParameters(line, parameters);
     std::optional<MemoryAccess> access = memoryAccess(opcode);
     accesses.push_back(access);
+    std::string_view operands = line.substr(line.find(opcode) + opcode.size());
+    if (!operands.empty() && operands.back() == ';')
+      operands.remove_suffix(1);
     if (access) {
-      kernel.accesses.push_back({index, access->bits, access->isLoad});
+      AddressInfo address = dataflow.address(operands, access->bits / 8);
+      kernel.accesses.push_back({index, access->bits, access->isLoad,
+                                 address.parameters, address.warpLines});
       (access->isLoad ? kernel.loadWidths : kernel.storeWidths)[access->bits]++;
       (access->isLoad ? kernel.globalLoadBytes : kernel.globalStoreBytes) +=
           access->bits / 8;
       kernel.genericAccesses += access->generic;
     }
+    dataflow.step(opcode, operands);
     bool sysScope = opcode.find(".sys") != std::string_view::npos;
     if (opcode.starts_with("atom.") || opcode.starts_with("red.")) {
       ++kernel.atomics;

@@ -296,3 +296,90 @@ TEST_CASE("a fused spec's report shows the unfused sequence", "[report]") {
   CHECK(formatReportText(*plain).find("unfused") == std::string::npos);
   CHECK(formatReportMarkdownRow(*plain).find("unfused") == std::string::npos);
 }
+
+namespace {
+
+/// Two streaming loops, as decode attention's pass K and pass V: each
+/// thread loads 16 bytes per trip from its own buffer (slot 0, then slot
+/// 1), lane l at 16 l (tid.x x 16 through a 64-bit widening and a shift),
+/// and a lane-uniform 4-byte load of slot 2 before them.
+constexpr const char *kTwoPassPtx = R"ptx(
+.visible .entry two_pass(
+	.param .u64 two_pass_param_0,
+	.param .u64 two_pass_param_1,
+	.param .u64 two_pass_param_2
+)
+{
+	ld.param.u64 	%rd1, [two_pass_param_0];
+	ld.param.u64 	%rd2, [two_pass_param_1];
+	ld.param.u64 	%rd3, [two_pass_param_2];
+	cvta.to.global.u64 	%rd4, %rd1;
+	mov.u32 	%r1, %tid.x;
+	cvt.u64.u32 	%rd5, %r1;
+	shl.b64 	%rd6, %rd5, 4;
+	add.s64 	%rd7, %rd4, %rd6;
+	add.s64 	%rd8, %rd2, %rd6;
+	ld.global.b32 	%r9, [%rd3];
+$L__BB0_1:
+	ld.global.v4.b32 	{%r2, %r3, %r4, %r5}, [%rd7];
+	add.s64 	%rd7, %rd7, 4096;
+	setp.lt.u32 	%p1, %r2, 100;
+	@%p1 bra 	$L__BB0_1;
+$L__BB0_2:
+	ld.global.v4.b32 	{%r2, %r3, %r4, %r5}, [%rd8+16];
+	add.s64 	%rd8, %rd8, 4096;
+	setp.lt.u32 	%p1, %r2, 100;
+	@%p1 bra 	$L__BB0_2;
+	ret;
+}
+)ptx";
+
+} // namespace
+
+TEST_CASE("addresses: each loop's own buffer and the lanes' lines",
+          "[report]") {
+  Expected<std::vector<PtxKernel>> kernels = analyzePtx(kTwoPassPtx);
+  REQUIRE(kernels);
+  const PtxKernel &kernel = kernels->front();
+  REQUIRE(kernel.accesses.size() == 3);
+  // The uniform load: its slot, and no lane pattern.
+  CHECK(kernel.accesses[0].addressParameters == std::vector<int>{2});
+  CHECK(kernel.accesses[0].warpLines == 0);
+  // Lanes 16 B apart: 512 B per warp load, 4 lines; the +16 offset moves
+  // them off the line boundary (5 lines).
+  CHECK(kernel.accesses[1].addressParameters == std::vector<int>{0});
+  CHECK(kernel.accesses[1].warpLines == 4);
+  CHECK(kernel.accesses[2].addressParameters == std::vector<int>{1});
+  CHECK(kernel.accesses[2].warpLines == 5);
+
+  // Buffers of 64 MiB (slot 0) and 16 MiB (slot 1) over 2^18 threads: the
+  // loops take 256 and 64 B per thread at 16 B a trip, 16 and 4 trips, not
+  // the thread's share of both (80 MiB / 2^18 / 16 = 20 trips each).
+  SpecInput input;
+  input.title = "two passes";
+  input.chip = h200();
+  input.ptx = kTwoPassPtx;
+  input.valueBytes = 1;
+  input.buffers = {{"input", int64_t(64) << 20, false},
+                   {"values", int64_t(16) << 20, false},
+                   {"scale", 4, false}};
+  input.elements = (int64_t(64) << 20) + (int64_t(16) << 20);
+  input.minimumBytes = double(input.elements);
+  KernelLaunch launch;
+  launch.kernel = "two_pass";
+  launch.block = {128, 1, 1};
+  launch.grid = {2048, 1, 1};
+  launch.bufferOfParameter = {0, 1, 2};
+  input.launches = {launch};
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  const LaunchReport &out = report->launches[0];
+  REQUIRE(out.loopTrips.size() == 2);
+  CHECK(out.loopTrips[0] == Approx(16.0));
+  CHECK(out.loopTrips[1] == Approx(4.0));
+  // The launch grows with the tensor (lanes 320 B apart by its shape), but
+  // the loops' addresses say 16: 4 and 5 lines. The uniform load shows no
+  // lane pattern and keeps the launch shape's rule (32 lines).
+  CHECK(out.laneStrideBytes == Approx(320.0));
+  CHECK(out.wavefrontsPerAccess == Approx((32.0 + 16 * 4 + 4 * 5) / 21));
+}

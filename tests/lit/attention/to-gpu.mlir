@@ -3,7 +3,7 @@
 // lowbit-to-gpu's FlashDecoding rewrite (docs/decode-attention.md, "The GPU
 // kernel"): stage 1 is one gpu.launch of 128-thread blocks with the logits,
 // the warps' maxima and the slot sums in workgroup memory, one 16-byte
-// load per lane and row slice, the lane tree by xor shuffles over 4, 2, 1
+// load per lane and row slice (4 tokens' loads issued per trip), the lane tree by xor shuffles over 4, 2, 1
 // and the warp max over 16 .. 1; stage 2 stays a flat scf.parallel.
 
 // CHECK-LABEL: func.func @fp8_paged
@@ -11,6 +11,13 @@
 // CHECK: gpu.launch
 // CHECK-SAME: threads(%{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}) in (%{{[a-z0-9]+}} = %c128, %{{[a-z0-9]+}} = %c1, %{{[a-z0-9]+}} = %c1)
 // CHECK-SAME: workgroup(%{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>)
+// Pass K reads the 4 tokens of a trip before decoding the first.
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
+// CHECK-NOT: lowbit.decode
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
+// CHECK-NOT: lowbit.decode
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
+// CHECK-NOT: lowbit.decode
 // CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
 // CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e4m3">} : vector<16xi8> to vector<16xf32>
 // CHECK: math.fma

@@ -1,0 +1,348 @@
+//===- PtxAddresses.cpp - Where a PTX kernel's accesses point -------------===//
+//
+// One pass in text order: each register holds the value of its last
+// definition above (a loop's induction variable is lane-uniform at either
+// definition, which is all the lane pattern needs). Rules, per opcode:
+//   - %tid.x and %laneid are the lanes 0..31; %ctaid, %ntid, %tid.y/z,
+//     symbols and ld.param are lane-uniform unknowns; integers are
+//     constants;
+//   - mov, cvt, cvta copy; add, sub, mul/mad/shl by a constant are exact
+//     on the lane offsets; an `or` of a uniform base with lane offsets is
+//     an addition (LLVM writes disjoint-bit additions as or);
+//   - min, max and selp of a lane-varying value with a lane-uniform one
+//     are the lane-varying one: a clamp to a uniform bound (the last valid
+//     row) is taken as not binding, as in every trip but the last;
+//   - any operation on values without a base is evaluated per lane;
+//     uniform inputs give a uniform result; anything else is unknown;
+//   - a load's result is data, not an address: it takes no .param slots,
+//     and is lane-uniform only when its address is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/report/PtxAddresses.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <optional>
+
+namespace lowbit::report {
+
+bool LaneValue::uniform() const {
+  return known && std::all_of(lanes.begin(), lanes.end(),
+                              [&](int64_t lane) { return lane == lanes[0]; });
+}
+
+LaneValue LaneValue::constant(int64_t value) {
+  LaneValue result;
+  result.known = true;
+  result.lanes.fill(value);
+  return result;
+}
+
+LaneValue LaneValue::uniformUnknown() {
+  LaneValue result = constant(0);
+  result.based = true;
+  return result;
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+    text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
+    text.remove_suffix(1);
+  return text;
+}
+
+/// Operands split at the commas outside braces and brackets.
+std::vector<std::string_view> operandList(std::string_view operands) {
+  std::vector<std::string_view> list;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t at = 0; at <= operands.size(); ++at) {
+    char c = at < operands.size() ? operands[at] : ',';
+    if (c == '{' || c == '[')
+      ++depth;
+    else if (c == '}' || c == ']')
+      --depth;
+    else if (c == ',' && depth == 0) {
+      list.push_back(trimmed(operands.substr(start, at - start)));
+      start = at + 1;
+    }
+  }
+  return list;
+}
+
+std::optional<int64_t> integerOf(std::string_view text) {
+  bool negative = !text.empty() && text.front() == '-';
+  if (negative)
+    text.remove_prefix(1);
+  if (!text.empty() && (text.back() == 'U' || text.back() == 'u'))
+    text.remove_suffix(1);
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text.remove_prefix(2);
+    base = 16;
+  }
+  uint64_t value = 0;
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return std::nullopt;
+  return negative ? -int64_t(value) : int64_t(value);
+}
+
+std::string_view headOf(std::string_view opcode) {
+  return opcode.substr(0, opcode.find('.'));
+}
+
+LaneValue unknown() { return LaneValue(); }
+
+/// op applied lane by lane to two values without a base.
+template <typename Op>
+LaneValue perLane(const LaneValue &x, const LaneValue &y, Op op) {
+  LaneValue result = LaneValue::constant(0);
+  for (int l = 0; l < kWarpLanes; ++l) {
+    std::optional<int64_t> lane = op(x.lanes[size_t(l)], y.lanes[size_t(l)]);
+    if (!lane)
+      return unknown();
+    result.lanes[size_t(l)] = *lane;
+  }
+  return result;
+}
+
+/// x + sign * y, keeping an unknown base of either.
+LaneValue sum(const LaneValue &x, const LaneValue &y, int64_t sign) {
+  if (!x.known || !y.known)
+    return unknown();
+  LaneValue result = x;
+  result.based = x.based || y.based;
+  for (int l = 0; l < kWarpLanes; ++l)
+    result.lanes[size_t(l)] += sign * y.lanes[size_t(l)];
+  return result;
+}
+
+/// x * y where one side is a constant (a base scales with it).
+LaneValue product(const LaneValue &x, const LaneValue &y) {
+  if (!x.known || !y.known)
+    return unknown();
+  auto isConstant = [](const LaneValue &v) { return !v.based && v.uniform(); };
+  if (!x.based && !y.based)
+    return perLane(x, y, [](int64_t a, int64_t b) -> std::optional<int64_t> {
+      return a * b;
+    });
+  if (isConstant(y) || isConstant(x)) {
+    const LaneValue &scaled = isConstant(y) ? x : y;
+    int64_t factor = isConstant(y) ? y.lanes[0] : x.lanes[0];
+    LaneValue result = scaled;
+    for (int64_t &lane : result.lanes)
+      lane *= factor;
+    return result;
+  }
+  if (x.uniform() && y.uniform())
+    return LaneValue::uniformUnknown();
+  return unknown();
+}
+
+/// An operation without an exact rule on based values.
+template <typename Op>
+LaneValue other(std::string_view head, const LaneValue &x, const LaneValue &y,
+                Op op) {
+  if (!x.known || !y.known)
+    return unknown();
+  if (!x.based && !y.based)
+    return perLane(x, y, op);
+  if (x.uniform() && y.uniform())
+    return LaneValue::uniformUnknown();
+  bool clamp = head == "min" || head == "max";
+  if (clamp && y.uniform())
+    return x;
+  if (clamp && x.uniform())
+    return y;
+  // A disjoint-bit addition of a uniform base and lane offsets.
+  if (head == "or" && x.based != y.based && (x.based ? x : y).uniform())
+    return sum(x, y, 1);
+  return unknown();
+}
+
+} // namespace
+
+LaneValue AddressDataflow::value(std::string_view operand) const {
+  if (operand == "%tid.x" || operand == "%laneid") {
+    LaneValue lanes = LaneValue::constant(0);
+    for (int l = 0; l < kWarpLanes; ++l)
+      lanes.lanes[size_t(l)] = l;
+    return lanes;
+  }
+  if (operand.starts_with("%ctaid") || operand.starts_with("%ntid") ||
+      operand.starts_with("%nctaid") || operand == "%tid.y" ||
+      operand == "%tid.z")
+    return LaneValue::uniformUnknown();
+  if (operand.starts_with('%')) {
+    auto found = values.find(operand);
+    return found == values.end() ? unknown() : found->second;
+  }
+  if (std::optional<int64_t> integer = integerOf(operand))
+    return LaneValue::constant(*integer);
+  if (!operand.empty() &&
+      (std::isalpha(static_cast<unsigned char>(operand.front())) ||
+       operand.front() == '_' || operand.front() == '$'))
+    return LaneValue::uniformUnknown(); // a symbol's address
+  return unknown();
+}
+
+std::set<int> AddressDataflow::parameters(std::string_view operand) const {
+  std::set<int> slots;
+  if (size_t at = operand.find("_param_"); at != std::string_view::npos) {
+    int slot = 0;
+    const char *begin = operand.data() + at + 7;
+    auto [end, ec] =
+        std::from_chars(begin, operand.data() + operand.size(), slot);
+    if (ec == std::errc() && end != begin)
+      slots.insert(slot);
+  }
+  if (auto found = sources.find(operand); found != sources.end())
+    slots.insert(found->second.begin(), found->second.end());
+  return slots;
+}
+
+AddressInfo AddressDataflow::address(std::string_view operands,
+                                     int bytes) const {
+  AddressInfo info;
+  size_t open = operands.find('['), close = operands.find(']');
+  if (open == std::string_view::npos || close == std::string_view::npos ||
+      close < open)
+    return info;
+  std::string_view inside =
+      trimmed(operands.substr(open + 1, close - open - 1));
+  std::string_view base = inside;
+  int64_t offset = 0;
+  if (size_t plus = inside.find('+'); plus != std::string_view::npos) {
+    base = trimmed(inside.substr(0, plus));
+    offset = integerOf(trimmed(inside.substr(plus + 1))).value_or(0);
+  }
+  std::set<int> slots = parameters(base);
+  info.parameters.assign(slots.begin(), slots.end());
+  LaneValue lanes = value(base);
+  if (!lanes.known || lanes.uniform() || bytes <= 0)
+    return info;
+  // The base is taken as 128-byte aligned (cudaMalloc aligns to 256).
+  std::set<int64_t> lines;
+  auto line = [](int64_t address) {
+    return address >= 0 ? address / 128 : -((-address + 127) / 128);
+  };
+  for (int64_t lane : lanes.lanes)
+    for (int64_t at = line(lane + offset),
+                 last = line(lane + offset + bytes - 1);
+         at <= last; ++at)
+      lines.insert(at);
+  info.warpLines = int(lines.size());
+  return info;
+}
+
+void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
+  std::string_view head = headOf(opcode);
+  if (head == "st" || head == "red" || head == "bra" || head == "bar" ||
+      head == "barrier" || head == "ret" || head == "exit" ||
+      head == "membar" || head == "fence" || head == "call")
+    return;
+  std::vector<std::string_view> list = operandList(operands);
+  if (list.empty())
+    return;
+  std::string_view destination = list.front();
+  // Vector or predicate-pair destinations hold data: forget them.
+  if (destination.starts_with('{') ||
+      destination.find('|') != std::string_view::npos) {
+    size_t at = 0;
+    while ((at = destination.find('%', at)) != std::string_view::npos) {
+      size_t end = destination.find_first_of(" ,}|", at);
+      std::string_view name = destination.substr(at, end - at);
+      values.erase(std::string(name));
+      sources.erase(std::string(name));
+      at = end;
+    }
+    return;
+  }
+  std::string name(destination);
+  auto operand = [&](size_t i) {
+    return i < list.size() ? value(list[i]) : unknown();
+  };
+
+  // Slots: a loaded value is data (except ld.param, the slot itself).
+  std::set<int> slots;
+  if (head == "ld" || head == "ldu" || head == "atom") {
+    if (opcode.find(".param") != std::string_view::npos)
+      slots = parameters(list.size() > 1 ? list[1] : "");
+  } else {
+    for (size_t i = 1; i < list.size(); ++i) {
+      std::set<int> more = parameters(list[i]);
+      slots.insert(more.begin(), more.end());
+    }
+  }
+
+  LaneValue result;
+  if (head == "mov" || head == "cvt" || head == "cvta")
+    result = operand(1);
+  else if (head == "add")
+    result = sum(operand(1), operand(2), 1);
+  else if (head == "sub")
+    result = sum(operand(1), operand(2), -1);
+  else if (head == "mul" && opcode.find(".hi") == std::string_view::npos)
+    result = product(operand(1), operand(2));
+  else if (head == "mad" && opcode.find(".hi") == std::string_view::npos)
+    result = sum(product(operand(1), operand(2)), operand(3), 1);
+  else if (head == "shl") {
+    LaneValue shift = operand(2);
+    result = shift.known && !shift.based && shift.uniform() &&
+                     shift.lanes[0] >= 0 && shift.lanes[0] < 63
+                 ? product(operand(1),
+                           LaneValue::constant(int64_t(1) << shift.lanes[0]))
+                 : unknown();
+  } else if (head == "shr")
+    result = other(head, operand(1), operand(2),
+                   [](int64_t a, int64_t b) -> std::optional<int64_t> {
+                     if (b < 0 || b > 63)
+                       return std::nullopt;
+                     return a >> b;
+                   });
+  else if (head == "and" || head == "or" || head == "xor" || head == "min" ||
+           head == "max" || head == "div" || head == "rem")
+    result = other(head, operand(1), operand(2),
+                   [head](int64_t a, int64_t b) -> std::optional<int64_t> {
+                     if (head == "and")
+                       return a & b;
+                     if (head == "or")
+                       return a | b;
+                     if (head == "xor")
+                       return a ^ b;
+                     if (head == "min")
+                       return std::min(a, b);
+                     if (head == "max")
+                       return std::max(a, b);
+                     if (b == 0)
+                       return std::nullopt;
+                     return head == "div" ? a / b : a % b;
+                   });
+  else if (head == "selp") {
+    LaneValue x = operand(1), y = operand(2);
+    if (x.known && y.known && x.based == y.based && x.lanes == y.lanes)
+      result = x;
+    else if (x.known && y.uniform())
+      result = x;
+    else if (y.known && x.uniform())
+      result = y;
+  } else if (head == "ld" || head == "ldu") {
+    if (opcode.find(".param") != std::string_view::npos ||
+        value(list.size() > 1
+                  ? trimmed(list[1].substr(1, list[1].find_first_of("+]") - 1))
+                  : "")
+            .uniform())
+      result = LaneValue::uniformUnknown();
+  }
+  values[name] = result;
+  sources[name] = std::move(slots);
+}
+
+} // namespace lowbit::report

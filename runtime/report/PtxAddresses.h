@@ -1,0 +1,65 @@
+//===- PtxAddresses.h - Where a PTX kernel's accesses point -----*- C++ -*-===//
+//
+// An address dataflow over one kernel body, statement by statement in text
+// order (docs/gpu-report.md, "Addresses"): which .param slots each
+// register's value is computed from, and how it varies over the 32 lanes
+// of warp 0 (the thread index times known constants, plus a lane-uniform
+// unknown). The report uses the first to give each streaming loop the
+// buffers it reads, the second to count the 128-byte lines a warp-wide
+// access touches. MLIR-free, internal to runtime/report.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_REPORT_PTXADDRESSES_H
+#define LOWBIT_RUNTIME_REPORT_PTXADDRESSES_H
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lowbit::report {
+
+constexpr int kWarpLanes = 32;
+
+/// A register's value per lane of warp 0: `base + lanes[l]`, where base is
+/// a lane-uniform unknown when `based` (0 otherwise). Unknown when !known.
+struct LaneValue {
+  bool known = false, based = false;
+  std::array<int64_t, kWarpLanes> lanes{};
+  bool uniform() const;
+  static LaneValue constant(int64_t value);
+  static LaneValue uniformUnknown();
+};
+
+/// What the dataflow knows about one memory operand `[reg+offset]`.
+struct AddressInfo {
+  std::vector<int> parameters;
+  /// 128-byte lines a warp-wide access of `bytes` touches, 0 when the
+  /// address is lane-uniform or unknown.
+  int warpLines = 0;
+};
+
+class AddressDataflow {
+public:
+  /// Records the effect of one statement (opcode and its operand text,
+  /// without the predicate and the ';').
+  void step(std::string_view opcode, std::string_view operands);
+  /// The memory operand of an ld/st/atom statement, as the state before
+  /// that statement.
+  AddressInfo address(std::string_view operands, int bytes) const;
+
+private:
+  LaneValue value(std::string_view operand) const;
+  std::set<int> parameters(std::string_view operand) const;
+
+  std::map<std::string, LaneValue, std::less<>> values;
+  std::map<std::string, std::set<int>, std::less<>> sources;
+};
+
+} // namespace lowbit::report
+
+#endif // LOWBIT_RUNTIME_REPORT_PTXADDRESSES_H
