@@ -4,9 +4,12 @@
 # shapes, every file's size and shape, the recomputations: an append's
 # cache unchanged outside the appended rows, attention's output near its
 # float64 reference), the check failing on a corrupted expected file, and
-# bad specs refused with nothing written.
+# bad specs refused with nothing written. With STUB (tests/jit's libcuda
+# stand-in, which runs no kernel), the runner's device path: every entry
+# loads, uploads (an append's cache before it too), launches both stages
+# and downloads, with no error; the outputs then differ, as nothing ran.
 set -euo pipefail
-lowbit=$1 runner=$2 out=$3
+lowbit=$1 runner=$2 out=$3 stub=${4:-}
 rm -rf "$out" && mkdir -p "$out"
 bundle=$out/bundle
 "$lowbit" aot 'kv_append kv_int8_g64 heads=2 head_dim=64' \
@@ -23,6 +26,28 @@ grep -q '"float64_reference"' "$bundle/manifest.json"
 [[ $(grep -c ' ok ' "$out/check.txt") == 5 ]]
 # Attention: stage 1 then stage 2 on both sizes.
 grep -q 'kv_attend-kv_int8_g64-f32-paged ok ptx kernel_kernel<<<.*kernel_kernel_0<<<' "$out/check.txt"
+
+if [[ -n $stub ]]; then
+  set +e
+  LOWBIT_LIBCUDA=$stub "$runner" "$bundle" --out "$out/stub.json" --iterations 2 \
+    > "$out/stub.txt"
+  rc=$?
+  set -e
+  cat "$out/stub.txt"
+  [[ $rc == 1 ]]
+  python3 - "$out/stub.json" <<'PY'
+import json, sys
+results = json.load(open(sys.argv[1]))
+assert results["complete"] and len(results["entries"]) == 5, results
+for entry in results["entries"]:
+    correctness, bench = entry["correctness"], entry["bench"]
+    assert "error" not in entry and "error" not in correctness, entry
+    assert "error" not in bench and correctness["bytes_compared"] > 0, entry
+    assert correctness["mismatched_bytes"] > 0, entry  # nothing ran
+    if entry["op"] == "kv_attend":
+        assert "max_relative_error_vs_float64" in correctness, entry
+PY
+fi
 
 # A corrupted expected file fails the check: one code byte of sequence 0
 # at token 20 (outside its append [0, 20)), and one attention output.
