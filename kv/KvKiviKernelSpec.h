@@ -85,6 +85,16 @@ std::string formatKiviKernelSpec(const KiviKernelSpec &spec);
 /// in [1, 2^30]); a message naming the bad value.
 bool validateKiviKernelSpec(const KiviKernelSpec &spec, std::string *error);
 
+/// Parses formatKiviKernelSpec's text: `kivi_append|kivi_dequantize
+/// kv_kivi_int4|kv_kivi_int2 [group=G] [residual=R]
+/// [per_channel|per_token] [from=f16|bf16] [to=f16|bf16|f32]
+/// [layout=contiguous|paged] heads=N head_dim=N` (defaults: group=32,
+/// residual=128, per_token, from=f16, to=f32, contiguous; to= belongs to
+/// kivi_dequantize only), then validateKiviKernelSpec. nullopt and a
+/// message quoting the bad token.
+std::optional<KiviKernelSpec> parseKiviKernelSpec(std::string_view text,
+                                                  std::string *error);
+
 } // namespace lowbit::kv
 
 #endif // LOWBIT_KV_KVKIVIKERNELSPEC_H

@@ -132,9 +132,10 @@ buildKiviLoops(MLIRContext &context, const kv::KiviKernelSpec &spec) {
 
 } // namespace
 
-llvm::Expected<PtxModule> compileKiviToPtx(const kv::KiviKernelSpec &spec,
-                                           const Target &target,
-                                           const PtxOptions &options) {
+llvm::Expected<PtxModule>
+compileKiviToPtx(const kv::KiviKernelSpec &spec, const Target &target,
+                 const PtxOptions &options,
+                 llvm::function_ref<void(ModuleOp)> lowered) {
   if (!target.isNvidia())
     return compileError("compileKiviToPtx needs an NVIDIA target, got '" +
                         target.str() + "'");
@@ -142,7 +143,10 @@ llvm::Expected<PtxModule> compileKiviToPtx(const kv::KiviKernelSpec &spec,
   auto module = buildKiviLoops(*context, spec);
   if (!module)
     return module.takeError();
-  return gpuModuleToPtx(**module, target, options);
+  auto ptx = gpuModuleToPtx(**module, target, options);
+  if (ptx && lowered)
+    lowered(**module);
+  return ptx;
 }
 
 KiviCpuKernel::KiviCpuKernel(kv::KiviKernelSpec spec,

@@ -49,10 +49,12 @@ kiviParamShapes(const kv::KiviKernelSpec &spec);
 llvm::Error lowerKiviToLoops(mlir::ModuleOp module);
 
 /// PTX for an NVIDIA `target`: buildKiviModule, lowerKiviToLoops,
-/// lowerToPtx.
-llvm::Expected<PtxModule> compileKiviToPtx(const kv::KiviKernelSpec &spec,
-                                           const Target &target,
-                                           const PtxOptions &options = {});
+/// lowerToPtx. `lowered`, when given, sees the module after the GPU tail
+/// (as compileKvToPtx's: `lowbit aot` reads the launch plan there).
+llvm::Expected<PtxModule>
+compileKiviToPtx(const kv::KiviKernelSpec &spec, const Target &target,
+                 const PtxOptions &options = {},
+                 llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
 
 /// A KIVI kernel JIT-compiled for the host CPU.
 class KiviCpuKernel {

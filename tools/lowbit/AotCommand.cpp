@@ -73,7 +73,7 @@ constexpr std::string_view kUsage =
     "  --kv-data  KV specs' data: B sequences of N new tokens (default "
     "3x40)\n"
     "  --attention-data  attention data: B ragged sequences, the longest N\n"
-    "             tokens (default 3x300)\n"
+    "             tokens (default 3x600)\n"
     "  --kv-bench the size the runner times KV and attention kernels at\n"
     "             (default 1x32768)\n";
 

@@ -20,6 +20,7 @@
 #include "kv/KvAttention.h"
 #include "kv/KvPaged.h"
 #include "kv/KvQuantize.h"
+#include "runtime/compiler/KiviCompiler.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
 #include "runtime/jit/LaunchPlan.h"
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -143,7 +145,17 @@ std::vector<aot::ParamInfo> kvParams(const kv::KvKernelSpec &spec) {
 struct KvGeometry {
   int64_t batch = 0, tokens = 0, capacity = 0, pages = 0, maxBlocks = 0;
   std::vector<int32_t> positions, table;
+  /// KIVI: the tokens each sequence holds (before an append).
+  std::vector<int32_t> lengths;
 };
+
+/// The pages of a cache of `capacity` tokens per sequence (paged only).
+void pageCache(KvGeometry &g, std::mt19937 *shuffle) {
+  g.maxBlocks = (g.capacity + kv::kPageTokens - 1) / kv::kPageTokens;
+  g.pages = g.batch * g.maxBlocks + (shuffle ? 1 : 0);
+  std::vector<int32_t> order = pageOrder(g.pages, shuffle);
+  g.table.assign(order.begin(), order.begin() + g.batch * g.maxBlocks);
+}
 
 KvGeometry kvGeometry(const kv::KvKernelSpec &spec, KvAotSize size,
                       std::mt19937 *shuffle) {
@@ -153,12 +165,8 @@ KvGeometry kvGeometry(const kv::KvKernelSpec &spec, KvAotSize size,
   for (int64_t b = 0; b < g.batch; ++b)
     g.positions.push_back(int32_t(shuffle ? 3 * b : 0));
   g.capacity = g.tokens + g.positions.back();
-  if (spec.layout == kv::KvLayout::Paged) {
-    g.maxBlocks = (g.capacity + kv::kPageTokens - 1) / kv::kPageTokens;
-    g.pages = g.batch * g.maxBlocks + (shuffle ? 1 : 0);
-    std::vector<int32_t> order = pageOrder(g.pages, shuffle);
-    g.table.assign(order.begin(), order.begin() + g.batch * g.maxBlocks);
-  }
+  if (spec.layout == kv::KvLayout::Paged)
+    pageCache(g, shuffle);
   return g;
 }
 
@@ -249,29 +257,22 @@ std::vector<Bytes> kvInputs(const kv::KvKernelSpec &spec,
   return inputs;
 }
 
-/// Stages the data of a KV entry: inputs, the cache before an append,
-/// the CPU tail's written buffers.
-std::optional<aot::BundleData> kvData(const kv::KvKernelSpec &spec,
-                                      const aot::BundleEntry &entry,
-                                      const AotOptions &options,
-                                      runtime::StagedFiles &staged,
-                                      std::string &error) {
-  std::mt19937 generator(20240601u);
-  KvGeometry g = kvGeometry(spec, options.kvData, &generator);
-  Dims dims = kvDims(spec, g);
-  std::vector<Bytes> buffers = kvInputs(spec, entry.params, dims, g, generator);
-  std::vector<Bytes> before = buffers;
+/// Runs a KV or KIVI kernel's CPU tail over buffers in ABI order.
+using KvCpuRun = std::function<llvm::Error(std::vector<compiler::KvBuffer> &)>;
 
-  llvm::Expected<std::unique_ptr<compiler::KvCpuKernel>> kernel =
-      compiler::compileKvForCpu(spec);
-  if (!kernel) {
-    error = "the CPU tail: " + llvm::toString(kernel.takeError());
-    return std::nullopt;
-  }
+/// Stages the data of a KV entry: `buffers` (the inputs) as they are, a
+/// written buffer's contents before an append, the CPU tail's written
+/// buffers.
+std::optional<aot::BundleData>
+kvData(const aot::BundleEntry &entry, bool append, const KvGeometry &g,
+       const Dims &dims, std::vector<Bytes> buffers, const KvCpuRun &run,
+       const AotOptions &options, runtime::StagedFiles &staged,
+       std::string &error) {
+  std::vector<Bytes> before = buffers;
   std::vector<compiler::KvBuffer> views;
   for (size_t i = 0; i < buffers.size(); ++i)
     views.push_back({buffers[i].data(), dims[i]});
-  if (llvm::Error failed = (*kernel)->run(views)) {
+  if (llvm::Error failed = run(views)) {
     error = "the CPU tail: " + llvm::toString(std::move(failed));
     return std::nullopt;
   }
@@ -280,7 +281,6 @@ std::optional<aot::BundleData> kvData(const kv::KvKernelSpec &spec,
   data.size = sizeOf(g.batch, g.tokens, flatten(dims));
   data.size.dims = dims;
   data.size.inputs.assign(entry.params.size(), "");
-  bool append = spec.op == kv::KvKernelOp::Append;
   for (size_t i = 0; i < entry.params.size(); ++i) {
     const aot::ParamInfo &param = entry.params[i];
     std::string stem = fmt::format("{}.{}.{}", entry.name, i, param.role);
@@ -300,6 +300,124 @@ std::optional<aot::BundleData> kvData(const kv::KvKernelSpec &spec,
     }
   }
   return data;
+}
+
+// --- kivi_append / kivi_dequantize ------------------------------------------
+
+/// The kernel ABI (runtime/compiler/KiviCompiler.h).
+std::vector<aot::ParamInfo> kiviParams(const kv::KiviKernelSpec &spec) {
+  std::string ring(kv::kvValueTypeName(spec.residualType));
+  std::vector<aot::ParamInfo> params =
+      spec.op == kv::KvKernelOp::Append
+          ? std::vector<aot::ParamInfo>{{"input", ring, false},
+                                        {"codes", "i8", true},
+                                        {"scales", "f32", true},
+                                        {"zeros", "i8", true},
+                                        {"residual", ring, true},
+                                        {"lengths", "i32", false}}
+          : std::vector<aot::ParamInfo>{
+                {"codes", "i8", false},
+                {"scales", "f32", false},
+                {"zeros", "i8", false},
+                {"residual", ring, false},
+                {"positions", "i32", false},
+                {"lengths", "i32", false},
+                {"output", std::string(kv::kvValueTypeName(spec.outputType)),
+                 true}};
+  if (spec.layout == kv::KvLayout::Paged)
+    params.push_back({"block_table", "i32", false});
+  return params;
+}
+
+/// Data: sequence b holds b * (R + G - 10) tokens (so the later ones
+/// flush groups that start in the ring); an append adds N to each, a
+/// dequantize reads N tokens of sequences that hold N more, from
+/// max(0, length - N - b R), mixing quantized and ring tokens. Bench:
+/// empty sequences take N tokens; dequantize reads all N of full ones.
+KvGeometry kiviGeometry(const kv::KiviKernelSpec &spec, KvAotSize size,
+                        std::mt19937 *shuffle) {
+  KvGeometry g;
+  g.batch = size.batch;
+  g.tokens = size.tokens;
+  bool append = spec.op == kv::KvKernelOp::Append;
+  int64_t step =
+      shuffle ? std::max<int64_t>(spec.side.residualSlots() - 10, 1) : 0;
+  for (int64_t b = 0; b < g.batch; ++b) {
+    int64_t length = b * step + (append ? 0 : g.tokens);
+    g.lengths.push_back(int32_t(length));
+    g.positions.push_back(int32_t(
+        std::max<int64_t>(0, length - g.tokens - b * spec.side.residual)));
+    g.capacity = std::max(g.capacity, length + (append ? g.tokens : 0));
+  }
+  if (spec.layout == kv::KvLayout::Paged)
+    pageCache(g, shuffle);
+  return g;
+}
+
+Dims kiviDims(const kv::KiviKernelSpec &spec, const KvGeometry &g) {
+  const kv::KiviSide &side = spec.side;
+  bool paged = spec.layout == kv::KvLayout::Paged;
+  int64_t rows = paged ? g.pages : g.batch;
+  int64_t slots = paged ? kv::kPageTokens : g.capacity;
+  int64_t paramRows = !side.perChannel ? slots
+                      : paged
+                          ? side.pageParamRows()
+                          : (g.capacity + side.groupSize - 1) / side.groupSize;
+  std::vector<int64_t> tokens = {g.batch, spec.heads, g.tokens, spec.headDim};
+  std::vector<int64_t> codes = {rows, spec.heads, slots,
+                                side.codeWidth(spec.headDim)};
+  std::vector<int64_t> params = {rows, spec.heads, paramRows,
+                                 side.paramWidth(spec.headDim)};
+  std::vector<int64_t> ring = {g.batch, spec.heads, side.residualSlots(),
+                               spec.headDim};
+  Dims dims =
+      spec.op == kv::KvKernelOp::Append
+          ? Dims{tokens, codes, params, params, ring, {g.batch}}
+          : Dims{codes, params, params, ring, {g.batch}, {g.batch}, tokens};
+  if (paged)
+    dims.push_back({g.batch, g.maxBlocks});
+  return dims;
+}
+
+/// Inputs: tokens and ring values in [-4, 4); dequantize's codes (int4:
+/// any byte, two nibbles; int2: [0, 3]), scales in [1/64, 1/4), zeros in
+/// [0, 2^bits); an append's cache 0x5A bytes, its ring random values.
+std::vector<Bytes> kiviInputs(const kv::KiviKernelSpec &spec,
+                              const std::vector<aot::ParamInfo> &params,
+                              const Dims &dims, const KvGeometry &g,
+                              std::mt19937 &generator) {
+  std::vector<Bytes> inputs(params.size());
+  unsigned levels = 1u << spec.side.bits;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const aot::ParamInfo &param = params[i];
+    int64_t count = elementsOf(dims[i]);
+    Bytes &bytes = inputs[i];
+    if (param.role == "positions") {
+      bytes = bytesOf(g.positions);
+    } else if (param.role == "lengths") {
+      bytes = bytesOf(g.lengths);
+    } else if (param.role == "block_table") {
+      bytes = bytesOf(g.table);
+    } else if (param.role == "input" || param.role == "residual") {
+      for (int64_t e = 0; e < count; ++e)
+        appendValue(bytes, param.element, 8.0f * unit(generator) - 4.0f);
+    } else if (param.written) {
+      bytes.assign(size_t(count) * aot::elementBytes(param.element), 0x5A);
+    } else if (param.role == "codes") {
+      for (int64_t e = 0; e < count; ++e)
+        bytes.push_back(spec.side.bits == 4 ? uint8_t(generator())
+                                            : uint8_t(generator() % 4));
+    } else if (param.role == "zeros") {
+      for (int64_t e = 0; e < count; ++e)
+        bytes.push_back(uint8_t(generator() % levels));
+    } else if (param.role == "scales") {
+      std::vector<float> scales;
+      for (int64_t e = 0; e < count; ++e)
+        scales.push_back((1.0f + 15.0f * unit(generator)) / 64.0f);
+      bytes = bytesOf(scales);
+    }
+  }
+  return inputs;
 }
 
 // --- kv_attend ---------------------------------------------------------------
@@ -558,20 +676,38 @@ bool stageBenchInputs(aot::BundleEntry &entry, const std::vector<Bytes> &index,
 } // namespace
 
 std::string KvAotSpec::text() const {
-  return attention ? kv::printKvAttentionSpec(decode)
-                   : kv::formatKvKernelSpec(cache);
+  switch (kind) {
+  case Kind::Cache:
+    return kv::formatKvKernelSpec(cache);
+  case Kind::Kivi:
+    return kv::formatKiviKernelSpec(kivi);
+  case Kind::Attention:
+    return kv::printKvAttentionSpec(decode);
+  }
+  return {};
 }
 
 bool isKvAotSpecText(std::string_view text) {
   std::string_view word = text.substr(0, text.find(' '));
-  return word == "kv_append" || word == "kv_dequantize" || word == "kv_attend";
+  return word == "kv_append" || word == "kv_dequantize" ||
+         word == "kivi_append" || word == "kivi_dequantize" ||
+         word == "kv_attend";
 }
 
 std::optional<KvAotSpec> parseKvAotSpec(std::string_view text,
                                         std::string &error) {
   KvAotSpec spec;
-  spec.attention = text.starts_with("kv_attend");
-  if (spec.attention) {
+  if (text.starts_with("kivi_")) {
+    std::optional<kv::KiviKernelSpec> kivi =
+        kv::parseKiviKernelSpec(text, &error);
+    if (!kivi)
+      return std::nullopt;
+    spec.kind = KvAotSpec::Kind::Kivi;
+    spec.kivi = *kivi;
+    return spec;
+  }
+  if (text.starts_with("kv_attend")) {
+    spec.kind = KvAotSpec::Kind::Attention;
     std::optional<kv::KvAttentionSpec> decode =
         kv::parseKvAttentionSpec(text, &error);
     if (!decode)
@@ -596,10 +732,13 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
   auto describe = [&](mlir::ModuleOp module) {
     plan = jit::describeGpuLaunches(module);
   };
+  const bool attention = spec.kind == KvAotSpec::Kind::Attention;
+  const bool kivi = spec.kind == KvAotSpec::Kind::Kivi;
   llvm::Expected<PtxModule> ptx =
-      spec.attention
-          ? compiler::compileKvAttentionToPtx(spec.decode, options.target,
-                                              describe)
+      attention ? compiler::compileKvAttentionToPtx(spec.decode, options.target,
+                                                    describe)
+      : kivi
+          ? compiler::compileKiviToPtx(spec.kivi, options.target, {}, describe)
           : compiler::compileKvToPtx(spec.cache, options.target, {}, describe);
   if (!ptx) {
     error = llvm::toString(ptx.takeError());
@@ -611,7 +750,8 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
   }
   std::string stem;
   Dims benchDims;
-  if (spec.attention) {
+  KvGeometry benchGeometry;
+  if (attention) {
     const kv::KvAttentionSpec &decode = spec.decode;
     entry.kind = "attention";
     entry.op = "kv_attend";
@@ -625,6 +765,22 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
     stem = fmt::format("kv_attend-{}{}-{}-{}", entry.scheme,
                        decode.isFp8() && decode.perHead ? "-per_head" : "",
                        entry.valueType, decode.paged ? "paged" : "contiguous");
+  } else if (kivi) {
+    const kv::KiviKernelSpec &kiviSpec = spec.kivi;
+    entry.kind = "kv";
+    entry.op = kiviSpec.op == kv::KvKernelOp::Append ? "kivi_append"
+                                                     : "kivi_dequantize";
+    entry.scheme = kv::kiviSchemeName(kiviSpec.side.bits);
+    entry.valueType = std::string(kv::kvValueTypeName(
+        kiviSpec.op == kv::KvKernelOp::Append ? kiviSpec.residualType
+                                              : kiviSpec.outputType));
+    entry.params = kiviParams(kiviSpec);
+    stem = fmt::format("{}-{}-g{}-r{}-{}-{}-{}", entry.op, entry.scheme,
+                       kiviSpec.side.groupSize, kiviSpec.side.residual,
+                       kiviSpec.side.perChannel ? "per_channel" : "per_token",
+                       entry.valueType, kv::kvLayoutName(kiviSpec.layout));
+    benchGeometry = kiviGeometry(kiviSpec, options.kvBench, nullptr);
+    benchDims = kiviDims(kiviSpec, benchGeometry);
   } else {
     const kv::KvKernelSpec &cache = spec.cache;
     entry.kind = "kv";
@@ -634,7 +790,8 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
     entry.params = kvParams(cache);
     stem = fmt::format("{}-{}-{}-{}", entry.op, entry.scheme, entry.valueType,
                        kv::kvLayoutName(cache.layout));
-    benchDims = kvDims(cache, kvGeometry(cache, options.kvBench, nullptr));
+    benchGeometry = kvGeometry(cache, options.kvBench, nullptr);
+    benchDims = kvDims(cache, benchGeometry);
   }
   // A memref operand is its rank-N descriptor: 3 + 2N kernel parameters
   // (the ranks do not depend on the sizes).
@@ -656,7 +813,7 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
   // The bench size, with its index buffers (positions from 0, full
   // sequences, pages in order) as files.
   std::vector<Bytes> index(entry.params.size());
-  if (spec.attention) {
+  if (attention) {
     std::vector<int64_t> lengths =
         attentionLengths(options.kvBench, /*ragged=*/false);
     compiler::KvAttentionSizes sizes =
@@ -672,12 +829,14 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
             attentionTable(sizes, lengths, pageOrder(sizes.pages, nullptr)));
     }
   } else {
-    KvGeometry g = kvGeometry(spec.cache, options.kvBench, nullptr);
+    const KvGeometry &g = benchGeometry;
     entry.bench = sizeOf(g.batch, g.tokens, flatten(benchDims));
     entry.bench->dims = benchDims;
     for (size_t i = 0; i < entry.params.size(); ++i) {
       if (entry.params[i].role == "positions")
         index[i] = bytesOf(g.positions);
+      if (entry.params[i].role == "lengths")
+        index[i] = bytesOf(g.lengths);
       if (entry.params[i].role == "block_table")
         index[i] = bytesOf(g.table);
     }
@@ -685,15 +844,47 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
   if (!stageBenchInputs(entry, index, options, staged, error))
     return std::nullopt;
 
-  if (options.dataSize) {
-    std::optional<aot::BundleData> data =
-        spec.attention
-            ? attentionData(spec.decode, entry, options, staged, error)
-            : kvData(spec.cache, entry, options, staged, error);
-    if (!data)
+  if (!options.dataSize)
+    return entry;
+  std::optional<aot::BundleData> data;
+  if (attention) {
+    data = attentionData(spec.decode, entry, options, staged, error);
+  } else if (kivi) {
+    std::mt19937 generator(20240603u);
+    KvGeometry g = kiviGeometry(spec.kivi, options.kvData, &generator);
+    Dims dims = kiviDims(spec.kivi, g);
+    auto kernel = compiler::compileKiviForCpu(spec.kivi);
+    if (!kernel) {
+      error = "the CPU tail: " + llvm::toString(kernel.takeError());
       return std::nullopt;
-    entry.data = std::move(*data);
+    }
+    data = kvData(
+        entry, spec.kivi.op == kv::KvKernelOp::Append, g, dims,
+        kiviInputs(spec.kivi, entry.params, dims, g, generator),
+        [&](std::vector<compiler::KvBuffer> &views) {
+          return (*kernel)->run(views);
+        },
+        options, staged, error);
+  } else {
+    std::mt19937 generator(20240601u);
+    KvGeometry g = kvGeometry(spec.cache, options.kvData, &generator);
+    Dims dims = kvDims(spec.cache, g);
+    auto kernel = compiler::compileKvForCpu(spec.cache);
+    if (!kernel) {
+      error = "the CPU tail: " + llvm::toString(kernel.takeError());
+      return std::nullopt;
+    }
+    data = kvData(
+        entry, spec.cache.op == kv::KvKernelOp::Append, g, dims,
+        kvInputs(spec.cache, entry.params, dims, g, generator),
+        [&](std::vector<compiler::KvBuffer> &views) {
+          return (*kernel)->run(views);
+        },
+        options, staged, error);
   }
+  if (!data)
+    return std::nullopt;
+  entry.data = std::move(*data);
   return entry;
 }
 

@@ -2,7 +2,8 @@
 //-*-===//
 //
 // The bundle entries of the KV-cache kernels (kv_append, kv_dequantize of
-// kv_int8_g<G> and kv_fp8_*; docs/kv-kernels.md) and of decode attention
+// kv_int8_g<G> and kv_fp8_*; kivi_append, kivi_dequantize of
+// kv_kivi_int4/int2; docs/kv-kernels.md) and of decode attention
 // (kv_attend; docs/decode-attention.md), from the spec strings `lowbit
 // report` and the compilers take. Each carries its launch plan (grids,
 // blocks, shared memory, in launch order: attention's stage 1 then stage
@@ -17,6 +18,7 @@
 
 #include "kv/KvAttentionSpec.h"
 #include "kv/KvKernelSpec.h"
+#include "kv/KvKiviKernelSpec.h"
 #include "tools/lowbit/AotSupport.h"
 
 #include <optional>
@@ -26,11 +28,14 @@
 
 namespace lowbit::cli {
 
-/// A kv_append, kv_dequantize or kv_attend spec.
+/// A kv_append, kv_dequantize, kivi_append, kivi_dequantize or kv_attend
+/// spec.
 struct KvAotSpec {
-  bool attention = false;
-  kv::KvKernelSpec cache;     ///< !attention
-  kv::KvAttentionSpec decode; ///< attention
+  enum class Kind { Cache, Kivi, Attention };
+  Kind kind = Kind::Cache;
+  kv::KvKernelSpec cache;     ///< Cache
+  kv::KiviKernelSpec kivi;    ///< Kivi
+  kv::KvAttentionSpec decode; ///< Attention
   std::string text() const;
 };
 

@@ -44,9 +44,9 @@ struct AotOptions {
   /// H200) do not count.
   int64_t benchRows = 8192, benchCols = 8192;
   /// KV append/dequantize data: 3 sequences of 40 new tokens (ragged
-  /// positions). Attention data: 3 sequences, the longest 300 tokens (more
+  /// positions). Attention data: 3 sequences, the longest 600 tokens (more
   /// than one split of 256, so stage 2 merges).
-  KvAotSize kvData{3, 40}, attentionData{3, 300};
+  KvAotSize kvData{3, 40}, attentionData{3, 600};
   /// The size the runner times the KV and attention kernels at.
   KvAotSize kvBench{1, 32768};
 };
