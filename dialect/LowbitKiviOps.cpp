@@ -63,9 +63,11 @@ LogicalResult verifyKiviCache(Operation *op, const lowbit::kv::KiviSide &side,
     if (ShapedType::isDynamic(have) || ShapedType::isDynamic(want) ||
         have == want)
       return success();
+    // lengths and the block table are both sides' own.
+    bool shared = buffer == "lengths" || buffer == "block table";
     return op->emitOpError()
-           << name << buffer << " dimension " << axis << " is " << have << "; "
-           << why << " needs " << want;
+           << (shared ? StringRef() : name) << buffer << " dimension " << axis
+           << " is " << have << "; " << why << " needs " << want;
   };
   int64_t codeWidth =
       known ? side.codeWidth(headDim) : int64_t(ShapedType::kDynamic);

@@ -43,14 +43,17 @@ def LowbitToLoops : Pass<"lowbit-to-loops", "mlir::ModuleOp"> {
 }
 
 def LowbitKiviToLoops : Pass<"lowbit-kivi-to-loops", "mlir::ModuleOp"> {
-  let summary = "Lower lowbit.kivi_append and lowbit.kivi_dequantize to loops";
+  let summary = "Lower the KIVI cache ops (append, dequantize, decode "
+                "attention) to loops";
   let description = [{
     kivi_append becomes two scf.parallel nests, in order: the flush (each
     group of G tokens the append completes, read from the residual ring and
     the input, quantized with kv/KvKivi.h's min/max arithmetic through
     ScaleMath) and the ring write (the new tokens still in the window).
     kivi_dequantize is one scf.parallel over (sequence, head, token) rows
-    (docs/kv-kernels.md, KIVI).
+    (docs/kv-kernels.md, KIVI). kivi_decode_attention is two flat
+    scf.parallel nests, the splits then their merge, reading the codes or
+    the ring where the loops read K and V (docs/decode-attention.md, KIVI).
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",

@@ -269,3 +269,54 @@ TEST_CASE("the CPU kernel refuses buffers that disagree") {
 }
 
 } // namespace lowbit::testing
+
+namespace lowbit::testing {
+
+/// The cross product the default cases sample: bits x layout x (G, head
+/// dim) x R x GQA x ring type x keys, the query type rotating; each case
+/// on the CPU tail (bit for bit against the order, 1e-5 of float64), in
+/// the emulator (sm_90a) against the CPU tail, and its PTX assembled for
+/// one chip in turn.
+TEST_CASE("every KIVI attention variant on both tails", "[.sweep]") {
+  const char *chips[] = {"sm_80", "sm_89", "sm_90a", "sm_100a"};
+  const char *queries[] = {"f32", "f16", "bf16"};
+  int index = 0;
+  for (int bits : {4, 2})
+    for (const char *layout : {"contiguous", "paged"})
+      for (auto [group, dim] : {std::pair{32, 72}, std::pair{5, 13}})
+        for (int residual : {0, 3, 128})
+          for (int ratio : {1, 4})
+            for (const char *cache : {"f16", "bf16"})
+              for (const char *keys : {"per_channel", "per_token"}) {
+                std::string text =
+                    "kivi_attend kv_kivi_int" + std::to_string(bits) +
+                    " group=" + std::to_string(group) +
+                    " residual=" + std::to_string(residual) + " keys=" + keys +
+                    " cache=" + cache + " q=" + queries[index % 3] +
+                    " layout=" + layout +
+                    " q_heads=" + std::to_string(2 * ratio) +
+                    " kv_heads=2 head_dim=" + std::to_string(dim) + " split=64";
+                INFO(text);
+                KiviAttentionCase data =
+                    KiviAttentionCase::make(text, kLengths, 100 + index);
+                std::vector<float> cpu = runCpu(data);
+                INFO(differences(cpu, data.kernelOrderReference()));
+                CHECK(sameBits(cpu, data.kernelOrderReference()));
+                CHECK(kv::relativeError(data.float64Reference(), cpu) < 1e-5);
+                std::vector<float> gpu = runEmulated(data, "sm_90a");
+                CHECK(sameBits(gpu, cpu));
+                std::string error;
+                std::optional<Target> target =
+                    parseTarget(chips[index % 4], &error);
+                REQUIRE(target);
+                auto ptx =
+                    compiler::compileKiviAttentionToPtx(data.spec, *target);
+                if (!ptx)
+                  FAIL(llvm::toString(ptx.takeError()));
+                CHECK(test::checkAssembles(ptx->ptx, chips[index % 4]));
+                ++index;
+              }
+  CHECK(index == 192);
+}
+
+} // namespace lowbit::testing
