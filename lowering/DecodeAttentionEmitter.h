@@ -428,6 +428,11 @@ protected:
   Value batch, qHeads, kvHeads, headDim, group, splits;
 };
 
+/// Stage 2 as one 128-thread block per (sequence, query head), thread t on
+/// channels t, t + 128, ... of a head of `headDim` (static) channels
+/// (GpuDecodeAttentionMerge.cpp); `emitter` has emitted its sizes.
+void emitGpuMerge(const AttentionEmitter &emitter, int64_t headDim);
+
 /// The buffer an operand is read from: its to_tensor's memref, or a
 /// read-only to_buffer.
 inline Value operandMemref(ImplicitLocOpBuilder &b, Value tensor) {

@@ -502,7 +502,7 @@ struct DecodeAttentionToGpu : OpRewritePattern<ld::KvDecodeAttentionOp> {
       FlashDecodeEmitter emitter(base, *shape);
       emitter.emitSizes();
       emitter.emitSplitsKernel();
-      emitter.emitMerge();
+      emitGpuMerge(emitter, shape->headDim);
     });
   }
 };

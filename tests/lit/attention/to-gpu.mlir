@@ -3,8 +3,9 @@
 // lowbit-to-gpu's FlashDecoding rewrite (docs/decode-attention.md, "The GPU
 // kernel"): stage 1 is one gpu.launch of 128-thread blocks with the logits,
 // the warps' maxima and the slot sums in workgroup memory, one 16-byte
-// load per lane and row slice (4 tokens' loads issued per trip), the lane tree by xor shuffles over 4, 2, 1
-// and the warp max over 16 .. 1; stage 2 stays a flat scf.parallel.
+// load per lane and row slice (4 tokens' loads issued per trip), the lane
+// tree by xor shuffles over 4, 2, 1 and the warp max over 16 .. 1; stage 2
+// is a second launch of 128-thread blocks.
 
 // CHECK-LABEL: func.func @fp8_paged
 // CHECK-NOT: lowbit.kv_decode_attention
@@ -35,8 +36,20 @@
 // CHECK: vector.load %arg3[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
 // CHECK: gpu.barrier
 // CHECK: gpu.terminator
-// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step
+// Stage 2: one 128-thread block per (sequence, query head), 16 splits'
+// partials read per trip, the chains kept by selects, one division.
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.launch
+// CHECK-SAME: in (%{{[a-z0-9]+}} = %c128, %{{[a-z0-9]+}} = %c1, %{{[a-z0-9]+}} = %c1)
 // CHECK: arith.ceildivui
+// CHECK: arith.ceildivui %{{.*}}, %c16
+// CHECK: scf.for
+// CHECK: arith.cmpf ogt
+// CHECK: scf.for
+// CHECK-COUNT-16: math.fma
+// CHECK: arith.divf
+// CHECK: gpu.terminator
+// CHECK-NOT: scf.parallel
 func.func @fp8_paged(%q2: memref<8x64xbf16>, %kc2: memref<?x64xi8>,
     %ks: memref<2xf32>, %vc2: memref<?x64xi8>, %vs: memref<2xf32>,
     %lens2: memref<1x2xi32>, %table: memref<2x?xi32>, %out2: memref<8x64xf32>,
