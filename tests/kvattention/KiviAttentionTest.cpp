@@ -103,14 +103,8 @@ std::vector<float> runEmulated(KiviAttentionCase &data,
   std::string error;
   std::optional<Target> target = parseTarget(targetName, &error);
   REQUIRE(target);
-  auto build = [&](mlir::MLIRContext &context)
-      -> llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> {
-    auto module = compiler::buildKiviAttentionModule(context, data.spec);
-    if (!module)
-      return module.takeError();
-    if (llvm::Error lowered = compiler::lowerKiviToLoops(**module))
-      return std::move(lowered);
-    return module;
+  auto build = [&](mlir::MLIRContext &context) {
+    return compiler::buildKiviAttentionLoops(context, data.spec);
   };
   auto kernel = kvtest::KvEmulatedKernel::compileLoops(build, data.paramBytes(),
                                                        *target, error);
