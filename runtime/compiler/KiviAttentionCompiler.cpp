@@ -3,15 +3,11 @@
 #include "runtime/compiler/KiviAttentionCompiler.h"
 
 #include "dialect/LowbitKiviOps.h"
-#include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/KernelCompileSupport.h"
 #include "runtime/compiler/KiviCompiler.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 
 #include <string>
 
@@ -60,18 +56,6 @@ std::vector<std::vector<int64_t>> sideShapes(const kv::KiviAttentionSpec &spec,
   return shapes;
 }
 
-/// buildKiviAttentionModule, then lowerKiviToLoops: where both tails start.
-llvm::Expected<OwningOpRef<ModuleOp>>
-buildKiviAttentionLoops(MLIRContext &context,
-                        const kv::KiviAttentionSpec &spec) {
-  auto module = buildKiviAttentionModule(context, spec);
-  if (!module)
-    return module.takeError();
-  if (llvm::Error error = lowerKiviToLoops(**module))
-    return std::move(error);
-  return module;
-}
-
 } // namespace
 
 std::vector<std::vector<int64_t>>
@@ -97,54 +81,50 @@ buildKiviAttentionModule(MLIRContext &context,
   std::string error;
   if (!kv::validateKiviAttentionSpec(spec, &error))
     return compileError(error);
-  context.loadDialect<ld::LowbitDialect, func::FuncDialect>();
-  DiagnosticText diagnostics(context);
-  OpBuilder b(&context);
-  Location loc = b.getUnknownLoc();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
+  auto elements = [&](Builder &b) {
+    Type ring = kvElementType(b, spec.cache);
+    Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
+    SmallVector<Type> types = {kvElementType(b, spec.query),
+                               i8,
+                               f32,
+                               i8,
+                               ring,
+                               i8,
+                               f32,
+                               i8,
+                               ring,
+                               i32,
+                               f32,
+                               f32};
+    if (spec.paged())
+      types.push_back(i32);
+    return types;
+  };
+  auto body = [&](OpBuilder &b, Location loc, ValueRange args) {
+    ld::KiviDecodeAttentionOp::create(
+        b, loc, args[Query], args[KeyCodes], args[KeyScales], args[KeyZeros],
+        args[KeyResidual], args[ValueCodes], args[ValueScales],
+        args[ValueZeros], args[ValueResidual], args[Lengths], args[Output],
+        args[Partials], spec.paged() ? args[BlockTable] : Value(),
+        b.getStringAttr(kv::kiviSchemeName(spec.keys.bits)),
+        b.getI64IntegerAttr(spec.keys.groupSize),
+        b.getI64IntegerAttr(spec.keys.residual),
+        spec.keys.perChannel ? b.getUnitAttr() : UnitAttr(),
+        b.getF32FloatAttr(spec.softmaxScale),
+        b.getI64IntegerAttr(spec.splitTokens));
+  };
+  return buildMemrefKernelModule(context, kiviAttentionParamShapes(spec),
+                                 elements, body, "KIVI decode-attention");
+}
 
-  Type ring = kvElementType(b, spec.cache);
-  Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
-  SmallVector<Type> elements = {kvElementType(b, spec.query),
-                                i8,
-                                f32,
-                                i8,
-                                ring,
-                                i8,
-                                f32,
-                                i8,
-                                ring,
-                                i32,
-                                f32,
-                                f32};
-  if (spec.paged())
-    elements.push_back(i32);
-  SmallVector<Type> argTypes;
-  std::vector<std::vector<int64_t>> shapes = kiviAttentionParamShapes(spec);
-  for (size_t index = 0; index < shapes.size(); ++index)
-    argTypes.push_back(MemRefType::get(shapes[index], elements[index]));
-  auto func = func::FuncOp::create(b, loc, kKernelName,
-                                   b.getFunctionType(argTypes, {}));
-  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  Block *body = func.addEntryBlock();
-  b.setInsertionPointToStart(body);
-  auto args = body->getArguments();
-  ld::KiviDecodeAttentionOp::create(
-      b, loc, args[Query], args[KeyCodes], args[KeyScales], args[KeyZeros],
-      args[KeyResidual], args[ValueCodes], args[ValueScales], args[ValueZeros],
-      args[ValueResidual], args[Lengths], args[Output], args[Partials],
-      spec.paged() ? args[BlockTable] : Value(),
-      b.getStringAttr(kv::kiviSchemeName(spec.keys.bits)),
-      b.getI64IntegerAttr(spec.keys.groupSize),
-      b.getI64IntegerAttr(spec.keys.residual),
-      spec.keys.perChannel ? b.getUnitAttr() : UnitAttr(),
-      b.getF32FloatAttr(spec.softmaxScale),
-      b.getI64IntegerAttr(spec.splitTokens));
-  func::ReturnOp::create(b, loc);
-  if (failed(verify(*module)))
-    return compileError("the KIVI decode-attention module does not verify: " +
-                        diagnostics.str());
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildKiviAttentionLoops(MLIRContext &context,
+                        const kv::KiviAttentionSpec &spec) {
+  auto module = buildKiviAttentionModule(context, spec);
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = lowerKiviToLoops(**module))
+    return std::move(error);
   return module;
 }
 
@@ -248,15 +228,11 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
 llvm::Expected<PtxModule>
 compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
                           const Target &target, const PtxOptions &options) {
-  if (!target.isNvidia())
-    return compileError("compileKiviAttentionToPtx needs an NVIDIA target, "
-                        "got '" +
-                        target.str() + "'");
-  ContextLease context = borrowContext();
-  auto module = buildKiviAttentionLoops(*context, spec);
-  if (!module)
-    return module.takeError();
-  return gpuModuleToPtx(**module, target, options);
+  return loopsToPtx(
+      [&](MLIRContext &context) {
+        return buildKiviAttentionLoops(context, spec);
+      },
+      target, options, "compileKiviAttentionToPtx");
 }
 
 KiviAttentionCpuKernel::KiviAttentionCpuKernel(
@@ -274,11 +250,9 @@ llvm::Error KiviAttentionCpuKernel::run(const std::vector<KvBuffer> &buffers) {
 
 llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>
 compileKiviAttentionForCpu(const kv::KiviAttentionSpec &spec) {
-  ContextLease context = borrowContext();
-  auto module = buildKiviAttentionLoops(*context, spec);
-  if (!module)
-    return module.takeError();
-  auto executable = loopsModuleToHost(**module);
+  auto executable = loopsToHost([&](MLIRContext &context) {
+    return buildKiviAttentionLoops(context, spec);
+  });
   if (!executable)
     return executable.takeError();
   return std::unique_ptr<KiviAttentionCpuKernel>(

@@ -43,6 +43,12 @@ llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildKiviAttentionModule(mlir::MLIRContext &context,
                          const kv::KiviAttentionSpec &spec);
 
+/// buildKiviAttentionModule, then lowerKiviToLoops: where both tails
+/// start.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildKiviAttentionLoops(mlir::MLIRContext &context,
+                        const kv::KiviAttentionSpec &spec);
+
 /// The parameter shapes in ABI order (kDynamic for dynamic sizes).
 std::vector<std::vector<int64_t>>
 kiviAttentionParamShapes(const kv::KiviAttentionSpec &spec);

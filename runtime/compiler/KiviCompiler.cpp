@@ -50,66 +50,77 @@ kiviParamShapes(const kv::KiviKernelSpec &spec) {
   return shapes;
 }
 
-llvm::Expected<OwningOpRef<ModuleOp>>
-buildKiviModule(MLIRContext &context, const kv::KiviKernelSpec &spec) {
-  std::string error;
-  if (!kv::validateKiviKernelSpec(spec, &error))
-    return compileError(error);
+llvm::Expected<OwningOpRef<ModuleOp>> buildMemrefKernelModule(
+    MLIRContext &context, const std::vector<std::vector<int64_t>> &shapes,
+    llvm::function_ref<SmallVector<Type>(Builder &)> elements,
+    llvm::function_ref<void(OpBuilder &, Location, ValueRange)> body,
+    const std::string &what) {
   context.loadDialect<ld::LowbitDialect, func::FuncDialect>();
   DiagnosticText diagnostics(context);
   OpBuilder b(&context);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-
-  bool append = spec.op == kv::KvKernelOp::Append;
-  Type residualType = kvElementType(b, spec.residualType);
-  // The element type of each parameter, in ABI order.
-  SmallVector<Type> elements;
-  if (append)
-    elements = {residualType,  b.getI8Type(), b.getF32Type(),
-                b.getI8Type(), residualType,  b.getI32Type()};
-  else
-    elements = {b.getI8Type(),
-                b.getF32Type(),
-                b.getI8Type(),
-                residualType,
-                b.getI32Type(),
-                b.getI32Type(),
-                kvElementType(b, spec.outputType)};
-  if (spec.layout == kv::KvLayout::Paged)
-    elements.push_back(b.getI32Type());
+  SmallVector<Type> types = elements(b);
   SmallVector<Type> argTypes;
-  std::vector<std::vector<int64_t>> shapes = kiviParamShapes(spec);
   for (size_t index = 0; index < shapes.size(); ++index)
-    argTypes.push_back(MemRefType::get(shapes[index], elements[index]));
+    argTypes.push_back(MemRefType::get(shapes[index], types[index]));
   auto func = func::FuncOp::create(b, loc, kKernelName,
                                    b.getFunctionType(argTypes, {}));
   func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  Block *body = func.addEntryBlock();
-  b.setInsertionPointToStart(body);
-
-  const kv::KiviSide &side = spec.side;
-  StringAttr scheme = b.getStringAttr(kv::kiviSchemeName(side.bits));
-  IntegerAttr groupSize = b.getI64IntegerAttr(side.groupSize);
-  IntegerAttr window = b.getI64IntegerAttr(side.residual);
-  UnitAttr perChannel = side.perChannel ? b.getUnitAttr() : UnitAttr();
-  auto args = body->getArguments();
-  if (append)
-    ld::KiviAppendOp::create(
-        b, loc, args[0], args[1], args[2], args[3], args[4], args[5],
-        spec.layout == kv::KvLayout::Paged ? args[6] : Value(), scheme,
-        groupSize, window, perChannel);
-  else
-    ld::KiviDequantizeOp::create(
-        b, loc, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-        spec.layout == kv::KvLayout::Paged ? args[7] : Value(), scheme,
-        groupSize, window, perChannel);
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  body(b, loc, entry->getArguments());
   func::ReturnOp::create(b, loc);
   if (failed(verify(*module)))
-    return compileError("the KIVI kernel module does not verify: " +
-                        diagnostics.str());
+    return compileError("the " + what +
+                        " module does not verify: " + diagnostics.str());
   return module;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildKiviModule(MLIRContext &context, const kv::KiviKernelSpec &spec) {
+  std::string error;
+  if (!kv::validateKiviKernelSpec(spec, &error))
+    return compileError(error);
+  bool append = spec.op == kv::KvKernelOp::Append;
+  bool paged = spec.layout == kv::KvLayout::Paged;
+  // The element type of each parameter, in ABI order.
+  auto elements = [&](Builder &b) {
+    Type residualType = kvElementType(b, spec.residualType);
+    SmallVector<Type> types;
+    if (append)
+      types = {residualType,  b.getI8Type(), b.getF32Type(),
+               b.getI8Type(), residualType,  b.getI32Type()};
+    else
+      types = {b.getI8Type(),
+               b.getF32Type(),
+               b.getI8Type(),
+               residualType,
+               b.getI32Type(),
+               b.getI32Type(),
+               kvElementType(b, spec.outputType)};
+    if (paged)
+      types.push_back(b.getI32Type());
+    return types;
+  };
+  auto body = [&](OpBuilder &b, Location loc, ValueRange args) {
+    const kv::KiviSide &side = spec.side;
+    StringAttr scheme = b.getStringAttr(kv::kiviSchemeName(side.bits));
+    IntegerAttr groupSize = b.getI64IntegerAttr(side.groupSize);
+    IntegerAttr window = b.getI64IntegerAttr(side.residual);
+    UnitAttr perChannel = side.perChannel ? b.getUnitAttr() : UnitAttr();
+    if (append)
+      ld::KiviAppendOp::create(b, loc, args[0], args[1], args[2], args[3],
+                               args[4], args[5], paged ? args[6] : Value(),
+                               scheme, groupSize, window, perChannel);
+    else
+      ld::KiviDequantizeOp::create(
+          b, loc, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+          paged ? args[7] : Value(), scheme, groupSize, window, perChannel);
+  };
+  return buildMemrefKernelModule(context, kiviParamShapes(spec), elements, body,
+                                 "KIVI kernel");
 }
 
 llvm::Error lowerKiviToLoops(ModuleOp module) {
@@ -117,9 +128,6 @@ llvm::Error lowerKiviToLoops(ModuleOp module) {
                            "lowbit-kivi-to-loops");
 }
 
-namespace {
-
-/// buildKiviModule, then lowerKiviToLoops: where both tails start.
 llvm::Expected<OwningOpRef<ModuleOp>>
 buildKiviLoops(MLIRContext &context, const kv::KiviKernelSpec &spec) {
   auto module = buildKiviModule(context, spec);
@@ -130,23 +138,39 @@ buildKiviLoops(MLIRContext &context, const kv::KiviKernelSpec &spec) {
   return module;
 }
 
-} // namespace
+llvm::Expected<std::unique_ptr<HostExecutable>>
+loopsToHost(LoopsModuleBuilder build) {
+  ContextLease context = borrowContext();
+  auto module = build(*context);
+  if (!module)
+    return module.takeError();
+  return loopsModuleToHost(**module);
+}
 
 llvm::Expected<PtxModule>
-compileKiviToPtx(const kv::KiviKernelSpec &spec, const Target &target,
-                 const PtxOptions &options,
-                 llvm::function_ref<void(ModuleOp)> lowered) {
+loopsToPtx(LoopsModuleBuilder build, const Target &target,
+           const PtxOptions &options, const std::string &entry,
+           llvm::function_ref<void(ModuleOp)> lowered) {
   if (!target.isNvidia())
-    return compileError("compileKiviToPtx needs an NVIDIA target, got '" +
+    return compileError(entry + " needs an NVIDIA target, got '" +
                         target.str() + "'");
   ContextLease context = borrowContext();
-  auto module = buildKiviLoops(*context, spec);
+  auto module = build(*context);
   if (!module)
     return module.takeError();
   auto ptx = gpuModuleToPtx(**module, target, options);
   if (ptx && lowered)
     lowered(**module);
   return ptx;
+}
+
+llvm::Expected<PtxModule>
+compileKiviToPtx(const kv::KiviKernelSpec &spec, const Target &target,
+                 const PtxOptions &options,
+                 llvm::function_ref<void(ModuleOp)> lowered) {
+  return loopsToPtx(
+      [&](MLIRContext &context) { return buildKiviLoops(context, spec); },
+      target, options, "compileKiviToPtx", lowered);
 }
 
 KiviCpuKernel::KiviCpuKernel(kv::KiviKernelSpec spec,
@@ -161,11 +185,8 @@ llvm::Error KiviCpuKernel::run(const std::vector<KvBuffer> &buffers) {
 
 llvm::Expected<std::unique_ptr<KiviCpuKernel>>
 compileKiviForCpu(const kv::KiviKernelSpec &spec) {
-  ContextLease context = borrowContext();
-  auto module = buildKiviLoops(*context, spec);
-  if (!module)
-    return module.takeError();
-  auto executable = loopsModuleToHost(**module);
+  auto executable = loopsToHost(
+      [&](MLIRContext &context) { return buildKiviLoops(context, spec); });
   if (!executable)
     return executable.takeError();
   return std::unique_ptr<KiviCpuKernel>(

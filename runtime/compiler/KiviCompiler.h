@@ -48,6 +48,42 @@ kiviParamShapes(const kv::KiviKernelSpec &spec);
 /// Runs lowbit-kivi-to-loops on `module`.
 llvm::Error lowerKiviToLoops(mlir::ModuleOp module);
 
+/// buildKiviModule, then lowerKiviToLoops: where both tails start.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildKiviLoops(mlir::MLIRContext &context, const kv::KiviKernelSpec &spec);
+
+// What the KIVI kernels' compile entries share (this file's and
+// KiviAttentionCompiler.h's).
+
+/// A verified module holding one function @kernel (C interface) whose
+/// parameters are memrefs of `shapes` with `elements`; `body` writes its
+/// ops from the arguments (the return is added). `what` names the kernel
+/// in the error.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildMemrefKernelModule(
+    mlir::MLIRContext &context, const std::vector<std::vector<int64_t>> &shapes,
+    llvm::function_ref<llvm::SmallVector<mlir::Type>(mlir::Builder &)> elements,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location,
+                            mlir::ValueRange)>
+        body,
+    const std::string &what);
+
+/// Makes a module at the loops stage in the context it is given.
+using LoopsModuleBuilder =
+    llvm::function_ref<llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>(
+        mlir::MLIRContext &)>;
+
+/// `build`'s module, in a borrowed context, through the CPU tail.
+llvm::Expected<std::unique_ptr<HostExecutable>>
+loopsToHost(LoopsModuleBuilder build);
+
+/// `build`'s module, in a borrowed context, through the GPU tail to PTX
+/// for the NVIDIA `target`; `entry` names the caller in the error;
+/// `lowered`, when given, sees the module after the GPU tail.
+llvm::Expected<PtxModule>
+loopsToPtx(LoopsModuleBuilder build, const Target &target,
+           const PtxOptions &options, const std::string &entry,
+           llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
+
 /// PTX for an NVIDIA `target`: buildKiviModule, lowerKiviToLoops,
 /// lowerToPtx. `lowered`, when given, sees the module after the GPU tail
 /// (as compileKvToPtx's: `lowbit aot` reads the launch plan there).

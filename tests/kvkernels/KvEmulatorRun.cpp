@@ -163,14 +163,8 @@ KvEmulatedKernel::compileKivi(const kv::KiviKernelSpec &spec,
               {valueBytes(spec.outputType), true}};
   if (spec.layout == kv::KvLayout::Paged)
     params.push_back({4, false});
-  auto build = [&](mlir::MLIRContext &context)
-      -> llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> {
-    auto module = compiler::buildKiviModule(context, spec);
-    if (!module)
-      return module.takeError();
-    if (llvm::Error lowered = compiler::lowerKiviToLoops(**module))
-      return std::move(lowered);
-    return module;
+  auto build = [&](mlir::MLIRContext &context) {
+    return compiler::buildKiviLoops(context, spec);
   };
   return compileLoops(build, std::move(params), target, error);
 }
