@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -48,18 +47,6 @@ constexpr double kCpuTailTolerance = 1e-3;
 /// What the runner allows the GPU's attention output against the CPU
 /// tail's, per element.
 constexpr double kAttentionTolerance = 1e-5;
-
-npy::DType npyTypeOf(const std::string &element) {
-  if (element == "f32")
-    return npy::DType::F32;
-  if (element == "f16")
-    return npy::DType::F16;
-  if (element == "bf16")
-    return npy::DType::U16;
-  if (element == "i32")
-    return npy::DType::I32;
-  return npy::DType::I8;
-}
 
 template <typename T> Bytes bytesOf(const std::vector<T> &values) {
   Bytes bytes(values.size() * sizeof(T));
@@ -170,6 +157,18 @@ KvGeometry kvGeometry(const kv::KvKernelSpec &spec, KvAotSize size,
   return g;
 }
 
+/// An index buffer of `g` (positions, lengths, block_table) by its role;
+/// empty for every other role.
+Bytes indexBytes(const std::string &role, const KvGeometry &g) {
+  if (role == "positions")
+    return bytesOf(g.positions);
+  if (role == "lengths")
+    return bytesOf(g.lengths);
+  if (role == "block_table")
+    return bytesOf(g.table);
+  return {};
+}
+
 /// Each parameter's shape (docs/kv-kernels.md, "The ops").
 Dims kvDims(const kv::KvKernelSpec &spec, const KvGeometry &g) {
   bool paged = spec.layout == kv::KvLayout::Paged;
@@ -225,10 +224,9 @@ std::vector<Bytes> kvInputs(const kv::KvKernelSpec &spec,
     const aot::ParamInfo &param = params[i];
     int64_t count = elementsOf(dims[i]);
     Bytes &bytes = inputs[i];
-    if (param.role == "positions") {
-      bytes = bytesOf(g.positions);
-    } else if (param.role == "block_table") {
-      bytes = bytesOf(g.table);
+    bytes = indexBytes(param.role, g);
+    if (!bytes.empty()) {
+      continue;
     } else if (param.written) {
       bytes.assign(size_t(count) * aot::elementBytes(param.element), 0x5A);
     } else if (param.role == "input") {
@@ -257,22 +255,24 @@ std::vector<Bytes> kvInputs(const kv::KvKernelSpec &spec,
   return inputs;
 }
 
-/// Runs a KV or KIVI kernel's CPU tail over buffers in ABI order.
-using KvCpuRun = std::function<llvm::Error(std::vector<compiler::KvBuffer> &)>;
-
-/// Stages the data of a KV entry: `buffers` (the inputs) as they are, a
-/// written buffer's contents before an append, the CPU tail's written
-/// buffers.
+/// Stages the data of a KV or KIVI entry: `buffers` (the inputs) as they
+/// are, a written buffer's contents before an append, and the written
+/// buffers after `kernel` (the spec's CPU tail) ran over them.
+template <typename CpuKernel>
 std::optional<aot::BundleData>
-kvData(const aot::BundleEntry &entry, bool append, const KvGeometry &g,
-       const Dims &dims, std::vector<Bytes> buffers, const KvCpuRun &run,
-       const AotOptions &options, runtime::StagedFiles &staged,
-       std::string &error) {
+kvData(llvm::Expected<std::unique_ptr<CpuKernel>> kernel,
+       const aot::BundleEntry &entry, bool append, const KvGeometry &g,
+       const Dims &dims, std::vector<Bytes> buffers, const AotOptions &options,
+       runtime::StagedFiles &staged, std::string &error) {
+  if (!kernel) {
+    error = "the CPU tail: " + llvm::toString(kernel.takeError());
+    return std::nullopt;
+  }
   std::vector<Bytes> before = buffers;
   std::vector<compiler::KvBuffer> views;
   for (size_t i = 0; i < buffers.size(); ++i)
     views.push_back({buffers[i].data(), dims[i]});
-  if (llvm::Error failed = run(views)) {
+  if (llvm::Error failed = (*kernel)->run(views)) {
     error = "the CPU tail: " + llvm::toString(std::move(failed));
     return std::nullopt;
   }
@@ -285,7 +285,7 @@ kvData(const aot::BundleEntry &entry, bool append, const KvGeometry &g,
     const aot::ParamInfo &param = entry.params[i];
     std::string stem = fmt::format("{}.{}.{}", entry.name, i, param.role);
     std::string file = stem + (param.written ? ".expected.npy" : ".in.npy");
-    npy::DType dtype = npyTypeOf(param.element);
+    npy::DType dtype = npyTypeFor(param.element);
     if (!stageNpy(options.outDirectory, file, dtype, dims[i], buffers[i],
                   staged, error))
       return std::nullopt;
@@ -392,12 +392,9 @@ std::vector<Bytes> kiviInputs(const kv::KiviKernelSpec &spec,
     const aot::ParamInfo &param = params[i];
     int64_t count = elementsOf(dims[i]);
     Bytes &bytes = inputs[i];
-    if (param.role == "positions") {
-      bytes = bytesOf(g.positions);
-    } else if (param.role == "lengths") {
-      bytes = bytesOf(g.lengths);
-    } else if (param.role == "block_table") {
-      bytes = bytesOf(g.table);
+    bytes = indexBytes(param.role, g);
+    if (!bytes.empty()) {
+      continue;
     } else if (param.role == "input" || param.role == "residual") {
       for (int64_t e = 0; e < count; ++e)
         appendValue(bytes, param.element, 8.0f * unit(generator) - 4.0f);
@@ -635,7 +632,7 @@ std::optional<aot::BundleData> attentionData(const kv::KvAttentionSpec &spec,
     }
     std::string file = fmt::format("{}.{}.{}.{}.npy", entry.name, i, param.role,
                                    param.written ? "expected" : "in");
-    if (!stageNpy(options.outDirectory, file, npyTypeOf(param.element),
+    if (!stageNpy(options.outDirectory, file, npyTypeFor(param.element),
                   {shapes[i][0], shapes[i][1]}, buffers[i], staged, error))
       return std::nullopt;
     data.files.push_back(file);
@@ -666,7 +663,7 @@ bool stageBenchInputs(aot::BundleEntry &entry, const std::vector<Bytes> &index,
             ? std::vector<int64_t>{bench.shapes[i][0], bench.shapes[i][1]}
             : bench.dims[i];
     if (!stageNpy(options.outDirectory, bench.inputs[i],
-                  npyTypeOf(entry.params[i].element), shape, index[i], staged,
+                  npyTypeFor(entry.params[i].element), shape, index[i], staged,
                   error))
       return false;
   }
@@ -832,14 +829,8 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
     const KvGeometry &g = benchGeometry;
     entry.bench = sizeOf(g.batch, g.tokens, flatten(benchDims));
     entry.bench->dims = benchDims;
-    for (size_t i = 0; i < entry.params.size(); ++i) {
-      if (entry.params[i].role == "positions")
-        index[i] = bytesOf(g.positions);
-      if (entry.params[i].role == "lengths")
-        index[i] = bytesOf(g.lengths);
-      if (entry.params[i].role == "block_table")
-        index[i] = bytesOf(g.table);
-    }
+    for (size_t i = 0; i < entry.params.size(); ++i)
+      index[i] = indexBytes(entry.params[i].role, g);
   }
   if (!stageBenchInputs(entry, index, options, staged, error))
     return std::nullopt;
@@ -849,38 +840,20 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
   std::optional<aot::BundleData> data;
   if (attention) {
     data = attentionData(spec.decode, entry, options, staged, error);
-  } else if (kivi) {
-    std::mt19937 generator(20240603u);
-    KvGeometry g = kiviGeometry(spec.kivi, options.kvData, &generator);
-    Dims dims = kiviDims(spec.kivi, g);
-    auto kernel = compiler::compileKiviForCpu(spec.kivi);
-    if (!kernel) {
-      error = "the CPU tail: " + llvm::toString(kernel.takeError());
-      return std::nullopt;
-    }
-    data = kvData(
-        entry, spec.kivi.op == kv::KvKernelOp::Append, g, dims,
-        kiviInputs(spec.kivi, entry.params, dims, g, generator),
-        [&](std::vector<compiler::KvBuffer> &views) {
-          return (*kernel)->run(views);
-        },
-        options, staged, error);
   } else {
-    std::mt19937 generator(20240601u);
-    KvGeometry g = kvGeometry(spec.cache, options.kvData, &generator);
-    Dims dims = kvDims(spec.cache, g);
-    auto kernel = compiler::compileKvForCpu(spec.cache);
-    if (!kernel) {
-      error = "the CPU tail: " + llvm::toString(kernel.takeError());
-      return std::nullopt;
-    }
-    data = kvData(
-        entry, spec.cache.op == kv::KvKernelOp::Append, g, dims,
-        kvInputs(spec.cache, entry.params, dims, g, generator),
-        [&](std::vector<compiler::KvBuffer> &views) {
-          return (*kernel)->run(views);
-        },
-        options, staged, error);
+    // The same seed per kind, so both chips' bundles hold the same data.
+    std::mt19937 generator(kivi ? 20240603u : 20240601u);
+    KvGeometry g = kivi ? kiviGeometry(spec.kivi, options.kvData, &generator)
+                        : kvGeometry(spec.cache, options.kvData, &generator);
+    Dims dims = kivi ? kiviDims(spec.kivi, g) : kvDims(spec.cache, g);
+    std::vector<Bytes> inputs =
+        kivi ? kiviInputs(spec.kivi, entry.params, dims, g, generator)
+             : kvInputs(spec.cache, entry.params, dims, g, generator);
+    bool append = entry.op.ends_with("_append");
+    data = kivi ? kvData(compiler::compileKiviForCpu(spec.kivi), entry, append,
+                         g, dims, std::move(inputs), options, staged, error)
+                : kvData(compiler::compileKvForCpu(spec.cache), entry, append,
+                         g, dims, std::move(inputs), options, staged, error);
   }
   if (!data)
     return std::nullopt;
