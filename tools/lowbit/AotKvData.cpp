@@ -36,6 +36,20 @@ std::vector<float> fp8Scales(const kv::KvKernelSpec &spec) {
   return scales;
 }
 
+/// Every parameter's contents before the kernel runs: the index buffers
+/// of `g`, `fill(param, elements)` for the others.
+template <typename Fill>
+std::vector<Bytes> inputsOf(const std::vector<aot::ParamInfo> &params,
+                            const Dims &dims, const KvGeometry &g, Fill fill) {
+  std::vector<Bytes> inputs(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    inputs[i] = indexBytes(params[i].role, g);
+    if (inputs[i].empty())
+      inputs[i] = fill(params[i], elementsOf(dims[i]));
+  }
+  return inputs;
+}
+
 /// The contents of every parameter before the kernel runs: values of 9
 /// binades, FP8 codes that decode to finite values, int8 codes in
 /// [-127, 127], int8 scales in [1, 200), a written cache filled with 0x5A
@@ -44,43 +58,39 @@ std::vector<Bytes> kvInputs(const kv::KvKernelSpec &spec,
                             const std::vector<aot::ParamInfo> &params,
                             const Dims &dims, const KvGeometry &g,
                             std::mt19937 &generator) {
-  std::vector<Bytes> inputs(params.size());
   std::optional<Codec> fp8;
   if (!spec.scheme.isInt8())
     fp8.emplace(spec.scheme.fp8Format());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const aot::ParamInfo &param = params[i];
-    int64_t count = elementsOf(dims[i]);
-    Bytes &bytes = inputs[i];
-    bytes = indexBytes(param.role, g);
-    if (!bytes.empty())
-      continue;
-    if (param.written) {
-      bytes.assign(size_t(count) * aot::elementBytes(param.element), 0x5A);
-    } else if (param.role == "input") {
-      for (int64_t e = 0; e < count; ++e) {
-        float magnitude = std::ldexp(unit(generator), int(e % 9) - 4);
-        appendValue(bytes, param.element,
-                    (generator() & 1) ? -magnitude : magnitude);
-      }
-    } else if (param.role == "codes") {
-      for (int64_t e = 0; e < count; ++e) {
-        uint8_t code = uint8_t(generator());
-        if (fp8)
-          while (!std::isfinite(fp8->decode(code)))
-            code = uint8_t(generator());
-        else
-          code = uint8_t(int8_t(int(generator() % 255) - 127));
-        bytes.push_back(code);
-      }
-    } else if (param.role == "scales") {
-      std::vector<float> scales = fp8 ? fp8Scales(spec) : std::vector<float>();
-      for (int64_t e = 0; !fp8 && e < count; ++e)
-        scales.push_back(1.0f + 199.0f * unit(generator));
-      bytes = bytesOf(scales);
-    }
-  }
-  return inputs;
+  return inputsOf(
+      params, dims, g, [&](const aot::ParamInfo &param, int64_t count) {
+        Bytes bytes;
+        if (param.written) {
+          bytes.assign(size_t(count) * aot::elementBytes(param.element), 0x5A);
+        } else if (param.role == "input") {
+          for (int64_t e = 0; e < count; ++e) {
+            float magnitude = std::ldexp(unit(generator), int(e % 9) - 4);
+            appendValue(bytes, param.element,
+                        (generator() & 1) ? -magnitude : magnitude);
+          }
+        } else if (param.role == "codes") {
+          for (int64_t e = 0; e < count; ++e) {
+            uint8_t code = uint8_t(generator());
+            if (fp8)
+              while (!std::isfinite(fp8->decode(code)))
+                code = uint8_t(generator());
+            else
+              code = uint8_t(int8_t(int(generator() % 255) - 127));
+            bytes.push_back(code);
+          }
+        } else if (param.role == "scales") {
+          std::vector<float> scales =
+              fp8 ? fp8Scales(spec) : std::vector<float>();
+          for (int64_t e = 0; !fp8 && e < count; ++e)
+            scales.push_back(1.0f + 199.0f * unit(generator));
+          bytes = bytesOf(scales);
+        }
+        return bytes;
+      });
 }
 
 /// Inputs: tokens and ring values in [-4, 4); dequantize's codes (int4:
@@ -90,35 +100,30 @@ std::vector<Bytes> kiviInputs(const kv::KiviKernelSpec &spec,
                               const std::vector<aot::ParamInfo> &params,
                               const Dims &dims, const KvGeometry &g,
                               std::mt19937 &generator) {
-  std::vector<Bytes> inputs(params.size());
   unsigned levels = 1u << spec.side.bits;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const aot::ParamInfo &param = params[i];
-    int64_t count = elementsOf(dims[i]);
-    Bytes &bytes = inputs[i];
-    bytes = indexBytes(param.role, g);
-    if (!bytes.empty())
-      continue;
-    if (param.role == "input" || param.role == "residual") {
-      for (int64_t e = 0; e < count; ++e)
-        appendValue(bytes, param.element, 8.0f * unit(generator) - 4.0f);
-    } else if (param.written) {
-      bytes.assign(size_t(count) * aot::elementBytes(param.element), 0x5A);
-    } else if (param.role == "codes") {
-      for (int64_t e = 0; e < count; ++e)
-        bytes.push_back(spec.side.bits == 4 ? uint8_t(generator())
-                                            : uint8_t(generator() % 4));
-    } else if (param.role == "zeros") {
-      for (int64_t e = 0; e < count; ++e)
-        bytes.push_back(uint8_t(generator() % levels));
-    } else if (param.role == "scales") {
-      std::vector<float> scales;
-      for (int64_t e = 0; e < count; ++e)
-        scales.push_back((1.0f + 15.0f * unit(generator)) / 64.0f);
-      bytes = bytesOf(scales);
-    }
-  }
-  return inputs;
+  return inputsOf(
+      params, dims, g, [&](const aot::ParamInfo &param, int64_t count) {
+        Bytes bytes;
+        if (param.role == "input" || param.role == "residual") {
+          for (int64_t e = 0; e < count; ++e)
+            appendValue(bytes, param.element, 8.0f * unit(generator) - 4.0f);
+        } else if (param.written) {
+          bytes.assign(size_t(count) * aot::elementBytes(param.element), 0x5A);
+        } else if (param.role == "codes") {
+          for (int64_t e = 0; e < count; ++e)
+            bytes.push_back(spec.side.bits == 4 ? uint8_t(generator())
+                                                : uint8_t(generator() % 4));
+        } else if (param.role == "zeros") {
+          for (int64_t e = 0; e < count; ++e)
+            bytes.push_back(uint8_t(generator() % levels));
+        } else if (param.role == "scales") {
+          std::vector<float> scales;
+          for (int64_t e = 0; e < count; ++e)
+            scales.push_back((1.0f + 15.0f * unit(generator)) / 64.0f);
+          bytes = bytesOf(scales);
+        }
+        return bytes;
+      });
 }
 
 /// Stages the data of a KV or KIVI entry: `buffers` (the inputs) as they
