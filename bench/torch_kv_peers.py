@@ -22,7 +22,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_peers import Recorder, error_text, median_ms  # noqa: E402
+from torch_peers import (Recorder, cuda_torch, error_text,  # noqa: E402
+                         median_ms)
 
 KV_HEADS, Q_HEADS, HEAD_DIM, GROUP = 8, 32, 128, 64
 PEERS = [("torch fp8 append (cast)", "kv_fp8_e4m3"),
@@ -42,17 +43,8 @@ def main():
     except ValueError:
         parser.error(f"--kv-bench: expected BxN, got '{args.kv_bench}'")
     recorder = Recorder(args.out, batch, tokens)
-    try:
-        import torch
-    except ImportError as error:
-        for name, scheme in PEERS:
-            recorder.skip(name, scheme, "torch not installed: " +
-                          error_text(error))
-        return 0
-    recorder.results["torch_version"] = torch.__version__
-    if not torch.cuda.is_available():
-        for name, scheme in PEERS:
-            recorder.skip(name, scheme, "torch has no CUDA device")
+    torch = cuda_torch(recorder, PEERS)
+    if torch is None:
         return 0
 
     shape = (batch, KV_HEADS, tokens, HEAD_DIM)

@@ -77,6 +77,24 @@ TRITON_PEERS = [("triton fp8 per-token", "fp8_e4m3/token"),
 COPY_PEER = ("copy (d2d)", "ceiling")
 
 
+def cuda_torch(recorder, peers):
+    """torch with a CUDA device, or None after skipping every one of
+    `peers` ((name, scheme) pairs) by name with the reason."""
+    try:
+        import torch
+    except ImportError as error:
+        for name, scheme in peers:
+            recorder.skip(name, scheme, "torch not installed: " +
+                          error_text(error))
+        return None
+    recorder.results["torch_version"] = torch.__version__
+    if not torch.cuda.is_available():
+        for name, scheme in peers:
+            recorder.skip(name, scheme, "torch has no CUDA device")
+        return None
+    return torch
+
+
 def load_triton_kernels():
     """bench/triton/quant_kernels.py by path ("triton" is also the package
     it imports); raises ImportError without Triton."""
@@ -102,17 +120,8 @@ def main():
     recorder = Recorder(args.out, rows, cols)
     everything = TORCH_PEERS + TRITON_PEERS + [COPY_PEER]
 
-    try:
-        import torch
-    except ImportError as error:
-        for name, scheme in everything:
-            recorder.skip(name, scheme, "torch not installed: " +
-                          error_text(error))
-        return 0
-    recorder.results["torch_version"] = torch.__version__
-    if not torch.cuda.is_available():
-        for name, scheme in everything:
-            recorder.skip(name, scheme, "torch has no CUDA device")
+    torch = cuda_torch(recorder, everything)
+    if torch is None:
         return 0
 
     x = torch.randn(rows, cols, device="cuda", dtype=torch.float32)

@@ -19,8 +19,10 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# LowbitKv: the KV-cache reference, MLIR-free; LowbitAot's ranked launch
+# sizes (KV bundle entries) use its kv/KvLaunchSizes.
 set(LOWBIT_CORE_LIBRARIES LowbitFormat LowbitSpec LowbitRuntimeCore
-  LowbitRuntimeCache LowbitRuntimeDriver LowbitAot)
+  LowbitRuntimeCache LowbitRuntimeDriver LowbitKv LowbitAot)
 set(LOWBIT_C_LIBRARIES LowbitC LowbitJitLoader LowbitJitKey LowbitTarget)
 set(LOWBIT_JIT_LIBRARIES LowbitJit LowbitCompiler LowbitLowering
   LowbitDialect)

@@ -25,9 +25,8 @@ void evaluateLaunches(const aot::BundleEntry &entry,
   std::vector<uint64_t> addresses(size.shapes.size(), 0x1000);
   std::string error;
   for (const aot::Launch &launch : entry.launches) {
-    (void)aot::evaluateLaunch(launch, size.shapes, &error,
-                              entry.workspaceWords);
-    (void)aot::packArguments(launch, addresses, size.shapes, &error);
+    (void)aot::evaluateLaunchFor(launch, size, &error, entry.workspaceWords);
+    (void)aot::packArgumentsFor(launch, addresses, size, &error);
   }
 }
 

@@ -52,6 +52,14 @@ for entry in results["entries"]:
     if entry["op"] == "kv_attend":
         assert "max_relative_error_vs_float64" in correctness, entry
 PY
+  # The KV peers (every one skipped by name where torch or CUDA is
+  # missing) and the Markdown rows of both.
+  root=$(cd "$(dirname "$0")/../.." && pwd)
+  python3 "$root/bench/torch_kv_peers.py" --kv-bench 1x512 --out "$out/kv-peers.json"
+  python3 "$root/tools/gpu-results-to-md" --merge "$out/stub.json" \
+    "$out/kv-peers.json" --kv-peers "$out/kv-peers.json" | tee "$out/results.md"
+  grep -q '^| lowbit kv_attend-kv_int8_g64-f32-paged | 1x512 | NO (.*max rel err vs float64' "$out/results.md"
+  grep -q '^| torch fp8 dequant + sdpa (decode) | 1x512 |' "$out/results.md"
 fi
 
 # A corrupted expected file fails the check: one code byte of sequence 0

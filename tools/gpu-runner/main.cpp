@@ -424,7 +424,8 @@ JsonValue correctness(const CudaContext &context, const Options &options,
       // f32 within the tolerance (attention: the GPU's summation order
       // may differ from the CPU tail's), and the error against float64.
       ToleranceResult within = compareWithin(got, expected[i], data);
-      mismatches += within.mismatches;
+      // Bytes of the f32 elements outside the tolerance.
+      mismatches += 4 * within.mismatches;
       result.set("max_relative_error_vs_cpu",
                  JsonValue::number(within.maxRelative));
       if (data.float64Param == int(i)) {

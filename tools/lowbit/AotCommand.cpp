@@ -137,16 +137,6 @@ bool sameTensor(const QuantizedTensor &a, const QuantizedTensor &b) {
          std::memcmp(&a.globalScale, &b.globalScale, 4) == 0;
 }
 
-npy::DType npyType(const std::string &element) {
-  if (element == "f32")
-    return npy::DType::F32;
-  if (element == "f16")
-    return npy::DType::F16;
-  if (element == "bf16")
-    return npy::DType::U16;
-  return npy::DType::U8;
-}
-
 /// The ABI bytes of one parameter (docs/kernel-abi.md) from a quantized
 /// tensor, or from the f32 values for input/output.
 std::vector<uint8_t> parameterBytes(const compiler::KernelParam &param,
@@ -287,7 +277,7 @@ std::optional<BundleData> makeData(const KernelSpec &spec,
     std::vector<uint8_t> bytes = parameterBytes(
         param, shapes[i], *reference,
         param.role == compiler::KernelParam::Role::Output ? output : input);
-    if (!stageNpy(directory, file, npyType(param.elementType),
+    if (!stageNpy(directory, file, npyTypeFor(param.elementType),
                   {shapes[i].rows, shapes[i].cols}, std::move(bytes), staged,
                   error))
       return std::nullopt;

@@ -98,6 +98,18 @@ bool stageKernelImages(aot::BundleEntry &entry, const std::string &stem,
   return true;
 }
 
+npy::DType npyTypeFor(const std::string &element) {
+  if (element == "f32")
+    return npy::DType::F32;
+  if (element == "f16")
+    return npy::DType::F16;
+  if (element == "bf16")
+    return npy::DType::U16;
+  if (element == "i32")
+    return npy::DType::I32;
+  return npy::DType::U8;
+}
+
 bool stageNpy(const std::string &directory, const std::string &file,
               npy::DType dtype, std::vector<int64_t> shape,
               std::vector<uint8_t> bytes, runtime::StagedFiles &staged,

@@ -77,6 +77,10 @@ bool stageKernelImages(aot::BundleEntry &entry, const std::string &stem,
                        std::set<std::string> &usedStems,
                        runtime::StagedFiles &staged, std::string &error);
 
+/// The .npy dtype of a parameter's element: f32, f16, bf16 (as u16), i32,
+/// and every byte type (codes) as u8.
+npy::DType npyTypeFor(const std::string &element);
+
 /// Stages `bytes` as DIR/file (.npy of `dtype`, `shape`).
 bool stageNpy(const std::string &directory, const std::string &file,
               npy::DType dtype, std::vector<int64_t> shape,
