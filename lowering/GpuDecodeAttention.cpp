@@ -27,6 +27,7 @@
 
 #include "lowering/GpuDecodeAttention.h"
 #include "lowering/DecodeAttentionEmitter.h"
+#include "lowering/NativeConversionTable.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -233,11 +234,16 @@ private:
       Value vector = read.vectors.empty() ? Value() : read.vectors[s];
       // FP8: the slice's codes decoded as one vector (the GPU tail's
       // native path converts two codes per cvt).
+      // A NaN code makes the output NaN whatever its bits, so the native
+      // cvt's NaN is kept (no per-code rebuild of the codec's NaN).
       Value decoded;
-      if (vector && !isInt8)
-        decoded = ld::DecodeOp::create(
+      if (vector && !isInt8) {
+        auto decode = ld::DecodeOp::create(
             b, VectorType::get({kSliceChannels}, b.getF32Type()), vector,
             op.getFormat());
+        decode->setAttr(kDecodeAnyNanAttr, b.getUnitAttr());
+        decoded = decode;
+      }
       for (int64_t i = 0; i < kSliceChannels; ++i) {
         Value channel = add(start, idx(i));
         if (decoded) {

@@ -20,7 +20,7 @@
 // CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
 // CHECK-NOT: lowbit.decode
 // CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
-// CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e4m3">} : vector<16xi8> to vector<16xf32>
+// CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e4m3">, lowbit.any_nan_bits} : vector<16xi8> to vector<16xf32>
 // CHECK: math.fma
 // CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32
 // CHECK-NEXT: arith.addf
