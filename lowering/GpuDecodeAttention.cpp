@@ -223,12 +223,10 @@ private:
                                  const RowCodes &read) {
     SmallVector<Value> values;
     ArrayRef<Value> row = read.row;
-    Value fixedScale =
-        isInt8 ? Value() : (scales == keyScales ? keyScale : valueScale);
     bool sliceScale = isInt8 && groupSize % kSliceChannels == 0;
     for (int64_t s = 0; s < shape.slicesPerLane(); ++s) {
       Value start = read.starts[s];
-      Value scale = fixedScale;
+      Value scale;
       if (sliceScale)
         scale = scaleOf(scales, row, start);
       Value vector = read.vectors.empty() ? Value() : read.vectors[s];
@@ -246,16 +244,17 @@ private:
       }
       for (int64_t i = 0; i < kSliceChannels; ++i) {
         Value channel = add(start, idx(i));
+        // FP8 values stay unscaled (the scale is applied once per dot
+        // and per summed value).
         if (decoded) {
-          values.push_back(arith::MulFOp::create(
-              b, vector::ExtractOp::create(b, decoded, i), scale));
+          values.push_back(vector::ExtractOp::create(b, decoded, i));
           continue;
         }
         if (!vector) {
           // Channels past head_dim read channel 0 (never used).
           if (Value exists = channelExists(s, i))
             channel = select(exists, channel, idx(0));
-          values.push_back(dequantize(codes, scales, row, channel));
+          values.push_back(rowValue(codes, scales, row, channel));
           continue;
         }
         Value code = vector::ExtractOp::create(b, vector, i);
@@ -322,8 +321,7 @@ private:
         }
       for (int64_t offset = kLanes / 2; offset >= 1; offset /= 2)
         dot = arith::AddFOp::create(b, dot, shuffleXor(dot, offset));
-      results.push_back(
-          arith::MulFOp::create(b, dot, f32(softmaxScale())).getResult());
+      results.push_back(scaleLogit(dot, [&] { return keyScale; }));
     }
     Value writer = arith::AndIOp::create(
         b, token.valid, cmp(arith::CmpIPredicate::eq, lane, idx(0)));
@@ -454,6 +452,8 @@ private:
               b, total,
               memref::LoadOp::create(b, slotSums,
                                      add(idx(r * shape.headDim), channel)));
+        if (!isInt8)
+          total = arith::MulFOp::create(b, total, valueScale);
         store(total, partials, at(channel));
       }
       auto ifOp = scf::IfOp::create(
