@@ -288,6 +288,18 @@ protected:
     store(f32(0.0f), buffer, at(loop.getInductionVar()));
   }
 
+  /// A gpu.launch of `blocks` blocks of `threads` threads along x, with its
+  /// terminator (the caller sets its insertion point inside).
+  gpu::LaunchOp launchBlocks(Value blocks, int64_t threads) {
+    Value one = idx(1);
+    auto launch =
+        gpu::LaunchOp::create(b, blocks, one, one, idx(threads), one, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b);
+    return launch;
+  }
+
   /// One scf.parallel dimension over `units`: the GPU tail maps it to
   /// blocks of threads along x (a 3-D nest would put threads on z, whose
   /// limit is 64).

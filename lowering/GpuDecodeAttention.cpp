@@ -90,14 +90,7 @@ public:
       : AttentionEmitter(base), shape(shape) {}
 
   void emitSplitsKernel() {
-    Value one = idx(1);
-    auto launch = gpu::LaunchOp::create(b, mul(mul(batch, kvHeads), splits),
-                                        one, one, idx(kThreads), one, one);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(&launch.getBody().front());
-      gpu::TerminatorOp::create(b);
-    }
+    auto launch = launchBlocks(mul(mul(batch, kvHeads), splits), kThreads);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     logits = shared(launch, shape.splitTokens * shape.group);

@@ -37,13 +37,8 @@ public:
   void emitKernel() {
     Value one = idx(1);
     int64_t chunks = (staticHeadDim + kMergeThreads - 1) / kMergeThreads;
-    auto launch = gpu::LaunchOp::create(b, mul(mul(batch, qHeads), idx(chunks)),
-                                        one, one, idx(kMergeThreads), one, one);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(&launch.getBody().front());
-      gpu::TerminatorOp::create(b);
-    }
+    auto launch =
+        launchBlocks(mul(mul(batch, qHeads), idx(chunks)), kMergeThreads);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value block = launch.getBlockIds().x;
