@@ -25,7 +25,8 @@ float larger(float m, float x) { return x > m ? x : m; }
 std::vector<float> decodeAttentionKernelOrder(
     const DecodeShape &shape, std::span<const float> query,
     std::span<const float> keys, std::span<const float> values,
-    std::span<const int64_t> seqLens, float softmaxScale, int64_t splitTokens) {
+    std::span<const int64_t> seqLens, float softmaxScale, int64_t splitTokens,
+    std::span<const float> keyScales, std::span<const float> valueScales) {
   const int64_t dim = shape.headDim, group = shape.qHeads / shape.kvHeads;
   const int64_t splits = (shape.maxTokens + splitTokens - 1) / splitTokens;
   const float negativeInfinity = -std::numeric_limits<float>::infinity();
@@ -57,6 +58,8 @@ std::vector<float> decodeAttentionKernelOrder(
     }
     float tree = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
                  ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+    if (!keyScales.empty())
+      tree = tree * keyScales[size_t(kvHead)];
     return tree * softmaxScale;
   };
 
@@ -94,6 +97,9 @@ std::vector<float> decodeAttentionKernelOrder(
               total[d] = total[d] + acc[d];
             sum = sum + slotSum;
           }
+          if (!valueScales.empty())
+            for (int64_t d = 0; d < dim; ++d)
+              total[d] = total[d] * valueScales[size_t(kvHead)];
           total[dim] = splitMax;
           total[dim + 1] = sum;
         }

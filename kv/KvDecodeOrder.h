@@ -33,10 +33,18 @@ constexpr int64_t kDecodeSlots = 16;
 constexpr int64_t kDecodeLanes = 8;
 constexpr int64_t kDecodeLaneChannels = 16;
 
+/// `keyScales` and `valueScales` are empty (int8: keys and values are the
+/// dequantized cache), or one factor per kv head (FP8: keys and values are
+/// the decoded codes, unscaled; a per-tensor scale repeated per head): the
+/// dot is then `(tree * keyScale) * softmaxScale` and a split's summed
+/// values `total[d] * valueScale`, once each, instead of a multiply per
+/// code.
 std::vector<float> decodeAttentionKernelOrder(
     const DecodeShape &shape, std::span<const float> query,
     std::span<const float> keys, std::span<const float> values,
-    std::span<const int64_t> seqLens, float softmaxScale, int64_t splitTokens);
+    std::span<const int64_t> seqLens, float softmaxScale, int64_t splitTokens,
+    std::span<const float> keyScales = {},
+    std::span<const float> valueScales = {});
 
 } // namespace lowbit::kv
 

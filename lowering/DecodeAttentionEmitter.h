@@ -203,6 +203,25 @@ protected:
     return dequantizeCode(load(codes, at), scaleOf(scales, row, channel));
   }
 
+  /// Element `channel` of a cache row as the attention loops multiply it:
+  /// int8 dequantized with its group scale, FP8 decoded only (its one
+  /// scale per kv head or tensor is applied once to the dot and to the
+  /// summed values, rowScale).
+  Value rowValue(Value codes, Value scales, ArrayRef<Value> row,
+                 Value channel) {
+    if (isInt8)
+      return dequantize(codes, scales, row, channel);
+    SmallVector<Value, 4> at(row);
+    at.push_back(channel);
+    return ld::DecodeOp::create(b, b.getF32Type(), load(codes, at),
+                                op.getFormat());
+  }
+
+  /// The FP8 scale of a row's kv head (row[1] in both layouts).
+  Value rowScale(Value scales, ArrayRef<Value> row) {
+    return load(scales, {perHead ? row[1] : idx(0)});
+  }
+
   /// q[sequence, head] . k(token) * softmax_scale, as the GPU kernel's 8
   /// lanes form it (kv/KvDecodeOrder.h): lane j's fma chain over its
   /// 16-channel slices j, j + 8, ... from 0 (+0 past head_dim), the xor
@@ -228,13 +247,21 @@ protected:
         Value q = load(query, {sequence, head, channel});
         if (q.getType() != b.getF32Type())
           q = arith::ExtFOp::create(b, b.getF32Type(), q);
-        Value k = dequantize(keyCodes, keyScales, row, channel);
+        Value k = rowValue(keyCodes, keyScales, row, channel);
         scf::YieldOp::create(b, fma(q, k, chain.getRegionIterArg(0)));
       }
       scf::YieldOp::create(b, chain.getResult(0));
       lanes.push_back(slices.getResult(0));
     }
-    return arith::MulFOp::create(b, laneTree(b, lanes), f32(softmaxScale()));
+    return scaleLogit(laneTree(b, lanes),
+                      [&] { return rowScale(keyScales, row); });
+  }
+
+  /// The lanes' dot times the key scale (FP8), then softmax_scale.
+  Value scaleLogit(Value dot, function_ref<Value()> keyScale) {
+    if (!isInt8)
+      dot = arith::MulFOp::create(b, dot, keyScale());
+    return arith::MulFOp::create(b, dot, f32(softmaxScale()));
   }
 
   float softmaxScale() { return op.getSoftmaxScale().convertToFloat(); }
@@ -259,6 +286,18 @@ protected:
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     store(f32(0.0f), buffer, at(loop.getInductionVar()));
+  }
+
+  /// A gpu.launch of `blocks` blocks of `threads` threads along x, with its
+  /// terminator (the caller sets its insertion point inside).
+  gpu::LaunchOp launchBlocks(Value blocks, int64_t threads) {
+    Value one = idx(1);
+    auto launch =
+        gpu::LaunchOp::create(b, blocks, one, one, idx(threads), one, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b);
+    return launch;
   }
 
   /// One scf.parallel dimension over `units`: the GPU tail maps it to
@@ -329,7 +368,7 @@ public:
         Value weight =
             exp(arith::SubFOp::create(b, logit(sequence, head, row), splitMax));
         forChannels([&](Value channel) {
-          Value v = dequantize(valueCodes, valueScales, row, channel);
+          Value v = rowValue(valueCodes, valueScales, row, channel);
           Value acc = memref::LoadOp::create(b, scratch, channel);
           memref::StoreOp::create(b, fma(weight, v, acc), scratch, channel);
         });
@@ -346,6 +385,15 @@ public:
                            arith::AddFOp::create(b, slots.getRegionIterArg(0),
                                                  tokens.getResult(0))
                                .getResult());
+    }
+    // FP8: the summed values times the value scale, once per channel.
+    if (!isInt8) {
+      Value valueScale = rowScale(valueScales, {sequence, kvHead});
+      forChannels([&](Value channel) {
+        Value total = load(partials, slot(channel));
+        store(arith::MulFOp::create(b, total, valueScale), partials,
+              slot(channel));
+      });
     }
     store(splitMax, partials, slot(headDim));
     store(slots.getResult(0), partials, slot(add(headDim, idx(1))));

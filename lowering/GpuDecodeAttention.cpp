@@ -27,6 +27,7 @@
 
 #include "lowering/GpuDecodeAttention.h"
 #include "lowering/DecodeAttentionEmitter.h"
+#include "lowering/NativeConversionTable.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -89,14 +90,7 @@ public:
       : AttentionEmitter(base), shape(shape) {}
 
   void emitSplitsKernel() {
-    Value one = idx(1);
-    auto launch = gpu::LaunchOp::create(b, mul(mul(batch, kvHeads), splits),
-                                        one, one, idx(kThreads), one, one);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(&launch.getBody().front());
-      gpu::TerminatorOp::create(b);
-    }
+    auto launch = launchBlocks(mul(mul(batch, kvHeads), splits), kThreads);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     logits = shared(launch, shape.splitTokens * shape.group);
@@ -222,34 +216,38 @@ private:
                                  const RowCodes &read) {
     SmallVector<Value> values;
     ArrayRef<Value> row = read.row;
-    Value fixedScale =
-        isInt8 ? Value() : (scales == keyScales ? keyScale : valueScale);
     bool sliceScale = isInt8 && groupSize % kSliceChannels == 0;
     for (int64_t s = 0; s < shape.slicesPerLane(); ++s) {
       Value start = read.starts[s];
-      Value scale = fixedScale;
+      Value scale;
       if (sliceScale)
         scale = scaleOf(scales, row, start);
       Value vector = read.vectors.empty() ? Value() : read.vectors[s];
       // FP8: the slice's codes decoded as one vector (the GPU tail's
       // native path converts two codes per cvt).
+      // A NaN code makes the output NaN whatever its bits, so the native
+      // cvt's NaN is kept (no per-code rebuild of the codec's NaN).
       Value decoded;
-      if (vector && !isInt8)
-        decoded = ld::DecodeOp::create(
+      if (vector && !isInt8) {
+        auto decode = ld::DecodeOp::create(
             b, VectorType::get({kSliceChannels}, b.getF32Type()), vector,
             op.getFormat());
+        decode->setAttr(kDecodeAnyNanAttr, b.getUnitAttr());
+        decoded = decode;
+      }
       for (int64_t i = 0; i < kSliceChannels; ++i) {
         Value channel = add(start, idx(i));
+        // FP8 values stay unscaled (the scale is applied once per dot
+        // and per summed value).
         if (decoded) {
-          values.push_back(arith::MulFOp::create(
-              b, vector::ExtractOp::create(b, decoded, i), scale));
+          values.push_back(vector::ExtractOp::create(b, decoded, i));
           continue;
         }
         if (!vector) {
           // Channels past head_dim read channel 0 (never used).
           if (Value exists = channelExists(s, i))
             channel = select(exists, channel, idx(0));
-          values.push_back(dequantize(codes, scales, row, channel));
+          values.push_back(rowValue(codes, scales, row, channel));
           continue;
         }
         Value code = vector::ExtractOp::create(b, vector, i);
@@ -316,8 +314,7 @@ private:
         }
       for (int64_t offset = kLanes / 2; offset >= 1; offset /= 2)
         dot = arith::AddFOp::create(b, dot, shuffleXor(dot, offset));
-      results.push_back(
-          arith::MulFOp::create(b, dot, f32(softmaxScale())).getResult());
+      results.push_back(scaleLogit(dot, [&] { return keyScale; }));
     }
     Value writer = arith::AndIOp::create(
         b, token.valid, cmp(arith::CmpIPredicate::eq, lane, idx(0)));
@@ -448,6 +445,8 @@ private:
               b, total,
               memref::LoadOp::create(b, slotSums,
                                      add(idx(r * shape.headDim), channel)));
+        if (!isInt8)
+          total = arith::MulFOp::create(b, total, valueScale);
         store(total, partials, at(channel));
       }
       auto ifOp = scf::IfOp::create(

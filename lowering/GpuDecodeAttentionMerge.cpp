@@ -1,8 +1,9 @@
 //===- GpuDecodeAttentionMerge.cpp - FlashDecoding stage 2 on the GPU -----===//
 //
-// lowbit.kv_decode_attention's second stage as one 128-thread block per
-// (sequence, query head) (docs/decode-attention.md, "The merge kernel"):
-// thread t holds channels t, t + 128, ... of the head. Every thread walks
+// lowbit.kv_decode_attention's second stage as one 32-thread block per
+// (sequence, query head, 32 channels) (docs/decode-attention.md, "The
+// merge kernel"): thread t of chunk c holds channel 32 c + t of the head,
+// so a head of 128 channels is spread over 4 SMs. Every thread walks
 // the used splits in order, as the loops do, so each channel's output is
 // the same chain of operations as kv::decodeAttentionKernelOrder's:
 //   M = the running max of the splits' m, from -inf;
@@ -25,7 +26,7 @@
 namespace lowbit::attention {
 namespace {
 
-constexpr int64_t kMergeThreads = 128;
+constexpr int64_t kMergeThreads = gpu_mapping::kWarpSize;
 constexpr int64_t kSplitsPerTrip = 16;
 
 class MergeKernelEmitter : public AttentionEmitter {
@@ -35,16 +36,14 @@ public:
 
   void emitKernel() {
     Value one = idx(1);
-    auto launch = gpu::LaunchOp::create(b, mul(batch, qHeads), one, one,
-                                        idx(kMergeThreads), one, one);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(&launch.getBody().front());
-      gpu::TerminatorOp::create(b);
-    }
+    int64_t chunks = (staticHeadDim + kMergeThreads - 1) / kMergeThreads;
+    auto launch =
+        launchBlocks(mul(mul(batch, qHeads), idx(chunks)), kMergeThreads);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
-    Value unit = launch.getBlockIds().x;
+    Value block = launch.getBlockIds().x;
+    Value chunk = arith::RemUIOp::create(b, block, idx(chunks));
+    Value unit = arith::DivUIOp::create(b, block, idx(chunks));
     Value head = arith::RemUIOp::create(b, unit, qHeads);
     sequence = arith::DivUIOp::create(b, unit, qHeads);
     kvHead = arith::DivUIOp::create(b, head, group);
@@ -54,21 +53,18 @@ public:
     last = arith::SubIOp::create(b, used, one);
     trips = arith::CeilDivUIOp::create(b, used, idx(kSplitsPerTrip));
 
-    // The thread's channels; one past head_dim reads channel 0 and is not
+    // The thread's channel; one past head_dim reads channel 0 and is not
     // stored.
-    Value thread = launch.getThreadIds().x;
-    SmallVector<Value> exists;
-    for (int64_t c = 0; c * kMergeThreads < staticHeadDim; ++c) {
-      Value channel = add(thread, idx(c * kMergeThreads));
-      Value inside;
-      if ((c + 1) * kMergeThreads > staticHeadDim) {
-        inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, channel,
-                                       idx(staticHeadDim));
-        channel = arith::SelectOp::create(b, inside, channel, idx(0));
-      }
-      channels.push_back(channel);
-      exists.push_back(inside);
+    Value channel =
+        add(mul(chunk, idx(kMergeThreads)), launch.getThreadIds().x);
+    Value inside;
+    if (staticHeadDim % kMergeThreads != 0) {
+      inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, channel,
+                                     idx(staticHeadDim));
+      channel = arith::SelectOp::create(b, inside, channel, idx(0));
     }
+    channels.push_back(channel);
+    SmallVector<Value> exists{inside};
 
     Value globalMax = emitMax();
     SmallVector<Value> sums = emitSums(globalMax);

@@ -153,10 +153,11 @@ void rewriteEncode(lowbit::dialect::EncodeOp op, const NativeConversion &row) {
 /// it to f32 keeps its payload (0x7fffe000) and loses the code's sign. The
 /// codec and the reference quantizer give 0x7fc00000 with the code's sign
 /// (docs/numerics.md), so a NaN is rebuilt here: every backend then writes
-/// the same bytes. Only the FP8 rows have NaN codes.
+/// the same bytes. Only the FP8 rows have NaN codes. A decode marked
+/// kDecodeAnyNanAttr keeps the cvt's NaN (its consumer needs only NaN-ness).
 Value matchCodecNan(ImplicitLocOpBuilder &b, const NativeConversion &row,
-                    int formatBits, Value code, Value value) {
-  if (row.instruction != NativeInstruction::F8x2ToF16x2)
+                    int formatBits, Value code, Value value, bool anyNan) {
+  if (row.instruction != NativeInstruction::F8x2ToF16x2 || anyNan)
     return value;
   auto i32 = [&](uint32_t constant) -> Value {
     return arith::ConstantOp::create(b, b.getI32IntegerAttr(int32_t(constant)));
@@ -176,7 +177,7 @@ Value matchCodecNan(ImplicitLocOpBuilder &b, const NativeConversion &row,
 
 /// Decodes one i8 code to f32 through the chip's f16x2 cvt.
 Value decodeScalar(ImplicitLocOpBuilder &b, const NativeConversion &row,
-                   int formatBits, Value code) {
+                   int formatBits, Value code, bool anyNan) {
   Type formatType = nvvmFormatType(b.getContext(), row.formatName);
   auto halfPair = VectorType::get({2}, b.getF16Type());
   auto bytePair = VectorType::get({2}, b.getI8Type());
@@ -208,14 +209,14 @@ Value decodeScalar(ImplicitLocOpBuilder &b, const NativeConversion &row,
   Value half = vector::ExtractOp::create(b, halves, ArrayRef<int64_t>{0});
   // Every value of these formats is an f16, and f16 -> f32 is exact.
   return matchCodecNan(b, row, formatBits, code,
-                       arith::ExtFOp::create(b, b.getF32Type(), half));
+                       arith::ExtFOp::create(b, b.getF32Type(), half), anyNan);
 }
 
 /// Decodes two i8 codes with one f16x2 cvt: the first code in the low byte
 /// (nibble), which the cvt converts into the low half, element 0.
 std::pair<Value, Value> decodePair(ImplicitLocOpBuilder &b,
                                    const NativeConversion &row, int formatBits,
-                                   Value first, Value second) {
+                                   Value first, Value second, bool anyNan) {
   Type formatType = nvvmFormatType(b.getContext(), row.formatName);
   auto halfPair = VectorType::get({2}, b.getF16Type());
   auto bytePair = VectorType::get({2}, b.getI8Type());
@@ -246,14 +247,15 @@ std::pair<Value, Value> decodePair(ImplicitLocOpBuilder &b,
     break;
   }
   default:
-    return {decodeScalar(b, row, formatBits, first),
-            decodeScalar(b, row, formatBits, second)};
+    return {decodeScalar(b, row, formatBits, first, anyNan),
+            decodeScalar(b, row, formatBits, second, anyNan)};
   }
   // Every value of these formats is an f16, and f16 -> f32 is exact.
   auto toF32 = [&](int64_t index, Value code) -> Value {
     Value half = vector::ExtractOp::create(b, halves, ArrayRef<int64_t>{index});
     return matchCodecNan(b, row, formatBits, code,
-                         arith::ExtFOp::create(b, b.getF32Type(), half));
+                         arith::ExtFOp::create(b, b.getF32Type(), half),
+                         anyNan);
   };
   return {toF32(0, first), toF32(1, second)};
 }
@@ -261,10 +263,11 @@ std::pair<Value, Value> decodePair(ImplicitLocOpBuilder &b,
 void rewriteDecode(lowbit::dialect::DecodeOp op, const NativeConversion &row) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   int formatBits = op.getModelFormat().bits();
+  bool anyNan = op->hasAttr(lowbit::kDecodeAnyNanAttr);
   Value input = op.getInput();
   auto vectorType = dyn_cast<VectorType>(input.getType());
   if (!vectorType) {
-    op.replaceAllUsesWith(decodeScalar(b, row, formatBits, input));
+    op.replaceAllUsesWith(decodeScalar(b, row, formatBits, input, anyNan));
     op.erase();
     return;
   }
@@ -273,12 +276,12 @@ void rewriteDecode(lowbit::dialect::DecodeOp op, const NativeConversion &row) {
   for (int64_t index = 0; index < count; index += 2) {
     Value first = vector::ExtractOp::create(b, input, ArrayRef<int64_t>{index});
     if (index + 1 == count) {
-      values.push_back(decodeScalar(b, row, formatBits, first));
+      values.push_back(decodeScalar(b, row, formatBits, first, anyNan));
       continue;
     }
     Value second =
         vector::ExtractOp::create(b, input, ArrayRef<int64_t>{index + 1});
-    auto [low, high] = decodePair(b, row, formatBits, first, second);
+    auto [low, high] = decodePair(b, row, formatBits, first, second, anyNan);
     values.push_back(low);
     values.push_back(high);
   }

@@ -91,6 +91,12 @@ const NativeConversion *findNativeConversion(const Target &target,
 /// `target` would use for each row: for docs, the CLI and tests.
 std::vector<std::string> describeNativeConversions(const Target &target);
 
+/// A unit attribute on a lowbit.decode whose consumer needs only a NaN's
+/// NaN-ness, not the codec's NaN bits (decode attention: a NaN code makes
+/// the output NaN either way): the native decode then keeps the cvt's
+/// canonical NaN instead of rebuilding the codec's (docs/decode-attention.md).
+inline constexpr std::string_view kDecodeAnyNanAttr = "lowbit.any_nan_bits";
+
 } // namespace lowbit
 
 #endif // LOWBIT_LOWERING_NATIVECONVERSIONTABLE_H

@@ -169,6 +169,17 @@ LaneValue other(std::string_view head, const LaneValue &x, const LaneValue &y,
 
 } // namespace
 
+void collectParameters(std::string_view text, std::set<int> &slots) {
+  for (size_t at = text.find("_param_"); at != std::string_view::npos;
+       at = text.find("_param_", at + 1)) {
+    int slot = 0;
+    const char *begin = text.data() + at + 7;
+    auto [end, ec] = std::from_chars(begin, text.data() + text.size(), slot);
+    if (ec == std::errc() && end != begin)
+      slots.insert(slot);
+  }
+}
+
 LaneValue AddressDataflow::value(std::string_view operand) const {
   if (operand == "%tid.x" || operand == "%laneid") {
     LaneValue lanes = LaneValue::constant(0);
@@ -195,14 +206,7 @@ LaneValue AddressDataflow::value(std::string_view operand) const {
 
 std::set<int> AddressDataflow::parameters(std::string_view operand) const {
   std::set<int> slots;
-  if (size_t at = operand.find("_param_"); at != std::string_view::npos) {
-    int slot = 0;
-    const char *begin = operand.data() + at + 7;
-    auto [end, ec] =
-        std::from_chars(begin, operand.data() + operand.size(), slot);
-    if (ec == std::errc() && end != begin)
-      slots.insert(slot);
-  }
+  collectParameters(operand, slots);
   if (auto found = sources.find(operand); found != sources.end())
     slots.insert(found->second.begin(), found->second.end());
   return slots;

@@ -35,6 +35,9 @@ struct LaneValue {
   static LaneValue uniformUnknown();
 };
 
+/// The `_param_N` slots `text` names, added to `slots`.
+void collectParameters(std::string_view text, std::set<int> &slots);
+
 /// What the dataflow knows about one memory operand `[reg+offset]`.
 struct AddressInfo {
   std::vector<int> parameters;

@@ -108,19 +108,6 @@ std::string_view opcodeOf(std::string_view statement) {
   return statement.substr(at, end == std::string_view::npos ? end : end - at);
 }
 
-/// `_param_N` slots a statement names.
-void collectParameters(std::string_view statement, std::set<int> &slots) {
-  for (size_t at = statement.find("_param_"); at != std::string_view::npos;
-       at = statement.find("_param_", at + 1)) {
-    int slot = 0;
-    const char *begin = statement.data() + at + 7;
-    auto [end, ec] =
-        std::from_chars(begin, statement.data() + statement.size(), slot);
-    if (ec == std::errc() && end != begin)
-      slots.insert(slot);
-  }
-}
-
 /// The body of one entry: the text between its outermost braces.
 std::optional<std::string_view> entryBody(std::string_view ptx, size_t from,
                                           size_t &bodyEnd) {

@@ -26,6 +26,8 @@ using test::Random;
 struct Quantized {
   std::vector<int8_t> codes;
   std::vector<float> scales, dequantized;
+  /// FP8: decode(code) per element, and the scale of each kv head.
+  std::vector<float> decoded, headScales;
 };
 
 Quantized quantize(const kv::KvAttentionSpec &spec,
@@ -66,6 +68,10 @@ Quantized quantize(const kv::KvAttentionSpec &spec,
   result.codes.assign(tensor->codes.begin(), tensor->codes.end());
   result.scales = scales;
   result.dequantized = kv::dequantizeFp8Kv(*tensor);
+  for (int8_t code : result.codes)
+    result.decoded.push_back(format.decodeToFloat(uint8_t(code)));
+  for (int64_t head = 0; head < shape[1]; ++head)
+    result.headScales.push_back(scales[spec.perHead ? head : 0]);
   return result;
 }
 
@@ -98,6 +104,8 @@ AttentionCase AttentionCase::make(const std::string &specText,
   Quantized v = quantize(spec, values, cacheShape);
   data.keys = k.dequantized;
   data.values = v.dequantized;
+  data.decodedKeys = k.decoded, data.decodedValues = v.decoded;
+  data.keyHeadScales = k.headScales, data.valueHeadScales = v.headScales;
 
   data.queryF32.resize(batch * spec.qHeads * dim);
   for (float &q : data.queryF32) {
@@ -233,6 +241,10 @@ AttentionCase::emulatorBuffers(float *output, float *partials) const {
 }
 
 std::vector<float> AttentionCase::kernelOrderReference() const {
+  if (spec.isFp8())
+    return kv::decodeAttentionKernelOrder(
+        shape, queryF32, decodedKeys, decodedValues, lengths, spec.softmaxScale,
+        spec.splitTokens, keyHeadScales, valueHeadScales);
   return kv::decodeAttentionKernelOrder(shape, queryF32, keys, values, lengths,
                                         spec.softmaxScale, spec.splitTokens);
 }

@@ -34,6 +34,9 @@ struct AttentionCase {
   std::vector<int64_t> lengths;
   /// The dequantized cache, contiguous [batch, kvHeads, maxTokens, dim].
   std::vector<float> keys, values;
+  /// FP8 only: the decoded codes (unscaled), same layout, and each kv
+  /// head's scale (the kernels apply it once per dot and per summed value).
+  std::vector<float> decodedKeys, decodedValues, keyHeadScales, valueHeadScales;
 
   /// Builds the case for a kv_attend spec text (a test failure if it does
   /// not parse).

@@ -5,7 +5,7 @@
 // the warps' maxima and the slot sums in workgroup memory, one 16-byte
 // load per lane and row slice (4 tokens' loads issued per trip), the lane
 // tree by xor shuffles over 4, 2, 1 and the warp max over 16 .. 1; stage 2
-// is a second launch of 128-thread blocks.
+// is a second launch of 32-thread blocks.
 
 // CHECK-LABEL: func.func @fp8_paged
 // CHECK-NOT: lowbit.kv_decode_attention
@@ -20,7 +20,7 @@
 // CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
 // CHECK-NOT: lowbit.decode
 // CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
-// CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e4m3">} : vector<16xi8> to vector<16xf32>
+// CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e4m3">, lowbit.any_nan_bits} : vector<16xi8> to vector<16xf32>
 // CHECK: math.fma
 // CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32
 // CHECK-NEXT: arith.addf
@@ -36,11 +36,12 @@
 // CHECK: vector.load %arg3[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
 // CHECK: gpu.barrier
 // CHECK: gpu.terminator
-// Stage 2: one 128-thread block per (sequence, query head), 16 splits'
-// partials read per trip, the chains kept by selects, one division.
+// Stage 2: one 32-thread block per (sequence, query head, 32 channels),
+// 16 splits' partials read per trip, the chains kept by selects, one
+// division.
 // CHECK-NOT: scf.parallel
 // CHECK: gpu.launch
-// CHECK-SAME: in (%{{[a-z0-9]+}} = %c128, %{{[a-z0-9]+}} = %c1, %{{[a-z0-9]+}} = %c1)
+// CHECK-SAME: in (%{{[a-z0-9]+}} = %c32, %{{[a-z0-9]+}} = %c1, %{{[a-z0-9]+}} = %c1)
 // CHECK: arith.ceildivui
 // CHECK: arith.ceildivui %{{.*}}, %c16
 // CHECK: scf.for
