@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kv/KiviDecodeOrder.h"
+#include "kv/KvDecodeOrder.h"
 
 #include "format/Prologue.h"
 
@@ -69,28 +70,7 @@ std::vector<float> kiviDecodeAttentionOrder(
           acc[dim + 1] = sum;
         }
 
-  std::vector<float> output(shape.batch * shape.qHeads * dim, 0.0f);
-  for (int64_t b = 0; b < shape.batch; ++b)
-    for (int64_t head = 0; head < shape.qHeads; ++head) {
-      int64_t kvHead = head / group, member = head % group;
-      int64_t used = (seqLens[b] + splitTokens - 1) / splitTokens;
-      float globalMax = negativeInfinity;
-      for (int64_t split = 0; split < used; ++split)
-        globalMax = larger(globalMax, slot(b, kvHead, split, member)[dim]);
-      float *out = output.data() + (b * shape.qHeads + head) * dim;
-      float sum = 0.0f;
-      for (int64_t split = 0; split < used; ++split) {
-        const float *acc = slot(b, kvHead, split, member);
-        float factor = prologueExp(acc[dim] - globalMax);
-        for (int64_t d = 0; d < dim; ++d)
-          out[d] = std::fma(acc[d], factor, out[d]);
-        sum = std::fma(acc[dim + 1], factor, sum);
-      }
-      if (seqLens[b] != 0)
-        for (int64_t d = 0; d < dim; ++d)
-          out[d] = out[d] / sum;
-    }
-  return output;
+  return mergeDecodeSplits(shape, partials, seqLens, splitTokens);
 }
 
 } // namespace lowbit::kv

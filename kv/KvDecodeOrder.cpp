@@ -105,19 +105,32 @@ std::vector<float> decodeAttentionKernelOrder(
         }
       }
 
-  // Stage 2: every (sequence, query head) merges its used splits in order.
+  return mergeDecodeSplits(shape, partials, seqLens, splitTokens);
+}
+
+std::vector<float> mergeDecodeSplits(const DecodeShape &shape,
+                                     std::span<const float> partials,
+                                     std::span<const int64_t> seqLens,
+                                     int64_t splitTokens) {
+  const int64_t dim = shape.headDim, group = shape.qHeads / shape.kvHeads;
+  const int64_t splits = (shape.maxTokens + splitTokens - 1) / splitTokens;
+  auto slot = [&](int64_t b, int64_t kvHead, int64_t split, int64_t member) {
+    return partials.data() +
+           (((b * shape.kvHeads + kvHead) * splits + split) * group + member) *
+               (dim + 2);
+  };
   std::vector<float> output(shape.batch * shape.qHeads * dim, 0.0f);
   for (int64_t b = 0; b < shape.batch; ++b)
     for (int64_t head = 0; head < shape.qHeads; ++head) {
       int64_t kvHead = head / group, member = head % group;
       int64_t used = (seqLens[b] + splitTokens - 1) / splitTokens;
-      float globalMax = negativeInfinity;
+      float globalMax = -std::numeric_limits<float>::infinity();
       for (int64_t split = 0; split < used; ++split)
         globalMax = larger(globalMax, slot(b, kvHead, split, member)[dim]);
       float *out = output.data() + (b * shape.qHeads + head) * dim;
       float sum = 0.0f;
       for (int64_t split = 0; split < used; ++split) {
-        auto acc = slot(b, kvHead, split, member);
+        const float *acc = slot(b, kvHead, split, member);
         float factor = prologueExp(acc[dim] - globalMax);
         for (int64_t d = 0; d < dim; ++d)
           out[d] = std::fma(acc[d], factor, out[d]);

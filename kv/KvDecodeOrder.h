@@ -46,6 +46,16 @@ std::vector<float> decodeAttentionKernelOrder(
     std::span<const float> keyScales = {},
     std::span<const float> valueScales = {});
 
+/// Stage 2 in the kernels' order, shared by every decode-attention order:
+/// each (sequence, query head) merges its used splits of `partials`
+/// ([batch, kvHeads, splits, qHeads / kvHeads, headDim + 2]: acc, m, l)
+/// in split order (M = max m_s, then fma by e^(m_s - M)), and divides by
+/// L unless the sequence is empty.
+std::vector<float> mergeDecodeSplits(const DecodeShape &shape,
+                                     std::span<const float> partials,
+                                     std::span<const int64_t> seqLens,
+                                     int64_t splitTokens);
+
 } // namespace lowbit::kv
 
 #endif // LOWBIT_KV_KVDECODEORDER_H
