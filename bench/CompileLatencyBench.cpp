@@ -33,13 +33,18 @@
 // quantize and dequantize kernels: the measurement behind the GPU tail's
 // default level (lowering/GpuTail.h, kDefaultPtxOptLevel).
 //
+// --phases: spec -> cubin split by phase (context, module, gpu loops, nvvm,
+// ptx, plan, link; jit::GpuBuildPhases), cold (child processes) and warm.
+// --clock thread: the compiling thread's own CPU time, without the warm-up
+// threads' (the measure least disturbed by a loaded machine).
+//
 // Numbers only: never a test, never pass/fail on timing.
 //
 // usage: lowbit-bench-latency [--runs N] [--chips sm_90a,sm_100a]
 //                             [--ops quantize,dequantize] [--schemes A,B]
 //                             [--no-cold] [--warmed]
-//                             [--levels]
-//                             [--clock cpu|wall]
+//                             [--levels] [--phases]
+//                             [--clock cpu|wall|thread]
 //        lowbit-bench-latency --clock C --child ptx|cubin CHIP SPEC
 //                             (one cold compile, internal)
 //
@@ -188,6 +193,23 @@ double oldStyleMedian(const KernelSpec &spec, const Target &target, int runs,
     values.push_back(nowMillis() - start);
   }
   return median(values);
+}
+
+/// `chip` as a validated NVIDIA target, or nullopt with a message.
+std::optional<Target> nvidiaTarget(const std::string &chip) {
+  std::string error;
+  std::optional<Target> target = parseTarget(chip, &error);
+  if (!target || !validateTarget(*target, &error) || !target->isNvidia()) {
+    std::fprintf(stderr, "bad chip '%s': %s\n", chip.c_str(), error.c_str());
+    return std::nullopt;
+  }
+  return target;
+}
+
+/// Whether --schemes (`only`, empty: all) selects `scheme`.
+bool selected(const std::vector<std::string> &only, const Scheme &scheme) {
+  return only.empty() ||
+         std::find(only.begin(), only.end(), scheme.name) != only.end();
 }
 
 /// Names of the phases --phases reports: buildGpuKernel's (GpuBuildPhases)
@@ -443,14 +465,11 @@ int runPhases(const std::vector<std::string> &chips,
   std::printf(" %9s\n", "total");
   for (const std::string &chip : chips) {
     std::string error;
-    std::optional<Target> target = parseTarget(chip, &error);
-    if (!target || !validateTarget(*target, &error) || !target->isNvidia()) {
-      std::fprintf(stderr, "bad chip '%s': %s\n", chip.c_str(), error.c_str());
+    std::optional<Target> target = nvidiaTarget(chip);
+    if (!target)
       return 1;
-    }
     for (const Scheme &scheme : namedSchemes()) {
-      if (!only.empty() &&
-          std::find(only.begin(), only.end(), scheme.name) == only.end())
+      if (!selected(only, scheme))
         continue;
       std::string specText = "quantize " + scheme.name;
       std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
@@ -545,7 +564,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: lowbit-bench-latency [--runs N] [--chips A,B] "
                    "[--ops quantize,dequantize] [--schemes A,B] [--no-cold] "
-                   "[--warmed] [--levels]\n");
+                   "[--warmed] [--levels] [--phases] "
+                   "[--clock cpu|wall|thread]\n");
       return 2;
     }
   }
@@ -577,14 +597,11 @@ int main(int argc, char **argv) {
       peers; // (chip, scheme) -> (nvrtc, nvrtc + link)
   for (const std::string &chip : chips) {
     std::string error;
-    std::optional<Target> target = parseTarget(chip, &error);
-    if (!target || !validateTarget(*target, &error) || !target->isNvidia()) {
-      std::fprintf(stderr, "bad chip '%s': %s\n", chip.c_str(), error.c_str());
+    std::optional<Target> target = nvidiaTarget(chip);
+    if (!target)
       return 1;
-    }
     for (const Scheme &scheme : namedSchemes()) {
-      if (!only.empty() &&
-          std::find(only.begin(), only.end(), scheme.name) == only.end())
+      if (!selected(only, scheme))
         continue;
       for (const std::string &opName : ops) {
         std::string specText = opName + " " + scheme.name;
