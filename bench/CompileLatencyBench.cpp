@@ -33,13 +33,18 @@
 // quantize and dequantize kernels: the measurement behind the GPU tail's
 // default level (lowering/GpuTail.h, kDefaultPtxOptLevel).
 //
+// --phases: spec -> cubin split by phase (context, module, gpu loops, nvvm,
+// ptx, plan, link; jit::GpuBuildPhases), cold (child processes) and warm.
+// --clock thread: the compiling thread's own CPU time, without the warm-up
+// threads' (the measure least disturbed by a loaded machine).
+//
 // Numbers only: never a test, never pass/fail on timing.
 //
 // usage: lowbit-bench-latency [--runs N] [--chips sm_90a,sm_100a]
 //                             [--ops quantize,dequantize] [--schemes A,B]
 //                             [--no-cold] [--warmed]
-//                             [--levels]
-//                             [--clock cpu|wall]
+//                             [--levels] [--phases]
+//                             [--clock cpu|wall|thread]
 //        lowbit-bench-latency --clock C --child ptx|cubin CHIP SPEC
 //                             (one cold compile, internal)
 //
@@ -81,15 +86,38 @@ namespace {
 /// machine disturbs far less than wall time (every compile here is one
 /// thread, except nvJitLink's warm-up, whose CPU time is then counted
 /// although it runs beside the lowering); --clock wall: elapsed time.
-bool useCpuClock = true;
+/// --clock thread (for --phases): the compiling thread's own CPU time,
+/// without the warm-up threads'.
+enum class ClockKind { Cpu, Wall, Thread };
+ClockKind clockKind = ClockKind::Cpu;
+
+const char *clockName() {
+  switch (clockKind) {
+  case ClockKind::Cpu:
+    return "cpu";
+  case ClockKind::Wall:
+    return "wall";
+  case ClockKind::Thread:
+    return "thread";
+  }
+  return "cpu";
+}
+
+void setClock(const std::string &name) {
+  clockKind = name == "wall"     ? ClockKind::Wall
+              : name == "thread" ? ClockKind::Thread
+                                 : ClockKind::Cpu;
+}
 
 double nowMillis() {
-  if (!useCpuClock)
+  if (clockKind == ClockKind::Wall)
     return std::chrono::duration<double, std::milli>(
                Clock::now().time_since_epoch())
         .count();
   timespec now;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  clock_gettime(clockKind == ClockKind::Thread ? CLOCK_THREAD_CPUTIME_ID
+                                               : CLOCK_PROCESS_CPUTIME_ID,
+                &now);
   return double(now.tv_sec) * 1e3 + double(now.tv_nsec) * 1e-6;
 }
 
@@ -167,6 +195,77 @@ double oldStyleMedian(const KernelSpec &spec, const Target &target, int runs,
   return median(values);
 }
 
+/// `chip` as a validated NVIDIA target, or nullopt with a message.
+std::optional<Target> nvidiaTarget(const std::string &chip) {
+  std::string error;
+  std::optional<Target> target = parseTarget(chip, &error);
+  if (!target || !validateTarget(*target, &error) || !target->isNvidia()) {
+    std::fprintf(stderr, "bad chip '%s': %s\n", chip.c_str(), error.c_str());
+    return std::nullopt;
+  }
+  return target;
+}
+
+/// Whether --schemes (`only`, empty: all) selects `scheme`.
+bool selected(const std::vector<std::string> &only, const Scheme &scheme) {
+  return only.empty() ||
+         std::find(only.begin(), only.end(), scheme.name) != only.end();
+}
+
+/// Names of the phases --phases reports: buildGpuKernel's (GpuBuildPhases)
+/// and nvJitLink's link.
+const std::vector<std::string> &phaseNames() {
+  static const std::vector<std::string> names = {
+      "context", "module", "gpu loops", "nvvm", "ptx", "plan", "link"};
+  return names;
+}
+
+/// One spec -> cubin with its phases' wall milliseconds, in phaseNames()
+/// order; empty on failure (the reason in `reason`).
+std::vector<double> phasesOnce(const KernelSpec &spec, const Target &target,
+                               std::string &reason) {
+  jit::GpuBuildPhases phases;
+  phases.now = nowMillis;
+  Expected<jit::GpuBuild> build =
+      jit::buildGpuKernel(spec, target, /*startLinker=*/true, &phases);
+  if (!build) {
+    reason = build.error().message;
+    return {};
+  }
+  double start = nowMillis();
+  Expected<runtime::Cubin> linked = runtime::linkPtx(build->ptx, target.chip);
+  if (!linked) {
+    reason = linked.error().message;
+    return {};
+  }
+  std::vector<double> millis;
+  for (auto &[name, took] : phases.millis)
+    millis.push_back(took);
+  millis.push_back(nowMillis() - start);
+  if (millis.size() != phaseNames().size()) {
+    reason = "buildGpuKernel reported " + std::to_string(phases.millis.size()) +
+             " phases";
+    return {};
+  }
+  return millis;
+}
+
+/// The --phases child: the first spec -> cubin of a process, its phases'
+/// milliseconds on one line.
+int runPhasesChild(const KernelSpec &spec, const Target &target) {
+  std::string reason;
+  std::vector<double> millis = phasesOnce(spec, target, reason);
+  if (millis.empty()) {
+    std::fprintf(stderr, "%s\n", reason.substr(0, reason.find('\n')).c_str());
+    return 1;
+  }
+  for (double took : millis)
+    std::printf("%.3f ", took);
+  std::printf("\n");
+  std::fflush(stdout);
+  std::_Exit(0);
+}
+
 /// The child: one cold compile, its milliseconds on stdout. Modes `ptx`
 /// and `cubin`; `ptx+w` and `cubin+w` first run what
 /// JitOptions::warmUpCompiler runs on its thread (untimed, and nvJitLink's
@@ -180,6 +279,8 @@ int runChild(std::string mode, const std::string &chip,
     std::fprintf(stderr, "%s\n", error.c_str());
     return 2;
   }
+  if (mode == "phases")
+    return runPhasesChild(*spec, *target);
   if (mode.ends_with("+w")) {
     mode.resize(mode.size() - 2);
     if (Status warmed = jit::linkedCompilerBackend().warmUp(*target); !warmed) {
@@ -199,22 +300,21 @@ int runChild(std::string mode, const std::string &chip,
   std::_Exit(0);
 }
 
-/// Runs this program as a child; its printed milliseconds, or -1.
-double childMillis(const std::string &mode, const std::string &chip,
-                   const std::string &spec) {
+/// Runs this program as a child; what it printed, or "" on failure.
+std::string childOutput(const std::string &mode, const std::string &chip,
+                        const std::string &spec) {
   int pipeEnds[2];
   if (pipe(pipeEnds) != 0)
-    return -1;
+    return "";
   pid_t pid = fork();
   if (pid < 0)
-    return -1;
+    return "";
   if (pid == 0) {
     dup2(pipeEnds[1], 1);
     close(pipeEnds[0]);
     close(pipeEnds[1]);
-    execl("/proc/self/exe", "lowbit-bench-latency", "--clock",
-          useCpuClock ? "cpu" : "wall", "--child", mode.c_str(), chip.c_str(),
-          spec.c_str(), (char *)nullptr);
+    execl("/proc/self/exe", "lowbit-bench-latency", "--clock", clockName(),
+          "--child", mode.c_str(), chip.c_str(), spec.c_str(), (char *)nullptr);
     _exit(127);
   }
   close(pipeEnds[1]);
@@ -226,9 +326,16 @@ double childMillis(const std::string &mode, const std::string &chip,
   close(pipeEnds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || output.empty())
-    return -1;
-  return std::atof(output.c_str());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return "";
+  return output;
+}
+
+/// Runs this program as a child; its printed milliseconds, or -1.
+double childMillis(const std::string &mode, const std::string &chip,
+                   const std::string &spec) {
+  std::string output = childOutput(mode, chip, spec);
+  return output.empty() ? -1 : std::atof(output.c_str());
 }
 
 double coldMedian(const std::string &mode, const std::string &chip,
@@ -301,7 +408,7 @@ bool ptxAtLevel(const KernelSpec &spec, const Target &target, int level,
 int runLevels(const std::vector<std::string> &chips, int runs) {
   std::printf("spec -> PTX by LLVM level (warm medians of %d, %s ms); "
               "'=' PTX byte-identical to O3's, '!' different\n",
-              runs, useCpuClock ? "process CPU" : "wall");
+              runs, clockName());
   std::printf("%-8s %-24s %9s %9s %9s\n", "chip", "kernel", "O1", "O2", "O3");
   for (const std::string &chip : chips) {
     std::string error;
@@ -344,18 +451,92 @@ int runLevels(const std::vector<std::string> &chips, int runs) {
   return 0;
 }
 
+/// --phases: where spec -> cubin's time goes, cold (medians over `runs`
+/// child processes) and warm (medians of `runs` in this process), wall ms.
+int runPhases(const std::vector<std::string> &chips,
+              const std::vector<std::string> &only, int runs) {
+  std::printf("spec -> cubin by phase (buildGpuKernel, then nvJitLink), "
+              "%s ms; cold: medians over %d child processes, warm: "
+              "medians of %d\n",
+              clockName(), runs, runs);
+  std::printf("%-8s %-22s %-5s", "chip", "kernel", "");
+  for (const std::string &name : phaseNames())
+    std::printf(" %9s", name.c_str());
+  std::printf(" %9s\n", "total");
+  for (const std::string &chip : chips) {
+    std::string error;
+    std::optional<Target> target = nvidiaTarget(chip);
+    if (!target)
+      return 1;
+    for (const Scheme &scheme : namedSchemes()) {
+      if (!selected(only, scheme))
+        continue;
+      std::string specText = "quantize " + scheme.name;
+      std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
+      if (!spec)
+        return 1;
+      size_t count = phaseNames().size();
+      std::vector<std::vector<double>> cold(count), warm(count);
+      for (int run = 0; run < runs; ++run) {
+        std::string output = childOutput("phases", chip, specText);
+        std::vector<double> values;
+        char *cursor = output.data();
+        for (size_t i = 0; i < count; ++i) {
+          char *end = nullptr;
+          double value = std::strtod(cursor, &end);
+          if (end == cursor)
+            break;
+          values.push_back(value);
+          cursor = end;
+        }
+        if (values.size() != count) {
+          std::printf("%-8s %-22s the cold child failed\n", chip.c_str(),
+                      specText.c_str());
+          return 1;
+        }
+        for (size_t i = 0; i < count; ++i)
+          cold[i].push_back(values[i]);
+      }
+      for (int run = 0; run <= runs; ++run) {
+        std::vector<double> values = phasesOnce(*spec, *target, error);
+        if (values.empty()) {
+          std::printf("%-8s %-22s refused: %s\n", chip.c_str(),
+                      specText.c_str(),
+                      error.substr(0, error.find('\n')).c_str());
+          return 1;
+        }
+        for (size_t i = 0; run > 0 && i < count; ++i)
+          warm[i].push_back(values[i]);
+      }
+      for (auto [label, samples] :
+           {std::pair{"cold", &cold}, std::pair{"warm", &warm}}) {
+        std::printf("%-8s %-22s %-5s", chip.c_str(), specText.c_str(), label);
+        double total = 0;
+        for (const std::vector<double> &phase : *samples) {
+          total += median(phase);
+          std::printf(" %9s", cell(median(phase)).c_str());
+        }
+        std::printf(" %9s\n", cell(total).c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+  std::printf("total = the sum of the phase medians\n");
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc == 7 && std::string(argv[3]) == "--child") {
-    useCpuClock = std::string(argv[2]) == "cpu";
+    setClock(argv[2]);
     return runChild(argv[4], argv[5], argv[6]);
   }
   int runs = 7;
   std::vector<std::string> chips = {"sm_90a", "sm_100a"};
   std::vector<std::string> ops = {"quantize"};
   std::vector<std::string> only; // scheme names; empty: every named scheme
-  bool cold = true, levels = false;
+  bool cold = true, levels = false, phases = false;
   // --warmed: the "cold" columns are the first compile after the Jit's
   // warm-up (JitOptions::warmUpCompiler), child modes ptx+w and cubin+w.
   bool warmed = false;
@@ -375,18 +556,23 @@ int main(int argc, char **argv) {
       warmed = true;
     else if (arg == "--levels")
       levels = true;
+    else if (arg == "--phases")
+      phases = true;
     else if (arg == "--clock" && i + 1 < argc)
-      useCpuClock = std::string(argv[++i]) != "wall";
+      setClock(argv[++i]);
     else {
       std::fprintf(stderr,
                    "usage: lowbit-bench-latency [--runs N] [--chips A,B] "
                    "[--ops quantize,dequantize] [--schemes A,B] [--no-cold] "
-                   "[--warmed] [--levels]\n");
+                   "[--warmed] [--levels] [--phases] "
+                   "[--clock cpu|wall|thread]\n");
       return 2;
     }
   }
   if (levels)
     return runLevels(chips, runs);
+  if (phases)
+    return runPhases(chips, only, runs);
 
   auto nvrtc = runtime::nvrtcLibrary();
   auto linker = runtime::nvJitLinkLibrary();
@@ -399,7 +585,7 @@ int main(int argc, char **argv) {
               "medians of %d (cold: %d child processes%s); %s ms\n",
               runs, runs,
               warmed ? ", each after the Jit's compiler warm-up" : "",
-              useCpuClock ? "process CPU" : "wall");
+              clockName());
   std::printf("peer: NVRTC (PTX) and NVRTC + nvJitLink (cubin) on the "
               "scheme's reference kernel, warm%s\n",
               nvrtc ? "" : " (NVRTC not available)");
@@ -411,14 +597,11 @@ int main(int argc, char **argv) {
       peers; // (chip, scheme) -> (nvrtc, nvrtc + link)
   for (const std::string &chip : chips) {
     std::string error;
-    std::optional<Target> target = parseTarget(chip, &error);
-    if (!target || !validateTarget(*target, &error) || !target->isNvidia()) {
-      std::fprintf(stderr, "bad chip '%s': %s\n", chip.c_str(), error.c_str());
+    std::optional<Target> target = nvidiaTarget(chip);
+    if (!target)
       return 1;
-    }
     for (const Scheme &scheme : namedSchemes()) {
-      if (!only.empty() &&
-          std::find(only.begin(), only.end(), scheme.name) == only.end())
+      if (!selected(only, scheme))
         continue;
       for (const std::string &opName : ops) {
         std::string specText = opName + " " + scheme.name;

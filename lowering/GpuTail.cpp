@@ -531,9 +531,8 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   // The steps below build ops of these dialects outside any pass (whose
   // dependent dialects the PassManager would load): contexts load dialects
   // on first use, and a hand-written gpu.module may have needed none yet.
-  context->loadDialect<arith::ArithDialect, gpu::GPUDialect,
-                       LLVM::LLVMDialect, memref::MemRefDialect,
-                       scf::SCFDialect>();
+  context->loadDialect<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                       memref::MemRefDialect, scf::SCFDialect>();
 
   // Chip-specific conversions, then the codecs for everything else.
   {
@@ -609,7 +608,10 @@ FailureOr<PtxModule> lowerToPtx(ModuleOp module, const Target &target,
                                 std::string &error, const PtxOptions &options) {
   if (failed(lowerToNvvm(module, target, error, options)))
     return failure();
+  return serializeToPtx(module, error);
+}
 
+FailureOr<PtxModule> serializeToPtx(ModuleOp module, std::string &error) {
   // mergeGpuModules left one gpu.module, with its #nvvm.target.
   SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
   if (gpuModules.empty()) {

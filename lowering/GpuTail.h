@@ -97,6 +97,13 @@ mlir::FailureOr<PtxModule> lowerToPtx(mlir::ModuleOp module,
                                       const Target &target, std::string &error,
                                       const PtxOptions &options = {});
 
+/// The second half of lowerToPtx: serializes the gpu.module lowerToNvvm
+/// left (LLVM IR translation, LLVM's optimizer at the #nvvm.target's O,
+/// NVPTX codegen) to PTX. Separate so that the phases can be timed
+/// (lowbit-bench-latency --phases).
+mlir::FailureOr<PtxModule> serializeToPtx(mlir::ModuleOp module,
+                                          std::string &error);
+
 } // namespace lowbit
 
 #endif // LOWBIT_LOWERING_GPUTAIL_H

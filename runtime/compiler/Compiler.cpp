@@ -4,6 +4,7 @@
 
 #include "dialect/LowbitOps.h"
 #include "lowering/CpuTail.h"
+#include "lowering/GpuTailWarmup.h"
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/LowbitFusion.h"
 #include "lowering/LowbitFusionBody.h"
@@ -453,6 +454,8 @@ llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
   if (!target.isNvidia())
     return makeError("compileToPtx needs an NVIDIA target, got '" +
                      target.str() + "'");
+  // The first compile's GPU tail warm-up, beside its lowbit passes.
+  GpuTailWarmupScope tailWarmup(target);
   ContextLease context = borrowContext();
   auto module = buildKernelModule(*context, spec);
   if (!module)

@@ -31,6 +31,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mlir {
@@ -82,11 +83,23 @@ struct GpuBuild {
   /// compiler::workspaceWordsOf the lowered module.
   int64_t workspaceWords = 0;
 };
+/// Milliseconds of buildGpuKernel's phases, in order, for
+/// lowbit-bench-latency --phases: "context" (borrowing a pooled context, or
+/// making one), "module" (buildKernelModule), "gpu loops" (lowerForGpu),
+/// "nvvm" (lowerToNvvm), "ptx" (serializeToPtx: LLVM IR, LLVM's optimizer,
+/// NVPTX codegen), "plan" (describeGpuLaunches).
+struct GpuBuildPhases {
+  /// The clock, in milliseconds (wall, or the thread's CPU time).
+  double (*now)() = nullptr;
+  std::vector<std::pair<const char *, double>> millis;
+};
 /// `startLinker`: a cubin follows (unless LOWBIT_CUBIN=driver), so
 /// nvJitLink's first use starts beside the lowering; false when only the
-/// PTX is wanted (nvJitLink is then never loaded).
+/// PTX is wanted (nvJitLink is then never loaded). `phases`, when given,
+/// receives the phase times.
 Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec, const Target &target,
-                                  bool startLinker = true);
+                                  bool startLinker = true,
+                                  GpuBuildPhases *phases = nullptr);
 
 } // namespace lowbit::jit
 

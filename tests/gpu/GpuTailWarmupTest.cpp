@@ -1,0 +1,64 @@
+//===- GpuTailWarmupTest.cpp - The GPU tail's warm-up beside a compile ----===//
+//
+// Its own executable with one test case: the warm-up runs once per process,
+// so the order below (disabled, refused targets, then a real one) holds
+// only in a process where nothing else compiled for a GPU first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GpuTailWarmup.h"
+#include "runtime/compiler/Compiler.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+using namespace lowbit;
+
+namespace {
+
+Target targetOf(const std::string &text) {
+  std::string error;
+  std::optional<Target> target = parseTarget(text, &error);
+  INFO(error);
+  REQUIRE(target);
+  return *target;
+}
+
+} // namespace
+
+TEST_CASE("the GPU tail warm-up runs once, for valid NVIDIA targets only",
+          "[warmup]") {
+  // Nothing started yet: nothing to wait for.
+  CHECK_FALSE(waitForGpuTailWarmup());
+
+  ::setenv("LOWBIT_TAIL_WARMUP", "0", 1);
+  startGpuTailWarmup(targetOf("sm_90a"));
+  CHECK_FALSE(waitForGpuTailWarmup());
+  ::unsetenv("LOWBIT_TAIL_WARMUP");
+
+  startGpuTailWarmup(targetOf("cpu"));
+  CHECK_FALSE(waitForGpuTailWarmup());
+  // A PTX version LLVM would abort on for the chip: refused, never run.
+  Target tooOld = targetOf("sm_90a");
+  tooOld.ptxVersion = 60;
+  startGpuTailWarmup(tooOld);
+  CHECK_FALSE(waitForGpuTailWarmup());
+
+  // A real target: its small kernel goes all the way to PTX.
+  startGpuTailWarmup(targetOf("sm_90a"));
+  CHECK(waitForGpuTailWarmup());
+
+  // A compile right after it (the warm-up's own context is gone, the
+  // caller's is the pool's) works and names its kernels.
+  std::optional<KernelSpec> spec = parseKernelSpec("quantize mxfp4", nullptr);
+  REQUIRE(spec);
+  llvm::Expected<PtxModule> ptx =
+      compiler::compileToPtx(*spec, targetOf("sm_90a"));
+  REQUIRE(bool(ptx));
+  CHECK(ptx->ptx.find(".entry") != std::string::npos);
+  CHECK_FALSE(ptx->kernelNames.empty());
+  // Once per process: a second start (another chip) changes nothing.
+  startGpuTailWarmup(targetOf("sm_100a"));
+  CHECK(waitForGpuTailWarmup());
+}
