@@ -99,9 +99,11 @@ Expected<Cubin> linkPtx(std::string_view ptx, std::string_view arch,
 /// link in a process otherwise pays ~10 ms of dlopen and ~60 ms of
 /// nvJitLink's own first-use setup serially; started when a compile
 /// begins, that overlaps with the lowering that produces the PTX. Later
-/// calls, an invalid `arch` and LOWBIT_DISABLE_CUDA do nothing. Nothing
-/// waits for it except process exit (so nvJitLink is never torn down
-/// under the thread) and waitForNvJitLinkWarmup.
+/// calls, an invalid `arch` and LOWBIT_DISABLE_CUDA do nothing. The first
+/// linkPtx waits for it; a caller that will not link (a failed build, a
+/// warm-up) must waitForNvJitLinkWarmup before it returns: the at-exit
+/// wait cannot cover statics nvJitLink creates during its first link,
+/// whose destructors exit runs first.
 void startNvJitLinkWarmup(std::string_view arch);
 
 /// Blocks until a started warm-up has finished; true if one ran and loaded

@@ -226,6 +226,18 @@ Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec, const Target &target,
           runtime::cubinMakerFromEnvironment();
       startLinker && maker && *maker == runtime::CubinMaker::NvJitLink)
     runtime::startNvJitLinkWarmup(target.chip);
+  // A build that fails links nothing, so no linkPtx waits for that
+  // thread; waiting here keeps it from running into exit, where
+  // nvJitLink's own statics (made during its first link, so destroyed
+  // before the at-exit wait runs) go away under it (heap corruption in a
+  // process whose first compile was refused). Once per process at most.
+  struct WaitForLinkerUnlessBuilt {
+    bool built = false;
+    ~WaitForLinkerUnlessBuilt() {
+      if (!built)
+        (void)runtime::waitForNvJitLinkWarmup();
+    }
+  } linkerWait;
   compiler::ContextLease context = compiler::borrowContext();
   endPhase("context");
   std::string diagnostics;
@@ -259,6 +271,7 @@ Expected<GpuBuild> buildGpuKernel(const KernelSpec &spec, const Target &target,
   build.plan = describeGpuLaunches(**module);
   build.workspaceWords = workspaceWords;
   endPhase("plan");
+  linkerWait.built = true;
   return build;
 }
 

@@ -11,6 +11,7 @@
 
 #include "runtime/cache/Hash.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/jit/Workspace.h"
 
@@ -81,6 +82,9 @@ Status warmUp(const Target &target) {
     return makeError(ErrorCode::InvalidArgument, "warm-up spec: " + error);
   if (target.isNvidia()) {
     Expected<GpuBuild> build = buildGpuKernel(*spec, target);
+    // Nothing links this build: the nvJitLink warm-up it started must not
+    // outlive the warm-up (buildGpuKernel's failure path waits the same).
+    (void)runtime::waitForNvJitLinkWarmup();
     if (!build)
       return std::move(build).takeError();
     return Status::success();
