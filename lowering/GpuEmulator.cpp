@@ -96,7 +96,9 @@ struct RuntimeDeclarations {
         {"lowbit_emu_cvt_half2_to_f8x2", 7},
         {"lowbit_emu_cvt_f32x2_to_half2", 8},
         {"lowbit_emu_narrow_f32", 9},
-        {"lowbit_emu_widen_to_f32", 10}};
+        {"lowbit_emu_widen_to_f32", 10},
+        {"lowbit_emu_mma", 11},
+        {"lowbit_emu_mma_result", 12}};
     SmallVector<std::pair<Type, SmallVector<Type>>> signatures = {
         {i32, {i32}},
         {none, {i32}},
@@ -108,7 +110,9 @@ struct RuntimeDeclarations {
         {i32, {i32, i32, i32, i32, i32, i32}},
         {i32, {f32, f32, i32, i32, i32}},
         {i32, {f32, i32}},
-        {f32, {i32, i32}}};
+        {f32, {i32, i32}},
+        {f32, {i32, i32, i32, i32, i32, i32, i32, f32, f32, f32, f32}},
+        {f32, {i32}}};
     auto &[result, params] = signatures[index.lookup(name)];
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     auto function =
@@ -234,6 +238,68 @@ std::optional<WarpOpKind> reduxKindOf(NVVM::ReduxKind kind, bool abs,
   return std::nullopt;
 }
 
+/// nvvm.mma.sync -> lowbit_emu_mma (this lane's registers in, d0 out) and
+/// lowbit_emu_mma_result(1..3): m16n8k16 and m16n8k8, row.col, f16 or bf16
+/// multiplicands, f32 accumulators; anything else is refused.
+llvm::Error rewriteMmaSync(NVVM::MmaOp mma, RuntimeDeclarations &runtime) {
+  auto refuse = [&](const std::string &why) {
+    return emulatorError("cannot emulate " + describe(mma) + ": " + why +
+                         " (emulated: m16n8k16 and m16n8k8, row.col, f16 or "
+                         "bf16 multiplicands, f32 accumulators)");
+  };
+  NVVM::MMAShapeAttr shape = mma.getShape();
+  if (shape.getM() != 16 || shape.getN() != 8 ||
+      (shape.getK() != 16 && shape.getK() != 8))
+    return refuse("shape m" + std::to_string(shape.getM()) + "n" +
+                  std::to_string(shape.getN()) + "k" +
+                  std::to_string(shape.getK()));
+  if (mma.getLayoutA() != NVVM::MMALayout::row ||
+      mma.getLayoutB() != NVVM::MMALayout::col)
+    return refuse("layouts other than row.col");
+  std::optional<NVVM::MMATypes> type = mma.getMultiplicandAPtxType();
+  if (!type && !mma.getOperandA().empty())
+    type = NVVM::MmaOp::inferOperandMMAType(
+        getElementTypeOrSelf(mma.getOperandA().front().getType()),
+        /*isAccumulator=*/false);
+  if (!type || (*type != NVVM::MMATypes::f16 && *type != NVVM::MMATypes::bf16))
+    return refuse("multiplicands other than f16 and bf16");
+  if (mma.accumPtxType() != NVVM::MMATypes::f32 ||
+      mma.resultPtxType() != NVVM::MMATypes::f32 ||
+      mma.getOperandC().size() != 4)
+    return refuse("accumulators other than four f32");
+  bool k16 = shape.getK() == 16;
+  bool bf16 = *type == NVVM::MMATypes::bf16;
+  WarpOpKind kind =
+      k16 ? (bf16 ? WarpOpKind::MmaM16N8K16BF16 : WarpOpKind::MmaM16N8K16F16)
+          : (bf16 ? WarpOpKind::MmaM16N8K8BF16 : WarpOpKind::MmaM16N8K8F16);
+  OpBuilder b(mma);
+  Location loc = mma.getLoc();
+  SmallVector<Value> arguments = {i32Constant(b, loc, int32_t(kind))};
+  // Registers absent in m16n8k8 (A's last two, B's last) are passed as 0.
+  auto appendPadded = [&](ValueRange registers, size_t count) {
+    for (size_t i = 0; i < count; ++i)
+      arguments.push_back(i < registers.size()
+                              ? packedBits(b, loc, registers[i])
+                              : i32Constant(b, loc, 0));
+  };
+  appendPadded(mma.getOperandA(), 4);
+  appendPadded(mma.getOperandB(), 2);
+  llvm::append_range(arguments, mma.getOperandC());
+  Value result = LLVM::UndefOp::create(b, loc, mma.getResult().getType());
+  Value d0 = runtime.call(b, loc, "lowbit_emu_mma", arguments);
+  result =
+      LLVM::InsertValueOp::create(b, loc, result, d0, ArrayRef<int64_t>{0});
+  for (int64_t i = 1; i < 4; ++i) {
+    Value di =
+        runtime.call(b, loc, "lowbit_emu_mma_result", {i32Constant(b, loc, i)});
+    result =
+        LLVM::InsertValueOp::create(b, loc, result, di, ArrayRef<int64_t>{i});
+  }
+  mma.getResult().replaceAllUsesWith(result);
+  mma.erase();
+  return llvm::Error::success();
+}
+
 /// Replaces one NVVM op with runtime calls; an error for ops it does not
 /// know.
 llvm::Error rewriteNvvmOp(Operation *op, RuntimeDeclarations &runtime) {
@@ -260,6 +326,8 @@ llvm::Error rewriteNvvmOp(Operation *op, RuntimeDeclarations &runtime) {
     return LLVM::TruncOp::create(b, loc, b.getI32Type(), wide);
   };
 
+  if (auto mma = dyn_cast<NVVM::MmaOp>(op))
+    return rewriteMmaSync(mma, runtime);
   StringRef name = op->getName().getStringRef();
   if (auto found = specialRegisters().find(name);
       found != specialRegisters().end()) {

@@ -12,6 +12,7 @@
 
 #include "format/Codec.h"
 #include "runtime/emulator/Fiber.h"
+#include "runtime/emulator/Mma.h"
 
 #include <algorithm>
 #include <bit>
@@ -60,6 +61,14 @@ std::string_view warpOpName(WarpOpKind kind) {
     return "bar.warp.sync";
   case WarpOpKind::Elect:
     return "elect.sync";
+  case WarpOpKind::MmaM16N8K16F16:
+    return "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  case WarpOpKind::MmaM16N8K16BF16:
+    return "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+  case WarpOpKind::MmaM16N8K8F16:
+    return "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32";
+  case WarpOpKind::MmaM16N8K8BF16:
+    return "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32";
   default:
     return "redux.sync";
   }
@@ -114,6 +123,8 @@ struct Device::Impl {
   uint32_t epoch = 0;
   std::vector<uint32_t> warpEpochs;
   std::vector<SharedByteRecord> sharedRecords;
+  /// Each thread's mma.sync registers, sized at a launch's first mma.
+  std::vector<MmaLaneRegisters> mmaRegisters;
 
   ThreadRecord &self() { return threads[current]; }
 
@@ -246,9 +257,35 @@ struct Device::Impl {
     return self().result;
   }
 
+  /// mma.sync.aligned: a warp op over all 32 lanes (a missing, exited or
+  /// divergent lane is the warp op's error); returns this lane's d.
+  const MmaLaneRegisters &mmaSync(WarpOpKind kind,
+                                  const MmaLaneRegisters &registers) {
+    if (mmaRegisters.size() < threadCount)
+      mmaRegisters.resize(threadCount);
+    mmaRegisters[current] = registers;
+    warpOp(kind, ~0u, 0, 0, 0);
+    return mmaRegisters[current];
+  }
+
   void resolveWarpOp(uint32_t warpBase, uint32_t lanes, uint32_t mask,
                      WarpOpKind kind) {
     ++stats.warpOps;
+    if (kind >= WarpOpKind::MmaM16N8K16F16) {
+      // warpOp checked that all 32 lanes exist and arrived.
+      bool k16 = kind <= WarpOpKind::MmaM16N8K16BF16;
+      bool bf16 = kind == WarpOpKind::MmaM16N8K16BF16 ||
+                  kind == WarpOpKind::MmaM16N8K8BF16;
+      executeWarpMma(k16 ? mma::MmaShape::M16N8K16 : mma::MmaShape::M16N8K8,
+                     bf16 ? MmaInputType::BF16 : MmaInputType::F16,
+                     std::span<MmaLaneRegisters, mma::kWarpLanes>(
+                         mmaRegisters.data() + warpBase, mma::kWarpLanes));
+      for (uint32_t lane = 0; lane < lanes; ++lane) {
+        threads[warpBase + lane].result = 0;
+        makeReady(warpBase + lane);
+      }
+      return;
+    }
     auto valueOf = [&](uint32_t lane) {
       return threads[warpBase + lane].value;
     };
@@ -739,6 +776,31 @@ uint64_t lowbit_emu_warp_op(int32_t kind, uint32_t mask, uint32_t value,
   return currentDevice->warpOp(WarpOpKind(kind), mask, value, b, c);
 }
 
+/// mma.sync.aligned.<kind>: this lane's registers in, its d0 out; d1..d3
+/// follow from lowbit_emu_mma_result (the host code calls it right after).
+float lowbit_emu_mma(int32_t kind, uint32_t a0, uint32_t a1, uint32_t a2,
+                     uint32_t a3, uint32_t b0, uint32_t b1, float c0, float c1,
+                     float c2, float c3) {
+  MmaLaneRegisters registers;
+  registers.a[0] = a0;
+  registers.a[1] = a1;
+  registers.a[2] = a2;
+  registers.a[3] = a3;
+  registers.b[0] = b0;
+  registers.b[1] = b1;
+  registers.c[0] = c0;
+  registers.c[1] = c1;
+  registers.c[2] = c2;
+  registers.c[3] = c3;
+  return currentDevice->mmaSync(WarpOpKind(kind), registers).d[0];
+}
+
+/// d[index] of this lane's last mma.sync.
+float lowbit_emu_mma_result(int32_t index) {
+  Device::Impl &d = *currentDevice;
+  return d.mmaRegisters[d.current].d[std::clamp(index, 0, 3)];
+}
+
 void *lowbit_emu_shared(int64_t offset) {
   return currentDevice->sharedAddress(offset);
 }
@@ -815,6 +877,9 @@ std::span<const RuntimeSymbol> runtimeSymbols() {
       {"lowbit_emu_barrier", reinterpret_cast<void *>(&lowbit_emu_barrier)},
       {"lowbit_emu_warp_op", reinterpret_cast<void *>(&lowbit_emu_warp_op)},
       {"lowbit_emu_shared", reinterpret_cast<void *>(&lowbit_emu_shared)},
+      {"lowbit_emu_mma", reinterpret_cast<void *>(&lowbit_emu_mma)},
+      {"lowbit_emu_mma_result",
+       reinterpret_cast<void *>(&lowbit_emu_mma_result)},
       {"lowbit_emu_access", reinterpret_cast<void *>(&lowbit_emu_access)},
       {"lowbit_emu_cvt_f32x2", reinterpret_cast<void *>(&lowbit_emu_cvt_f32x2)},
       {"lowbit_emu_cvt_to_half2",

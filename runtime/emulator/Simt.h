@@ -8,7 +8,8 @@
 //
 //   - every block of the grid, one after another, in a fixed shuffled order;
 //   - every thread of a block as a fiber (its own stack); a barrier or a
-//     warp-synchronous op (shfl/vote/redux/bar.warp.sync) switches fibers;
+//     warp-synchronous op (shfl/vote/redux/bar.warp.sync/mma.sync) switches
+//     fibers;
 //   - a barrier that not every thread of the block reaches, a warp op whose
 //     member mask names an exited, missing or disagreeing lane, an access
 //     outside the launch's buffers, shared memory, module globals and the
@@ -152,6 +153,12 @@ enum class WarpOpKind : int32_t {
   ReduxFmaxAbsNan,
   SyncWarp,
   Elect,
+  // mma.sync.aligned.{m16n8k16,m16n8k8}.row.col.f32.{f16,bf16}.*.f32: every
+  // lane of the warp takes part (lowbit_emu_mma).
+  MmaM16N8K16F16,
+  MmaM16N8K16BF16,
+  MmaM16N8K8F16,
+  MmaM16N8K8BF16,
 };
 
 /// The formats of the native cvt ops (lowbit_emu_cvt_* `format`).

@@ -1,0 +1,71 @@
+//===- GpuMma.cpp - Build nvvm.mma.sync with f32 accumulators -------------===//
+//
+// NVVM wants f16 multiplicands as vector<2xf16> and bf16 ones as i32 (the
+// table in nvvm.mma.sync's description); the builder converts either form
+// with a bitcast, so that callers pass what they loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GpuMma.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+
+namespace lowbit {
+
+FailureOr<SmallVector<Value, 4>>
+buildMmaSyncF32(OpBuilder &builder, Location loc, ArrayRef<Value> a,
+                ArrayRef<Value> b, ArrayRef<Value> c, Type elementType) {
+  bool isBf16 = isa<BFloat16Type>(elementType);
+  if (!isBf16 && !isa<Float16Type>(elementType))
+    return emitError(loc, "mma.sync: multiplicands must be f16 or bf16, got ")
+           << elementType;
+  if ((a.size() != 4 && a.size() != 2) || b.size() * 2 != a.size() ||
+      c.size() != 4)
+    return emitError(loc, "mma.sync: m16n8k16 takes 4 A, 2 B and 4 C "
+                          "registers, m16n8k8 2, 1 and 4; got ")
+           << a.size() << ", " << b.size() << " and " << c.size();
+  Type i32 = builder.getI32Type();
+  Type pair = VectorType::get({2}, elementType);
+  // The operand type NVVM takes for this element type.
+  Type operandType = isBf16 ? i32 : pair;
+  for (Value value : llvm::concat<const Value>(a, b))
+    if (value.getType() != i32 && value.getType() != pair)
+      return emitError(loc, "mma.sync: a multiplicand register must be ")
+             << pair << " or i32, got " << value.getType();
+  Type f32 = builder.getF32Type();
+  for (Value value : c)
+    if (value.getType() != f32)
+      return emitError(loc, "mma.sync: accumulators must be f32, got ")
+             << value.getType();
+
+  auto asOperand = [&](Value value) -> Value {
+    if (value.getType() == operandType)
+      return value;
+    return LLVM::BitcastOp::create(builder, loc, operandType, value);
+  };
+  SmallVector<Value> operandsA, operandsB;
+  for (Value value : a)
+    operandsA.push_back(asOperand(value));
+  for (Value value : b)
+    operandsB.push_back(asOperand(value));
+  NVVM::MMATypes ptxType = isBf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  auto resultType = LLVM::LLVMStructType::getLiteral(builder.getContext(),
+                                                     SmallVector<Type>(4, f32));
+  int64_t k = a.size() == 4 ? 16 : 8;
+  auto mma = NVVM::MmaOp::create(
+      builder, loc, resultType, operandsA, operandsB, c,
+      ArrayRef<int64_t>{16, 8, k}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value, 4> d;
+  for (int64_t i = 0; i < 4; ++i)
+    d.push_back(LLVM::ExtractValueOp::create(builder, loc, mma.getResult(),
+                                             ArrayRef<int64_t>{i}));
+  return d;
+}
+
+} // namespace lowbit

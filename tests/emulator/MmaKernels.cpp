@@ -1,0 +1,149 @@
+//===- MmaKernels.cpp - Hand-written nvvm.mma.sync kernels ----------------===//
+//
+// Addresses, from PTX ISA 9.7.14.5.8 ("Matrix Fragments for mma.m16n8k16
+// with floating point type"; 9.7.14.5.7 for m16n8k8), with g = lane >> 2
+// and t = lane % 4 and W = K / 2 words per row of A and of B^T:
+//   A register r holds (row g + 8 (r & 1), cols 2t + 8 (r >> 1) and +1):
+//     word (g + 8 (r & 1)) W + t + 4 (r >> 1)
+//   B register r holds (rows 2t + 8r and +1, col g): word g W + t + 4r
+//   C/D element i is (row g + 8 (i >> 1), col 2t + (i & 1)):
+//     word (g + 8 (i >> 1)) 8 + 2t + (i & 1)
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/emulator/MmaKernels.h"
+
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace lowbit::testing {
+
+std::string mmaKernelText(const MmaKernelVariant &v) {
+  const int words = v.k / 2; // per row of A and of B^T
+  const int aRegs = v.k / 4, bRegs = v.k / 8;
+  const int aTile = 16 * words, bTile = 8 * words;
+  std::ostringstream o;
+  const char *buffer = "memref<?x?xi32>";
+  o << "module attributes {gpu.container_module} {\n"
+    << "  func.func @kernel(%a: " << buffer << ", %b: " << buffer
+    << ", %c: " << buffer << ", %d: " << buffer << ") {\n"
+    << "    %c1 = arith.constant 1 : index\n"
+    << "    %c32 = arith.constant 32 : index\n"
+    << "    %c128 = arith.constant 128 : index\n"
+    << "    %words = memref.dim %d, %c1 : " << buffer << "\n"
+    << "    %tiles = arith.divui %words, %c128 : index\n"
+    << "    gpu.launch_func @kernels::@mma blocks in (%tiles, %c1, %c1)\n"
+    << "        threads in (%c32, %c1, %c1)\n"
+    << "        args(%a : " << buffer << ", %b : " << buffer
+    << ", %c : " << buffer << ", %d : " << buffer << ")\n"
+    << "    return\n  }\n"
+    << "  gpu.module @kernels {\n"
+    << "    gpu.func @mma(%a: " << buffer << ", %b: " << buffer
+    << ", %c: " << buffer << ", %d: " << buffer << ") kernel {\n"
+    << "      %c0 = arith.constant 0 : index\n"
+    << "      %c2 = arith.constant 2 : index\n"
+    << "      %c3 = arith.constant 3 : index\n"
+    << "      %tid = gpu.thread_id x\n"
+    << "      %tile = gpu.block_id x\n"
+    << "      %skip = arith.constant " << v.skipLane << " : index\n"
+    << "      %runs = arith.cmpi ne, %tid, %skip : index\n"
+    << "      scf.if %runs {\n"
+    << "      %g = arith.shrui %tid, %c2 : index\n"
+    << "      %t = arith.andi %tid, %c3 : index\n";
+  // %name = base + tile * tileStride + g * gStride + t * tStride.
+  auto index = [&](const std::string &name, int tileStride, int gStride,
+                   int tStride, int offset) {
+    o << "      %" << name << "_ts = arith.constant " << tileStride
+      << " : index\n"
+      << "      %" << name << "_gs = arith.constant " << gStride << " : index\n"
+      << "      %" << name << "_tt = arith.constant " << tStride << " : index\n"
+      << "      %" << name << "_o = arith.constant " << offset << " : index\n"
+      << "      %" << name << "_1 = arith.muli %tile, %" << name
+      << "_ts : index\n"
+      << "      %" << name << "_2 = arith.muli %g, %" << name << "_gs : index\n"
+      << "      %" << name << "_3 = arith.muli %t, %" << name << "_tt : index\n"
+      << "      %" << name << "_4 = arith.addi %" << name << "_1, %" << name
+      << "_2 : index\n"
+      << "      %" << name << "_5 = arith.addi %" << name << "_4, %" << name
+      << "_3 : index\n"
+      << "      %" << name << " = arith.addi %" << name << "_5, %" << name
+      << "_o : index\n";
+  };
+  const char *pairType = v.bf16 ? "i32" : "vector<2xf16>";
+  auto loadPair = [&](const std::string &name, const char *memref) {
+    // bf16 registers are i32 in NVVM, f16 ones vector<2xf16>.
+    std::string word = v.bf16 ? name : name + "_w";
+    o << "      %" << word << " = memref.load %" << memref << "[%c0, %" << name
+      << "_i] : " << buffer << "\n";
+    if (!v.bf16)
+      o << "      %" << name << " = llvm.bitcast %" << word
+        << " : i32 to vector<2xf16>\n";
+  };
+  // C, element i at (g + 8 (i >> 1)) * 8 + 2t + (i & 1).
+  for (int i = 0; i < 4; ++i) {
+    std::string name = "cw" + std::to_string(i);
+    index(name, 128, 8, 2, 64 * (i >> 1) + (i & 1));
+    o << "      %" << name << "_v = memref.load %c[%c0, %" << name
+      << "] : " << buffer << "\n"
+      << "      %acc0_" << i << " = arith.bitcast %" << name
+      << "_v : i32 to f32\n";
+  }
+  for (int s = 0; s < v.steps; ++s) {
+    std::string step = std::to_string(s);
+    std::vector<std::string> a, b, c;
+    for (int r = 0; r < aRegs; ++r) {
+      std::string name = "a" + step + "_" + std::to_string(r);
+      index(name + "_i", v.steps * aTile, words, 1,
+            s * aTile + 8 * words * (r & 1) + 4 * (r >> 1));
+      loadPair(name, "a");
+      a.push_back("%" + name);
+    }
+    for (int r = 0; r < bRegs; ++r) {
+      std::string name = "b" + step + "_" + std::to_string(r);
+      index(name + "_i", v.steps * bTile, words, 1, s * bTile + 4 * r);
+      loadPair(name, "b");
+      b.push_back("%" + name);
+    }
+    for (int i = 0; i < 4; ++i)
+      c.push_back("%acc" + step + "_" + std::to_string(i));
+    if (s == 0) {
+      if (v.swap == MmaKernelVariant::Swap::A)
+        std::swap(a[0], a[1]);
+      if (v.swap == MmaKernelVariant::Swap::B && b.size() == 2)
+        std::swap(b[0], b[1]);
+      if (v.swap == MmaKernelVariant::Swap::C)
+        std::swap(c[1], c[2]);
+    }
+    auto list = [&](const std::vector<std::string> &values) {
+      std::string text;
+      for (const std::string &value : values)
+        text += (text.empty() ? "" : ", ") + value;
+      return text;
+    };
+    o << "      %m" << step << " = nvvm.mma.sync A[" << list(a) << "] B["
+      << list(b) << "] C[" << list(c) << "]\n"
+      << "          {layoutA = #nvvm.mma_layout<row>, "
+         "layoutB = #nvvm.mma_layout<col>,\n";
+    if (v.bf16)
+      o << "           multiplicandAPtxType = #nvvm.mma_type<bf16>,\n"
+        << "           multiplicandBPtxType = #nvvm.mma_type<bf16>,\n";
+    o << "           shape = #nvvm.shape<m = 16, n = 8, k = " << v.k << ">}\n"
+      << "          : (" << pairType << ", " << pairType
+      << ", f32) -> !llvm.struct<(f32, f32, f32, f32)>\n";
+    for (int i = 0; i < 4; ++i)
+      o << "      %acc" << s + 1 << "_" << i << " = llvm.extractvalue %m"
+        << step << "[" << i << "] : !llvm.struct<(f32, f32, f32, f32)>\n";
+  }
+  for (int i = 0; i < 4; ++i) {
+    std::string name = "cw" + std::to_string(i);
+    o << "      %" << name << "_out = arith.bitcast %acc" << v.steps << "_" << i
+      << " : f32 to i32\n"
+      << "      memref.store %" << name << "_out, %d[%c0, %" << name
+      << "] : " << buffer << "\n";
+  }
+  o << "      }\n      gpu.return\n    }\n  }\n}\n";
+  return o.str();
+}
+
+} // namespace lowbit::testing
