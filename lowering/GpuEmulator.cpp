@@ -111,13 +111,17 @@ struct RuntimeDeclarations {
         {i32, {f32, f32, i32, i32, i32}},
         {i32, {f32, i32}},
         {f32, {i32, i32}},
-        {f32, {i32, i32, i32, i32, i32, i32, i32, f32, f32, f32, f32}},
+        {f32, {i32, i32, i32, i32, i32, i32, i32, i32, f32, f32, f32, f32}},
         {f32, {i32}}};
     auto &[result, params] = signatures[index.lookup(name)];
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     auto function =
         LLVM::LLVMFuncOp::create(builder, module.getLoc(), name,
                                  LLVM::LLVMFunctionType::get(result, params));
+    // Two mma sites must stay two calls (the site check, docs/emulator.md):
+    // LLVM does not merge convergent calls.
+    if (name == "lowbit_emu_mma")
+      function.setConvergent(true);
     functions[name] = function;
     return function;
   }
@@ -238,10 +242,13 @@ std::optional<WarpOpKind> reduxKindOf(NVVM::ReduxKind kind, bool abs,
   return std::nullopt;
 }
 
-/// nvvm.mma.sync -> lowbit_emu_mma (this lane's registers in, d0 out) and
-/// lowbit_emu_mma_result(1..3): m16n8k16 and m16n8k8, row.col, f16 or bf16
-/// multiplicands, f32 accumulators; anything else is refused.
-llvm::Error rewriteMmaSync(NVVM::MmaOp mma, RuntimeDeclarations &runtime) {
+/// nvvm.mma.sync -> lowbit_emu_mma (the op's site, this lane's registers
+/// in, d0 out) and lowbit_emu_mma_result(1..3): m16n8k16 and m16n8k8,
+/// row.col, f16 or bf16 multiplicands, f32 accumulators; anything else is
+/// refused. `site` numbers the module's mma ops: .aligned requires every
+/// lane of the warp at the same one.
+llvm::Error rewriteMmaSync(NVVM::MmaOp mma, int32_t site,
+                           RuntimeDeclarations &runtime) {
   auto refuse = [&](const std::string &why) {
     return emulatorError("cannot emulate " + describe(mma) + ": " + why +
                          " (emulated: m16n8k16 and m16n8k8, row.col, f16 or "
@@ -274,7 +281,8 @@ llvm::Error rewriteMmaSync(NVVM::MmaOp mma, RuntimeDeclarations &runtime) {
           : (bf16 ? WarpOpKind::MmaM16N8K8BF16 : WarpOpKind::MmaM16N8K8F16);
   OpBuilder b(mma);
   Location loc = mma.getLoc();
-  SmallVector<Value> arguments = {i32Constant(b, loc, int32_t(kind))};
+  SmallVector<Value> arguments = {i32Constant(b, loc, int32_t(kind)),
+                                  i32Constant(b, loc, site)};
   // Registers absent in m16n8k8 (A's last two, B's last) are passed as 0.
   auto appendPadded = [&](ValueRange registers, size_t count) {
     for (size_t i = 0; i < count; ++i)
@@ -302,7 +310,8 @@ llvm::Error rewriteMmaSync(NVVM::MmaOp mma, RuntimeDeclarations &runtime) {
 
 /// Replaces one NVVM op with runtime calls; an error for ops it does not
 /// know.
-llvm::Error rewriteNvvmOp(Operation *op, RuntimeDeclarations &runtime) {
+llvm::Error rewriteNvvmOp(Operation *op, int32_t index,
+                          RuntimeDeclarations &runtime) {
   OpBuilder b(op);
   Location loc = op->getLoc();
   auto replace = [&](Value value) {
@@ -327,7 +336,7 @@ llvm::Error rewriteNvvmOp(Operation *op, RuntimeDeclarations &runtime) {
   };
 
   if (auto mma = dyn_cast<NVVM::MmaOp>(op))
-    return rewriteMmaSync(mma, runtime);
+    return rewriteMmaSync(mma, index, runtime);
   StringRef name = op->getName().getStringRef();
   if (auto found = specialRegisters().find(name);
       found != specialRegisters().end()) {
@@ -771,8 +780,8 @@ buildEmulatorHostModule(ModuleOp gpuModule, EmulatorModuleInfo &info) {
   });
   if (!refusal.empty())
     return emulatorError(refusal);
-  for (Operation *op : nvvmOps)
-    if (llvm::Error error = rewriteNvvmOp(op, runtime))
+  for (auto [index, op] : llvm::enumerate(nvvmOps))
+    if (llvm::Error error = rewriteNvvmOp(op, int32_t(index), runtime))
       return std::move(error);
   SmallVector<Operation *> halfConversions;
   host->walk([&](Operation *op) {

@@ -34,7 +34,7 @@ buildMmaSyncF32(OpBuilder &builder, Location loc, ArrayRef<Value> a,
   for (Value value : llvm::concat<const Value>(a, b))
     if (value.getType() != i32 && value.getType() != pair)
       return emitError(loc, "mma.sync: a multiplicand register must be ")
-             << pair << " or i32, got " << value.getType();
+             << pair << " or " << i32 << ", got " << value.getType();
   Type f32 = builder.getF32Type();
   for (Value value : c)
     if (value.getType() != f32)

@@ -230,6 +230,14 @@ struct Device::Impl {
         fail(describeThread(current) + " executes " + op +
              " with member mask " + hex(mask) + " but lane " +
              std::to_string(other) + " has exited");
+      if (o.state == ThreadRecord::State::AtWarpOp && o.kind == kind &&
+          o.mask == mask && kind >= WarpOpKind::MmaM16N8K16F16 &&
+          o.value != value)
+        fail(describeThread(current) + " executes " + op + " (mma site " +
+             std::to_string(value) + ") while lane " + std::to_string(other) +
+             " waits in it at mma site " + std::to_string(o.value) +
+             ": .aligned requires every lane of the warp at the same "
+             "instruction");
       if (o.state == ThreadRecord::State::AtWarpOp &&
           (o.kind != kind || o.mask != mask))
         fail(describeThread(current) + " executes " + op +
@@ -257,14 +265,15 @@ struct Device::Impl {
     return self().result;
   }
 
-  /// mma.sync.aligned: a warp op over all 32 lanes (a missing, exited or
-  /// divergent lane is the warp op's error); returns this lane's d.
-  const MmaLaneRegisters &mmaSync(WarpOpKind kind,
+  /// mma.sync.aligned at the module's mma `site`: a warp op over all 32
+  /// lanes (a missing, exited or divergent lane is the warp op's error, a
+  /// lane at another site too); returns this lane's d.
+  const MmaLaneRegisters &mmaSync(WarpOpKind kind, uint32_t site,
                                   const MmaLaneRegisters &registers) {
     if (mmaRegisters.size() < threadCount)
       mmaRegisters.resize(threadCount);
     mmaRegisters[current] = registers;
-    warpOp(kind, ~0u, 0, 0, 0);
+    warpOp(kind, ~0u, site, 0, 0);
     return mmaRegisters[current];
   }
 
@@ -776,11 +785,12 @@ uint64_t lowbit_emu_warp_op(int32_t kind, uint32_t mask, uint32_t value,
   return currentDevice->warpOp(WarpOpKind(kind), mask, value, b, c);
 }
 
-/// mma.sync.aligned.<kind>: this lane's registers in, its d0 out; d1..d3
+/// mma.sync.aligned.<kind> at the module's mma `site` (every lane of the
+/// warp must be at the same one): this lane's registers in, its d0 out; d1..d3
 /// follow from lowbit_emu_mma_result (the host code calls it right after).
-float lowbit_emu_mma(int32_t kind, uint32_t a0, uint32_t a1, uint32_t a2,
-                     uint32_t a3, uint32_t b0, uint32_t b1, float c0, float c1,
-                     float c2, float c3) {
+float lowbit_emu_mma(int32_t kind, int32_t site, uint32_t a0, uint32_t a1,
+                     uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1,
+                     float c0, float c1, float c2, float c3) {
   MmaLaneRegisters registers;
   registers.a[0] = a0;
   registers.a[1] = a1;
@@ -792,7 +802,8 @@ float lowbit_emu_mma(int32_t kind, uint32_t a0, uint32_t a1, uint32_t a2,
   registers.c[1] = c1;
   registers.c[2] = c2;
   registers.c[3] = c3;
-  return currentDevice->mmaSync(WarpOpKind(kind), registers).d[0];
+  return currentDevice->mmaSync(WarpOpKind(kind), uint32_t(site), registers)
+      .d[0];
 }
 
 /// d[index] of this lane's last mma.sync.

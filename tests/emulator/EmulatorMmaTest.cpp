@@ -13,195 +13,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuTestSupport.h"
-#include "format/Codec.h"
 #include "lowering/GpuMmaLayout.h"
 #include "tests/emulator/EmulatorTestSupport.h"
-#include "tests/emulator/MmaKernels.h"
+#include "tests/emulator/MmaCheck.h"
 
 #include <catch2/catch.hpp>
 
-#include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
-#include <random>
 
 using namespace lowbit;
 using namespace lowbit::testing;
-
-namespace {
-
-/// One tile's inputs as bits: A [steps][16][K], B [steps][K][8] (f16 or
-/// bf16), C [16][8] (f32).
-struct MmaTile {
-  std::vector<uint16_t> a, b;
-  std::vector<uint32_t> c;
-};
-
-double halfValue(uint16_t bits, bool bf16) {
-  return bf16 ? double(bfloat16ToFloat(bits)) : double(halfToFloat(bits));
-}
-
-uint32_t f32Bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  return bits;
-}
-
-/// D of one tile: the chain of `steps` matmuls, each rounded once to f32.
-std::vector<uint32_t> referenceD(const MmaTile &tile,
-                                 const MmaKernelVariant &v) {
-  std::vector<uint32_t> d = tile.c;
-  for (int s = 0; s < v.steps; ++s)
-    for (int m = 0; m < 16; ++m)
-      for (int n = 0; n < 8; ++n) {
-        double sum = 0;
-        for (int k = 0; k < v.k; ++k) {
-          double product =
-              halfValue(tile.a[size_t((s * 16 + m) * v.k + k)], v.bf16) *
-              halfValue(tile.b[size_t((s * v.k + k) * 8 + n)], v.bf16);
-          sum = k == 0 ? product : sum + product;
-        }
-        float c;
-        std::memcpy(&c, &d[size_t(m * 8 + n)], 4);
-        auto result = float(double(c) + sum);
-        d[size_t(m * 8 + n)] =
-            std::isnan(result) ? 0x7fffffffu : f32Bits(result);
-      }
-  return d;
-}
-
-/// Runs `tiles` through the kernel of `v`; "" or the error, and D.
-std::string runTiles(const MmaKernelVariant &v,
-                     const std::vector<MmaTile> &tiles,
-                     std::vector<int32_t> &d) {
-  std::vector<int32_t> a, b, c;
-  for (const MmaTile &tile : tiles) {
-    for (int s = 0; s < v.steps; ++s) {
-      // A row-major: word (row, w) = A[row][2w] | A[row][2w + 1] << 16.
-      for (int row = 0; row < 16; ++row)
-        for (int w = 0; w < v.k / 2; ++w) {
-          size_t at = size_t((s * 16 + row) * v.k + 2 * w);
-          a.push_back(int32_t(tile.a[at] | uint32_t(tile.a[at + 1]) << 16));
-        }
-      // B transposed: word (n, w) = B[2w][n] | B[2w + 1][n] << 16.
-      for (int n = 0; n < 8; ++n)
-        for (int w = 0; w < v.k / 2; ++w) {
-          size_t at = size_t((s * v.k + 2 * w) * 8 + n);
-          b.push_back(int32_t(tile.b[at] | uint32_t(tile.b[at + 8]) << 16));
-        }
-    }
-    for (uint32_t word : tile.c)
-      c.push_back(int32_t(word));
-  }
-  d.assign(c.size(), 0x55555555);
-  return runI32Kernel(mmaKernelText(v).c_str(), "sm_90a",
-                      {{&a, false}, {&b, false}, {&c, false}, {&d, true}});
-}
-
-uint16_t toHalf(float value, bool bf16) {
-  return bf16 ? floatToBFloat16(value) : floatToHalf(value);
-}
-
-/// The input tiles: small integers, random values, negative zeros,
-/// subnormals, NaN and infinities, and random C.
-std::vector<MmaTile> makeTiles(const MmaKernelVariant &v, uint32_t seed) {
-  std::mt19937 rng(seed);
-  size_t aCount = size_t(v.steps * 16 * v.k),
-         bCount = size_t(v.steps * v.k * 8);
-  auto tileOf = [&](auto aValue, auto bValue, auto cValue) {
-    MmaTile tile;
-    for (size_t i = 0; i < aCount; ++i)
-      tile.a.push_back(aValue(i));
-    for (size_t i = 0; i < bCount; ++i)
-      tile.b.push_back(bValue(i));
-    for (size_t i = 0; i < 128; ++i)
-      tile.c.push_back(cValue(i));
-    return tile;
-  };
-  std::uniform_int_distribution<int> small(-8, 8);
-  std::uniform_real_distribution<float> real(-4.0f, 4.0f);
-  auto smallHalf = [&](size_t) { return toHalf(float(small(rng)), v.bf16); };
-  auto realHalf = [&](size_t) { return toHalf(real(rng), v.bf16); };
-  auto smallC = [&](size_t) { return f32Bits(float(small(rng) * 16)); };
-  auto realC = [&](size_t) { return f32Bits(real(rng) * 100.0f); };
-  // Subnormal codes: exponent field 0, mantissa not 0 (10 bits for f16, 7
-  // for bf16), either sign.
-  uint16_t mantissaMask = v.bf16 ? 0x7f : 0x3ff;
-  auto subnormal = [&](size_t) {
-    auto bits = uint16_t(rng() % mantissaMask + 1);
-    return uint16_t(rng() % 2 ? bits | 0x8000 : bits);
-  };
-  std::vector<MmaTile> tiles;
-  tiles.push_back(tileOf(smallHalf, smallHalf, smallC));
-  for (int i = 0; i < 4; ++i)
-    tiles.push_back(tileOf(realHalf, realHalf, realC));
-  // -0 * x sums to -0, and -0 + -0 is -0: every D is -0.
-  tiles.push_back(tileOf([](size_t) { return uint16_t(0x8000); },
-                         [&](size_t) { return toHalf(1.5f, v.bf16); },
-                         [](size_t) { return 0x80000000u; }));
-  // Mixed signs of zero, C = +0 or -0: +0 wherever the signs differ.
-  tiles.push_back(tileOf([&](size_t) { return uint16_t(rng() % 2 << 15); },
-                         [&](size_t) { return uint16_t(rng() % 2 << 15); },
-                         [&](size_t) { return uint32_t(rng() % 2 << 31); }));
-  // Subnormals times subnormals (bf16's underflow f32: rounded once) and
-  // times normals.
-  tiles.push_back(tileOf(subnormal, subnormal, [](size_t) { return 0u; }));
-  tiles.push_back(tileOf(subnormal, realHalf, [](size_t) { return 0u; }));
-  // NaN and infinities: Inf x 0 is NaN; Inf x finite is Inf; Inf - Inf is
-  // NaN; a NaN input is NaN.
-  uint16_t inf = v.bf16 ? 0x7f80 : 0x7c00, nan = v.bf16 ? 0x7fc1 : 0x7e01;
-  MmaTile special = tileOf(realHalf, realHalf, realC);
-  special.a[0] = inf;                            // A[0][0]
-  special.b[0] = 0;                              // B[0][0]: D[0][0] NaN
-  special.a[size_t(1 * v.k + 2)] = inf;          // A[1][2]: D[1][*] +-Inf
-  special.a[size_t(2 * v.k + 3)] = inf;          // A[2][3]
-  special.a[size_t(2 * v.k + 4)] = inf | 0x8000; // A[2][4]: Inf - Inf
-  special.b[size_t(3 * 8 + 5)] = toHalf(1.0f, v.bf16);
-  special.b[size_t(4 * 8 + 5)] = toHalf(1.0f, v.bf16); // D[2][5] NaN
-  special.a[size_t(5 * v.k + 1)] = nan;                // A[5][1]: D[5][*] NaN
-  special.c[size_t(7 * 8 + 7)] = 0x7f800000;           // C[7][7] = +Inf
-  tiles.push_back(special);
-  return tiles;
-}
-
-std::string describe(const MmaKernelVariant &v) {
-  return std::string("m16n8k") + std::to_string(v.k) +
-         (v.bf16 ? " bf16" : " f16") + (v.steps == 2 ? " (chain of two)" : "");
-}
-
-/// Mismatching words of D against the reference, over every tile.
-size_t mismatches(const MmaKernelVariant &v, const std::vector<MmaTile> &tiles,
-                  const std::vector<int32_t> &d, size_t *nans = nullptr) {
-  size_t count = 0;
-  for (size_t t = 0; t < tiles.size(); ++t) {
-    std::vector<uint32_t> expected = referenceD(tiles[t], v);
-    for (size_t i = 0; i < 128; ++i) {
-      auto got = uint32_t(d[t * 128 + i]);
-      if (nans && expected[i] == 0x7fffffffu)
-        ++*nans;
-      if (got != expected[i]) {
-        if (count < 4)
-          UNSCOPED_INFO(describe(v)
-                        << " tile " << t << " D[" << i / 8 << "][" << i % 8
-                        << "] = 0x" << std::hex << got << ", expected 0x"
-                        << expected[i] << std::dec);
-        ++count;
-      }
-    }
-  }
-  return count;
-}
-
-std::vector<MmaKernelVariant> everyVariant() {
-  std::vector<MmaKernelVariant> variants;
-  for (int k : {16, 8})
-    for (bool bf16 : {false, true})
-      for (int steps : {1, 2})
-        variants.push_back({k, bf16, steps});
-  return variants;
-}
-
-} // namespace
 
 TEST_CASE("emulator: the mma fragment maps cover each matrix once",
           "[emulator][mma]") {
@@ -244,7 +67,7 @@ TEST_CASE("emulator: mma.sync equals the f64 matmul rounded once",
     std::vector<MmaTile> tiles =
         makeTiles(v, uint32_t(v.k * 10 + v.bf16 * 3 + v.steps));
     std::vector<int32_t> d;
-    std::string error = runTiles(v, tiles, d);
+    std::string error = runMmaTiles(mmaKernelText(v), v, tiles, d);
     INFO(describe(v) << ": " << error);
     REQUIRE(error == "");
     CHECK(mismatches(v, tiles, d, &nans) == 0);
@@ -266,7 +89,7 @@ TEST_CASE("emulator: a wrong fragment map fails the check", "[emulator][mma]") {
       correct.swap = Swap::None;
       std::vector<MmaTile> tiles = makeTiles(v, 7);
       std::vector<int32_t> d;
-      std::string error = runTiles(v, tiles, d);
+      std::string error = runMmaTiles(mmaKernelText(v), v, tiles, d);
       REQUIRE(error == "");
       size_t wrong = mismatches(correct, tiles, d);
       INFO(describe(v) << " with registers swapped in "
@@ -284,11 +107,64 @@ TEST_CASE("emulator: a lane that skips mma.sync is an error",
   v.skipLane = 5;
   std::vector<MmaTile> tiles = makeTiles(v, 1);
   std::vector<int32_t> d;
-  std::string error = runTiles(v, tiles, d);
+  std::string error = runMmaTiles(mmaKernelText(v), v, tiles, d);
   INFO(error);
   CHECK_THAT(error, Catch::Contains("thread (5,0,0)"));
   CHECK_THAT(error, Catch::Contains("mma.sync.aligned.m16n8k16"));
   std::cout << "emulator: refused (lane 5 skips the mma): " << error << "\n";
+}
+
+TEST_CASE("emulator: mma.sync in a partial or divergent warp is an error",
+          "[emulator][mma]") {
+  struct Case {
+    const char *name;
+    int threads;
+    MmaSites sites;
+    const char *expected;
+  } cases[] = {
+      {"every lane at one mma", 32, MmaSites::One, ""},
+      {"a 48-thread block", 48, MmaSites::One,
+       "naming lanes that do not exist"},
+      {"lanes 0-15 and 16-31 at two m16n8k16 ops", 32, MmaSites::TwoSameShape,
+       "requires every lane of the warp at the same instruction"},
+      {"m16n8k16 in lanes 0-15, m16n8k8 in 16-31", 32, MmaSites::TwoShapes,
+       "waits in mma.sync.aligned.m16n8k"},
+  };
+  for (const Case &c : cases) {
+    // Every register holds two 1.0 halves; C is those bits as f32 (2^-7
+    // + 2^-17 + ...), small enough to vanish in 16 + C.
+    std::vector<int32_t> input(64, 0x3c003c00), output(64, 0);
+    std::string error =
+        runI32Kernel(mmaWarpRuleKernel(c.threads, c.sites).c_str(), "sm_90a",
+                     {{&input, false}, {&output, true}});
+    INFO(c.name << ": " << error);
+    if (*c.expected == 0) {
+      REQUIRE(error == "");
+      float c0;
+      std::memcpy(&c0, &input[0], 4);
+      for (int lane = 0; lane < 32; ++lane) {
+        float d;
+        std::memcpy(&d, &output[size_t(lane)], 4);
+        CHECK(d == float(16.0 + double(c0)) + c0);
+      }
+      continue;
+    }
+    CHECK_THAT(error, Catch::Contains("thread ("));
+    CHECK_THAT(error, Catch::Contains(c.expected));
+    std::cout << "emulator: refused (" << c.name << "): " << error << "\n";
+  }
+}
+
+TEST_CASE("emulator: an mma.sync it does not model is refused",
+          "[emulator][mma]") {
+  std::vector<int32_t> input(32, 0x3c003c00), output(32, 0);
+  std::string error = runI32Kernel(kMmaF16AccumulatorKernel, "sm_90a",
+                                   {{&input, false}, {&output, true}});
+  INFO(error);
+  CHECK_THAT(error, Catch::Contains("cannot emulate 'nvvm.mma.sync' in "
+                                    "@f16_accumulators: accumulators other "
+                                    "than four f32"));
+  std::cout << "emulator: refused (f16 accumulators): " << error << "\n";
 }
 
 TEST_CASE("emulator: the mma kernels' PTX assembles", "[emulator][mma]") {

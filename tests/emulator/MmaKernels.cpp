@@ -146,4 +146,58 @@ std::string mmaKernelText(const MmaKernelVariant &v) {
   return o.str();
 }
 
+std::string mmaWarpRuleKernel(int threads, MmaSites sites) {
+  // `c`: the accumulator, so that two sites are two different ops.
+  auto mma = [](int k, const std::string &c = "%f") {
+    std::string a = k == 16 ? "%p, %p, %p, %p" : "%p, %p";
+    std::string b = k == 16 ? "%p, %p" : "%p";
+    return "      %m = nvvm.mma.sync A[" + a + "] B[" + b + "] C[" + c + ", " +
+           c + ", " + c + ", " + c +
+           "]\n"
+           "          {layoutA = #nvvm.mma_layout<row>, "
+           "layoutB = #nvvm.mma_layout<col>,\n"
+           "           shape = #nvvm.shape<m = 16, n = 8, k = " +
+           std::to_string(k) +
+           ">}\n"
+           "          : (vector<2xf16>, vector<2xf16>, f32)"
+           " -> !llvm.struct<(f32, f32, f32, f32)>\n"
+           "      %d = llvm.extractvalue %m[0] : "
+           "!llvm.struct<(f32, f32, f32, f32)>\n";
+  };
+  std::ostringstream o;
+  o << "module attributes {gpu.container_module} {\n"
+    << "  func.func @kernel(%in: memref<?x?xi32>, %out: memref<?x?xi32>) {\n"
+    << "    %c1 = arith.constant 1 : index\n"
+    << "    %threads = arith.constant " << threads << " : index\n"
+    << "    gpu.launch_func @kernels::@warp_rule blocks in (%c1, %c1, %c1)\n"
+    << "        threads in (%threads, %c1, %c1)\n"
+    << "        args(%in : memref<?x?xi32>, %out : memref<?x?xi32>)\n"
+    << "    return\n  }\n"
+    << "  gpu.module @kernels {\n"
+    << "    gpu.func @warp_rule(%in: memref<?x?xi32>, %out: memref<?x?xi32>)"
+    << " kernel {\n"
+    << "      %c0 = arith.constant 0 : index\n"
+    << "      %c16 = arith.constant 16 : index\n"
+    << "      %tid = gpu.thread_id x\n"
+    << "      %w = memref.load %in[%c0, %tid] : memref<?x?xi32>\n"
+    << "      %p = llvm.bitcast %w : i32 to vector<2xf16>\n"
+    << "      %f = arith.bitcast %w : i32 to f32\n";
+  if (sites == MmaSites::One) {
+    o << mma(16) << "      %r = arith.addf %d, %f : f32\n";
+  } else {
+    // The else branch has one op more: MLIR would merge identical blocks
+    // into one mma.
+    o << "      %low = arith.cmpi ult, %tid, %c16 : index\n"
+      << "      %r = scf.if %low -> (f32) {\n"
+      << mma(16) << "      scf.yield %d : f32\n      } else {\n"
+      << "      %g = arith.negf %f : f32\n"
+      << mma(sites == MmaSites::TwoShapes ? 8 : 16, "%g")
+      << "      scf.yield %d : f32\n      }\n";
+  }
+  o << "      %bits = arith.bitcast %r : f32 to i32\n"
+    << "      memref.store %bits, %out[%c0, %tid] : memref<?x?xi32>\n"
+    << "      gpu.return\n    }\n  }\n}\n";
+  return o.str();
+}
+
 } // namespace lowbit::testing

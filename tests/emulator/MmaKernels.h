@@ -36,6 +36,50 @@ struct MmaKernelVariant {
 /// The module text (a host @kernel and its gpu.module) of `variant`.
 std::string mmaKernelText(const MmaKernelVariant &variant);
 
+/// Where the lanes of mmaWarpRuleKernel execute their mma.
+enum class MmaSites {
+  One,          ///< one m16n8k16 op, every lane
+  TwoSameShape, ///< lanes 0-15 and 16-31 at two m16n8k16 ops (in an scf.if)
+  TwoShapes,    ///< lanes 0-15 at an m16n8k16 op, 16-31 at an m16n8k8 one
+};
+/// A kernel for mma.sync's warp rules: one block of `threads` threads over
+/// in/out of 64 i32, each lane's registers its input word, its d0 stored.
+/// Only MmaSites::One in a 32-thread block keeps the rules.
+std::string mmaWarpRuleKernel(int threads, MmaSites sites);
+
+/// An m16n8k16 mma with f16 accumulators (valid PTX the emulator does not
+/// model): one 32-thread block over in/out of 32 i32.
+inline constexpr const char *kMmaF16AccumulatorKernel = R"mlir(
+module attributes {gpu.container_module} {
+  func.func @kernel(%in: memref<?x?xi32>, %out: memref<?x?xi32>) {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    gpu.launch_func @kernels::@f16_accumulators blocks in (%c1, %c1, %c1)
+        threads in (%c32, %c1, %c1)
+        args(%in : memref<?x?xi32>, %out : memref<?x?xi32>)
+    return
+  }
+  gpu.module @kernels {
+    gpu.func @f16_accumulators(%in: memref<?x?xi32>, %out: memref<?x?xi32>)
+        kernel {
+      %c0 = arith.constant 0 : index
+      %tid = gpu.thread_id x
+      %w = memref.load %in[%c0, %tid] : memref<?x?xi32>
+      %p = llvm.bitcast %w : i32 to vector<2xf16>
+      %m = nvvm.mma.sync A[%p, %p, %p, %p] B[%p, %p] C[%p, %p]
+          {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+           shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+          : (vector<2xf16>, vector<2xf16>, vector<2xf16>)
+            -> !llvm.struct<(vector<2xf16>, vector<2xf16>)>
+      %d = llvm.extractvalue %m[0] : !llvm.struct<(vector<2xf16>, vector<2xf16>)>
+      %bits = llvm.bitcast %d : vector<2xf16> to i32
+      memref.store %bits, %out[%c0, %tid] : memref<?x?xi32>
+      gpu.return
+    }
+  }
+}
+)mlir";
+
 } // namespace lowbit::testing
 
 #endif // LOWBIT_TESTS_EMULATOR_MMAKERNELS_H
