@@ -96,6 +96,22 @@ LogicalResult KvDecodeAttentionOp::verify() {
   int64_t batch = query[0], qHeads = query[1], headDim = query[2];
   int64_t kvHeads = keys[1];
 
+  if (getDot() != "fma" && getDot() != "mma")
+    return emitOpError() << "dot must be \"fma\" or \"mma\", not \"" << getDot()
+                         << "\"";
+  if (getDot() == "mma") {
+    if (kind != KvKind::Fp8)
+      return emitOpError() << "dot = \"mma\" takes FP8 codes (exact in f16)";
+    if (!getQuery().getType().getElementType().isF16() &&
+        !getQuery().getType().getElementType().isBF16())
+      return emitOpError() << "dot = \"mma\" takes an f16 or bf16 query, not "
+                           << getQuery().getType().getElementType();
+    if (isDynamic(headDim) || headDim % 16 != 0)
+      return emitOpError() << "dot = \"mma\" needs a static head_dim that "
+                              "is a multiple of 16, not "
+                           << sizeText(headDim);
+  }
+
   if (keys != values)
     return emitOpError() << "key and value codes differ in shape: "
                          << getKeyCodes().getType() << " and "

@@ -45,7 +45,11 @@ def Lowbit_KvDecodeAttentionOp : Lowbit_Op<"kv_decode_attention",
     Attributes: `format` (`#lowbit.int<"int8">`, `#lowbit.float<"e4m3">` or
     `#lowbit.float<"e5m2">`), `scale`, `group_size` and `convention`
     (`"multiplier"`: x = q / s, or `"divisor"`: x = q * s; int8 only),
-    `softmax_scale`, and `split_tokens`, the tokens of one split.
+    `softmax_scale`, and `split_tokens`, the tokens of one split. `dot`
+    (`fma`, the default, or `mma`) is how a GPU kernel forms q.K: fma
+    chains in the documented order, or mma.sync f16 x f16 -> f32 (FP8
+    codes, an f16 or bf16 query, head_dim a multiple of 16); loops keep
+    the fma order either way.
 
     Results: `output` `[batch, q_heads, head_dim]` f32, and `partials`
     `[batch, kv_heads, splits, q_heads / kv_heads, head_dim + 2]` f32 with
@@ -74,7 +78,8 @@ def Lowbit_KvDecodeAttentionOp : Lowbit_Op<"kv_decode_attention",
                        DefaultValuedAttr<I64Attr, "64">:$group_size,
                        DefaultValuedAttr<StrAttr, "\"multiplier\"">:$convention,
                        F32Attr:$softmax_scale,
-                       I64Attr:$split_tokens);
+                       I64Attr:$split_tokens,
+                       DefaultValuedAttr<StrAttr, "\"fma\"">:$dot);
   let results = (outs Lowbit_KvOutputTensor:$output,
                       Lowbit_KvPartialsTensor:$partials);
   let assemblyFormat = [{

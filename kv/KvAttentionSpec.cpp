@@ -86,6 +86,24 @@ std::string_view queryDtypeName(QueryDtype dtype) {
   return "f32";
 }
 
+std::string_view dotKindName(DotKind dot) {
+  return dot == DotKind::Mma ? "mma" : "fma";
+}
+
+std::string mmaDotRefusal(const KvAttentionSpec &spec) {
+  if (!spec.isFp8())
+    return "dot=mma takes FP8 caches (kv_fp8_e4m3, kv_fp8_e5m2), whose codes "
+           "are exact in f16; int8 groups scale each code by its group's "
+           "scale first";
+  if (spec.query == QueryDtype::F32)
+    return "dot=mma multiplies f16 operands: an f32 query would lose its low "
+           "bits (q=f16 or q=bf16 take it)";
+  if (spec.headDim % 16 != 0)
+    return "dot=mma needs head_dim a multiple of 16 (one mma k-step), not " +
+           std::to_string(spec.headDim);
+  return "";
+}
+
 std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
                                                     std::string *error) {
   std::vector<std::string_view> words = splitWords(text);
@@ -101,7 +119,7 @@ std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
                     "kv_fp8_e4m3, kv_fp8_e5m2)");
     return std::nullopt;
   }
-  bool seenSoftmax = false, seenSplit = false;
+  bool seenSoftmax = false, seenSplit = false, seenDot = false;
   bool seenQ = false, seenKv = false, seenDim = false;
   for (size_t index = 2; index < words.size(); ++index) {
     std::string_view word = words[index];
@@ -158,10 +176,14 @@ std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
            std::isfinite(scale);
       spec.softmaxScale = scale;
       seenSoftmax = true;
+    } else if (key == "dot") {
+      ok = value == "mma" || value == "fma";
+      spec.dot = value == "mma" ? DotKind::Mma : DotKind::Fma;
+      seenDot = true;
     } else {
       fail(error, "'" + token + "': unknown option '" + std::string(key) +
                       "' (scale, convention, q, layout, q_heads, kv_heads, "
-                      "head_dim, split, softmax_scale)");
+                      "head_dim, split, softmax_scale, dot)");
       return std::nullopt;
     }
     if (!ok) {
@@ -184,6 +206,13 @@ std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
     spec.splitTokens = defaultSplitTokens(spec.kvHeads);
   if (!seenSoftmax)
     spec.softmaxScale = 1.0f / std::sqrt(float(spec.headDim));
+  std::string refusal = mmaDotRefusal(spec);
+  if (!seenDot)
+    spec.dot = refusal.empty() ? DotKind::Mma : DotKind::Fma;
+  else if (spec.dot == DotKind::Mma && !refusal.empty()) {
+    fail(error, "'dot=mma': " + refusal);
+    return std::nullopt;
+  }
   return spec;
 }
 
@@ -202,7 +231,7 @@ std::string printKvAttentionSpec(const KvAttentionSpec &spec) {
        << " layout=" << (spec.paged ? "paged" : "contiguous")
        << " q_heads=" << spec.qHeads << " kv_heads=" << spec.kvHeads
        << " head_dim=" << spec.headDim << " split=" << spec.splitTokens
-       << " softmax_scale=" << scale;
+       << " softmax_scale=" << scale << " dot=" << dotKindName(spec.dot);
   return text.str();
 }
 

@@ -6,7 +6,7 @@
 //   kv_attend SCHEME [scale=per_tensor|per_head]
 //             [convention=multiplier|divisor] [q=f32|f16|bf16]
 //             [layout=contiguous|paged] q_heads=N kv_heads=N head_dim=N
-//             [split=N] [softmax_scale=X]
+//             [split=N] [softmax_scale=X] [dot=mma|fma]
 //
 // SCHEME is kv_int8_g<G> (or kv_int8, G = 64), kv_fp8_e4m3 or kv_fp8_e5m2
 // (kv/KvCache.h's names). Batch, tokens and pages are the kernel's dynamic
@@ -27,6 +27,13 @@
 namespace lowbit::kv {
 
 enum class QueryDtype : uint8_t { F32, F16, BF16 };
+
+/// How the GPU kernel forms q.K (docs/decode-attention.md, "Tensor-core
+/// q.K"): per-lane fma chains in KvDecodeOrder's order (bit for bit equal
+/// to the CPU tail), or mma.sync f16 x f16 -> f32 (within 1e-5 relative of
+/// float64; tensor cores sum in an order and a rounding of their own). The
+/// CPU tail always keeps KvDecodeOrder's order.
+enum class DotKind : uint8_t { Fma, Mma };
 
 /// The default split's rule (docs/decode-attention.md, "Split count"): the
 /// largest power of two <= 256 tokens (and >= the stage-1 block's 16 token
@@ -58,6 +65,9 @@ struct KvAttentionSpec {
   int64_t splitTokens = kMaxDefaultSplitTokens;
   /// 1 / sqrt(head_dim) when the text names none.
   float softmaxScale = 1.0f;
+  /// mmaDotRefusal's default when the text names none: mma where it
+  /// applies, else fma.
+  DotKind dot = DotKind::Fma;
 
   bool isFp8() const { return scheme != KvScheme::Int8Groups; }
   int64_t groupHeads() const { return qHeads / kvHeads; }
@@ -66,6 +76,13 @@ struct KvAttentionSpec {
 };
 
 std::string_view queryDtypeName(QueryDtype dtype);
+std::string_view dotKindName(DotKind dot);
+
+/// Why `spec` cannot take dot=mma (empty when it can): the tensor-core dot
+/// multiplies f16 operands, so it needs FP8 codes (exact in f16), an f16 or
+/// bf16 query (bf16 through a power-of-two rescale) and head_dim a multiple
+/// of 16 (one mma k-step).
+std::string mmaDotRefusal(const KvAttentionSpec &spec);
 
 /// Parses the text form; nullopt and a message naming the offending token.
 std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,

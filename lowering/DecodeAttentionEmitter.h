@@ -481,6 +481,19 @@ protected:
 /// (GpuDecodeAttentionMerge.cpp); `emitter` has emitted its sizes.
 void emitGpuMerge(const AttentionEmitter &emitter, int64_t headDim);
 
+/// What the tensor-core pass K (GpuDecodeAttentionMma.cpp) reads of the
+/// FlashDecoding block: the static group and head_dim, the block's
+/// sequence, kv head and split bounds [begin, end) with count = its tokens,
+/// the thread id, the shared logits [split x group] it writes, and the FP8
+/// key scale.
+struct MmaLogits {
+  int64_t group = 0, headDim = 0;
+  Value sequence, kvHead, begin, end, count, thread, logits, keyScale;
+};
+/// Pass K with mma.sync m16n8k16 (docs/decode-attention.md, "Tensor-core
+/// q.K"); `emitter` has emitted its sizes.
+void emitMmaLogits(const AttentionEmitter &emitter, const MmaLogits &args);
+
 /// The buffer an operand is read from: its to_tensor's memref, or a
 /// read-only to_buffer.
 inline Value operandMemref(ImplicitLocOpBuilder &b, Value tensor) {

@@ -52,6 +52,8 @@ constexpr int64_t kTokensPerTrip = 4;
 /// The static sizes the kernel unrolls over.
 struct KernelShape {
   int64_t group = 0, headDim = 0, splitTokens = 0;
+  /// Pass K on tensor cores (the op's dot = "mma").
+  bool mma = false;
   int64_t slicesPerLane() const {
     return (headDim + kRowChannels - 1) / kRowChannels;
   }
@@ -72,6 +74,7 @@ FailureOr<KernelShape> kernelShapeOf(ld::KvDecodeAttentionOp op,
   shape.group = query.getDimSize(1) / keys.getDimSize(1);
   shape.headDim = query.getDimSize(2);
   shape.splitTokens = int64_t(op.getSplitTokens());
+  shape.mma = op.getDot() == "mma";
   int64_t bytes = 4 * shape.sharedFloats();
   if (bytes > kMaxDecodeAttentionSharedBytes) {
     why = "the FlashDecoding kernel's shared memory (" + std::to_string(bytes) +
@@ -118,7 +121,11 @@ public:
       valueScale = load(valueScales, {perHead ? kvHead : idx(0)});
     }
 
-    emitLogits(trips);
+    if (shape.mma)
+      emitMmaLogits(*this, {shape.group, shape.headDim, sequence, kvHead, begin,
+                            end, count, thread, logits, keyScale});
+    else
+      emitLogits(trips);
     gpu::BarrierOp::create(b);
     SmallVector<Value> maxima = emitMaxima();
     emitWeights(maxima);

@@ -291,7 +291,8 @@ buildKvAttentionModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
       StringRef(spec.convention == kv::ScaleConvention::Multiplier
                     ? "multiplier"
                     : "divisor"),
-      llvm::APFloat(spec.softmaxScale), uint64_t(spec.splitTokens));
+      llvm::APFloat(spec.softmaxScale), uint64_t(spec.splitTokens),
+      StringRef(kv::dotKindName(spec.dot)));
   SmallVector<Value, 2> destinations = {output, partials};
   for (auto [result, destination] :
        llvm::zip(attention->getResults(), destinations))

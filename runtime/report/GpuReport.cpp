@@ -38,6 +38,15 @@ std::optional<ChipModel> chipModel(std::string_view chip) {
   // Four warp schedulers per SM, one instruction each per clock (Hopper and
   // Blackwell architecture whitepapers).
   model.issuePerSmPerClock = 4;
+  // mma.sync m16n8k16 f16 x f16 -> f32 is 2048 multiply-adds. H100 SXM's
+  // dense FP16 tensor peak, 989 TFLOPS (H100 whitepaper) over 132 SMs x 4
+  // tensor cores at its 1.83 GHz tensor clock, is 512 multiply-adds per
+  // clock per tensor core: 4 clocks per mma.sync. That peak is wgmma's;
+  // the warp-synchronous mma.sync reaches about half of it on Hopper
+  // (docs/gpu-report.md), so one mma.sync counts as 8 issue slots of its
+  // sub-partition. Blackwell's fast path is tcgen05; its mma.sync is taken
+  // to be no faster.
+  model.mmaSyncIssueSlots = 8;
   // L1: 128 bytes per clock per SM (H100 whitepaper: 33 TB/s over 132 SMs
   // at 1.98 GHz); a warp access costs one wavefront per 128-byte line.
   model.l1WavefrontsPerSmPerClock = 1;
@@ -209,6 +218,9 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
   out.instructionsPerThread = 0;
   for (double w : weight)
     out.instructionsPerThread += w;
+  out.mmaPerThread = 0;
+  for (int index : ptx.mmaInstructions)
+    out.mmaPerThread += weight[size_t(index)];
 
   // Lane stride: in a launch whose grid grows with the tensor (not a
   // grid-stride loop), a thread that handles E > 1 elements handles E
@@ -273,8 +285,9 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
         std::max(out.memorySeconds, double(readBytes) / loadBandwidth);
 
   int64_t activeSms = std::min<int64_t>(chip.smCount, gridBlocks);
-  double warpInstructions =
-      double(out.threads) / 32.0 * out.instructionsPerThread;
+  double warpInstructions = double(out.threads) / 32.0 *
+                            (out.instructionsPerThread +
+                             (chip.mmaSyncIssueSlots - 1) * out.mmaPerThread);
   out.issueSeconds =
       warpInstructions /
       (double(activeSms) * chip.issuePerSmPerClock * chip.clockHz);
@@ -551,11 +564,18 @@ std::string formatReportText(const SpecReport &report) {
           launch.ptx.loops[l].globalLoadBytes,
           launch.ptx.loops[l].globalStoreBytes, launch.loopElementsPerTrip[l],
           launch.loopTrips[l], int(l) == launch.mainLoop ? " (main)" : "");
-    text += fmt::format("    ops       {} atomics ({} cas, {} .sys), {} "
-                        "shuffles, {} barriers, {} f32 divisions\n",
-                        launch.ptx.atomics, launch.ptx.casAtomics,
-                        launch.ptx.sysScopeOps, launch.ptx.shuffles,
-                        launch.ptx.barriers, launch.ptx.divisions);
+    text += fmt::format(
+        "    ops       {} atomics ({} cas, {} .sys), {} "
+        "shuffles, {} barriers, {} f32 divisions{}\n",
+        launch.ptx.atomics, launch.ptx.casAtomics, launch.ptx.sysScopeOps,
+        launch.ptx.shuffles, launch.ptx.barriers, launch.ptx.divisions,
+        launch.ptx.mmaInstructions.empty()
+            ? std::string()
+            : fmt::format(", {} mma.sync ({:.0f}/thread, "
+                          "{} issue slots each)",
+                          launch.ptx.mmaInstructions.size(),
+                          launch.mmaPerThread,
+                          chipModel(report.chip)->mmaSyncIssueSlots));
     text += fmt::format(
         "    resources {} registers, spills {}, shared {} B; occupancy {:.0f}% "
         "({} blocks/SM, limited by {})\n",

@@ -48,6 +48,9 @@ struct ChipModel {
   double clockHz = 0;
   /// Warp instructions one SM issues per clock (one per scheduler).
   int issuePerSmPerClock = 0;
+  /// Issue slots of a sub-partition one mma.sync m16n8k16 (f16 x f16 ->
+  /// f32) occupies: its tensor core's time, counted in the issue term.
+  int mmaSyncIssueSlots = 0;
   /// 128-byte L1 wavefronts one SM serves per clock.
   int l1WavefrontsPerSmPerClock = 0;
   /// Cost of one kernel launch in a stream beyond its own work.
@@ -98,6 +101,8 @@ struct PtxKernel {
   std::vector<int> parametersRead;
   int atomics = 0, casAtomics = 0, sysScopeOps = 0;
   int shuffles = 0, barriers = 0, divisions = 0;
+  /// Indices of the mma.sync instructions (tensor-core matrix multiplies).
+  std::vector<int> mmaInstructions;
 };
 
 /// Every .entry of `ptx`. A PTX without entries is an error.
@@ -153,6 +158,8 @@ struct LaunchReport {
   double elementsPerThread = 0;
   /// Instructions each thread executes, loops weighted by their trips.
   double instructionsPerThread = 0;
+  /// Of those, mma.sync (each ChipModel::mmaSyncIssueSlots issue slots).
+  double mmaPerThread = 0;
   double instructionsPerElement = 0;
   /// The heaviest loop's body per element (0 without a streaming loop).
   double loopInstructionsPerElement = 0;

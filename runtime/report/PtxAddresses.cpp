@@ -311,8 +311,28 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
                        return std::nullopt;
                      return a >> b;
                    });
-  else if (head == "and" || head == "or" || head == "xor" || head == "min" ||
-           head == "max" || head == "div" || head == "rem")
+  else if (head == "bfe") {
+    // bfe a, pos, len = (a >> pos) & (2^len - 1): LLVM's form of a lane's
+    // index bits (tid / 4 % 8).
+    LaneValue position = operand(2), length = operand(3);
+    bool constants = position.known && !position.based && position.uniform() &&
+                     length.known && !length.based && length.uniform();
+    int64_t shift = constants ? position.lanes[0] : -1,
+            bits = constants ? length.lanes[0] : -1;
+    result =
+        shift >= 0 && shift < 64 && bits > 0 && bits < 63
+            ? other("and",
+                    other("shr", operand(1), LaneValue::constant(shift),
+                          [](int64_t a, int64_t b) -> std::optional<int64_t> {
+                            return a >> b;
+                          }),
+                    LaneValue::constant((int64_t(1) << bits) - 1),
+                    [](int64_t a, int64_t b) -> std::optional<int64_t> {
+                      return a & b;
+                    })
+            : unknown();
+  } else if (head == "and" || head == "or" || head == "xor" || head == "min" ||
+             head == "max" || head == "div" || head == "rem")
     result = other(head, operand(1), operand(2),
                    [head](int64_t a, int64_t b) -> std::optional<int64_t> {
                      if (head == "and")

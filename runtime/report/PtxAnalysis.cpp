@@ -179,6 +179,8 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
       ++kernel.sysScopeOps;
     if (opcode.starts_with("shfl.") || opcode.starts_with("redux."))
       ++kernel.shuffles;
+    if (opcode.starts_with("mma.sync"))
+      kernel.mmaInstructions.push_back(index);
     if (opcode.starts_with("bar.") || opcode.starts_with("barrier."))
       ++kernel.barriers;
     if (opcode.starts_with("div.") &&

@@ -78,7 +78,8 @@ Quantized quantize(const kv::KvAttentionSpec &spec,
 } // namespace
 
 AttentionCase AttentionCase::make(const std::string &specText,
-                                  std::vector<int64_t> lengths, uint64_t seed) {
+                                  std::vector<int64_t> lengths, uint64_t seed,
+                                  float queryScale) {
   std::string error;
   auto parsed = kv::parseKvAttentionSpec(specText, &error);
   INFO(specText << ": " << error);
@@ -109,7 +110,7 @@ AttentionCase AttentionCase::make(const std::string &specText,
 
   data.queryF32.resize(batch * spec.qHeads * dim);
   for (float &q : data.queryF32) {
-    float value = 2.0f * random.uniform();
+    float value = 2.0f * random.uniform() * queryScale;
     uint16_t bits = 0;
     switch (spec.query) {
     case kv::QueryDtype::F32:
@@ -252,6 +253,42 @@ std::vector<float> AttentionCase::kernelOrderReference() const {
 std::vector<double> AttentionCase::float64Reference() const {
   return kv::decodeAttentionF64(shape, queryF32, keys, values, lengths,
                                 spec.softmaxScale);
+}
+
+std::vector<float> AttentionCase::runEmulator(const std::string &chip) const {
+  std::string error;
+  std::optional<Target> target = parseTarget(chip, &error);
+  INFO(error);
+  REQUIRE(target);
+  auto gpu = compiler::kvAttentionGpuText(spec);
+  if (!gpu)
+    FAIL(llvm::toString(gpu.takeError()));
+  auto program = emulator::EmulatedProgram::compileText(*gpu, *target);
+  if (!program)
+    FAIL(program.error().message);
+  CHECK((*program)->plan().steps.size() == 2);
+  std::vector<float> output(outputSize(), -1.0f),
+      partials(partialsSize(), -1.0f);
+  std::vector<emulator::EmulatorBuffer> buffers =
+      emulatorBuffers(output.data(), partials.data());
+  emulator::Device device;
+  Status status = (*program)->run(device, buffers);
+  if (!status)
+    FAIL(status.error().message);
+  return output;
+}
+
+std::vector<float> AttentionCase::runCpu() const {
+  auto kernel = compiler::compileKvAttentionForCpu(spec);
+  if (!kernel)
+    FAIL(llvm::toString(kernel.takeError()));
+  std::vector<float> output(outputSize(), -1.0f),
+      partials(partialsSize(), -1.0f);
+  llvm::Error error =
+      (*kernel)->run(hostBuffers(output.data(), partials.data()));
+  if (error)
+    FAIL(llvm::toString(std::move(error)));
+  return output;
 }
 
 } // namespace lowbit::testing

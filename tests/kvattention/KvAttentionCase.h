@@ -40,8 +40,11 @@ struct AttentionCase {
 
   /// Builds the case for a kv_attend spec text (a test failure if it does
   /// not parse).
+  /// The query's values are uniform in [0, 2 queryScale) (before the
+  /// query's type rounds them).
   static AttentionCase make(const std::string &specText,
-                            std::vector<int64_t> lengths, uint64_t seed);
+                            std::vector<int64_t> lengths, uint64_t seed,
+                            float queryScale = 1.0f);
 
   size_t outputSize() const;
   size_t partialsSize() const;
@@ -49,6 +52,11 @@ struct AttentionCase {
                                                 float *partials) const;
   std::vector<emulator::EmulatorBuffer> emulatorBuffers(float *output,
                                                         float *partials) const;
+  /// The GPU kernels (both launches) run in the emulator for `chip`; the
+  /// output (a test failure if they do not compile or run).
+  std::vector<float> runEmulator(const std::string &chip) const;
+  /// The CPU tail's kernel (compileKvAttentionForCpu); the output.
+  std::vector<float> runCpu() const;
   std::vector<float> kernelOrderReference() const;
   std::vector<double> float64Reference() const;
 };

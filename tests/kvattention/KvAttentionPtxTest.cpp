@@ -41,6 +41,10 @@ TEST_CASE("decode-attention PTX assembles for sm_80, sm_89, sm_90a, sm_100a") {
         FAIL(llvm::toString(ptx.takeError()));
       CHECK(ptx->kernelNames.size() == 2);
       CHECK(ptx->ptx.find(".target " + std::string(chip)) != std::string::npos);
+      // FP8 with a bf16 query takes the tensor-core dot by default.
+      INFO(kv::printKvAttentionSpec(*spec));
+      CHECK((ptx->ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16."
+                           "f32") != std::string::npos) == spec->isFp8());
       if (test::ptxasPath().empty())
         continue;
       test::checkAssembles(ptx->ptx, chip);

@@ -26,14 +26,51 @@ TEST_CASE("kv_attend parses every field and prints back the same spec") {
   CHECK(spec->headDim == 128);
   CHECK(spec->splitTokens == 256);
   CHECK(spec->softmaxScale == 1.0f / std::sqrt(128.0f));
+  CHECK(spec->dot == DotKind::Mma);
   std::string text = printKvAttentionSpec(*spec);
   CHECK(text == "kv_attend kv_fp8_e4m3 scale=per_head q=bf16 layout=paged "
                 "q_heads=32 kv_heads=8 head_dim=128 split=256 "
-                "softmax_scale=0.0883883461");
+                "softmax_scale=0.0883883461 dot=mma");
   auto again = parseKvAttentionSpec(text, &error);
   REQUIRE(again);
   CHECK(printKvAttentionSpec(*again) == text);
   CHECK(again->softmaxScale == spec->softmaxScale);
+}
+
+TEST_CASE("kv_attend's dot: mma by default where it applies, fma named or "
+          "elsewhere") {
+  std::string error;
+  struct Case {
+    const char *text;
+    DotKind dot;
+  };
+  const Case cases[] = {
+      {"kv_attend kv_fp8_e5m2 q=f16 q_heads=4 kv_heads=1 head_dim=64",
+       DotKind::Mma},
+      {"kv_attend kv_fp8_e4m3 q=bf16 q_heads=4 kv_heads=1 head_dim=64 "
+       "dot=fma",
+       DotKind::Fma},
+      // An f32 query, int8 groups and a head_dim that is not a multiple of
+      // 16 keep the fma dot.
+      {"kv_attend kv_fp8_e4m3 q=f32 q_heads=4 kv_heads=1 head_dim=64",
+       DotKind::Fma},
+      {"kv_attend kv_int8_g32 q=bf16 q_heads=4 kv_heads=1 head_dim=64",
+       DotKind::Fma},
+      {"kv_attend kv_fp8_e4m3 q=bf16 q_heads=4 kv_heads=1 head_dim=72",
+       DotKind::Fma},
+  };
+  for (const Case &item : cases) {
+    INFO(item.text);
+    auto spec = parseKvAttentionSpec(item.text, &error);
+    REQUIRE(spec);
+    CHECK(spec->dot == item.dot);
+    std::string text = printKvAttentionSpec(*spec);
+    CHECK(text.ends_with(std::string(" dot=") +
+                         std::string(dotKindName(item.dot))));
+    auto again = parseKvAttentionSpec(text, &error);
+    REQUIRE(again);
+    CHECK(again->dot == item.dot);
+  }
 }
 
 TEST_CASE("kv_attend's default split gives one 32k-token sequence >= 2 "
@@ -116,6 +153,16 @@ TEST_CASE("kv_attend errors name the offending token") {
        "'paged' is not a key=value option"},
       {"kv_attend kv_int8 q_heads=1 head_dim=8",
        "names q_heads=, kv_heads= and head_dim="},
+      {"kv_attend kv_fp8_e4m3 q=bf16 q_heads=1 kv_heads=1 head_dim=16 "
+       "dot=tensor",
+       "'dot=tensor' has a bad value for dot"},
+      {"kv_attend kv_fp8_e4m3 q=f32 q_heads=1 kv_heads=1 head_dim=16 dot=mma",
+       "'dot=mma': dot=mma multiplies f16 operands: an f32 query"},
+      {"kv_attend kv_int8 q=bf16 q_heads=1 kv_heads=1 head_dim=16 dot=mma",
+       "'dot=mma': dot=mma takes FP8 caches"},
+      {"kv_attend kv_fp8_e5m2 q=f16 q_heads=1 kv_heads=1 head_dim=24 dot=mma",
+       "'dot=mma': dot=mma needs head_dim a multiple of 16 (one mma k-step), "
+       "not 24"},
   };
   for (const Case &item : cases) {
     INFO(item.text);

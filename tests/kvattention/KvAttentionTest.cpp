@@ -42,18 +42,7 @@ std::vector<std::string> allSpecs() {
   return specs;
 }
 
-std::vector<float> runCpu(const AttentionCase &data) {
-  auto kernel = compiler::compileKvAttentionForCpu(data.spec);
-  if (!kernel)
-    FAIL(llvm::toString(kernel.takeError()));
-  std::vector<float> output(data.outputSize(), -1.0f),
-      partials(data.partialsSize(), -1.0f);
-  llvm::Error error =
-      (*kernel)->run(data.hostBuffers(output.data(), partials.data()));
-  if (error)
-    FAIL(llvm::toString(std::move(error)));
-  return output;
-}
+std::vector<float> runCpu(const AttentionCase &data) { return data.runCpu(); }
 
 bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() &&
@@ -128,25 +117,8 @@ TEST_CASE("CPU tail: buffers of the wrong shape are refused by name") {
 /// for bit against the CPU tail and within 1e-5 of float64.
 void checkEmulatorAgainstCpu(const std::string &text) {
   INFO(text);
-  std::string error;
-  std::optional<Target> target = parseTarget("sm_90a", &error);
-  REQUIRE(target);
   AttentionCase data = AttentionCase::make(text, {0, 1, 17, 300}, 11);
-  auto gpu = compiler::kvAttentionGpuText(data.spec);
-  if (!gpu)
-    FAIL(llvm::toString(gpu.takeError()));
-  auto program = emulator::EmulatedProgram::compileText(*gpu, *target);
-  if (!program)
-    FAIL(program.error().message);
-  CHECK((*program)->plan().steps.size() == 2);
-  std::vector<float> output(data.outputSize(), -1.0f),
-      partials(data.partialsSize(), -1.0f);
-  std::vector<emulator::EmulatorBuffer> buffers =
-      data.emulatorBuffers(output.data(), partials.data());
-  emulator::Device device;
-  Status status = (*program)->run(device, buffers);
-  if (!status)
-    FAIL(status.error().message);
+  std::vector<float> output = data.runEmulator("sm_90a");
   std::vector<float> cpu = runCpu(data);
   INFO(firstDifference(output, cpu));
   CHECK(sameBits(output, cpu));
@@ -173,9 +145,9 @@ TEST_CASE("GPU kernels with 16-byte loads (head_dim 128 and 192) equal the "
       "kv_attend kv_int8_g32 convention=multiplier q=f32 layout=contiguous "
       "q_heads=4 kv_heads=1 head_dim=192 split=64",
       "kv_attend kv_fp8_e4m3 scale=per_head q=bf16 layout=contiguous "
-      "q_heads=8 kv_heads=2 head_dim=128 split=64",
+      "q_heads=8 kv_heads=2 head_dim=128 split=64 dot=fma",
       "kv_attend kv_fp8_e5m2 scale=per_tensor q=f16 layout=paged "
-      "q_heads=2 kv_heads=2 head_dim=192 split=32"};
+      "q_heads=2 kv_heads=2 head_dim=192 split=32 dot=fma"};
   for (const char *text : specs)
     checkEmulatorAgainstCpu(text);
 }

@@ -383,3 +383,74 @@ TEST_CASE("addresses: each loop's own buffer and the lanes' lines",
   CHECK(out.laneStrideBytes == Approx(320.0));
   CHECK(out.wavefrontsPerAccess == Approx((32.0 + 16 * 4 + 4 * 5) / 21));
 }
+
+namespace {
+
+/// A tensor-core loop as decode attention's pass K: lane (g = lane / 4 % 8
+/// through bfe, t = lane % 4) loads 16 bytes at row g (128 B) + 16 t, and
+/// each trip issues one mma.sync.
+constexpr const char *kQuadMmaPtx = R"ptx(
+.visible .entry quad_mma(
+	.param .u64 quad_mma_param_0
+)
+{
+	ld.param.u64 	%rd1, [quad_mma_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r1, %tid.x;
+	cvt.u64.u32 	%rd3, %r1;
+	bfe.u64 	%rd4, %rd3, 2, 3;
+	and.b64 	%rd5, %rd3, 3;
+	shl.b64 	%rd6, %rd4, 7;
+	shl.b64 	%rd7, %rd5, 4;
+	add.s64 	%rd8, %rd2, %rd6;
+	add.s64 	%rd9, %rd8, %rd7;
+$L__BB0_1:
+	ld.global.v4.b32 	{%r2, %r3, %r4, %r5}, [%rd9];
+	mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r2, %r3, %r4, %r5}, {%r2, %r3}, {%f1, %f2, %f3, %f4};
+	add.s64 	%rd9, %rd9, 4096;
+	setp.lt.u32 	%p1, %r2, 100;
+	@%p1 bra 	$L__BB0_1;
+	ret;
+}
+)ptx";
+
+} // namespace
+
+TEST_CASE("mma.sync takes its issue slots; bfe lane indices are followed",
+          "[report]") {
+  Expected<std::vector<PtxKernel>> kernels = analyzePtx(kQuadMmaPtx);
+  REQUIRE(kernels);
+  const PtxKernel &kernel = kernels->front();
+  CHECK(kernel.mmaInstructions == std::vector<int>{11});
+  REQUIRE(kernel.accesses.size() == 1);
+  // 8 rows (g) of 64 B each (4 lanes x 16 B): 8 lines per warp load.
+  CHECK(kernel.accesses[0].warpLines == 8);
+
+  SpecInput input;
+  input.title = "quad mma";
+  input.chip = h200();
+  REQUIRE(input.chip.mmaSyncIssueSlots == 8);
+  input.ptx = kQuadMmaPtx;
+  input.valueBytes = 1;
+  input.buffers = {{"input", int64_t(64) << 20, false}};
+  input.elements = int64_t(64) << 20;
+  input.minimumBytes = double(input.elements);
+  KernelLaunch launch;
+  launch.kernel = "quad_mma";
+  launch.block = {128, 1, 1};
+  launch.grid = {2048, 1, 1};
+  launch.bufferOfParameter = {0};
+  input.launches = {launch};
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  const LaunchReport &out = report->launches[0];
+  // 64 MiB over 2^18 threads at 16 B a trip: 16 trips, one mma each.
+  CHECK(out.mmaPerThread == Approx(16.0));
+  double warps = 2048.0 * 128 / 32;
+  CHECK(out.issueSeconds ==
+        Approx(warps * (out.instructionsPerThread + 7 * out.mmaPerThread) /
+               (132 * 4 * 1.98e9)));
+  CHECK(formatReportText(*report).find(
+            ", 1 mma.sync (16/thread, 8 issue slots each)") !=
+        std::string::npos);
+}

@@ -189,3 +189,43 @@ func.func @f(%q: tensor<2x8x64xf32>, %kc: tensor<9x2x16x64xi8>, %ks: tensor<9x2x
       -> tensor<2x8x64xf32>, tensor<2x2x3x4x66xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: tensor<2x8x64xbf16>, %kc: tensor<2x2x300x64xi8>, %ks: tensor<2xf32>, %vc: tensor<2x2x300x64xi8>, %vs: tensor<2xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{dot must be "fma" or "mma", not "wmma"}}
+  %out, %partials = lowbit.kv_decode_attention %q, %kc, %ks, %vc, %vs, %lens {format = #lowbit.float<"e4m3">, scale = "per_head", softmax_scale = 0.125 : f32, split_tokens = 128, dot = "wmma"}
+      : tensor<2x8x64xbf16>, tensor<2x2x300x64xi8>, tensor<2xf32>, tensor<2x2x300x64xi8>, tensor<2xf32>, tensor<2xi32>
+      -> tensor<2x8x64xf32>, tensor<2x2x3x4x66xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x64xf32>, %kc: tensor<2x2x300x64xi8>, %ks: tensor<2xf32>, %vc: tensor<2x2x300x64xi8>, %vs: tensor<2xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{dot = "mma" takes an f16 or bf16 query, not 'f32'}}
+  %out, %partials = lowbit.kv_decode_attention %q, %kc, %ks, %vc, %vs, %lens {format = #lowbit.float<"e4m3">, scale = "per_head", softmax_scale = 0.125 : f32, split_tokens = 128, dot = "mma"}
+      : tensor<2x8x64xf32>, tensor<2x2x300x64xi8>, tensor<2xf32>, tensor<2x2x300x64xi8>, tensor<2xf32>, tensor<2xi32>
+      -> tensor<2x8x64xf32>, tensor<2x2x3x4x66xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x64xf16>, %kc: tensor<2x2x300x64xi8>, %ks: tensor<2x2x300x2xf32>, %vc: tensor<2x2x300x64xi8>, %vs: tensor<2x2x300x2xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{dot = "mma" takes FP8 codes (exact in f16)}}
+  %out, %partials = lowbit.kv_decode_attention %q, %kc, %ks, %vc, %vs, %lens {format = #lowbit.int<"int8">, scale = "per_group", group_size = 32, softmax_scale = 0.125 : f32, split_tokens = 128, dot = "mma"}
+      : tensor<2x8x64xf16>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2xi32>
+      -> tensor<2x8x64xf32>, tensor<2x2x3x4x66xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x72xf16>, %kc: tensor<2x2x300x72xi8>, %ks: tensor<2xf32>, %vc: tensor<2x2x300x72xi8>, %vs: tensor<2xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{dot = "mma" needs a static head_dim that is a multiple of 16, not 72}}
+  %out, %partials = lowbit.kv_decode_attention %q, %kc, %ks, %vc, %vs, %lens {format = #lowbit.float<"e5m2">, scale = "per_head", softmax_scale = 0.125 : f32, split_tokens = 128, dot = "mma"}
+      : tensor<2x8x72xf16>, tensor<2x2x300x72xi8>, tensor<2xf32>, tensor<2x2x300x72xi8>, tensor<2xf32>, tensor<2xi32>
+      -> tensor<2x8x72xf32>, tensor<2x2x3x4x74xf32>
+  return
+}
