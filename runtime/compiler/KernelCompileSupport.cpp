@@ -2,8 +2,12 @@
 
 #include "runtime/compiler/KernelCompileSupport.h"
 
+#include "dialect/LowbitDialect.h"
 #include "lowering/PassVerification.h"
+#include "runtime/compiler/Compiler.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -59,6 +63,45 @@ Type kvElementType(Builder &b, kv::KvValueType type) {
     break;
   }
   return b.getF32Type();
+}
+
+MemRefType memrefTypeOf(Builder &b, const KvKernelParam &param) {
+  const std::string &name = param.elementType;
+  Type element = name == "f16"    ? b.getF16Type()
+                 : name == "bf16" ? b.getBF16Type()
+                 : name == "i8"   ? b.getI8Type()
+                 : name == "i32"  ? Type(b.getI32Type())
+                                  : Type(b.getF32Type());
+  SmallVector<int64_t> shape;
+  for (int64_t size : param.shape)
+    shape.push_back(isCallDim(size) ? ShapedType::kDynamic : size);
+  return MemRefType::get(shape, element);
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> buildSignatureModule(
+    MLIRContext &context, const std::vector<KvKernelParam> &params,
+    llvm::function_ref<void(OpBuilder &, Location, ValueRange)> body,
+    const std::string &what) {
+  context.loadDialect<dialect::LowbitDialect, func::FuncDialect>();
+  DiagnosticText diagnostics(context);
+  OpBuilder b(&context);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  SmallVector<Type> argTypes;
+  for (const KvKernelParam &param : params)
+    argTypes.push_back(memrefTypeOf(b, param));
+  auto func = func::FuncOp::create(b, loc, kKernelName,
+                                   b.getFunctionType(argTypes, {}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  body(b, loc, entry->getArguments());
+  func::ReturnOp::create(b, loc);
+  if (failed(verify(*module)))
+    return compileError("the " + what +
+                        " module does not verify: " + diagnostics.str());
+  return module;
 }
 
 } // namespace lowbit::compiler

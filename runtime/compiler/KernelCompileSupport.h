@@ -14,12 +14,16 @@
 #include "lowering/CpuTail.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/compiler/KvKernelSignature.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/Pass.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
@@ -63,6 +67,21 @@ loopsModuleToHost(mlir::ModuleOp module);
 
 /// The MLIR element type of a KV value type (f16, bf16, f32).
 mlir::Type kvElementType(mlir::Builder &b, kv::KvValueType type);
+
+/// The memref type of a signature parameter: its element type, its static
+/// sizes, every CallDim dynamic.
+mlir::MemRefType memrefTypeOf(mlir::Builder &b, const KvKernelParam &param);
+
+/// A verified module holding one function @kernel (C interface) whose
+/// parameters are `params`' memrefs; `body` writes its ops from the
+/// arguments (the return is added). `what` names the kernel in the error.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildSignatureModule(mlir::MLIRContext &context,
+                     const std::vector<KvKernelParam> &params,
+                     llvm::function_ref<void(mlir::OpBuilder &, mlir::Location,
+                                             mlir::ValueRange)>
+                         body,
+                     const std::string &what);
 
 } // namespace lowbit::compiler
 

@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <algorithm>
 #include <string>
 
 using namespace mlir;
@@ -34,46 +35,14 @@ enum Param : size_t {
   BlockTable,
 };
 
-constexpr const char *kParamNames[] = {
-    "query",          "key codes",   "key scales",   "key zeros",
-    "key residual",   "value codes", "value scales", "value zeros",
-    "value residual", "lengths",     "output",       "partials",
-    "block table"};
-
-/// One side's cache buffers: kivi_dequantize's codes, scales, zeros and
-/// residual (KiviCompiler.h), for kv_heads heads.
-std::vector<std::vector<int64_t>> sideShapes(const kv::KiviAttentionSpec &spec,
-                                             const kv::KiviSide &side) {
-  kv::KiviKernelSpec sideSpec;
-  sideSpec.op = kv::KvKernelOp::Dequantize;
-  sideSpec.side = side;
-  sideSpec.residualType = spec.cache;
-  sideSpec.layout = spec.layout;
-  sideSpec.heads = spec.kvHeads;
-  sideSpec.headDim = spec.headDim;
-  std::vector<std::vector<int64_t>> shapes = kiviParamShapes(sideSpec);
-  shapes.resize(4);
-  return shapes;
+/// A parameter's name as the messages write it ("key codes").
+std::string displayName(const KvKernelParam &param) {
+  std::string name = param.name;
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return name;
 }
 
 } // namespace
-
-std::vector<std::vector<int64_t>>
-kiviAttentionParamShapes(const kv::KiviAttentionSpec &spec) {
-  const int64_t dynamic = ShapedType::kDynamic;
-  std::vector<int64_t> heads = {dynamic, spec.qHeads, spec.headDim};
-  std::vector<std::vector<int64_t>> shapes = {heads};
-  for (const kv::KiviSide &side : {spec.keys, spec.valueSide()})
-    for (std::vector<int64_t> &shape : sideShapes(spec, side))
-      shapes.push_back(std::move(shape));
-  shapes.push_back({dynamic});
-  shapes.push_back(heads);
-  shapes.push_back(
-      {dynamic, spec.kvHeads, dynamic, spec.groupHeads(), spec.headDim + 2});
-  if (spec.paged())
-    shapes.push_back({dynamic, dynamic});
-  return shapes;
-}
 
 llvm::Expected<OwningOpRef<ModuleOp>>
 buildKiviAttentionModule(MLIRContext &context,
@@ -81,25 +50,6 @@ buildKiviAttentionModule(MLIRContext &context,
   std::string error;
   if (!kv::validateKiviAttentionSpec(spec, &error))
     return compileError(error);
-  auto elements = [&](Builder &b) {
-    Type ring = kvElementType(b, spec.cache);
-    Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
-    SmallVector<Type> types = {kvElementType(b, spec.query),
-                               i8,
-                               f32,
-                               i8,
-                               ring,
-                               i8,
-                               f32,
-                               i8,
-                               ring,
-                               i32,
-                               f32,
-                               f32};
-    if (spec.paged())
-      types.push_back(i32);
-    return types;
-  };
   auto body = [&](OpBuilder &b, Location loc, ValueRange args) {
     ld::KiviDecodeAttentionOp::create(
         b, loc, args[Query], args[KeyCodes], args[KeyScales], args[KeyZeros],
@@ -113,8 +63,8 @@ buildKiviAttentionModule(MLIRContext &context,
         b.getF32FloatAttr(spec.softmaxScale),
         b.getI64IntegerAttr(spec.splitTokens));
   };
-  return buildMemrefKernelModule(context, kiviAttentionParamShapes(spec),
-                                 elements, body, "KIVI decode-attention");
+  return buildSignatureModule(context, kiviAttentionParams(spec), body,
+                              "KIVI decode-attention");
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>
@@ -130,16 +80,16 @@ buildKiviAttentionLoops(MLIRContext &context,
 
 llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
                                       const std::vector<KvBuffer> &buffers) {
-  std::vector<std::vector<int64_t>> want = kiviAttentionParamShapes(spec);
-  if (buffers.size() != want.size())
-    return compileError("the kernel takes " + std::to_string(want.size()) +
+  std::vector<KvKernelParam> params = kiviAttentionParams(spec);
+  if (buffers.size() != params.size())
+    return compileError("the kernel takes " + std::to_string(params.size()) +
                         " buffers, got " + std::to_string(buffers.size()));
-  for (size_t index = 0; index < want.size(); ++index)
-    if (buffers[index].shape.size() != want[index].size())
-      return compileError(std::string(kParamNames[index]) + " has rank " +
+  for (size_t index = 0; index < params.size(); ++index)
+    if (buffers[index].shape.size() != params[index].shape.size())
+      return compileError(displayName(params[index]) + " has rank " +
                           std::to_string(buffers[index].shape.size()) +
                           "; the kernel takes " +
-                          std::to_string(want[index].size()));
+                          std::to_string(params[index].shape.size()));
   auto size = [&](size_t param, size_t axis) {
     return buffers[param].shape[axis];
   };
@@ -148,7 +98,7 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
                     const std::string &why) -> llvm::Error {
     if (size(param, axis) == value)
       return llvm::Error::success();
-    return compileError(std::string(kParamNames[param]) + " dimension " +
+    return compileError(displayName(params[param]) + " dimension " +
                         std::to_string(axis) + " is " +
                         std::to_string(size(param, axis)) + "; " + why +
                         " needs " + std::to_string(value));
@@ -173,9 +123,8 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
        {std::tuple{size_t(KeyScales), size_t(KeyZeros), spec.keys.perChannel},
         std::tuple{size_t(ValueScales), size_t(ValueZeros), false}}) {
     for (size_t axis = 0; axis < 4; ++axis)
-      if (llvm::Error error =
-              expect(zeros, axis, size(scales, axis),
-                     std::string(kParamNames[scales]) + "' shape"))
+      if (llvm::Error error = expect(zeros, axis, size(scales, axis),
+                                     displayName(params[scales]) + "' shape"))
         return error;
     int64_t groups =
         (maxTokens + spec.keys.groupSize - 1) / spec.keys.groupSize;
@@ -244,8 +193,7 @@ KiviAttentionCpuKernel::~KiviAttentionCpuKernel() = default;
 llvm::Error KiviAttentionCpuKernel::run(const std::vector<KvBuffer> &buffers) {
   if (llvm::Error error = checkKiviAttentionBuffers(kernelSpec, buffers))
     return error;
-  return runKvHostKernel(*executable, kiviAttentionParamShapes(kernelSpec),
-                         buffers);
+  return runKvHostKernel(*executable, kiviAttentionParams(kernelSpec), buffers);
 }
 
 llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>

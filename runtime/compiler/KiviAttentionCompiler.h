@@ -10,7 +10,8 @@
 // are static; batch, tokens (or pages), parameter rows, splits and
 // max_blocks are dynamic.
 //
-// Parameters, in order (the kernel ABI; both sides' buffers as
+// Parameters, in order (the kernel ABI, kiviAttentionParams in
+// KvKernelSignature.h; both sides' buffers as
 // runtime/compiler/KiviCompiler.h's, keys per channel or per token, values
 // per token):
 //   query [B, Hq, D] (f32|f16|bf16),
@@ -48,10 +49,6 @@ buildKiviAttentionModule(mlir::MLIRContext &context,
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildKiviAttentionLoops(mlir::MLIRContext &context,
                         const kv::KiviAttentionSpec &spec);
-
-/// The parameter shapes in ABI order (kDynamic for dynamic sizes).
-std::vector<std::vector<int64_t>>
-kiviAttentionParamShapes(const kv::KiviAttentionSpec &spec);
 
 /// Checks `buffers` (ABI order) against the spec and each other before a
 /// kernel reads them: ranks and static sizes, the batch, the cache's

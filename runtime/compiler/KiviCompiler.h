@@ -9,7 +9,8 @@
 // ring (R + G) and the page sizes are static; batch, tokens, capacity (or
 // pages), parameter rows and max_blocks are dynamic.
 //
-// Parameters, in order (the kernel ABI; W = ceil(D / 2) for int4, D for
+// Parameters, in order (the kernel ABI, kiviKernelParams in
+// KvKernelSignature.h; W = ceil(D / 2) for int4, D for
 // int2; PW = D per channel, ceil(D / G) per token):
 //   kivi_append:     input [B, H, N, D] (f16|bf16), codes, scales, zeros,
 //                    residual [B, H, R + G, D] (the input's type),
@@ -41,10 +42,6 @@ namespace lowbit::compiler {
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildKiviModule(mlir::MLIRContext &context, const kv::KiviKernelSpec &spec);
 
-/// The parameter shapes in ABI order (kDynamic for dynamic sizes).
-std::vector<std::vector<int64_t>>
-kiviParamShapes(const kv::KiviKernelSpec &spec);
-
 /// Runs lowbit-kivi-to-loops on `module`.
 llvm::Error lowerKiviToLoops(mlir::ModuleOp module);
 
@@ -54,18 +51,6 @@ buildKiviLoops(mlir::MLIRContext &context, const kv::KiviKernelSpec &spec);
 
 // What the KIVI kernels' compile entries share (this file's and
 // KiviAttentionCompiler.h's).
-
-/// A verified module holding one function @kernel (C interface) whose
-/// parameters are memrefs of `shapes` with `elements`; `body` writes its
-/// ops from the arguments (the return is added). `what` names the kernel
-/// in the error.
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildMemrefKernelModule(
-    mlir::MLIRContext &context, const std::vector<std::vector<int64_t>> &shapes,
-    llvm::function_ref<llvm::SmallVector<mlir::Type>(mlir::Builder &)> elements,
-    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location,
-                            mlir::ValueRange)>
-        body,
-    const std::string &what);
 
 /// Makes a module at the loops stage in the context it is given.
 using LoopsModuleBuilder =

@@ -29,18 +29,6 @@ namespace {
 
 constexpr int64_t kPageTokens = 16;
 
-Type queryType(Builder &b, kv::QueryDtype dtype) {
-  switch (dtype) {
-  case kv::QueryDtype::F16:
-    return b.getF16Type();
-  case kv::QueryDtype::BF16:
-    return b.getBF16Type();
-  case kv::QueryDtype::F32:
-    break;
-  }
-  return b.getF32Type();
-}
-
 Attribute formatAttr(MLIRContext *context, const kv::KvAttentionSpec &spec) {
   switch (spec.scheme) {
   case kv::KvScheme::Fp8E4M3:
@@ -57,22 +45,6 @@ Attribute formatAttr(MLIRContext *context, const kv::KvAttentionSpec &spec) {
 
 } // namespace
 
-std::vector<KvAttentionParam>
-kvAttentionParams(const kv::KvAttentionSpec &spec) {
-  std::vector<KvAttentionParam> params = {
-      {"query", std::string(kv::queryDtypeName(spec.query)), false},
-      {"key_codes", "i8", false},
-      {"key_scales", "f32", false},
-      {"value_codes", "i8", false},
-      {"value_scales", "f32", false},
-      {"seq_lens", "i32", false}};
-  if (spec.paged)
-    params.push_back({"block_table", "i32", false});
-  params.push_back({"output", "f32", true});
-  params.push_back({"partials", "f32", true});
-  return params;
-}
-
 std::vector<std::array<int64_t, 2>>
 kvAttentionShapes(const kv::KvAttentionSpec &spec,
                   const KvAttentionSizes &sizes) {
@@ -81,29 +53,24 @@ kvAttentionShapes(const kv::KvAttentionSpec &spec,
   int64_t maxTokens =
       spec.paged ? sizes.maxBlocks * kPageTokens : sizes.maxTokens;
   int64_t splits = (maxTokens + spec.splitTokens - 1) / spec.splitTokens;
-  std::array<int64_t, 2> scales =
-      !spec.isFp8()  ? std::array<int64_t, 2>{rows, spec.scaleWidth()}
-      : spec.perHead ? std::array<int64_t, 2>{1, spec.kvHeads}
-                     : std::array<int64_t, 2>{1, 1};
-  std::vector<std::array<int64_t, 2>> shapes = {
-      {sizes.batch * spec.qHeads, spec.headDim},
-      {rows, spec.headDim},
-      scales,
-      {rows, spec.headDim},
-      scales,
-      {1, sizes.batch}};
-  if (spec.paged)
-    shapes.push_back({sizes.batch, sizes.maxBlocks});
-  shapes.push_back({sizes.batch * spec.qHeads, spec.headDim});
-  shapes.push_back({sizes.batch * spec.kvHeads * splits * spec.groupHeads(),
-                    spec.headDim + 2});
+  CallSizes callSizes = {
+      {kQueryRows, sizes.batch * spec.qHeads},
+      {kCacheRows, rows},
+      {kBatch, sizes.batch},
+      {kMaxBlocks, sizes.maxBlocks},
+      {kPartialRows, sizes.batch * spec.kvHeads * splits * spec.groupHeads()}};
+  std::vector<std::array<int64_t, 2>> shapes;
+  for (const KvKernelParam &param : kvAttentionParams(spec)) {
+    std::vector<int64_t> shape = bindShape(param, callSizes);
+    shapes.push_back({shape[0], shape[1]});
+  }
   return shapes;
 }
 
 llvm::Expected<KvAttentionSizes>
 kvAttentionSizesOf(const kv::KvAttentionSpec &spec,
                    const std::vector<HostBuffer> &buffers) {
-  std::vector<KvAttentionParam> params = kvAttentionParams(spec);
+  std::vector<KvKernelParam> params = kvAttentionParams(spec);
   if (buffers.size() != params.size())
     return compileError("the kernel takes " + std::to_string(params.size()) +
                         " buffers, got " + std::to_string(buffers.size()));
@@ -167,25 +134,10 @@ buildKvAttentionModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
 
   const int64_t dynamic = ShapedType::kDynamic;
   const int64_t dim = spec.headDim, group = spec.groupHeads();
-  Type f32 = b.getF32Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
-  std::vector<KvAttentionParam> params = kvAttentionParams(spec);
-  // Static where the spec fixes a size (columns, the FP8 scales' [1, 1]
-  // or [1, Hkv], seq_lens' one row); dynamic where a call does.
-  std::vector<std::array<int64_t, 2>> shapes =
-      kvAttentionShapes(spec, {1, 1, 1, 1});
+  std::vector<KvKernelParam> params = kvAttentionParams(spec);
   SmallVector<Type> argTypes;
-  for (auto [index, param] : llvm::enumerate(params)) {
-    Type element = param.name == "query"        ? queryType(b, spec.query)
-                   : param.elementType == "i8"  ? i8
-                   : param.elementType == "i32" ? i32
-                                                : f32;
-    bool fixedRows = param.name == "seq_lens" ||
-                     (spec.isFp8() && param.name.ends_with("scales"));
-    bool fixedCols = param.name != "seq_lens" && param.name != "block_table";
-    argTypes.push_back(MemRefType::get({fixedRows ? shapes[index][0] : dynamic,
-                                        fixedCols ? shapes[index][1] : dynamic},
-                                       element));
-  }
+  for (const KvKernelParam &param : params)
+    argTypes.push_back(memrefTypeOf(b, param));
   auto func =
       func::FuncOp::create(b, "kernel", b.getFunctionType(argTypes, {}));
   func->setAttr("llvm.emit_c_interface", b.getUnitAttr());

@@ -7,9 +7,10 @@
 // emulator take), lowered by lowbit-attention-to-loops, then the CPU tail
 // (ORC JIT) or the GPU tail (PTX; the emulator runs the same module).
 //
-// Kernel ABI, in order ([rows, cols], row-major; B batch, Hq/Hkv heads,
-// D head_dim, G = Hq / Hkv, W = ceil(D / group), T tokens per sequence
-// (contiguous), P pages, N max blocks, S = ceil(max_tokens / split)):
+// Kernel ABI (kvAttentionParams in KvKernelSignature.h), in order ([rows,
+// cols], row-major; B batch, Hq/Hkv heads, D head_dim, G = Hq / Hkv, W = ceil(D
+// / group), T tokens per sequence (contiguous), P pages, N max blocks, S =
+// ceil(max_tokens / split)):
 //   query          [B * Hq, D]          f32 | f16 | bf16
 //   key_codes      [B * Hkv * T, D] or [P * Hkv * 16, D]        i8
 //   key_scales     [rows of key_codes, W] (int8 groups), [1, 1] (per
@@ -31,6 +32,7 @@
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/KvKernelSignature.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -42,15 +44,6 @@
 #include <vector>
 
 namespace lowbit::compiler {
-
-/// One parameter of the kernel ABI above.
-struct KvAttentionParam {
-  std::string name;        ///< "query", "key_codes", ..., "partials"
-  std::string elementType; ///< "f32", "f16", "bf16", "i8", "i32"
-  bool isResult = false;
-};
-std::vector<KvAttentionParam>
-kvAttentionParams(const kv::KvAttentionSpec &spec);
 
 /// The sizes a call fixes. Contiguous: maxTokens per sequence. Paged:
 /// pages and maxBlocks (max tokens = 16 * maxBlocks).

@@ -4,18 +4,12 @@
 
 #include "dialect/LowbitKvOps.h"
 #include "lowering/CpuTail.h"
-#include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/KernelCompileSupport.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,79 +17,32 @@ using namespace mlir;
 namespace ld = lowbit::dialect;
 
 namespace lowbit::compiler {
-namespace {
-
-/// The kernel's parameter types in ABI order (KvCompiler.h).
-SmallVector<MemRefType> kvParamTypes(Builder &b, const kv::KvKernelSpec &spec) {
-  const int64_t dynamic = ShapedType::kDynamic;
-  bool paged = spec.layout == kv::KvLayout::Paged;
-  int64_t slots = paged ? kv::kPageTokens : dynamic;
-  auto cacheType = [&](int64_t width, Type element) {
-    return MemRefType::get({dynamic, spec.heads, slots, width}, element);
-  };
-  MemRefType values =
-      MemRefType::get({dynamic, spec.heads, dynamic, spec.headDim},
-                      kvElementType(b, spec.valueType));
-  MemRefType codes = cacheType(spec.headDim, b.getI8Type());
-  MemRefType scales =
-      spec.scheme.isInt8()
-          ? cacheType(spec.scaleWidth(), b.getF32Type())
-          : MemRefType::get({spec.scaleWidth()}, b.getF32Type());
-  MemRefType positions = MemRefType::get({dynamic}, b.getI32Type());
-  SmallVector<MemRefType> types;
-  if (spec.op == kv::KvKernelOp::Append)
-    types = {values, codes, scales, positions};
-  else
-    types = {codes, scales, positions, values};
-  if (paged)
-    types.push_back(MemRefType::get({dynamic, dynamic}, b.getI32Type()));
-  return types;
-}
-
-} // namespace
-
 llvm::Expected<OwningOpRef<ModuleOp>>
 buildKvModule(MLIRContext &context, const kv::KvKernelSpec &spec) {
   // The spec's own text is its validation: what parses is buildable.
   std::string error;
   if (!kv::parseKvKernelSpec(kv::formatKvKernelSpec(spec), &error))
     return compileError(error);
-  context.loadDialect<ld::LowbitDialect, func::FuncDialect>();
-  DiagnosticText diagnostics(context);
-  OpBuilder b(&context);
-  Location loc = b.getUnknownLoc();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
-  SmallVector<MemRefType> paramTypes = kvParamTypes(b, spec);
-  SmallVector<Type> argTypes(paramTypes.begin(), paramTypes.end());
-  auto func = func::FuncOp::create(b, loc, kKernelName,
-                                   b.getFunctionType(argTypes, {}));
-  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  Block *body = func.addEntryBlock();
-  b.setInsertionPointToStart(body);
-
-  const kv::KvSchemeParams &scheme = spec.scheme;
-  StringAttr schemeName = b.getStringAttr(scheme.name());
-  StringAttr convention =
-      scheme.isInt8()
-          ? b.getStringAttr(kv::scaleConventionName(scheme.int8.convention))
-          : StringAttr();
-  FloatAttr epsilon =
-      scheme.isInt8() ? b.getF32FloatAttr(scheme.int8.epsilon) : FloatAttr();
-  UnitAttr perHead = scheme.perHead ? b.getUnitAttr() : UnitAttr();
-  auto args = body->getArguments();
-  Value table = spec.layout == kv::KvLayout::Paged ? args[4] : Value();
-  if (spec.op == kv::KvKernelOp::Append)
-    ld::KvAppendOp::create(b, loc, args[0], args[1], args[2], args[3], table,
-                           schemeName, convention, epsilon, perHead);
-  else
-    ld::KvDequantizeOp::create(b, loc, args[0], args[1], args[2], args[3],
-                               table, schemeName, convention, epsilon, perHead);
-  func::ReturnOp::create(b, loc);
-  if (failed(verify(*module)))
-    return compileError("the KV kernel module does not verify: " +
-                        diagnostics.str());
-  return module;
+  auto body = [&](OpBuilder &b, Location loc, ValueRange args) {
+    const kv::KvSchemeParams &scheme = spec.scheme;
+    StringAttr schemeName = b.getStringAttr(scheme.name());
+    StringAttr convention =
+        scheme.isInt8()
+            ? b.getStringAttr(kv::scaleConventionName(scheme.int8.convention))
+            : StringAttr();
+    FloatAttr epsilon =
+        scheme.isInt8() ? b.getF32FloatAttr(scheme.int8.epsilon) : FloatAttr();
+    UnitAttr perHead = scheme.perHead ? b.getUnitAttr() : UnitAttr();
+    Value table = spec.layout == kv::KvLayout::Paged ? args[4] : Value();
+    if (spec.op == kv::KvKernelOp::Append)
+      ld::KvAppendOp::create(b, loc, args[0], args[1], args[2], args[3], table,
+                             schemeName, convention, epsilon, perHead);
+    else
+      ld::KvDequantizeOp::create(b, loc, args[0], args[1], args[2], args[3],
+                                 table, schemeName, convention, epsilon,
+                                 perHead);
+  };
+  return buildSignatureModule(context, kvKernelParams(spec), body, "KV kernel");
 }
 
 llvm::Error lowerKvToLoops(ModuleOp module) {
@@ -152,21 +99,19 @@ compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
 
 KvCpuKernel::~KvCpuKernel() = default;
 
-llvm::Error
-runKvHostKernel(HostExecutable &executable,
-                const std::vector<std::vector<int64_t>> &paramShapes,
-                const std::vector<KvBuffer> &buffers) {
-  if (buffers.size() != paramShapes.size())
-    return compileError("the kernel takes " +
-                        std::to_string(paramShapes.size()) + " buffers, got " +
-                        std::to_string(buffers.size()));
+llvm::Error runKvHostKernel(HostExecutable &executable,
+                            const std::vector<KvKernelParam> &params,
+                            const std::vector<KvBuffer> &buffers) {
+  if (buffers.size() != params.size())
+    return compileError("the kernel takes " + std::to_string(params.size()) +
+                        " buffers, got " + std::to_string(buffers.size()));
   // MLIR's ranked descriptor: allocated, aligned, offset, sizes[rank],
   // strides[rank], all 64-bit.
   std::vector<std::vector<int64_t>> descriptors(buffers.size());
   std::vector<void *> descriptorPointers(buffers.size());
   std::vector<void *> args(buffers.size());
   for (size_t index = 0; index < buffers.size(); ++index) {
-    const std::vector<int64_t> &want = paramShapes[index];
+    const std::vector<int64_t> &want = params[index].shape;
     const std::vector<int64_t> &shape = buffers[index].shape;
     if (shape.size() != want.size())
       return compileError("buffer " + std::to_string(index) + " has rank " +
@@ -174,11 +119,11 @@ runKvHostKernel(HostExecutable &executable,
                           std::to_string(want.size()));
     for (size_t axis = 0; axis < shape.size(); ++axis)
       if (shape[axis] < 1 ||
-          (!ShapedType::isDynamic(want[axis]) && want[axis] != shape[axis]))
+          (!isCallDim(want[axis]) && want[axis] != shape[axis]))
         return compileError(
             "buffer " + std::to_string(index) + " dimension " +
             std::to_string(axis) + " is " + std::to_string(shape[axis]) +
-            (ShapedType::isDynamic(want[axis])
+            (isCallDim(want[axis])
                  ? std::string("; it must be >= 1")
                  : "; the kernel takes " + std::to_string(want[axis])));
     std::vector<int64_t> &descriptor = descriptors[index];
@@ -200,18 +145,15 @@ namespace {
 class JitKvCpuKernel : public KvCpuKernel {
 public:
   JitKvCpuKernel(kv::KvKernelSpec spec,
-                 std::unique_ptr<HostExecutable> executable,
-                 std::vector<std::vector<int64_t>> paramShapes)
-      : KvCpuKernel(std::move(spec)), executable(std::move(executable)),
-        paramShapes(std::move(paramShapes)) {}
+                 std::unique_ptr<HostExecutable> executable)
+      : KvCpuKernel(std::move(spec)), executable(std::move(executable)) {}
 
   llvm::Error run(const std::vector<KvBuffer> &buffers) override {
-    return runKvHostKernel(*executable, paramShapes, buffers);
+    return runKvHostKernel(*executable, kvKernelParams(kernelSpec), buffers);
   }
 
 private:
   std::unique_ptr<HostExecutable> executable;
-  std::vector<std::vector<int64_t>> paramShapes;
 };
 
 } // namespace
@@ -222,19 +164,12 @@ compileKvForCpu(const kv::KvKernelSpec &spec) {
   auto module = buildKvModule(*context, spec);
   if (!module)
     return module.takeError();
-  std::vector<std::vector<int64_t>> paramShapes;
-  {
-    Builder b(context.get());
-    for (MemRefType type : kvParamTypes(b, spec))
-      paramShapes.emplace_back(type.getShape().begin(), type.getShape().end());
-  }
   if (llvm::Error error = lowerKvToLoops(**module))
     return std::move(error);
   auto executable = loopsModuleToHost(**module);
   if (!executable)
     return executable.takeError();
-  return std::make_unique<JitKvCpuKernel>(spec, std::move(*executable),
-                                          std::move(paramShapes));
+  return std::make_unique<JitKvCpuKernel>(spec, std::move(*executable));
 }
 
 } // namespace lowbit::compiler

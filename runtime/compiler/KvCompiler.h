@@ -9,7 +9,7 @@
 // token capacity (or page count) and max_blocks are dynamic, so one kernel
 // serves every cache of a spec.
 //
-// Parameters, in order (the kernel ABI):
+// Parameters, in order (the kernel ABI, kvKernelParams in KvKernelSignature.h):
 //   kv_append:     input [B, H, N, D] (f16|bf16), codes, scales,
 //                  positions [B] i32, then block_table [B, MB] i32 (paged)
 //   kv_dequantize: codes, scales, positions [B] i32, output [B, H, N, D]
@@ -28,6 +28,7 @@
 #include "kv/KvKernelSpec.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/compiler/KvKernelSignature.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -100,13 +101,12 @@ llvm::Expected<std::unique_ptr<KvCpuKernel>>
 compileKvForCpu(const kv::KvKernelSpec &spec);
 
 /// Calls `executable`'s @kernel with one memref descriptor per buffer,
-/// after checking each buffer's shape against `paramShapes` (static
-/// dimensions must match, dynamic ones be >= 1). Shared by the KV kernels
+/// after checking each buffer's shape against `params` (static
+/// dimensions must match, the call's be >= 1). Shared by the KV kernels
 /// whose parameters are all C-order buffers.
-llvm::Error
-runKvHostKernel(HostExecutable &executable,
-                const std::vector<std::vector<int64_t>> &paramShapes,
-                const std::vector<KvBuffer> &buffers);
+llvm::Error runKvHostKernel(HostExecutable &executable,
+                            const std::vector<KvKernelParam> &params,
+                            const std::vector<KvBuffer> &buffers);
 
 } // namespace lowbit::compiler
 

@@ -228,7 +228,7 @@ AttentionCase::hostBuffers(float *output, float *partials) const {
 
 std::vector<emulator::EmulatorBuffer>
 AttentionCase::emulatorBuffers(float *output, float *partials) const {
-  std::vector<compiler::KvAttentionParam> params =
+  std::vector<compiler::KvKernelParam> params =
       compiler::kvAttentionParams(spec);
   std::vector<compiler::HostBuffer> host = hostBuffers(output, partials);
   std::vector<emulator::EmulatorBuffer> buffers;

@@ -252,26 +252,29 @@ Bytes indexBytes(const std::string &role, const KvGeometry &g) {
   return {};
 }
 
-// --- kv_append / kv_dequantize ---------------------------------------------
-
-/// The kernel ABI (runtime/compiler/KvCompiler.h).
-std::vector<aot::ParamInfo> kvParams(const kv::KvKernelSpec &spec) {
-  std::string values(kv::kvValueTypeName(spec.valueType));
-  bool int8 = spec.scheme.isInt8();
-  std::vector<aot::ParamInfo> params =
-      spec.op == kv::KvKernelOp::Append
-          ? std::vector<aot::ParamInfo>{{"input", values, false},
-                                        {"codes", "i8", true},
-                                        {"scales", "f32", int8},
-                                        {"positions", "i32", false}}
-          : std::vector<aot::ParamInfo>{{"codes", "i8", false},
-                                        {"scales", "f32", false},
-                                        {"positions", "i32", false},
-                                        {"output", values, true}};
-  if (spec.layout == kv::KvLayout::Paged)
-    params.push_back({"block_table", "i32", false});
-  return params;
+std::vector<aot::ParamInfo>
+paramsOf(const std::vector<compiler::KvKernelParam> &params) {
+  std::vector<aot::ParamInfo> infos;
+  for (const compiler::KvKernelParam &param : params)
+    infos.push_back({param.name, param.elementType, param.isResult});
+  return infos;
 }
+
+Dims dimsOf(const std::vector<compiler::KvKernelParam> &params,
+            const KvGeometry &g) {
+  compiler::CallSizes sizes = {{compiler::kBatch, g.batch},
+                               {compiler::kNewTokens, g.tokens},
+                               {compiler::kCacheTokens, g.capacity},
+                               {compiler::kPages, g.pages},
+                               {compiler::kGroupRows, g.groupRows},
+                               {compiler::kMaxBlocks, g.maxBlocks}};
+  Dims dims;
+  for (const compiler::KvKernelParam &param : params)
+    dims.push_back(compiler::bindShape(param, sizes));
+  return dims;
+}
+
+// --- kv_append / kv_dequantize ---------------------------------------------
 
 KvGeometry kvGeometry(const kv::KvKernelSpec &spec, KvAotSize size,
                       std::mt19937 *shuffle) {
@@ -286,54 +289,7 @@ KvGeometry kvGeometry(const kv::KvKernelSpec &spec, KvAotSize size,
   return g;
 }
 
-/// Each parameter's shape (docs/kv-kernels.md, "The ops").
-Dims kvDims(const kv::KvKernelSpec &spec, const KvGeometry &g) {
-  bool paged = spec.layout == kv::KvLayout::Paged;
-  std::vector<int64_t> values = {g.batch, spec.heads, g.tokens, spec.headDim};
-  std::vector<int64_t> codes =
-      paged
-          ? std::vector<int64_t>{g.pages, spec.heads, kv::kPageTokens,
-                                 spec.headDim}
-          : std::vector<int64_t>{g.batch, spec.heads, g.capacity, spec.headDim};
-  std::vector<int64_t> scales = {spec.scaleWidth()};
-  if (spec.scheme.isInt8()) {
-    scales = codes;
-    scales.back() = spec.scaleWidth();
-  }
-  Dims dims = spec.op == kv::KvKernelOp::Append
-                  ? Dims{values, codes, scales, {g.batch}}
-                  : Dims{codes, scales, {g.batch}, values};
-  if (paged)
-    dims.push_back({g.batch, g.maxBlocks});
-  return dims;
-}
-
 // --- kivi_append / kivi_dequantize ------------------------------------------
-
-/// The kernel ABI (runtime/compiler/KiviCompiler.h).
-std::vector<aot::ParamInfo> kiviParams(const kv::KiviKernelSpec &spec) {
-  std::string ring(kv::kvValueTypeName(spec.residualType));
-  std::vector<aot::ParamInfo> params =
-      spec.op == kv::KvKernelOp::Append
-          ? std::vector<aot::ParamInfo>{{"input", ring, false},
-                                        {"codes", "i8", true},
-                                        {"scales", "f32", true},
-                                        {"zeros", "i8", true},
-                                        {"residual", ring, true},
-                                        {"lengths", "i32", false}}
-          : std::vector<aot::ParamInfo>{
-                {"codes", "i8", false},
-                {"scales", "f32", false},
-                {"zeros", "i8", false},
-                {"residual", ring, false},
-                {"positions", "i32", false},
-                {"lengths", "i32", false},
-                {"output", std::string(kv::kvValueTypeName(spec.outputType)),
-                 true}};
-  if (spec.layout == kv::KvLayout::Paged)
-    params.push_back({"block_table", "i32", false});
-  return params;
-}
 
 /// Data: sequence b holds b * (R + G - 10) tokens (so the later ones
 /// flush groups that start in the ring); an append adds N to each, a
@@ -355,34 +311,10 @@ KvGeometry kiviGeometry(const kv::KiviKernelSpec &spec, KvAotSize size,
         std::max<int64_t>(0, length - g.tokens - b * spec.side.residual)));
     g.capacity = std::max(g.capacity, length + (append ? g.tokens : 0));
   }
+  g.groupRows = (g.capacity + spec.side.groupSize - 1) / spec.side.groupSize;
   if (spec.layout == kv::KvLayout::Paged)
     pageCache(g, shuffle);
   return g;
-}
-
-Dims kiviDims(const kv::KiviKernelSpec &spec, const KvGeometry &g) {
-  const kv::KiviSide &side = spec.side;
-  bool paged = spec.layout == kv::KvLayout::Paged;
-  int64_t rows = paged ? g.pages : g.batch;
-  int64_t slots = paged ? kv::kPageTokens : g.capacity;
-  int64_t paramRows = !side.perChannel ? slots
-                      : paged
-                          ? side.pageParamRows()
-                          : (g.capacity + side.groupSize - 1) / side.groupSize;
-  std::vector<int64_t> tokens = {g.batch, spec.heads, g.tokens, spec.headDim};
-  std::vector<int64_t> codes = {rows, spec.heads, slots,
-                                side.codeWidth(spec.headDim)};
-  std::vector<int64_t> params = {rows, spec.heads, paramRows,
-                                 side.paramWidth(spec.headDim)};
-  std::vector<int64_t> ring = {g.batch, spec.heads, side.residualSlots(),
-                               spec.headDim};
-  Dims dims =
-      spec.op == kv::KvKernelOp::Append
-          ? Dims{tokens, codes, params, params, ring, {g.batch}}
-          : Dims{codes, params, params, ring, {g.batch}, {g.batch}, tokens};
-  if (paged)
-    dims.push_back({g.batch, g.maxBlocks});
-  return dims;
 }
 
 std::optional<aot::BundleData> cacheData(const KvAotSpec &spec,
@@ -395,7 +327,9 @@ std::optional<aot::BundleData> cacheData(const KvAotSpec &spec,
   std::mt19937 generator(kivi ? 20240603u : 20240601u);
   KvGeometry g = kivi ? kiviGeometry(spec.kivi, options.kvData, &generator)
                       : kvGeometry(spec.cache, options.kvData, &generator);
-  Dims dims = kivi ? kiviDims(spec.kivi, g) : kvDims(spec.cache, g);
+  Dims dims = dimsOf(kivi ? compiler::kiviKernelParams(spec.kivi)
+                          : compiler::kvKernelParams(spec.cache),
+                     g);
   std::vector<Bytes> inputs =
       kivi ? kiviInputs(spec.kivi, entry.params, dims, g, generator)
            : kvInputs(spec.cache, entry.params, dims, g, generator);

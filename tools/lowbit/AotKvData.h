@@ -51,6 +51,8 @@ int64_t elementsOf(const std::vector<int64_t> &shape);
 /// Bench: every sequence at 0, pages in order.
 struct KvGeometry {
   int64_t batch = 0, tokens = 0, capacity = 0, pages = 0, maxBlocks = 0;
+  /// KIVI per-channel parameter rows (contiguous): ceil(capacity / G).
+  int64_t groupRows = 0;
   std::vector<int32_t> positions, table;
   /// KIVI: the tokens each sequence holds (before an append).
   std::vector<int32_t> lengths;
@@ -63,18 +65,19 @@ void pageCache(KvGeometry &g, std::mt19937 *shuffle);
 /// empty for every other role.
 Bytes indexBytes(const std::string &role, const KvGeometry &g);
 
-/// kv_append / kv_dequantize: the ABI's parameters, the cache of `size`
-/// (data: `shuffle` given) and each parameter's shape.
-std::vector<aot::ParamInfo> kvParams(const kv::KvKernelSpec &spec);
+/// The manifest's parameters of a kernel signature (KvKernelSignature.h).
+std::vector<aot::ParamInfo>
+paramsOf(const std::vector<compiler::KvKernelParam> &params);
+/// Each parameter's shape in the cache `g`.
+Dims dimsOf(const std::vector<compiler::KvKernelParam> &params,
+            const KvGeometry &g);
+
+/// kv_append / kv_dequantize: the cache of `size` (data: `shuffle` given).
 KvGeometry kvGeometry(const kv::KvKernelSpec &spec, KvAotSize size,
                       std::mt19937 *shuffle);
-Dims kvDims(const kv::KvKernelSpec &spec, const KvGeometry &g);
-
 /// kivi_append / kivi_dequantize: the same.
-std::vector<aot::ParamInfo> kiviParams(const kv::KiviKernelSpec &spec);
 KvGeometry kiviGeometry(const kv::KiviKernelSpec &spec, KvAotSize size,
                         std::mt19937 *shuffle);
-Dims kiviDims(const kv::KiviKernelSpec &spec, const KvGeometry &g);
 
 /// A KV or KIVI entry's data at options.kvData: inputs from a fixed seed,
 /// an append's cache before it, the CPU tail's written buffers.

@@ -131,9 +131,7 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
                        ? std::string(kv::kvSchemeName(decode.scheme))
                        : fmt::format("kv_int8_g{}", decode.groupSize);
     entry.valueType = std::string(kv::queryDtypeName(decode.query));
-    for (const compiler::KvAttentionParam &param :
-         compiler::kvAttentionParams(decode))
-      entry.params.push_back({param.name, param.elementType, param.isResult});
+    entry.params = paramsOf(compiler::kvAttentionParams(decode));
     stem = fmt::format("kv_attend-{}{}-{}-{}", entry.scheme,
                        decode.isFp8() && decode.perHead ? "-per_head" : "",
                        entry.valueType, decode.paged ? "paged" : "contiguous");
@@ -146,24 +144,24 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
     entry.valueType = std::string(kv::kvValueTypeName(
         kiviSpec.op == kv::KvKernelOp::Append ? kiviSpec.residualType
                                               : kiviSpec.outputType));
-    entry.params = kiviParams(kiviSpec);
+    entry.params = paramsOf(compiler::kiviKernelParams(kiviSpec));
     stem = fmt::format("{}-{}-g{}-r{}-{}-{}-{}", entry.op, entry.scheme,
                        kiviSpec.side.groupSize, kiviSpec.side.residual,
                        kiviSpec.side.perChannel ? "per_channel" : "per_token",
                        entry.valueType, kv::kvLayoutName(kiviSpec.layout));
     benchGeometry = kiviGeometry(kiviSpec, options.kvBench, nullptr);
-    benchDims = kiviDims(kiviSpec, benchGeometry);
+    benchDims = dimsOf(compiler::kiviKernelParams(kiviSpec), benchGeometry);
   } else {
     const kv::KvKernelSpec &cache = spec.cache;
     entry.kind = "kv";
     entry.op = std::string(kv::kvKernelOpName(cache.op));
     entry.scheme = cache.scheme.name();
     entry.valueType = std::string(kv::kvValueTypeName(cache.valueType));
-    entry.params = kvParams(cache);
+    entry.params = paramsOf(compiler::kvKernelParams(cache));
     stem = fmt::format("{}-{}-{}-{}", entry.op, entry.scheme, entry.valueType,
                        kv::kvLayoutName(cache.layout));
     benchGeometry = kvGeometry(cache, options.kvBench, nullptr);
-    benchDims = kvDims(cache, benchGeometry);
+    benchDims = dimsOf(compiler::kvKernelParams(cache), benchGeometry);
   }
   // A memref operand is its rank-N descriptor: 3 + 2N kernel parameters
   // (the ranks do not depend on the sizes).

@@ -259,7 +259,7 @@ Expected<report::SpecReport> reportKvAttention(const kv::KvAttentionSpec &spec,
     return jit::ParamShapes(compiler::kvAttentionShapes(spec, sizes));
   };
   jit::ParamShapes shapes = shapesAt(kKvReportTokens);
-  std::vector<compiler::KvAttentionParam> params =
+  std::vector<compiler::KvKernelParam> params =
       compiler::kvAttentionParams(spec);
   for (size_t i = 0; i < params.size(); ++i) {
     int64_t bytes = shapes[i][0] * shapes[i][1] *
