@@ -104,4 +104,40 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildSignatureModule(
   return module;
 }
 
+llvm::Expected<OwningOpRef<ModuleOp>>
+lowerModule(llvm::Expected<OwningOpRef<ModuleOp>> module,
+            llvm::Error (*lower)(ModuleOp)) {
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = lower(**module))
+    return std::move(error);
+  return module;
+}
+
+llvm::Expected<std::unique_ptr<HostExecutable>>
+loopsToHost(LoopsModuleBuilder build) {
+  ContextLease context = borrowContext();
+  auto module = build(*context);
+  if (!module)
+    return module.takeError();
+  return loopsModuleToHost(**module);
+}
+
+llvm::Expected<PtxModule>
+loopsToPtx(LoopsModuleBuilder build, const Target &target,
+           const PtxOptions &options, const std::string &entry,
+           llvm::function_ref<void(ModuleOp)> lowered) {
+  if (!target.isNvidia())
+    return compileError(entry + " needs an NVIDIA target, got '" +
+                        target.str() + "'");
+  ContextLease context = borrowContext();
+  auto module = build(*context);
+  if (!module)
+    return module.takeError();
+  auto ptx = gpuModuleToPtx(**module, target, options);
+  if (ptx && lowered)
+    lowered(**module);
+  return ptx;
+}
+
 } // namespace lowbit::compiler

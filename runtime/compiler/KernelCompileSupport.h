@@ -83,6 +83,28 @@ buildSignatureModule(mlir::MLIRContext &context,
                          body,
                      const std::string &what);
 
+/// `module` after `lower` ran on it, or the first error.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+lowerModule(llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module,
+            llvm::Error (*lower)(mlir::ModuleOp));
+
+/// Makes a module at the loops stage in the context it is given.
+using LoopsModuleBuilder =
+    llvm::function_ref<llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>(
+        mlir::MLIRContext &)>;
+
+/// `build`'s module, in a borrowed context, through the CPU tail.
+llvm::Expected<std::unique_ptr<HostExecutable>>
+loopsToHost(LoopsModuleBuilder build);
+
+/// `build`'s module, in a borrowed context, through the GPU tail to PTX
+/// for the NVIDIA `target`; `entry` names the caller in the error;
+/// `lowered`, when given, sees the module after the GPU tail.
+llvm::Expected<PtxModule>
+loopsToPtx(LoopsModuleBuilder build, const Target &target,
+           const PtxOptions &options, const std::string &entry,
+           llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
+
 } // namespace lowbit::compiler
 
 #endif // LOWBIT_RUNTIME_COMPILER_KERNELCOMPILESUPPORT_H

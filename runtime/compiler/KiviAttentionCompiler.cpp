@@ -70,12 +70,7 @@ buildKiviAttentionModule(MLIRContext &context,
 llvm::Expected<OwningOpRef<ModuleOp>>
 buildKiviAttentionLoops(MLIRContext &context,
                         const kv::KiviAttentionSpec &spec) {
-  auto module = buildKiviAttentionModule(context, spec);
-  if (!module)
-    return module.takeError();
-  if (llvm::Error error = lowerKiviToLoops(**module))
-    return std::move(error);
-  return module;
+  return lowerModule(buildKiviAttentionModule(context, spec), lowerKiviToLoops);
 }
 
 llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
@@ -184,18 +179,6 @@ compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
       target, options, "compileKiviAttentionToPtx");
 }
 
-KiviAttentionCpuKernel::KiviAttentionCpuKernel(
-    kv::KiviAttentionSpec spec, std::unique_ptr<HostExecutable> executable)
-    : kernelSpec(std::move(spec)), executable(std::move(executable)) {}
-
-KiviAttentionCpuKernel::~KiviAttentionCpuKernel() = default;
-
-llvm::Error KiviAttentionCpuKernel::run(const std::vector<KvBuffer> &buffers) {
-  if (llvm::Error error = checkKiviAttentionBuffers(kernelSpec, buffers))
-    return error;
-  return runKvHostKernel(*executable, kiviAttentionParams(kernelSpec), buffers);
-}
-
 llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>
 compileKiviAttentionForCpu(const kv::KiviAttentionSpec &spec) {
   auto executable = loopsToHost([&](MLIRContext &context) {
@@ -203,8 +186,14 @@ compileKiviAttentionForCpu(const kv::KiviAttentionSpec &spec) {
   });
   if (!executable)
     return executable.takeError();
-  return std::unique_ptr<KiviAttentionCpuKernel>(
-      new KiviAttentionCpuKernel(spec, std::move(*executable)));
+  return std::make_unique<KiviAttentionCpuKernel>(
+      spec, std::move(*executable),
+      [](const kv::KiviAttentionSpec &spec,
+         const std::vector<KvBuffer> &buffers) -> llvm::Error {
+        if (llvm::Error error = checkKiviAttentionBuffers(spec, buffers))
+          return error;
+        return checkBufferShapes(kiviAttentionParams(spec), buffers);
+      });
 }
 
 } // namespace lowbit::compiler

@@ -64,23 +64,11 @@ llvm::Expected<PtxModule>
 compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
                           const Target &target, const PtxOptions &options = {});
 
-/// A KIVI decode-attention kernel JIT-compiled for the host CPU.
-class KiviAttentionCpuKernel {
-public:
-  ~KiviAttentionCpuKernel();
-  /// One buffer per parameter, in ABI order (checkKiviAttentionBuffers
-  /// first).
-  llvm::Error run(const std::vector<KvBuffer> &buffers);
-  const kv::KiviAttentionSpec &spec() const { return kernelSpec; }
-
-private:
-  friend llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>
-  compileKiviAttentionForCpu(const kv::KiviAttentionSpec &spec);
-  KiviAttentionCpuKernel(kv::KiviAttentionSpec spec,
-                         std::unique_ptr<HostExecutable> executable);
-  kv::KiviAttentionSpec kernelSpec;
-  std::unique_ptr<HostExecutable> executable;
-};
+/// A KIVI decode-attention kernel JIT-compiled for the host CPU. run()
+/// takes one buffer per parameter, in ABI order (checkKiviAttentionBuffers
+/// first, then the static dimensions).
+using KiviAttentionCpuKernel = HostKernel<kv::KiviAttentionSpec, KvBuffer>;
+extern template class HostKernel<kv::KiviAttentionSpec, KvBuffer>;
 
 llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>
 compileKiviAttentionForCpu(const kv::KiviAttentionSpec &spec);

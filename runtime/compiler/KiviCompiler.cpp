@@ -49,38 +49,7 @@ llvm::Error lowerKiviToLoops(ModuleOp module) {
 
 llvm::Expected<OwningOpRef<ModuleOp>>
 buildKiviLoops(MLIRContext &context, const kv::KiviKernelSpec &spec) {
-  auto module = buildKiviModule(context, spec);
-  if (!module)
-    return module.takeError();
-  if (llvm::Error error = lowerKiviToLoops(**module))
-    return std::move(error);
-  return module;
-}
-
-llvm::Expected<std::unique_ptr<HostExecutable>>
-loopsToHost(LoopsModuleBuilder build) {
-  ContextLease context = borrowContext();
-  auto module = build(*context);
-  if (!module)
-    return module.takeError();
-  return loopsModuleToHost(**module);
-}
-
-llvm::Expected<PtxModule>
-loopsToPtx(LoopsModuleBuilder build, const Target &target,
-           const PtxOptions &options, const std::string &entry,
-           llvm::function_ref<void(ModuleOp)> lowered) {
-  if (!target.isNvidia())
-    return compileError(entry + " needs an NVIDIA target, got '" +
-                        target.str() + "'");
-  ContextLease context = borrowContext();
-  auto module = build(*context);
-  if (!module)
-    return module.takeError();
-  auto ptx = gpuModuleToPtx(**module, target, options);
-  if (ptx && lowered)
-    lowered(**module);
-  return ptx;
+  return lowerModule(buildKiviModule(context, spec), lowerKiviToLoops);
 }
 
 llvm::Expected<PtxModule>
@@ -92,24 +61,17 @@ compileKiviToPtx(const kv::KiviKernelSpec &spec, const Target &target,
       target, options, "compileKiviToPtx", lowered);
 }
 
-KiviCpuKernel::KiviCpuKernel(kv::KiviKernelSpec spec,
-                             std::unique_ptr<HostExecutable> executable)
-    : kernelSpec(std::move(spec)), executable(std::move(executable)) {}
-
-KiviCpuKernel::~KiviCpuKernel() = default;
-
-llvm::Error KiviCpuKernel::run(const std::vector<KvBuffer> &buffers) {
-  return runKvHostKernel(*executable, kiviKernelParams(kernelSpec), buffers);
-}
-
 llvm::Expected<std::unique_ptr<KiviCpuKernel>>
 compileKiviForCpu(const kv::KiviKernelSpec &spec) {
   auto executable = loopsToHost(
       [&](MLIRContext &context) { return buildKiviLoops(context, spec); });
   if (!executable)
     return executable.takeError();
-  return std::unique_ptr<KiviCpuKernel>(
-      new KiviCpuKernel(spec, std::move(*executable)));
+  return std::make_unique<KiviCpuKernel>(
+      spec, std::move(*executable),
+      [](const kv::KiviKernelSpec &spec, const std::vector<KvBuffer> &buffers) {
+        return checkBufferShapes(kiviKernelParams(spec), buffers);
+      });
 }
 
 } // namespace lowbit::compiler

@@ -49,26 +49,6 @@ llvm::Error lowerKiviToLoops(mlir::ModuleOp module);
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildKiviLoops(mlir::MLIRContext &context, const kv::KiviKernelSpec &spec);
 
-// What the KIVI kernels' compile entries share (this file's and
-// KiviAttentionCompiler.h's).
-
-/// Makes a module at the loops stage in the context it is given.
-using LoopsModuleBuilder =
-    llvm::function_ref<llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>(
-        mlir::MLIRContext &)>;
-
-/// `build`'s module, in a borrowed context, through the CPU tail.
-llvm::Expected<std::unique_ptr<HostExecutable>>
-loopsToHost(LoopsModuleBuilder build);
-
-/// `build`'s module, in a borrowed context, through the GPU tail to PTX
-/// for the NVIDIA `target`; `entry` names the caller in the error;
-/// `lowered`, when given, sees the module after the GPU tail.
-llvm::Expected<PtxModule>
-loopsToPtx(LoopsModuleBuilder build, const Target &target,
-           const PtxOptions &options, const std::string &entry,
-           llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
-
 /// PTX for an NVIDIA `target`: buildKiviModule, lowerKiviToLoops,
 /// lowerToPtx. `lowered`, when given, sees the module after the GPU tail
 /// (as compileKvToPtx's: `lowbit aot` reads the launch plan there).
@@ -77,23 +57,10 @@ compileKiviToPtx(const kv::KiviKernelSpec &spec, const Target &target,
                  const PtxOptions &options = {},
                  llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
 
-/// A KIVI kernel JIT-compiled for the host CPU.
-class KiviCpuKernel {
-public:
-  ~KiviCpuKernel();
-  /// One buffer per parameter, in ABI order; ranks and static dimensions
-  /// are checked.
-  llvm::Error run(const std::vector<KvBuffer> &buffers);
-  const kv::KiviKernelSpec &spec() const { return kernelSpec; }
-
-private:
-  friend llvm::Expected<std::unique_ptr<KiviCpuKernel>>
-  compileKiviForCpu(const kv::KiviKernelSpec &spec);
-  KiviCpuKernel(kv::KiviKernelSpec spec,
-                std::unique_ptr<HostExecutable> executable);
-  kv::KiviKernelSpec kernelSpec;
-  std::unique_ptr<HostExecutable> executable;
-};
+/// A KIVI kernel JIT-compiled for the host CPU. run() takes one buffer per
+/// parameter, in ABI order; ranks and static dimensions are checked.
+using KiviCpuKernel = HostKernel<kv::KiviKernelSpec, KvBuffer>;
+extern template class HostKernel<kv::KiviKernelSpec, KvBuffer>;
 
 llvm::Expected<std::unique_ptr<KiviCpuKernel>>
 compileKiviForCpu(const kv::KiviKernelSpec &spec);

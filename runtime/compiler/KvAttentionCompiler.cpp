@@ -14,7 +14,6 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Verifier.h"
@@ -333,42 +332,6 @@ compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
   return ptx;
 }
 
-KvAttentionCpuKernel::~KvAttentionCpuKernel() = default;
-
-namespace {
-
-class JitKvAttentionKernel : public KvAttentionCpuKernel {
-public:
-  JitKvAttentionKernel(kv::KvAttentionSpec spec,
-                       std::unique_ptr<HostExecutable> executable)
-      : spec(std::move(spec)), executable(std::move(executable)) {}
-
-  llvm::Error run(const std::vector<HostBuffer> &buffers) override {
-    auto sizes = kvAttentionSizesOf(spec, buffers);
-    if (!sizes)
-      return sizes.takeError();
-    std::vector<StridedMemRefType<char, 2>> descriptors(buffers.size());
-    std::vector<void *> pointers(buffers.size()), args(buffers.size());
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      auto *data = static_cast<char *>(buffers[i].data);
-      descriptors[i] = {data,
-                        data,
-                        0,
-                        {buffers[i].rows, buffers[i].cols},
-                        {buffers[i].cols, 1}};
-      pointers[i] = &descriptors[i];
-      args[i] = &pointers[i];
-    }
-    return executable->invoke("kernel", args);
-  }
-
-private:
-  kv::KvAttentionSpec spec;
-  std::unique_ptr<HostExecutable> executable;
-};
-
-} // namespace
-
 llvm::Expected<std::unique_ptr<KvAttentionCpuKernel>>
 compileKvAttentionForCpu(const kv::KvAttentionSpec &spec) {
   ContextLease context = borrowContext();
@@ -378,7 +341,12 @@ compileKvAttentionForCpu(const kv::KvAttentionSpec &spec) {
   auto executable = loopsModuleToHost(**module);
   if (!executable)
     return executable.takeError();
-  return std::make_unique<JitKvAttentionKernel>(spec, std::move(*executable));
+  return std::make_unique<KvAttentionCpuKernel>(
+      spec, std::move(*executable),
+      [](const kv::KvAttentionSpec &spec,
+         const std::vector<HostBuffer> &buffers) {
+        return kvAttentionSizesOf(spec, buffers).takeError();
+      });
 }
 
 } // namespace lowbit::compiler

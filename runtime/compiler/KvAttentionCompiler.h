@@ -32,6 +32,7 @@
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/HostKernel.h"
 #include "runtime/compiler/KvKernelSignature.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -79,12 +80,9 @@ llvm::Expected<PtxModule> compileKvAttentionToPtx(
     llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
 
 /// The kernel JIT-compiled for the host; run() takes one HostBuffer per
-/// kvAttentionParams entry and checks their shapes against each other.
-class KvAttentionCpuKernel {
-public:
-  virtual ~KvAttentionCpuKernel();
-  virtual llvm::Error run(const std::vector<HostBuffer> &buffers) = 0;
-};
+/// kvAttentionParams entry and checks them (kvAttentionSizesOf).
+using KvAttentionCpuKernel = HostKernel<kv::KvAttentionSpec, HostBuffer>;
+extern template class HostKernel<kv::KvAttentionSpec, HostBuffer>;
 llvm::Expected<std::unique_ptr<KvAttentionCpuKernel>>
 compileKvAttentionForCpu(const kv::KvAttentionSpec &spec);
 

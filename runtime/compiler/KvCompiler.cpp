@@ -61,12 +61,11 @@ llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
     return compileError("unknown stage '" + std::string(stage) +
                         "' (mlir, loops, llvm)");
   ContextLease context = borrowContext();
-  auto module = buildKvModule(*context, spec);
+  auto module = stage == "mlir" ? buildKvModule(*context, spec)
+                                : lowerModule(buildKvModule(*context, spec),
+                                              lowerKvToLoops);
   if (!module)
     return module.takeError();
-  if (stage != "mlir")
-    if (llvm::Error error = lowerKvToLoops(**module))
-      return std::move(error);
   if (stage == "llvm") {
     if (llvm::Error error = lowerLoopsToLlvm(**module))
       return std::move(error);
@@ -82,34 +81,18 @@ llvm::Expected<PtxModule>
 compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
                const PtxOptions &options,
                llvm::function_ref<void(ModuleOp)> lowered) {
-  if (!target.isNvidia())
-    return compileError("compileKvToPtx needs an NVIDIA target, got '" +
-                        target.str() + "'");
-  ContextLease context = borrowContext();
-  auto module = buildKvModule(*context, spec);
-  if (!module)
-    return module.takeError();
-  if (llvm::Error error = lowerKvForGpu(**module))
-    return std::move(error);
-  auto ptx = gpuModuleToPtx(**module, target, options);
-  if (ptx && lowered)
-    lowered(**module);
-  return ptx;
+  return loopsToPtx(
+      [&](MLIRContext &context) {
+        return lowerModule(buildKvModule(context, spec), lowerKvForGpu);
+      },
+      target, options, "compileKvToPtx", lowered);
 }
 
-KvCpuKernel::~KvCpuKernel() = default;
-
-llvm::Error runKvHostKernel(HostExecutable &executable,
-                            const std::vector<KvKernelParam> &params,
-                            const std::vector<KvBuffer> &buffers) {
+llvm::Error checkBufferShapes(const std::vector<KvKernelParam> &params,
+                              const std::vector<KvBuffer> &buffers) {
   if (buffers.size() != params.size())
     return compileError("the kernel takes " + std::to_string(params.size()) +
                         " buffers, got " + std::to_string(buffers.size()));
-  // MLIR's ranked descriptor: allocated, aligned, offset, sizes[rank],
-  // strides[rank], all 64-bit.
-  std::vector<std::vector<int64_t>> descriptors(buffers.size());
-  std::vector<void *> descriptorPointers(buffers.size());
-  std::vector<void *> args(buffers.size());
   for (size_t index = 0; index < buffers.size(); ++index) {
     const std::vector<int64_t> &want = params[index].shape;
     const std::vector<int64_t> &shape = buffers[index].shape;
@@ -126,50 +109,22 @@ llvm::Error runKvHostKernel(HostExecutable &executable,
             (isCallDim(want[axis])
                  ? std::string("; it must be >= 1")
                  : "; the kernel takes " + std::to_string(want[axis])));
-    std::vector<int64_t> &descriptor = descriptors[index];
-    auto address = reinterpret_cast<intptr_t>(buffers[index].data);
-    descriptor = {address, address, 0};
-    descriptor.insert(descriptor.end(), shape.begin(), shape.end());
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (size_t axis = shape.size() - 1; axis > 0; --axis)
-      strides[axis - 1] = strides[axis] * shape[axis];
-    descriptor.insert(descriptor.end(), strides.begin(), strides.end());
-    descriptorPointers[index] = descriptor.data();
-    args[index] = &descriptorPointers[index];
   }
-  return executable.invoke(kKernelName, args);
+  return llvm::Error::success();
 }
-
-namespace {
-
-class JitKvCpuKernel : public KvCpuKernel {
-public:
-  JitKvCpuKernel(kv::KvKernelSpec spec,
-                 std::unique_ptr<HostExecutable> executable)
-      : KvCpuKernel(std::move(spec)), executable(std::move(executable)) {}
-
-  llvm::Error run(const std::vector<KvBuffer> &buffers) override {
-    return runKvHostKernel(*executable, kvKernelParams(kernelSpec), buffers);
-  }
-
-private:
-  std::unique_ptr<HostExecutable> executable;
-};
-
-} // namespace
 
 llvm::Expected<std::unique_ptr<KvCpuKernel>>
 compileKvForCpu(const kv::KvKernelSpec &spec) {
-  ContextLease context = borrowContext();
-  auto module = buildKvModule(*context, spec);
-  if (!module)
-    return module.takeError();
-  if (llvm::Error error = lowerKvToLoops(**module))
-    return std::move(error);
-  auto executable = loopsModuleToHost(**module);
+  auto executable = loopsToHost([&](MLIRContext &context) {
+    return lowerModule(buildKvModule(context, spec), lowerKvToLoops);
+  });
   if (!executable)
     return executable.takeError();
-  return std::make_unique<JitKvCpuKernel>(spec, std::move(*executable));
+  return std::make_unique<KvCpuKernel>(
+      spec, std::move(*executable),
+      [](const kv::KvKernelSpec &spec, const std::vector<KvBuffer> &buffers) {
+        return checkBufferShapes(kvKernelParams(spec), buffers);
+      });
 }
 
 } // namespace lowbit::compiler

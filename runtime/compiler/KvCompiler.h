@@ -28,6 +28,7 @@
 #include "kv/KvKernelSpec.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/compiler/HostKernel.h"
 #include "runtime/compiler/KvKernelSignature.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -43,10 +44,6 @@
 namespace mlir {
 class MLIRContext;
 } // namespace mlir
-
-namespace lowbit {
-class HostExecutable;
-} // namespace lowbit
 
 namespace lowbit::compiler {
 
@@ -83,30 +80,18 @@ struct KvBuffer {
   std::vector<int64_t> shape;
 };
 
-/// A KV kernel JIT-compiled for the host CPU.
-class KvCpuKernel {
-public:
-  virtual ~KvCpuKernel();
-  /// One buffer per parameter, in ABI order; ranks are checked, the
-  /// static dimensions (heads, head_dim, 16, scale widths) too.
-  virtual llvm::Error run(const std::vector<KvBuffer> &buffers) = 0;
-  const kv::KvKernelSpec &spec() const { return kernelSpec; }
+/// Checks `buffers` against `params`: one per parameter, each of its rank,
+/// static dimensions equal, the call's >= 1.
+llvm::Error checkBufferShapes(const std::vector<KvKernelParam> &params,
+                              const std::vector<KvBuffer> &buffers);
 
-protected:
-  explicit KvCpuKernel(kv::KvKernelSpec spec) : kernelSpec(std::move(spec)) {}
-  kv::KvKernelSpec kernelSpec;
-};
+/// A KV kernel JIT-compiled for the host CPU. run() takes one buffer per
+/// parameter, in ABI order, and checks them with checkBufferShapes.
+using KvCpuKernel = HostKernel<kv::KvKernelSpec, KvBuffer>;
+extern template class HostKernel<kv::KvKernelSpec, KvBuffer>;
 
 llvm::Expected<std::unique_ptr<KvCpuKernel>>
 compileKvForCpu(const kv::KvKernelSpec &spec);
-
-/// Calls `executable`'s @kernel with one memref descriptor per buffer,
-/// after checking each buffer's shape against `params` (static
-/// dimensions must match, the call's be >= 1). Shared by the KV kernels
-/// whose parameters are all C-order buffers.
-llvm::Error runKvHostKernel(HostExecutable &executable,
-                            const std::vector<KvKernelParam> &params,
-                            const std::vector<KvBuffer> &buffers);
 
 } // namespace lowbit::compiler
 
