@@ -18,7 +18,8 @@
 //   nvrtc       the reference kernel by NVRTC to PTX, and NVRTC + nvJitLink
 //               to a cubin, warm;
 //   old ptx     spec -> PTX as before the pipeline changes (a new context
-//               with every dialect loaded, the per-pass verifier, O3): the
+//               with every dialect loaded, the per-pass verifier, LLVM's
+//               whole O3 pipeline on a new TargetMachine): the
 //               same-run yardstick of what the changes save.
 // --warmed: the cold columns are the first compile in a fresh process
 // after what JitOptions::warmUpCompiler runs on its thread at Jit::create
@@ -30,8 +31,9 @@
 //
 // --levels: spec -> PTX at LLVM O1, O2 and O3 (warm medians) and whether
 // each level's PTX is byte-identical to O3's, for every named scheme's
-// quantize and dequantize kernels: the measurement behind the GPU tail's
-// default level (lowering/GpuTail.h, kDefaultPtxOptLevel).
+// quantize and dequantize kernels (LLVM's whole pipeline at each level;
+// the GPU tail's default is lowbit's pass list with O3's PTX,
+// lowering/NvptxCodegen.h).
 //
 // --phases: spec -> cubin split by phase (context, module, gpu loops, nvvm,
 // ptx, plan, link; jit::GpuBuildPhases), cold (child processes) and warm.
@@ -412,7 +414,7 @@ int runLevels(const std::vector<std::string> &chips, int runs) {
   std::printf("%-8s %-24s %9s %9s %9s\n", "chip", "kernel", "O1", "O2", "O3");
   for (const std::string &chip : chips) {
     std::string error;
-    std::optional<Target> target = parseTarget(chip, &error);
+    std::optional<Target> target = nvidiaTarget(chip);
     if (!target)
       return 1;
     for (const Scheme &scheme : namedSchemes()) {
@@ -473,8 +475,11 @@ int runPhases(const std::vector<std::string> &chips,
         continue;
       std::string specText = "quantize " + scheme.name;
       std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
-      if (!spec)
+      if (!spec) {
+        std::fprintf(stderr, "bad spec '%s': %s\n", specText.c_str(),
+                     error.c_str());
         return 1;
+      }
       size_t count = phaseNames().size();
       std::vector<std::vector<double>> cold(count), warm(count);
       for (int run = 0; run < runs; ++run) {
@@ -558,7 +563,10 @@ int main(int argc, char **argv) {
       levels = true;
     else if (arg == "--phases")
       phases = true;
-    else if (arg == "--clock" && i + 1 < argc)
+    else if (arg == "--clock" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "cpu" ||
+              std::string(argv[i + 1]) == "wall" ||
+              std::string(argv[i + 1]) == "thread"))
       setClock(argv[++i]);
     else {
       std::fprintf(stderr,
@@ -569,6 +577,14 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  for (const std::string &name : only)
+    if (std::none_of(
+            namedSchemes().begin(), namedSchemes().end(),
+            [&](const Scheme &scheme) { return scheme.name == name; })) {
+      std::fprintf(stderr, "--schemes: '%s' is not a named scheme\n",
+                   name.c_str());
+      return 2;
+    }
   if (levels)
     return runLevels(chips, runs);
   if (phases)

@@ -10,6 +10,7 @@
 #include "lowering/GpuTail.h"
 
 #include "dialect/LowbitOps.h"
+#include "lowering/NvptxCodegen.h"
 #include "lowering/PassVerification.h"
 #include "lowering/Passes.h"
 
@@ -59,6 +60,7 @@
 
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
 
 #define DEBUG_TYPE "lowbit-gpu-tail"
 
@@ -414,21 +416,6 @@ void expandLibdeviceMathOps(ModuleOp module) {
   }
 }
 
-/// Whether any kernel holds a loop (before scf -> cf): the GPU tail's
-/// choice of LLVM level (GpuTail.h).
-bool kernelsHaveLoops(ModuleOp module) {
-  bool found = false;
-  module.walk([&](gpu::GPUModuleOp gpuModule) {
-    gpuModule.walk([&](Operation *op) {
-      // A compare-and-swap atomic becomes a retry loop.
-      if (isa<scf::ForOp, scf::WhileOp, cf::BranchOp, cf::CondBranchOp,
-              memref::GenericAtomicRMWOp>(op))
-        found = true;
-    });
-  });
-  return found;
-}
-
 /// The kernels' atomics only combine values within one launch (the next
 /// kernel on the stream sees them through the launch boundary), so they
 /// need neither ordering nor system scope: relaxed, device (.gpu) scope,
@@ -450,16 +437,27 @@ void relaxDeviceAtomics(ModuleOp module) {
   });
 }
 
-/// gpu-module-to-binary's NVPTX serializer, PTX only, with two differences:
+/// gpu-module-to-binary's NVPTX serializer, PTX only, with these
+/// differences:
 ///  - libdevice (~2 ms to read and link) is linked only when the kernels
 ///    call one of its functions (an `__nv_` declaration is left after
 ///    translation). lowbit's kernels never do (expandLibdeviceMathOps and
 ///    convert-math-to-llvm keep math out of it), so today it never is.
 ///  - the PTX comes back as a string instead of a gpu.binary op, whose
 ///    string attribute the (long-lived, pooled) context would keep forever.
+///  - unless the gpu.module carries kStockPipelineAttr: the TargetMachine
+///    comes from the pool (borrowNvptxMachine) instead of being made per
+///    compile, and LLVM's middle end runs lowbit's pass list
+///    (optimizeForPtx), whose PTX is O3's, instead of the O level's whole
+///    pipeline (lowering/NvptxCodegen.h).
 class PtxSerializer : public NVVM::SerializeGPUModuleBase {
 public:
-  using SerializeGPUModuleBase::SerializeGPUModuleBase;
+  PtxSerializer(Operation &module, NVVM::NVVMTargetAttr target,
+                bool stockPipeline)
+      : SerializeGPUModuleBase(module, target), stockPipeline(stockPipeline) {}
+
+  /// Why the pooled path failed, if it did.
+  std::string error;
 
 protected:
   std::optional<SmallVector<std::unique_ptr<llvm::Module>>>
@@ -474,19 +472,48 @@ protected:
     return SerializeGPUModuleBase::loadBitcodeFiles(module);
   }
 
+  void setDataLayoutAndTriple(llvm::Module &module) override {
+    if (stockPipeline)
+      return SerializeGPUModuleBase::setDataLayoutAndTriple(module);
+    std::optional<NvptxMachineLease> lease =
+        borrowNvptxMachine(chip, features, error);
+    if (!lease)
+      return; // optimizeModule reports it
+    machine.emplace(std::move(*lease));
+    module.setDataLayout((*machine)->createDataLayout());
+    module.setTargetTriple((*machine)->getTargetTriple());
+  }
+
+  LogicalResult optimizeModule(llvm::Module &module, int level) override {
+    if (stockPipeline)
+      return SerializeGPUModuleBase::optimizeModule(module, level);
+    if (!machine || !optimizeForPtx(module, **machine, error))
+      return failure();
+    return success();
+  }
+
   FailureOr<SmallVector<char, 0>>
   moduleToObject(llvm::Module &llvmModule) override {
-    FailureOr<llvm::TargetMachine *> machine = getOrCreateTargetMachine();
-    if (failed(machine)) {
+    llvm::TargetMachine *codegenMachine = machine ? &**machine : nullptr;
+    if (stockPipeline) {
+      FailureOr<llvm::TargetMachine *> created = getOrCreateTargetMachine();
+      codegenMachine = succeeded(created) ? *created : nullptr;
+    }
+    if (!codegenMachine) {
       getOperation().emitError() << "no LLVM target machine for " << triple;
       return failure();
     }
-    FailureOr<SmallString<0>> ptx = translateModuleToISA(
-        llvmModule, **machine, [&] { return getOperation().emitError(); });
+    FailureOr<SmallString<0>> ptx =
+        translateModuleToISA(llvmModule, *codegenMachine,
+                             [&] { return getOperation().emitError(); });
     if (failed(ptx))
       return failure();
     return SmallVector<char, 0>(ptx->begin(), ptx->end());
   }
+
+private:
+  bool stockPipeline;
+  std::optional<NvptxMachineLease> machine;
 };
 
 /// While alive, collects the context's diagnostics as text, so that a
@@ -578,8 +605,10 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   GpuNVVMAttachTargetOptions targetOptions;
   targetOptions.chip = target.chip;
   targetOptions.features = "+ptx" + std::to_string(target.ptxVersion);
-  targetOptions.optLevel = options.optLevel.value_or(
-      kernelsHaveLoops(module) ? kLoopPtxOptLevel : kLoopFreePtxOptLevel);
+  targetOptions.optLevel = options.optLevel.value_or(kPtxOptLevel);
+  if (options.optLevel)
+    for (auto gpuModule : module.getOps<gpu::GPUModuleOp>())
+      gpuModule->setAttr(kStockPipelineAttr, UnitAttr::get(context));
   pm.addPass(createGpuNVVMAttachTarget(targetOptions));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createLowerAffinePass());
@@ -631,10 +660,12 @@ FailureOr<PtxModule> serializeToPtx(ModuleOp module, std::string &error) {
       error = "GPU tail: the gpu.module has no single #nvvm.target";
       return failure();
     }
-    PtxSerializer serializer(*gpuModule, nvvmTarget);
+    PtxSerializer serializer(*gpuModule, nvvmTarget,
+                             gpuModule->hasAttr(kStockPipelineAttr));
     std::optional<SmallVector<char, 0>> ptx = serializer.run();
     if (!ptx) {
-      error = diagnostics.failedIn("GPU codegen");
+      error = serializer.error.empty() ? diagnostics.failedIn("GPU codegen")
+                                       : serializer.error;
       return failure();
     }
     result.ptx.append(ptx->begin(), ptx->end());

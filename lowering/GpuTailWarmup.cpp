@@ -104,7 +104,7 @@ bool warmUpTail(const Target &target) {
   GpuNVVMAttachTargetOptions targetOptions;
   targetOptions.chip = target.chip;
   targetOptions.features = "+ptx" + std::to_string(target.ptxVersion);
-  targetOptions.optLevel = kLoopPtxOptLevel;
+  targetOptions.optLevel = kPtxOptLevel;
   pm.addPass(createGpuNVVMAttachTarget(targetOptions));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());

@@ -7,7 +7,9 @@
 // lazy symbol binding, static tables). startGpuTailWarmup runs that setup
 // on a background thread, on a small kernel of its own, while the caller's
 // compile builds its module and runs lowbit's passes (the first ~5-15 ms),
-// so that its GPU tail finds the code warm. It pays in wall time, which a
+// so that its GPU tail finds the code warm, and an NVPTX TargetMachine for
+// the chip in the pool (NvptxCodegen.h) that its serializer borrows
+// instead of making one. It pays in wall time, which a
 // caller waits for; in CPU time the warm-up is extra work (~10-20 ms on
 // another core), which lowbit-bench-latency's process CPU clock counts.
 // The compile waits for it before returning, never exit.

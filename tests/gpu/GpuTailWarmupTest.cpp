@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/GpuTailWarmup.h"
+#include "lowering/NvptxCodegen.h"
 #include "runtime/compiler/Compiler.h"
 
 #include <catch2/catch.hpp>
@@ -44,10 +45,14 @@ TEST_CASE("the GPU tail warm-up runs once, for valid NVIDIA targets only",
   tooOld.ptxVersion = 60;
   startGpuTailWarmup(tooOld);
   CHECK_FALSE(waitForGpuTailWarmup());
+  // Nothing refused made an NVPTX machine.
+  CHECK(idleNvptxMachines() == 0);
 
   // A real target: its small kernel goes all the way to PTX.
   startGpuTailWarmup(targetOf("sm_90a"));
   CHECK(waitForGpuTailWarmup());
+  // It left its NVPTX machine in the pool, for the compile that follows.
+  CHECK(idleNvptxMachines() == 1);
 
   // A compile right after it (the warm-up's own context is gone, the
   // caller's is the pool's) works and names its kernels.

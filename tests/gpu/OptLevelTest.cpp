@@ -1,26 +1,36 @@
-//===- OptLevelTest.cpp - The GPU tail's LLVM level gives O3's PTX --------===//
+//===- OptLevelTest.cpp - lowbit's LLVM pass list gives O3's PTX ----------===//
 //
-// The GPU tail chooses LLVM's level per module: O2 for loop-free kernels,
-// O3 for kernels with loops, the cheapest levels found to give the same PTX
-// as O3 (GpuTail.h, docs/pipeline.md). This checks that claim byte for byte
-// for every named scheme's quantize and dequantize kernels on sm_90a
-// (H100/H200) and sm_100a (B200), so a change to the kernels or to LLVM
-// that makes the cheaper level emit different code fails here instead of
-// silently shipping slower kernels. O1 must differ from O3 for some kernel,
-// or the comparison could not see a difference. Since the grid-stride
-// loops of lowbit-to-gpu every named kernel has a loop and gets O3; the
-// count of kernels at the cheaper level is printed, not required.
+// The GPU tail runs lowbit's own LLVM pass list (lowering/NvptxCodegen.h)
+// on pooled TargetMachines instead of LLVM's whole O3 pipeline on a new
+// machine per compile, claiming the same PTX (docs/pipeline.md). This
+// checks that claim byte for byte against gpu-module-to-binary's O3 (new
+// machine, O3's pipeline) for every named scheme's quantize and dequantize
+// kernels on sm_90a (H100/H200) and sm_100a (B200), and for the KV cache,
+// KIVI and decode-attention kernels, so a change to the kernels or to LLVM
+// that makes the list emit different code fails here instead of silently
+// shipping slower kernels. O1 must differ from O3 for some kernel, or the
+// comparison could not see a difference.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GpuTestSupport.h"
 
 #include "format/Scheme.h"
+#include "kv/KiviAttentionSpec.h"
+#include "kv/KvAttentionSpec.h"
+#include "kv/KvKernelSpec.h"
+#include "kv/KvKiviKernelSpec.h"
 #include "lowering/GpuTail.h"
+#include "lowering/NvptxCodegen.h"
 #include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/KiviAttentionCompiler.h"
+#include "runtime/compiler/KiviCompiler.h"
+#include "runtime/compiler/KvAttentionCompiler.h"
+#include "runtime/compiler/KvCompiler.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 
 #include "llvm/Support/Error.h"
 
@@ -32,8 +42,9 @@ using namespace lowbit;
 
 namespace {
 
-/// The PTX of a loops-level module (cloned, so the caller can reuse it) at
-/// one LLVM level.
+/// The PTX of a loops-level module (cloned, so the caller can reuse it):
+/// lowbit's pass list when `level` is empty, else LLVM's whole pipeline at
+/// that level.
 PtxModule ptxAt(mlir::ModuleOp loops, const char *arch,
                 std::optional<int> level) {
   mlir::OwningOpRef<mlir::ModuleOp> copy(loops.clone());
@@ -47,12 +58,33 @@ PtxModule ptxAt(mlir::ModuleOp loops, const char *arch,
   return std::move(*ptx);
 }
 
+Target targetOf(const char *arch) {
+  std::optional<Target> target = parseTarget(arch, nullptr);
+  REQUIRE(target);
+  return *target;
+}
+
+/// A compile entry's PTX with lowbit's list and with O3's pipeline.
+template <typename Compile>
+void checkSameAsO3(const std::string &what, Compile compile) {
+  INFO(what);
+  PtxOptions o3;
+  o3.optLevel = 3;
+  llvm::Expected<PtxModule> listed = compile(PtxOptions());
+  if (!listed)
+    FAIL(llvm::toString(listed.takeError()));
+  llvm::Expected<PtxModule> reference = compile(o3);
+  if (!reference)
+    FAIL(llvm::toString(reference.takeError()));
+  CHECK(listed->ptx == reference->ptx);
+}
+
 } // namespace
 
-TEST_CASE("the chosen LLVM level gives O3's PTX for every named kernel",
+TEST_CASE("lowbit's LLVM pass list gives O3's PTX for every named kernel",
           "[ptx][optlevel]") {
   compiler::ContextLease context = compiler::borrowContext();
-  size_t compared = 0, cheaper = 0, differentAtO1 = 0;
+  size_t compared = 0, differentAtO1 = 0;
   for (const Scheme &scheme : namedSchemes()) {
     for (KernelOp op : {KernelOp::Quantize, KernelOp::Dequantize}) {
       KernelSpec spec;
@@ -70,14 +102,11 @@ TEST_CASE("the chosen LLVM level gives O3's PTX for every named kernel",
       for (const char *arch : {"sm_90a", "sm_100a"}) {
         INFO(arch);
         std::string reference = ptxAt(*module, arch, 3).ptx;
-        PtxModule chosen = ptxAt(*module, arch, std::nullopt);
-        CHECK(chosen.ptx == reference);
+        PtxModule listed = ptxAt(*module, arch, std::nullopt);
+        CHECK(listed.ptx == reference);
+        CHECK(listed.optLevel == kPtxOptLevel);
         ++compared;
-        if (chosen.optLevel < 3)
-          ++cheaper;
-        // One kernel is enough to show that a difference is seen (O1 differs
-        // from O3 on several; since the grid-stride loops every named kernel
-        // has a loop, so the chosen level is O3 for all of them).
+        // One kernel is enough to show that a difference is seen.
         if (differentAtO1 == 0 && ptxAt(*module, arch, 1).ptx != reference)
           ++differentAtO1;
       }
@@ -85,9 +114,69 @@ TEST_CASE("the chosen LLVM level gives O3's PTX for every named kernel",
   }
   CHECK(compared == namedSchemes().size() * 2 * 2);
   CHECK(differentAtO1 > 0);
-  std::printf("opt-level: chosen-level PTX == O3 PTX for %zu kernels, %zu of "
-              "them at O%d\n",
-              compared, cheaper, kLoopFreePtxOptLevel);
+  // The list's compiles returned their machines: later ones reuse them.
+  CHECK(idleNvptxMachines() > 0);
+  std::printf("opt-level: lowbit's pass list PTX == O3 PTX for %zu named "
+              "kernels\n",
+              compared);
+}
+
+TEST_CASE("lowbit's LLVM pass list gives O3's PTX for the KV, KIVI and "
+          "decode-attention kernels",
+          "[ptx][optlevel]") {
+  Target target = targetOf("sm_90a");
+  std::string error;
+  for (const char *text :
+       {"kv_append kv_int8_g64 convention=multiplier layout=paged heads=8 "
+        "head_dim=128 from=bf16",
+        "kv_dequantize kv_fp8_e4m3 scale=per_head layout=contiguous heads=8 "
+        "head_dim=128 to=f16",
+        "kv_append kv_fp8_e5m2 scale=per_tensor layout=contiguous heads=8 "
+        "head_dim=128 from=bf16"}) {
+    std::optional<kv::KvKernelSpec> spec = kv::parseKvKernelSpec(text, &error);
+    REQUIRE(spec);
+    checkSameAsO3(text, [&](const PtxOptions &options) {
+      return compiler::compileKvToPtx(*spec, target, options);
+    });
+  }
+  for (const char *text :
+       {"kivi_append kv_kivi_int4 group=32 residual=128 per_channel from=bf16 "
+        "layout=paged heads=8 head_dim=128",
+        "kivi_dequantize kv_kivi_int2 group=32 residual=128 per_token "
+        "from=bf16 to=f16 layout=contiguous heads=8 head_dim=128"}) {
+    std::optional<kv::KiviKernelSpec> spec =
+        kv::parseKiviKernelSpec(text, &error);
+    REQUIRE(spec);
+    checkSameAsO3(text, [&](const PtxOptions &options) {
+      return compiler::compileKiviToPtx(*spec, target, options);
+    });
+  }
+  const char *kivi = "kivi_attend kv_kivi_int4 group=32 residual=128 "
+                     "cache=f16 q=f32 layout=contiguous q_heads=8 kv_heads=2 "
+                     "head_dim=72 split=64";
+  std::optional<kv::KiviAttentionSpec> kiviSpec =
+      kv::parseKiviAttentionSpec(kivi, &error);
+  REQUIRE(kiviSpec);
+  checkSameAsO3(kivi, [&](const PtxOptions &options) {
+    return compiler::compileKiviAttentionToPtx(*kiviSpec, target, options);
+  });
+  // The FlashDecoding kernel: its GPU-form module through the GPU tail.
+  const char *attend = "kv_attend kv_int8_g64 convention=multiplier q=bf16 "
+                       "layout=paged q_heads=32 kv_heads=8 head_dim=128";
+  std::optional<kv::KvAttentionSpec> attendSpec =
+      kv::parseKvAttentionSpec(attend, &error);
+  REQUIRE(attendSpec);
+  llvm::Expected<std::string> gpuText =
+      compiler::kvAttentionGpuText(*attendSpec);
+  if (!gpuText)
+    FAIL(llvm::toString(gpuText.takeError()));
+  compiler::ContextLease context = compiler::borrowContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(*gpuText, context.get());
+  REQUIRE(module);
+  INFO(attend);
+  CHECK(ptxAt(*module, "sm_90a", std::nullopt).ptx ==
+        ptxAt(*module, "sm_90a", 3).ptx);
 }
 
 TEST_CASE("an LLVM level outside 0..3 is an error, not an abort",
