@@ -1,6 +1,7 @@
 //===- CpuJit.cpp - A minimal JIT for loops-level test functions ----------===//
 
 #include "CpuJit.h"
+#include "GpuTestSupport.h"
 
 #include "dialect/LowbitOps.h"
 #include "format/Format.h"
@@ -58,17 +59,15 @@ std::unique_ptr<CpuJit> CpuJit::compile(const std::string &moduleText,
   mlir::registerLLVMDialectTranslation(registry);
   context.appendDialectRegistry(registry);
 
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      parseTestModule(context, moduleText, error);
+  if (!module)
+    return nullptr;
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
     llvm::raw_string_ostream(diagnostics) << diag << "\n";
     return mlir::success();
   });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(moduleText, &context);
-  if (!module) {
-    error = "parse failed: " + diagnostics;
-    return nullptr;
-  }
   mlir::PassManager pm(&context);
   pm.addPass(lowbit::createLowbitExpandCodecs());
   pm.addPass(mlir::createSCFToControlFlowPass());

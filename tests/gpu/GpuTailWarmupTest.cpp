@@ -10,23 +10,14 @@
 #include "lowering/NvptxCodegen.h"
 #include "runtime/compiler/Compiler.h"
 
+#include "TestTarget.h"
+
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 
 using namespace lowbit;
-
-namespace {
-
-Target targetOf(const std::string &text) {
-  std::string error;
-  std::optional<Target> target = parseTarget(text, &error);
-  INFO(error);
-  REQUIRE(target);
-  return *target;
-}
-
-} // namespace
+using lowbit::test::targetOf;
 
 TEST_CASE("the GPU tail warm-up runs once, for valid NVIDIA targets only",
           "[warmup]") {

@@ -77,6 +77,21 @@ std::string decodeFunction(const std::string &name,
           "} : " + code + " to f32");
 }
 
+mlir::OwningOpRef<mlir::ModuleOp> parseTestModule(mlir::MLIRContext &context,
+                                                  const std::string &moduleText,
+                                                  std::string &error) {
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    llvm::raw_string_ostream(diagnostics) << diag << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(moduleText, &context);
+  if (!module)
+    error = "parse failed: " + diagnostics;
+  return module;
+}
+
 bool compileToPtx(const std::string &moduleText, const std::string &targetText,
                   std::string &ptxOrError) {
   std::optional<Target> target = parseTarget(targetText, &ptxOrError);
@@ -85,17 +100,10 @@ bool compileToPtx(const std::string &moduleText, const std::string &targetText,
   mlir::DialectRegistry registry;
   registerGpuTailDependencies(registry);
   mlir::MLIRContext context(registry);
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
-    llvm::raw_string_ostream(diagnostics) << diag << "\n";
-    return mlir::success();
-  });
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(moduleText, &context);
-  if (!module) {
-    ptxOrError = "parse failed: " + diagnostics;
+      parseTestModule(context, moduleText, ptxOrError);
+  if (!module)
     return false;
-  }
   std::string error;
   mlir::FailureOr<PtxModule> ptx = lowerToPtx(*module, *target, error);
   if (mlir::failed(ptx)) {

@@ -24,6 +24,12 @@ std::string encodeFunction(const std::string &name,
 std::string decodeFunction(const std::string &name,
                            const std::string &formatName);
 
+/// `moduleText` parsed into `context`, or null and "parse failed: " with
+/// the parser's diagnostics in `error`.
+mlir::OwningOpRef<mlir::ModuleOp> parseTestModule(mlir::MLIRContext &context,
+                                                  const std::string &moduleText,
+                                                  std::string &error);
+
 /// Lowers `moduleText` to PTX for `targetText` in process. Returns true and
 /// the PTX, or false and the error.
 bool compileToPtx(const std::string &moduleText, const std::string &targetText,

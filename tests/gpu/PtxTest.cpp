@@ -13,6 +13,8 @@
 #include "lowering/NativeConversionTable.h"
 #include "lowering/Target.h"
 
+#include "TestTarget.h"
+
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -21,14 +23,6 @@ using namespace lowbit;
 using namespace lowbit::test;
 
 namespace {
-
-Target targetOf(const std::string &text) {
-  std::string error;
-  std::optional<Target> target = parseTarget(text, &error);
-  INFO(error);
-  REQUIRE(target);
-  return *target;
-}
 
 bool nativeEncode(const std::string &target, const std::string &format,
                   Rounding rounding = Rounding::NearestEven,

@@ -233,7 +233,9 @@ int64_t elementsOf(const std::vector<int64_t> &shape) {
 }
 
 /// The pages of a cache of `capacity` tokens per sequence (paged only).
-void pageCache(KvGeometry &g, std::mt19937 *shuffle) {
+void pageCache(KvGeometry &g, kv::KvLayout layout, std::mt19937 *shuffle) {
+  if (layout != kv::KvLayout::Paged)
+    return;
   g.maxBlocks = (g.capacity + kv::kPageTokens - 1) / kv::kPageTokens;
   g.pages = g.batch * g.maxBlocks + (shuffle ? 1 : 0);
   std::vector<int32_t> order = pageOrder(g.pages, shuffle);
@@ -278,14 +280,11 @@ Dims dimsOf(const std::vector<compiler::KvKernelParam> &params,
 
 KvGeometry kvGeometry(const kv::KvKernelSpec &spec, KvAotSize size,
                       std::mt19937 *shuffle) {
-  KvGeometry g;
-  g.batch = size.batch;
-  g.tokens = size.tokens;
+  KvGeometry g{size.batch, size.tokens};
   for (int64_t b = 0; b < g.batch; ++b)
     g.positions.push_back(int32_t(shuffle ? 3 * b : 0));
   g.capacity = g.tokens + g.positions.back();
-  if (spec.layout == kv::KvLayout::Paged)
-    pageCache(g, shuffle);
+  pageCache(g, spec.layout, shuffle);
   return g;
 }
 
@@ -298,9 +297,7 @@ KvGeometry kvGeometry(const kv::KvKernelSpec &spec, KvAotSize size,
 /// empty sequences take N tokens; dequantize reads all N of full ones.
 KvGeometry kiviGeometry(const kv::KiviKernelSpec &spec, KvAotSize size,
                         std::mt19937 *shuffle) {
-  KvGeometry g;
-  g.batch = size.batch;
-  g.tokens = size.tokens;
+  KvGeometry g{size.batch, size.tokens};
   bool append = spec.op == kv::KvKernelOp::Append;
   int64_t step =
       shuffle ? std::max<int64_t>(spec.side.residualSlots() - 10, 1) : 0;
@@ -312,8 +309,7 @@ KvGeometry kiviGeometry(const kv::KiviKernelSpec &spec, KvAotSize size,
     g.capacity = std::max(g.capacity, length + (append ? g.tokens : 0));
   }
   g.groupRows = (g.capacity + spec.side.groupSize - 1) / spec.side.groupSize;
-  if (spec.layout == kv::KvLayout::Paged)
-    pageCache(g, shuffle);
+  pageCache(g, spec.layout, shuffle);
   return g;
 }
 

@@ -58,9 +58,9 @@ struct KvGeometry {
   std::vector<int32_t> lengths;
 };
 
-/// The pages of a cache of `capacity` tokens per sequence (paged only):
-/// shuffled with a spare page (`shuffle`) or in order.
-void pageCache(KvGeometry &g, std::mt19937 *shuffle);
+/// The pages of a cache of `capacity` tokens per sequence (a paged
+/// `layout` only): shuffled with a spare page (`shuffle`) or in order.
+void pageCache(KvGeometry &g, kv::KvLayout layout, std::mt19937 *shuffle);
 /// An index buffer of `g` (positions, lengths, block_table) by its role;
 /// empty for every other role.
 Bytes indexBytes(const std::string &role, const KvGeometry &g);
