@@ -15,6 +15,7 @@
 
 #include "lowering/GpuKernelBuilder.h"
 #include "lowering/LowbitFusionBody.h"
+#include "lowering/RunningMax.h"
 
 #include "dialect/LowbitAttentionOps.h"
 #include "kv/KvDecodeOrder.h"
@@ -27,8 +28,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
-
-#include <limits>
 
 namespace lowbit::attention {
 
@@ -149,12 +148,7 @@ protected:
     return math::FmaOp::create(b, x, y, z);
   }
   Value exp(Value x) { return lowbit::emitPrologueExp(b, b.getLoc(), x); }
-  /// x > m ? x : m: a NaN never wins, and no libdevice call (fmaxf) is
-  /// left for the GPU tail.
-  Value larger(Value m, Value x) {
-    Value greater = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, m);
-    return arith::SelectOp::create(b, greater, x, m);
-  }
+  Value larger(Value m, Value x) { return emitLarger(b, m, x); }
 
   /// seq_lens[sequence] as an index.
   Value lengthOf(Value sequence) {
@@ -266,17 +260,8 @@ protected:
 
   float softmaxScale() { return op.getSoftmaxScale().convertToFloat(); }
 
-  /// The running max (`larger`) of value(i) for i in [begin, end), from
-  /// -inf.
   Value maxOver(Value begin, Value end, function_ref<Value(Value)> value) {
-    auto loop = scf::ForOp::create(
-        b, begin, end, idx(1),
-        ValueRange{f32(-std::numeric_limits<float>::infinity())});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    scf::YieldOp::create(
-        b, larger(loop.getRegionIterArg(0), value(loop.getInductionVar())));
-    return loop.getResult(0);
+    return emitMaxOver(b, begin, end, value);
   }
 
   /// Stores 0 at at(channel) for every channel of the head.

@@ -23,6 +23,7 @@
 
 #include "lowering/KiviCacheAccess.h"
 #include "lowering/LowbitFusionBody.h"
+#include "lowering/RunningMax.h"
 
 #include "dialect/LowbitKiviOps.h"
 
@@ -30,8 +31,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-
-#include <limits>
 
 using namespace mlir;
 namespace ld = lowbit::dialect;
@@ -126,19 +125,8 @@ private:
     return arith::MulFOp::create(b, dot, f32(softmaxScale));
   }
 
-  /// The running x > m ? x : m of value(i) over [begin, end) from -inf (a
-  /// NaN never wins).
   Value maxOver(Value begin, Value end, function_ref<Value(Value)> value) {
-    auto loop = scf::ForOp::create(
-        b, begin, end, idx(1),
-        ValueRange{f32(-std::numeric_limits<float>::infinity())});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value m = loop.getRegionIterArg(0);
-    Value x = value(loop.getInductionVar());
-    scf::YieldOp::create(
-        b, ValueRange{select(cmpf(arith::CmpFPredicate::OGT, x, m), x, m)});
-    return loop.getResult(0);
+    return lowbit::emitMaxOver(b, begin, end, value);
   }
 
   Value exp(Value x) { return lowbit::emitPrologueExp(b, b.getLoc(), x); }
