@@ -25,6 +25,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #define DEBUG_TYPE "lowbit-expand-codecs"
@@ -209,7 +210,7 @@ Value encodeFloatRnSaturating(CodecBuilder &cb,
 
 /// Codec.cpp's encodeIntValue: round (rn/rz/rp), clamp, NaN gives 0.
 /// Clamping first and rounding second gives the same result because the
-/// bounds are integers, and keeps fptosi in range.
+/// bounds are integers, and keeps the conversion in range.
 Value encodeInt(CodecBuilder &cb, const lowbit::Format &format,
                 lowbit::Rounding rounding, Value input) {
   using F = arith::CmpFPredicate;
@@ -220,24 +221,39 @@ Value encodeInt(CodecBuilder &cb, const lowbit::Format &format,
   Value clamped = cb.select(isNan, cb.f32Const(0.0f), input);
   clamped = cb.select(cb.cmpf(F::OLT, clamped, lowest), lowest, clamped);
   clamped = cb.select(cb.cmpf(F::OGT, clamped, highest), highest, clamped);
-  // fptosi truncates toward zero; the fraction it drops is exact in f32.
-  Value truncated = arith::FPToSIOp::create(cb.b, cb.i32(), clamped);
-  Value fraction = arith::SubFOp::create(
-      cb.b, clamped, arith::SIToFPOp::create(cb.b, cb.f32(), truncated));
-  Value rounded = truncated;
-  if (rounding == lowbit::Rounding::NearestEven) {
-    Value odd = cb.cmp(P::ne, cb.band(truncated, cb.u32(1)), cb.u32(0));
-    Value half = cb.f32Const(0.5f), minusHalf = cb.f32Const(-0.5f);
-    Value up = arith::OrIOp::create(
-        cb.b, cb.cmpf(F::OGT, fraction, half),
-        arith::AndIOp::create(cb.b, cb.cmpf(F::OEQ, fraction, half), odd));
-    Value down = arith::OrIOp::create(
-        cb.b, cb.cmpf(F::OLT, fraction, minusHalf),
-        arith::AndIOp::create(cb.b, cb.cmpf(F::OEQ, fraction, minusHalf), odd));
-    rounded = cb.sub(cb.add(truncated, cb.zext(up)), cb.zext(down));
-  } else if (rounding == lowbit::Rounding::TowardPosInf) {
-    rounded = cb.add(truncated,
-                     cb.zext(cb.cmpf(F::OGT, fraction, cb.f32Const(0.0f))));
+  Value rounded;
+  if (rounding == lowbit::Rounding::NearestEven &&
+      std::max(-format.intMin(), format.intMax()) <= (int64_t(1) << 22)) {
+    // For |x| <= 2^22, x + 1.5 * 2^23 lies in [2^23, 2^24), where the f32
+    // ulp is 1: the add rounds x to an integer with the FPU's ties-to-even,
+    // and the sum's bits are 0x4b400000 + that integer (two's complement
+    // below zero). Two ops instead of a truncation, a fraction and four
+    // comparisons; on NVPTX, add.f32 and sub.s32.
+    constexpr uint32_t kMagicBits = 0x4b400000u; // 1.5 * 2^23
+    Value sum =
+        arith::AddFOp::create(cb.b, clamped, cb.toFloat(cb.u32(kMagicBits)));
+    rounded = cb.sub(cb.toBits(sum), cb.u32(kMagicBits));
+  } else {
+    // fptosi truncates toward zero; the fraction it drops is exact in f32.
+    Value truncated = arith::FPToSIOp::create(cb.b, cb.i32(), clamped);
+    Value fraction = arith::SubFOp::create(
+        cb.b, clamped, arith::SIToFPOp::create(cb.b, cb.f32(), truncated));
+    rounded = truncated;
+    if (rounding == lowbit::Rounding::NearestEven) {
+      Value odd = cb.cmp(P::ne, cb.band(truncated, cb.u32(1)), cb.u32(0));
+      Value half = cb.f32Const(0.5f), minusHalf = cb.f32Const(-0.5f);
+      Value up = arith::OrIOp::create(
+          cb.b, cb.cmpf(F::OGT, fraction, half),
+          arith::AndIOp::create(cb.b, cb.cmpf(F::OEQ, fraction, half), odd));
+      Value down = arith::OrIOp::create(
+          cb.b, cb.cmpf(F::OLT, fraction, minusHalf),
+          arith::AndIOp::create(cb.b, cb.cmpf(F::OEQ, fraction, minusHalf),
+                                odd));
+      rounded = cb.sub(cb.add(truncated, cb.zext(up)), cb.zext(down));
+    } else if (rounding == lowbit::Rounding::TowardPosInf) {
+      rounded = cb.add(truncated,
+                       cb.zext(cb.cmpf(F::OGT, fraction, cb.f32Const(0.0f))));
+    }
   }
   return cb.band(rounded, cb.u32(format.codeMask()));
 }
