@@ -17,6 +17,11 @@ config.environment["PATH"] = os.pathsep.join(
 # The tests verify the IR after every pass; release builds do not
 # (docs/pipeline.md).
 config.environment["LOWBIT_VERIFY_PASSES"] = "1"
+# Kernels cached by the tests stay in the build tree: never read from, or
+# written to, the user's cache (a kernel cached there by hand once made a
+# test that expects a compile see a hit instead). A test that needs an
+# empty cache still names its own directory.
+config.environment["LOWBIT_CACHE_DIR"] = os.path.join(config.test_exec_root, "kernel-cache")
 config.substitutions.append(("%lowbit_src", config.lowbit_src_root))
 config.substitutions.append(("%lowbit_bin", config.lowbit_tools_dir))
 config.substitutions.append(("%python", config.python_executable))
