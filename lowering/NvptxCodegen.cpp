@@ -44,9 +44,7 @@ struct MachinePool {
 // removing, in O3's order, every pass whose removal kept the PTX of 119
 // kernels byte-identical (the named kernels and the KV/attention modules
 // on sm_90a and sm_100a; then checked on 193 with sm_80 and sm_89:
-// docs/pipeline.md). Each pass left changed some kernel's PTX when tried;
-// constraint-elimination and globalopt were added back for the one-launch
-// decode attention kernel, whose PTX needs both to be O3's.
+// docs/pipeline.md). Each pass left changed some kernel's PTX when tried.
 const char *const kPtxPassList =
     "function<eager-inv>(early-cse<>),ipsccp,"
     "function<eager-inv>(instcombine<max-iterations=1;no-verify-fixpoint>),"
@@ -59,12 +57,12 @@ const char *const kPtxPassList =
     "keep-loops;no-hoist-common-insts;"
     "no-hoist-loads-stores-with-cond-faulting;no-sink-common-insts;"
     "speculate-blocks;simplify-cond-branch;no-speculate-unpredictables>,"
-    "reassociate,constraint-elimination,loop-mssa(licm<no-allowspeculation>,"
+    "reassociate,loop-mssa(licm<no-allowspeculation>,"
     "loop-rotate<header-duplication;no-prepare-for-lto>,"
     "licm<allowspeculation>),"
     "instcombine<max-iterations=1;no-verify-fixpoint>,loop(indvars,"
     "loop-deletion,lowbit-loop-unroll-full-o3),vector-combine,gvn<>,"
-    "correlated-propagation))),globalopt,"
+    "correlated-propagation))),"
     "function<eager-inv>(loop-vectorize<no-interleave-forced-only;"
     "no-vectorize-forced-only;>,"
     "instcombine<max-iterations=1;no-verify-fixpoint>,"
