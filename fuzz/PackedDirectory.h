@@ -1,11 +1,11 @@
-//===- PackedDirectory.h - A directory of files as one fuzz input -*- C++
-//-*-===//
+//===- PackedDirectory.h - A directory as one fuzz input --------*- C++ -*-===//
 //
 // The directory readers (a `lowbit quantize` directory, a KV cache) read a
 // fixed set of files. A fuzz input holds them in a fixed order, separated
 // by kSeparator (fuzz/pack.py writes it); an empty or missing part is a
-// missing file. The parts are written to a scratch directory of the process's own,
-// which the reader under test then opens by path, as the CLI does.
+// missing file. The parts are written to a scratch directory of the
+// process's own, which the reader under test then opens by path, as the
+// CLI does.
 //
 //===----------------------------------------------------------------------===//
 
