@@ -676,7 +676,10 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
       (side ? cache->valueResidual : cache->keyResidual) =
           window->values<float>();
       if (!cache->dequantizeKivi(side == 0, &reason))
-        return fail(prefix + "codes.npy: " + reason);
+        return fail(
+            std::string(side ? "the stored values" : "the stored keys") + " (" +
+            prefix + "codes.npy, " + prefix + "scales.npy, " + prefix +
+            "zeros.npy) do not dequantize: " + reason);
     }
   }
   return cache;
