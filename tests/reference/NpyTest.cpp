@@ -153,6 +153,15 @@ TEST_CASE("npy: malformed files are refused with a reason", "[npy]") {
         "malformed header: byte 0xff at offset 24 is not printable ASCII");
 }
 
+// A manifest or a symlink in a directory may name a device: /dev/zero was
+// read until memory ran out. It is refused by what it is (shown with
+// /dev/null, which a broken check would read as an empty file).
+TEST_CASE("npy: a device is refused, not read", "[npy]") {
+  std::string error;
+  CHECK_FALSE(readNpy("/dev/null", &error));
+  CHECK(error == "'/dev/null' is a device or socket, not a file");
+}
+
 TEST_CASE("npy: writes are atomic and report failures", "[npy]") {
   auto dir = scratchDir();
   std::string path = (dir / "a.npy").string();
