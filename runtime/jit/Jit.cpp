@@ -43,6 +43,17 @@
 
 namespace lowbit {
 
+Expected<std::string> targetFeatures(const Target &target) {
+  std::string error;
+  if (target.isNvidia() && !validateTarget(target, &error))
+    return makeError(ErrorCode::InvalidArgument, "target: " + error);
+  // A CPU kernel is compiled in this process anyway: only its key asks the
+  // compiler (LLVM's host detection); a GPU key never does.
+  if (!target.isCpu())
+    return std::string();
+  return hostCpuFeatures();
+}
+
 Expected<std::string> hostCpuFeatures() {
   static const Expected<std::string> hostFeatures =
       []() -> Expected<std::string> {
@@ -279,7 +290,7 @@ namespace {
 constexpr size_t kMaxBuffers = 32;
 } // namespace
 
-struct Kernel::State {
+struct Kernel::State : ResolvedGpuKernel {
   std::shared_ptr<Jit::Impl> jit;
   KernelSpec spec;
   Target target;
@@ -288,17 +299,11 @@ struct Kernel::State {
   size_t paramCount = 0;
   /// The key get() compiled: the spec's sizes, every buffer aligned.
   KernelKey primaryKey;
-  // What get() resolved (for ptx(), resources()).
-  std::shared_ptr<const CacheEntry> gpuEntry;
-  std::string ptx;
   std::shared_ptr<CpuEntry> cpuEntry;
-  bool fromDisk = false;
-  double compileMillis = 0;
   /// GPU: the primary entry's launches, compiled at get(), or why they
   /// cannot be (an unsupported plan: launch() returns it).
   std::shared_ptr<const launch::LaunchProgram> program;
   std::optional<Error> programError;
-  int64_t workspaceWords = 0;
   /// The primary entry's module, loaded by the first launch.
   mutable std::mutex moduleMutex;
   mutable std::shared_ptr<LoadedModule> primaryModule;
@@ -456,11 +461,25 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
   return arguments;
 }
 
-KernelResources Kernel::resources() const {
+Expected<std::string>
+ResolvedGpuKernel::take(std::shared_ptr<const CacheEntry> entry) {
+  Expected<GpuPayload> payload =
+      runtime::decodeGpuPayload(entry->kernel.binary);
+  if (!payload)
+    return std::move(payload).takeError();
+  ptx = std::move(payload->ptx);
+  fromDisk = entry->origin == CacheEntry::Origin::Disk;
+  compileMillis = entry->compileMillis;
+  workspaceWords = payload->workspaceWords;
+  gpuEntry = std::move(entry);
+  return std::move(payload->plan);
+}
+
+KernelResources ResolvedGpuKernel::resources() const {
   KernelResources resources;
-  if (!state->gpuEntry)
+  if (!gpuEntry)
     return resources;
-  const CompiledKernel &kernel = state->gpuEntry->kernel;
+  const CompiledKernel &kernel = gpuEntry->kernel;
   resources.registers = kernel.registers;
   resources.spillStoreBytes = kernel.spillStoreBytes;
   resources.spillLoadBytes = kernel.spillLoadBytes;
@@ -468,6 +487,8 @@ KernelResources Kernel::resources() const {
   resources.stackBytes = kernel.stackBytes;
   return resources;
 }
+
+KernelResources Kernel::resources() const { return state->resources(); }
 
 Status Kernel::run(std::span<void *const> buffers, int64_t rows,
                    int64_t cols) const {
@@ -669,20 +690,11 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   // launch path sizes their side tensors by side (ArgumentShapes.h). A GPU
   // target gets the compiler's answer, which refuses them while they have
   // no GPU lowering (docs/fusion.md).
-  if (target.isNvidia() && !validateTarget(target, &error))
-    return makeError(ErrorCode::InvalidArgument, "target: " + error);
-
-  // A CPU kernel is compiled in this process anyway: only its key asks the
-  // compiler (LLVM's host detection); a GPU key never does.
-  std::string features;
-  if (target.isCpu()) {
-    Expected<std::string> host = hostCpuFeatures();
-    if (!host)
-      return std::move(host).takeError();
-    features = std::move(*host);
-  }
+  Expected<std::string> features = targetFeatures(target);
+  if (!features)
+    return std::move(features).takeError();
   runtime::KernelSignature signature =
-      jit::kernelSignature(spec, target, features);
+      jit::kernelSignature(spec, target, *features);
   std::vector<KernelAbiParam> params = kernelAbi(spec);
   size_t paramCount = params.size();
   if (paramCount > kMaxBuffers)
@@ -713,18 +725,11 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   auto entry = impl->resolveGpu(state->primaryKey, spec, target);
   if (!entry)
     return std::move(entry).takeError();
-  Expected<GpuPayload> payload =
-      runtime::decodeGpuPayload((*entry)->kernel.binary);
-  if (!payload)
-    return std::move(payload).takeError();
-  state->gpuEntry = *entry;
-  state->ptx = std::move(payload->ptx);
-  state->fromDisk = (*entry)->origin == CacheEntry::Origin::Disk;
-  state->compileMillis = (*entry)->compileMillis;
+  Expected<std::string> planText = state->take(*entry);
+  if (!planText)
+    return std::move(planText).takeError();
   // Launch sizes are compiled once, here; launch() only evaluates them.
-  // The workspace size is in the entry: nothing here needs the compiler.
-  state->workspaceWords = payload->workspaceWords;
-  Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(payload->plan);
+  Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(*planText);
   Expected<launch::LaunchProgram> program =
       plan ? launch::compileLaunchPlan(*plan, paramCount, state->workspaceWords)
            : Expected<launch::LaunchProgram>(plan.error());

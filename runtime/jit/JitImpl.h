@@ -76,6 +76,25 @@ inline std::string memoKeyOf(std::string_view specText, const Target &target) {
 /// The host CPU's name and feature hash (the compiler's host detection,
 /// asked once per process): what a CPU kernel's key is specialized on.
 Expected<std::string> hostCpuFeatures();
+/// The features a kernel's key holds for `target` (hostCpuFeatures on the
+/// CPU, "" for a GPU, whose PTX version is the signature's); an NVIDIA
+/// target the target table refuses is InvalidArgument.
+Expected<std::string> targetFeatures(const Target &target);
+
+/// What get() and getKv() keep of a resolved GPU entry (for ptx(),
+/// resources() and the launches).
+struct ResolvedGpuKernel {
+  std::shared_ptr<const CacheEntry> gpuEntry;
+  std::string ptx;
+  bool fromDisk = false;
+  double compileMillis = 0;
+  /// Read from the entry: nothing here needs the compiler.
+  int64_t workspaceWords = 0;
+
+  /// Takes `entry` (its payload decoded); returns the launch plan's text.
+  Expected<std::string> take(std::shared_ptr<const CacheEntry> entry);
+  KernelResources resources() const;
+};
 
 /// Builds a GPU kernel on a miss: the compiler's table and whether a cubin
 /// follows (false: PTX only, nvJitLink not loaded).

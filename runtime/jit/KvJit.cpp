@@ -14,7 +14,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/aot/Bundle.h"
-#include "runtime/cache/GpuPayload.h"
 #include "runtime/jit/JitImpl.h"
 #include "runtime/jit/KernelSignature.h"
 #include "runtime/jit/KvJitSpec.h"
@@ -24,9 +23,8 @@ namespace lowbit {
 using compiler::CallDim;
 using compiler::CallSizes;
 using compiler::KvKernelParam;
-using runtime::GpuPayload;
 
-struct KvKernel::State {
+struct KvKernel::State : ResolvedGpuKernel {
   std::shared_ptr<Jit::Impl> jit;
   jit::KvJitSpec spec;
   std::string text;
@@ -34,12 +32,7 @@ struct KvKernel::State {
   std::vector<KvKernelParam> abi;
   std::vector<KvParamInfo> params;
   KernelKey key;
-  std::shared_ptr<const CacheEntry> gpuEntry;
-  std::string ptx;
   std::shared_ptr<KvCpuEntry> cpuEntry;
-  bool fromDisk = false;
-  double compileMillis = 0;
-  int64_t workspaceWords = 0;
   /// GPU: the entry's launch plan as the AOT bundle holds it, or why it
   /// cannot be launched.
   std::vector<aot::Launch> launches;
@@ -205,18 +198,7 @@ int64_t KvKernel::workspaceWords() const { return state->workspaceWords; }
 bool KvKernel::loadedFromDisk() const { return state->fromDisk; }
 double KvKernel::compileMillis() const { return state->compileMillis; }
 
-KernelResources KvKernel::resources() const {
-  KernelResources resources;
-  if (!state->gpuEntry)
-    return resources;
-  const CompiledKernel &kernel = state->gpuEntry->kernel;
-  resources.registers = kernel.registers;
-  resources.spillStoreBytes = kernel.spillStoreBytes;
-  resources.spillLoadBytes = kernel.spillLoadBytes;
-  resources.sharedBytes = kernel.sharedBytes;
-  resources.stackBytes = kernel.stackBytes;
-  return resources;
-}
+KernelResources KvKernel::resources() const { return state->resources(); }
 
 Status KvKernel::run(std::span<const KvTensor> buffers) const {
   if (!state->target.isCpu())
@@ -322,16 +304,9 @@ makeKvKernelState(const std::shared_ptr<Jit::Impl> &impl,
   Expected<jit::KvJitSpec> spec = jit::parseKvJitSpec(specText);
   if (!spec)
     return std::move(spec).takeError();
-  std::string error;
-  if (target.isNvidia() && !validateTarget(target, &error))
-    return makeError(ErrorCode::InvalidArgument, "target: " + error);
-  std::string features;
-  if (target.isCpu()) {
-    Expected<std::string> host = hostCpuFeatures();
-    if (!host)
-      return std::move(host).takeError();
-    features = std::move(*host);
-  }
+  Expected<std::string> features = targetFeatures(target);
+  if (!features)
+    return std::move(features).takeError();
   auto state = std::make_shared<KvKernel::State>();
   state->jit = impl;
   state->spec = *spec;
@@ -350,7 +325,7 @@ makeKvKernelState(const std::shared_ptr<Jit::Impl> &impl,
   // Every size is dynamic and the codegen does not use alignment: one
   // key per spec and target (the pointers all count as aligned).
   runtime::KernelSignature signature = jit::targetSignature(
-      state->text, target, features, int(state->abi.size()));
+      state->text, target, *features, int(state->abi.size()));
   signature.inputDtype = state->abi.front().elementType;
   Expected<std::shared_ptr<const PreparedSignature>> prepared =
       runtime::prepareSignature(std::move(signature));
@@ -381,16 +356,10 @@ makeKvKernelState(const std::shared_ptr<Jit::Impl> &impl,
       });
   if (!entry)
     return std::move(entry).takeError();
-  Expected<GpuPayload> payload =
-      runtime::decodeGpuPayload((*entry)->kernel.binary);
-  if (!payload)
-    return std::move(payload).takeError();
-  state->gpuEntry = *entry;
-  state->ptx = std::move(payload->ptx);
-  state->fromDisk = (*entry)->origin == CacheEntry::Origin::Disk;
-  state->compileMillis = (*entry)->compileMillis;
-  state->workspaceWords = payload->workspaceWords;
-  Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(payload->plan);
+  Expected<std::string> planText = state->take(*entry);
+  if (!planText)
+    return std::move(planText).takeError();
+  Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(*planText);
   if (!plan) {
     state->launchError = plan.error();
   } else if (!plan->unsupported.empty()) {
@@ -399,6 +368,7 @@ makeKvKernelState(const std::shared_ptr<Jit::Impl> &impl,
               "the launches cannot be described: " + plan->unsupported};
   } else {
     for (const launch::LaunchStep &step : plan->steps) {
+      std::string error;
       std::optional<aot::Launch> launch = aot::fromLaunchStep(step, &error);
       if (!launch) {
         state->launchError = Error{ErrorCode::CorruptEntry, error};

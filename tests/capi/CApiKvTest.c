@@ -4,51 +4,16 @@
  * code and message. Through LowbitC, so the compiler is the dlopen'd
  * library (LowbitJitLoader). Prints "N passed, N failed". */
 
+#include "CApiCheck.h"
 #include "lowbit/lowbit.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static int passed, failed;
-
-static void check(int ok, const char *what, int line) {
-  if (ok) {
-    ++passed;
-    return;
-  }
-  ++failed;
-  fprintf(stderr, "line %d: FAILED: %s (last error: '%s')\n", line, what,
-          lowbit_last_error());
-}
-#define CHECK(condition) check((condition) != 0, #condition, __LINE__)
-
-static void expectError(lowbit_status status, lowbit_status code,
-                        const char *text, int line) {
-  int ok = status == code && strstr(lowbit_last_error(), text) != NULL;
-  if (!ok)
-    fprintf(stderr, "line %d: got %s '%s', expected %s with '%s'\n", line,
-            lowbit_status_name(status), lowbit_last_error(),
-            lowbit_status_name(code), text);
-  check(ok, "error code and message", line);
-}
-#define EXPECT_ERROR(call, code, text)                                         \
-  expectError((call), (code), (text), __LINE__)
-
 static const DLDataType f32 = {kDLFloat, 32, 1};
 static const DLDataType f16 = {kDLFloat, 16, 1};
 static const DLDataType i8 = {kDLInt, 8, 1};
 static const DLDataType i32 = {kDLInt, 32, 1};
-
-static DLTensor tensor(void *data, DLDataType dtype, int64_t *shape, int ndim) {
-  DLTensor t;
-  memset(&t, 0, sizeof t);
-  t.data = data;
-  t.device.device_type = kDLCPU;
-  t.ndim = ndim;
-  t.dtype = dtype;
-  t.shape = shape;
-  return t;
-}
 
 #define APPEND "kv_append kv_fp8_e4m3 from=f16 heads=1 head_dim=4"
 #define DEQUANTIZE "kv_dequantize kv_fp8_e4m3 to=f32 heads=1 head_dim=4"
