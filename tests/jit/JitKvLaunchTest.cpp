@@ -2,9 +2,11 @@
 //
 // What KvKernel::launch hands cuLaunchKernel (grid, block, shared bytes,
 // every kernel parameter: argument order, descriptors, scalars), for each
-// KV kernel kind, against the launch of the same spec in an AOT bundle
-// that `lowbit aot` wrote: its manifest's steps evaluated and packed the
-// way the bundle's runner does (runtime/aot/Bundle.h). Runs in
+// KV kernel kind (kv_append, kv_dequantize and kv_attend of kv_int8 and
+// kv_fp8, kivi_append, kivi_dequantize), against the launch of the same
+// spec in an AOT bundle that `lowbit aot` wrote: its manifest's steps
+// evaluated and packed the way the bundle's runner does
+// (runtime/aot/Bundle.h). Runs in
 // lowbit-jit-launch-tests' process (the stub as libcuda, no nvJitLink).
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +21,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <unistd.h>
 
 using namespace lowbit;
@@ -91,7 +94,35 @@ std::vector<KvCall> calls() {
       result.push_back({spec, tensors});
     }
   }
+  // KIVI: buffers sized from the kernel's parameters (tensorsFor).
+  result.push_back({"kivi_append kv_kivi_int4 group=32 residual=128 "
+                    "per_channel from=f16 layout=contiguous heads=2 "
+                    "head_dim=40",
+                    {}});
+  result.push_back({"kivi_dequantize kv_kivi_int2 group=32 residual=0 "
+                    "per_token to=f32 layout=paged heads=2 head_dim=40",
+                    {}});
   return result;
+}
+
+/// One fake buffer per parameter, each call-fixed size from one table
+/// (group_rows = ceil(cache_tokens / 32)).
+std::vector<KvTensor> tensorsFor(const KvKernel &kernel) {
+  const std::map<std::string_view, int64_t> sizes = {
+      {"batch", 2}, {"new_tokens", 3}, {"cache_tokens", 32},
+      {"pages", 3}, {"max_blocks", 2}, {"group_rows", 1}};
+  std::vector<KvTensor> tensors;
+  for (const KvParamInfo &param : kernel.params()) {
+    KvTensor tensor;
+    tensor.element = param.element;
+    tensor.rank = param.shape.size();
+    for (size_t d = 0; d < tensor.rank; ++d)
+      tensor.shape[d] = param.shape[d] >= 0
+                            ? param.shape[d]
+                            : sizes.at(kvDimName(param.shape[d]));
+    tensors.push_back(fake(tensor, tensors.size()));
+  }
+  return tensors;
 }
 
 /// The bundle `lowbit aot` writes for the calls' specs (PTX only).
@@ -163,13 +194,15 @@ TEST_CASE("launch: KV kernels launch as their AOT bundle does",
   void *stream = reinterpret_cast<void *>(0x53);
   size_t kinds = 0;
   for (size_t c = 0; c < all.size(); ++c) {
-    const KvCall &call = all[c];
+    KvCall &call = all[c];
     const aot::BundleEntry &entry = manifest.entries[c];
     INFO(call.spec);
     auto kernel = (*jit)->getKv(call.spec, *target);
     INFO((kernel.ok() ? std::string() : kernel.error().message));
     REQUIRE(kernel.ok());
     REQUIRE(entry.spec == kernel->spec());
+    if (call.tensors.empty())
+      call.tensors = tensorsFor(*kernel);
     CHECK(kernel->workspaceWords() == entry.workspaceWords);
     stub.reset();
     Status launched = kernel->launch(stream, call.tensors);
@@ -210,7 +243,7 @@ TEST_CASE("launch: KV kernels launch as their AOT bundle does",
     CHECK(swapSeen);
     ++kinds;
   }
-  CHECK(kinds == 6);
+  CHECK(kinds == 8);
 
   // A buffer of the wrong shape never reaches the driver.
   auto append = (*jit)->getKv(all[0].spec, *target);
