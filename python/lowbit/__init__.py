@@ -175,12 +175,9 @@ def dequantize(q, scheme=None, *, scales=None, zeros=None, global_scale=None,
     return output
 
 
-class Kernel:
-    """A compiled kernel (see jit()). Its arguments follow
-    docs/kernel-abi.md: 2-D compact row-major arrays; the global scale may
-    have shape (1,)."""
-
-    _GLOBAL = 3
+class _Compiled:
+    """What Kernel and KvKernel share: the handle, the target, the
+    canonical spec and the PTX."""
 
     def __init__(self, handle, target):
         self._handle = handle
@@ -195,6 +192,26 @@ class Kernel:
     def ptx(self):
         """The PTX of a GPU kernel ("" for a CPU kernel)."""
         return self._handle.ptx
+
+    @staticmethod
+    def _stream(arrays, stream):
+        """`stream`, else torch's current stream where the arrays are CUDA
+        torch tensors, else the default stream (0)."""
+        if stream is not None:
+            return int(stream)
+        if arrays and _is_torch(arrays[0]) and arrays[0].is_cuda:
+            import torch
+
+            return torch.cuda.current_stream(arrays[0].device).cuda_stream
+        return 0
+
+
+class Kernel(_Compiled):
+    """A compiled kernel (see jit()). Its arguments follow
+    docs/kernel-abi.md: 2-D compact row-major arrays; the global scale may
+    have shape (1,)."""
+
+    _GLOBAL = 3
 
     def args(self, rows, cols):
         """The arguments for a [rows, cols] tensor: dicts with role,
@@ -262,35 +279,15 @@ class Kernel:
         (an integer CUstream; None: torch's current stream where the
         arrays are torch tensors, else the default stream). Asynchronous."""
         arrays, outputs = self._complete(arrays)
-        if stream is None:
-            stream = 0
-            if arrays and _is_torch(arrays[0]) and arrays[0].is_cuda:
-                import torch
-
-                stream = torch.cuda.current_stream(arrays[0].device).cuda_stream
-        _check(self._handle.launch(int(stream), arrays))
+        _check(self._handle.launch(self._stream(arrays, stream), arrays))
         return outputs
 
 
-class KvKernel:
+class KvKernel(_Compiled):
     """A compiled KV-cache kernel (see kv_jit()): kv_append, kv_dequantize,
     kivi_append, kivi_dequantize, kv_attend or kivi_attend. Its arguments
     are the N-D compact row-major arrays params() describes, every one
     given (caches are updated in place)."""
-
-    def __init__(self, handle, target):
-        self._handle = handle
-        self.target = target
-
-    @property
-    def spec(self):
-        """The canonical KV kernel spec."""
-        return self._handle.spec
-
-    @property
-    def ptx(self):
-        """The PTX of a GPU kernel ("" for a CPU kernel)."""
-        return self._handle.ptx
 
     def params(self):
         """The parameters, in order: dicts with name, is_output, dtype,
@@ -312,13 +309,8 @@ class KvKernel:
     def launch(self, *arrays, stream=None):
         """Launches a GPU kernel on CUDA arrays of device 0, on `stream`
         (as Kernel.launch). Asynchronous."""
-        if stream is None:
-            stream = 0
-            if arrays and _is_torch(arrays[0]) and arrays[0].is_cuda:
-                import torch
-
-                stream = torch.cuda.current_stream(arrays[0].device).cuda_stream
-        _check(self._handle.launch(int(stream), list(arrays)))
+        _check(self._handle.launch(self._stream(arrays, stream),
+                                   list(arrays)))
 
 
 _default_jits = {}
