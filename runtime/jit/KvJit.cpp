@@ -54,7 +54,19 @@ std::optional<ElementType> elementOf(std::string_view name) {
   return std::nullopt;
 }
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/// a x b x ..., INT64_MAX when it overflows (then no buffer matches it).
+int64_t product(std::initializer_list<int64_t> factors) {
+  int64_t result = 1;
+  for (int64_t factor : factors)
+    if (__builtin_mul_overflow(result, factor, &result))
+      return INT64_MAX;
+  return result;
+}
+
+/// The largest call-fixed size (the AOT manifest's bound, Bundle.h).
+constexpr int64_t kMaxCallSize = aot::kMaxDimension;
 
 std::string describeParam(const std::vector<KvKernelParam> &abi, size_t i) {
   return "buffer " + std::to_string(i) + " (" + abi[i].name + ")";
@@ -92,12 +104,14 @@ Status checkDerivedSizes(const jit::KvJitSpec &spec, const CallSizes &sizes) {
                          "the cache's tokens and the group size");
   case Kind::Attention: {
     const kv::KvAttentionSpec &d = spec.decode;
-    if (Status rows = expectDerived(sizes, compiler::kQueryRows,
-                                    batch * d.qHeads, "batch x q_heads");
+    if (Status rows =
+            expectDerived(sizes, compiler::kQueryRows,
+                          product({batch, d.qHeads}), "batch x q_heads");
         !rows)
       return rows;
     int64_t cacheRows = sizeOf(sizes, compiler::kCacheRows);
-    int64_t block = d.paged ? d.kvHeads * kv::kPageTokens : batch * d.kvHeads;
+    int64_t block = d.paged ? product({d.kvHeads, kv::kPageTokens})
+                            : product({batch, d.kvHeads});
     if (cacheRows % block != 0)
       return makeError(
           ErrorCode::InvalidArgument,
@@ -105,18 +119,21 @@ Status checkDerivedSizes(const jit::KvJitSpec &spec, const CallSizes &sizes) {
               "; it must be a multiple of " + std::to_string(block) +
               (d.paged ? " (kv_heads x 16 per page)" : " (batch x kv_heads)"));
     int64_t maxTokens =
-        d.paged ? sizeOf(sizes, compiler::kMaxBlocks) * kv::kPageTokens
-                : cacheRows / block;
-    return expectDerived(sizes, compiler::kPartialRows,
-                         batch * d.kvHeads * ceilDiv(maxTokens, d.splitTokens) *
-                             d.groupHeads(),
-                         "batch, kv_heads, the splits and the group");
+        d.paged
+            ? product({sizeOf(sizes, compiler::kMaxBlocks), kv::kPageTokens})
+            : cacheRows / block;
+    return expectDerived(
+        sizes, compiler::kPartialRows,
+        product({batch, d.kvHeads, ceilDiv(maxTokens, d.splitTokens),
+                 d.groupHeads()}),
+        "batch, kv_heads, the splits and the group");
   }
   case Kind::KiviAttention: {
     const kv::KiviAttentionSpec &d = spec.kiviDecode;
     int64_t maxTokens =
-        d.paged() ? sizeOf(sizes, compiler::kMaxBlocks) * kv::kPageTokens
-                  : sizeOf(sizes, compiler::kCacheTokens);
+        d.paged()
+            ? product({sizeOf(sizes, compiler::kMaxBlocks), kv::kPageTokens})
+            : sizeOf(sizes, compiler::kCacheTokens);
     if (Status splits =
             expectDerived(sizes, compiler::kSplits,
                           ceilDiv(maxTokens, d.splitTokens), "the tokens");
@@ -169,6 +186,10 @@ Status checkKvBuffers(const KvKernel::State &state,
                                "; the kernel takes " + std::to_string(want));
         continue;
       }
+      if (got > kMaxCallSize)
+        return makeError(ErrorCode::InvalidArgument,
+                         where + " (" + std::string(kvDimName(want)) + ") is " +
+                             std::to_string(got) + "; at most 2^40");
       if (got < 1)
         return makeError(ErrorCode::InvalidArgument,
                          where + " (" + std::string(kvDimName(want)) + ") is " +

@@ -367,6 +367,9 @@ TEST_CASE("getKv: bad specs, buffers and targets are errors", "[kv][errors]") {
   call = tensors();
   call[2].data = nullptr;
   refused(call, "null pointer");
+  call = tensors();
+  call[0].shape[2] = int64_t(1) << 41;
+  refused(call, "(new_tokens) is 2199023255552; at most 2^40");
 
   // Attention's derived sizes: partial rows follow from the others.
   auto attend = jit->getKv(scenario.attendSpec(), cpu());
