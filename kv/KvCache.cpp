@@ -83,8 +83,8 @@ std::optional<KvScheme> parseKvScheme(std::string_view name,
   return KvScheme::Int8Groups;
 }
 
-std::optional<KvCache> KvCache::create(KvCacheConfig config,
-                                       std::string *error) {
+std::optional<KvCache> KvCache::withoutStorage(KvCacheConfig config,
+                                               std::string *error) {
   const int64_t limit = int64_t(1) << 30;
   for (int64_t dim : {config.batch, config.kvHeads, config.headDim})
     if (dim < 1 || dim > limit) {
@@ -118,31 +118,67 @@ std::optional<KvCache> KvCache::create(KvCacheConfig config,
         }
     }
   }
-  KvCache cache(std::move(config));
-  const KvCacheConfig &settings = cache.settings;
-  std::vector<int64_t> none(settings.batch, 0);
-  if (settings.paged) {
-    PagedLayout layout{settings.pages, settings.kvHeads,   1,
-                       settings.batch, settings.maxBlocks, settings.blockTable};
-    if (!validatePagedLayout(layout, none, error))
+  if (config.paged) {
+    if (config.pages < 1 || config.pages > limit || config.maxBlocks < 1 ||
+        config.maxBlocks > limit) {
+      failWith(error, "a paged cache needs pages and max blocks in [1, 2^30]");
       return std::nullopt;
-  } else if (settings.capacity < 1 || settings.capacity > limit) {
+    }
+  } else if (config.capacity < 1 || config.capacity > limit) {
     failWith(error, "a contiguous cache needs a capacity in [1, 2^30] tokens");
     return std::nullopt;
   }
-  int64_t rows = cache.storageShape(1)[0] * cache.storageShape(1)[1] *
-                 cache.storageShape(1)[2];
-  if (rows > (int64_t(1) << 40) / settings.headDim) {
+  KvCache cache(std::move(config));
+  const KvCacheConfig &settings = cache.settings;
+  // Every stored tensor at most 2^40 elements, counted without overflow
+  // (each dimension is at most 2^30, a product of three is not).
+  auto fits = [](const std::vector<int64_t> &shape) {
+    int64_t elements = 1;
+    for (int64_t dim : shape)
+      if (__builtin_mul_overflow(elements, dim, &elements) ||
+          elements > (int64_t(1) << 40))
+        return false;
+    return true;
+  };
+  bool fitting = fits(cache.storageShape(settings.headDim));
+  if (isKivi(settings.scheme))
+    fitting = fitting && fits(cache.kiviScaleShape(true)) &&
+              fits(cache.kiviWindowShape());
+  if (!fitting) {
     failWith(error, "the cache would hold more than 2^40 elements");
     return std::nullopt;
   }
-  cache.keyCodes.assign(rows * settings.headDim, 0);
-  cache.valueCodes.assign(rows * settings.headDim, 0);
-  cache.keyRowScales.assign(rows * cache.scaleWidth(), 0.0f);
-  cache.valueRowScales.assign(rows * cache.scaleWidth(), 0.0f);
-  cache.sequenceLengths = none;
+  if (settings.paged) {
+    PagedLayout layout{settings.pages, settings.kvHeads,   1,
+                       settings.batch, settings.maxBlocks, settings.blockTable};
+    // The table (read from a file) is checked before a vector of `batch`
+    // lengths (any number in meta.json) is made: a table of another size
+    // is refused for its size.
+    std::vector<int64_t> empty;
+    if (int64_t(settings.blockTable.size()) ==
+        settings.batch * settings.maxBlocks)
+      empty.assign(settings.batch, 0);
+    if (!validatePagedLayout(layout, empty, error))
+      return std::nullopt;
+  }
+  return cache;
+}
+
+std::optional<KvCache> KvCache::create(KvCacheConfig config,
+                                       std::string *error) {
+  std::optional<KvCache> cache = withoutStorage(std::move(config), error);
+  if (!cache)
+    return std::nullopt;
+  const KvCacheConfig &settings = cache->settings;
+  int64_t rows = cache->storageShape(1)[0] * cache->storageShape(1)[1] *
+                 cache->storageShape(1)[2];
+  cache->keyCodes.assign(rows * settings.headDim, 0);
+  cache->valueCodes.assign(rows * settings.headDim, 0);
+  cache->keyRowScales.assign(rows * cache->scaleWidth(), 0.0f);
+  cache->valueRowScales.assign(rows * cache->scaleWidth(), 0.0f);
+  cache->sequenceLengths.assign(settings.batch, 0);
   if (isKivi(settings.scheme))
-    cache.allocateKivi(rows);
+    cache->allocateKivi(rows);
   return cache;
 }
 
@@ -579,7 +615,7 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
     }
   }
   std::string createError;
-  std::optional<KvCache> cache = KvCache::create(config, &createError);
+  std::optional<KvCache> cache = KvCache::withoutStorage(config, &createError);
   if (!cache)
     return fail("meta.json: " + createError);
 
@@ -640,7 +676,10 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
       (side ? cache->valueResidual : cache->keyResidual) =
           window->values<float>();
       if (!cache->dequantizeKivi(side == 0, &reason))
-        return fail(prefix + "codes.npy: " + reason);
+        return fail(
+            std::string(side ? "the stored values" : "the stored keys") + " (" +
+            prefix + "codes.npy, " + prefix + "scales.npy, " + prefix +
+            "zeros.npy) do not dequantize: " + reason);
     }
   }
   return cache;

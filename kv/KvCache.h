@@ -117,6 +117,13 @@ public:
 
 private:
   explicit KvCache(KvCacheConfig config) : settings(std::move(config)) {}
+  /// A checked configuration without storage: the reader fills every
+  /// tensor from its file, so no size from meta.json is ever allocated
+  /// before a file of that size was read.
+  static std::optional<KvCache> withoutStorage(KvCacheConfig config,
+                                               std::string *error);
+  friend std::optional<KvCache> readKvCacheDirectory(const std::string &path,
+                                                     std::string *error);
   int64_t rowOffset(int64_t sequence, int64_t head, int64_t token,
                     int64_t width) const;
   std::vector<float> dequantize(const std::vector<uint8_t> &codes,

@@ -226,8 +226,14 @@ KvCache::dequantizeKivi(bool keys, std::string *error) const {
         }
         std::optional<std::vector<float>> rows =
             lowbit::dequantize(tile, error);
-        if (!rows)
+        if (!rows) {
+          // The format model's indices are the group's own: say which.
+          if (error)
+            *error = "sequence " + std::to_string(b) + ", kv head " +
+                     std::to_string(h) + ", tokens " + std::to_string(first) +
+                     ".." + std::to_string(first + group - 1) + ": " + *error;
           return std::nullopt;
+        }
         std::ranges::copy(*rows, out + first * dim);
       }
       auto held = residual.begin() + head * window * dim;

@@ -70,6 +70,11 @@ struct Kernel {
   ~Kernel() { lowbit_kernel_destroy(handle); }
 };
 
+struct KvKernel {
+  lowbit_kv_kernel *handle = nullptr;
+  ~KvKernel() { lowbit_kv_kernel_destroy(handle); }
+};
+
 std::vector<DLTensor> toDLTensors(const std::vector<Array> &arrays) {
   std::vector<DLTensor> tensors;
   for (const Array &array : arrays)
@@ -195,6 +200,55 @@ NB_MODULE(_lowbit, m) {
                                            tensors.data(), tensors.size()));
       });
 
+  nb::class_<KvKernel>(m, "KvKernel")
+      .def_prop_ro("spec",
+                   [](const KvKernel &k) {
+                     return std::string(lowbit_kv_kernel_spec(k.handle));
+                   })
+      .def_prop_ro("ptx",
+                   [](const KvKernel &k) {
+                     return std::string(lowbit_kv_kernel_ptx(k.handle));
+                   })
+      .def_prop_ro("param_count",
+                   [](const KvKernel &k) {
+                     return lowbit_kv_kernel_param_count(k.handle);
+                   })
+      .def("param",
+           [](const KvKernel &k, size_t index) {
+             lowbit_kv_param_info info{};
+             lowbit_status status =
+                 lowbit_kv_kernel_param(k.handle, index, &info);
+             nb::dict dict;
+             if (status == LOWBIT_OK) {
+               dict["name"] = std::string(info.name);
+               dict["is_output"] = bool(info.is_output);
+               dict["dtype"] = dtypeDict(info.dtype);
+               nb::list shape, names;
+               for (int32_t d = 0; d < info.ndim; ++d) {
+                 shape.append(info.shape[d]);
+                 names.append(std::string(info.dim_names[d]));
+               }
+               dict["shape"] = nb::tuple(shape);
+               dict["dim_names"] = nb::tuple(names);
+             }
+             return std::make_tuple(result(status), dict);
+           })
+      .def("run",
+           [](const KvKernel &k, const std::vector<Array> &arrays) {
+             std::vector<DLTensor> tensors = toDLTensors(arrays);
+             nb::gil_scoped_release release;
+             return result(lowbit_kv_kernel_run(k.handle, tensors.data(),
+                                                tensors.size()));
+           })
+      .def("launch", [](const KvKernel &k, uintptr_t stream,
+                        const std::vector<Array> &arrays) {
+        std::vector<DLTensor> tensors = toDLTensors(arrays);
+        nb::gil_scoped_release release;
+        return result(lowbit_kv_kernel_launch(k.handle,
+                                              reinterpret_cast<void *>(stream),
+                                              tensors.data(), tensors.size()));
+      });
+
   nb::class_<Jit>(m, "Jit")
       .def_static(
           "create",
@@ -218,6 +272,19 @@ NB_MODULE(_lowbit, m) {
                nb::gil_scoped_release release;
                status = lowbit_jit_get(jit.handle, spec.c_str(), target.c_str(),
                                        &kernel->handle);
+             }
+             if (status != LOWBIT_OK)
+               kernel.reset();
+             return std::make_tuple(result(status), std::move(kernel));
+           })
+      .def("get_kv",
+           [](Jit &jit, const std::string &spec, const std::string &target) {
+             auto kernel = std::make_unique<KvKernel>();
+             lowbit_status status;
+             {
+               nb::gil_scoped_release release;
+               status = lowbit_jit_get_kv(jit.handle, spec.c_str(),
+                                          target.c_str(), &kernel->handle);
              }
              if (status != LOWBIT_OK)
                kernel.reset();

@@ -61,4 +61,7 @@ if [ ! -f "$BUILD_DIR/build.ninja" ] ||
     -DPython3_EXECUTABLE="$PYENV/bin/python" \
     "${launcher[@]}" ${LOWBIT_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "${LOWBIT_JOBS:-$(nproc)}"
+# LOWBIT_BUILD_TARGETS (space-separated): build only these (run-sanitizers
+# --mlir-free); everything by default.
+cmake --build "$BUILD_DIR" -j "${LOWBIT_JOBS:-$(nproc)}" \
+  ${LOWBIT_BUILD_TARGETS:+--target $LOWBIT_BUILD_TARGETS}

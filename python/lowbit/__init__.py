@@ -15,9 +15,11 @@ __all__ = [
     "LowbitError",
     "QuantizedTensor",
     "Kernel",
+    "KvKernel",
     "dequantize",
     "formats",
     "jit",
+    "kv_jit",
     "quantize",
     "schemes",
 ]
@@ -173,12 +175,9 @@ def dequantize(q, scheme=None, *, scales=None, zeros=None, global_scale=None,
     return output
 
 
-class Kernel:
-    """A compiled kernel (see jit()). Its arguments follow
-    docs/kernel-abi.md: 2-D compact row-major arrays; the global scale may
-    have shape (1,)."""
-
-    _GLOBAL = 3
+class _Compiled:
+    """What Kernel and KvKernel share: the handle, the target, the
+    canonical spec and the PTX."""
 
     def __init__(self, handle, target):
         self._handle = handle
@@ -193,6 +192,26 @@ class Kernel:
     def ptx(self):
         """The PTX of a GPU kernel ("" for a CPU kernel)."""
         return self._handle.ptx
+
+    @staticmethod
+    def _stream(arrays, stream):
+        """`stream`, else torch's current stream where the arrays are CUDA
+        torch tensors, else the default stream (0)."""
+        if stream is not None:
+            return int(stream)
+        if arrays and _is_torch(arrays[0]) and arrays[0].is_cuda:
+            import torch
+
+            return torch.cuda.current_stream(arrays[0].device).cuda_stream
+        return 0
+
+
+class Kernel(_Compiled):
+    """A compiled kernel (see jit()). Its arguments follow
+    docs/kernel-abi.md: 2-D compact row-major arrays; the global scale may
+    have shape (1,)."""
+
+    _GLOBAL = 3
 
     def args(self, rows, cols):
         """The arguments for a [rows, cols] tensor: dicts with role,
@@ -260,28 +279,65 @@ class Kernel:
         (an integer CUstream; None: torch's current stream where the
         arrays are torch tensors, else the default stream). Asynchronous."""
         arrays, outputs = self._complete(arrays)
-        if stream is None:
-            stream = 0
-            if arrays and _is_torch(arrays[0]) and arrays[0].is_cuda:
-                import torch
-
-                stream = torch.cuda.current_stream(arrays[0].device).cuda_stream
-        _check(self._handle.launch(int(stream), arrays))
+        _check(self._handle.launch(self._stream(arrays, stream), arrays))
         return outputs
 
 
+class KvKernel(_Compiled):
+    """A compiled KV-cache kernel (see kv_jit()): kv_append, kv_dequantize,
+    kivi_append, kivi_dequantize, kv_attend or kivi_attend. Its arguments
+    are the N-D compact row-major arrays params() describes, every one
+    given (caches are updated in place)."""
+
+    def params(self):
+        """The parameters, in order: dicts with name, is_output, dtype,
+        shape (a negative size is fixed by the call) and dim_names (the
+        name of each such size, "" for a static one)."""
+        infos = []
+        for index in range(self._handle.param_count):
+            status, info = self._handle.param(index)
+            _check(status)
+            infos.append(info)
+        return infos
+
+    def run(self, *arrays):
+        """Runs a CPU kernel on host arrays, one per parameter."""
+        _check(self._handle.run(list(arrays)))
+
+    __call__ = run
+
+    def launch(self, *arrays, stream=None):
+        """Launches a GPU kernel on CUDA arrays of device 0, on `stream`
+        (as Kernel.launch). Asynchronous."""
+        _check(self._handle.launch(self._stream(arrays, stream),
+                                   list(arrays)))
+
+
 _default_jits = {}
+
+
+def _jit_handle(cache_dir, cache_mode):
+    key = (cache_dir, cache_mode)
+    if key not in _default_jits:
+        status, handle = _lowbit.Jit.create(cache_dir, cache_mode)
+        _check(status)
+        _default_jits[key] = handle
+    return _default_jits[key]
+
+
+def kv_jit(spec, target="cpu", *, cache_dir=None, cache_mode=None):
+    """The KV-cache kernel of `spec` ("kv_append kv_int8_g64 heads=8
+    head_dim=128", docs/kv-kernels.md) for `target`, from the same jit and
+    caches as jit()."""
+    status, kernel = _jit_handle(cache_dir, cache_mode).get_kv(spec, target)
+    _check(status)
+    return KvKernel(kernel, target)
 
 
 def jit(spec, target="cpu", *, cache_dir=None, cache_mode=None):
     """The kernel of `spec` ("quantize mxfp4 dynamic") for `target` ("cpu",
     "sm_90a", ...), compiled on first use or found in lowbit's cache
     (LOWBIT_CACHE_DIR, LOWBIT_CACHE unless given here)."""
-    key = (cache_dir, cache_mode)
-    if key not in _default_jits:
-        status, handle = _lowbit.Jit.create(cache_dir, cache_mode)
-        _check(status)
-        _default_jits[key] = handle
-    status, kernel = _default_jits[key].get(spec, target)
+    status, kernel = _jit_handle(cache_dir, cache_mode).get(spec, target)
     _check(status)
     return Kernel(kernel, target)

@@ -188,10 +188,14 @@ public:
       for (size_t i = 0;
            !failed && i < result.dims.size() && i < result.shapes.size(); ++i) {
         const std::vector<int64_t> &d = result.dims[i];
+        // A zero dimension makes the element count 0 while the leading
+        // product of the others may still overflow: that is no valid
+        // rank-2 shape either.
         int64_t leading = 1;
+        bool overflow = false;
         for (size_t k = 0; k + 1 < d.size(); ++k)
-          leading *= d[k];
-        if (result.shapes[i] != Shape{leading, d.back()})
+          overflow |= __builtin_mul_overflow(leading, d[k], &leading);
+        if (overflow || result.shapes[i] != Shape{leading, d.back()})
           fail(where + ".dims[" + std::to_string(i) +
                "]: does not match shapes[" + std::to_string(i) + "]");
       }

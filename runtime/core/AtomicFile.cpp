@@ -95,8 +95,19 @@ bool StagedFiles::commit(std::string *error) {
 
 bool readFile(const std::string &path, std::string &bytes, std::string *error) {
   std::error_code code;
-  if (std::filesystem::is_directory(path, code)) {
+  std::filesystem::file_status status = std::filesystem::status(path, code);
+  if (std::filesystem::is_directory(status)) {
     setError(error, "'" + path + "' is a directory");
+    return false;
+  }
+  // A device never ends (/dev/zero, /dev/urandom: read until memory runs
+  // out) or blocks (a terminal): a file named by a bundle manifest, or a
+  // symlink in a bundle or quantized directory, may be one. A pipe is read,
+  // so `--input <(...)` works.
+  if (std::filesystem::is_character_file(status) ||
+      std::filesystem::is_block_file(status) ||
+      std::filesystem::is_socket(status)) {
+    setError(error, "'" + path + "' is a device or socket, not a file");
     return false;
   }
   std::ifstream stream(path, std::ios::binary);

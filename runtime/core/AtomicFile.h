@@ -49,7 +49,7 @@ private:
 /// crash or kill between staging and rename). stage() calls it.
 void sweepStaleTemporaries(const std::string &path);
 
-/// Reads a whole file.
+/// Reads a whole file (or pipe); a directory, device or socket is refused.
 bool readFile(const std::string &path, std::string &bytes, std::string *error);
 
 } // namespace lowbit::runtime

@@ -245,6 +245,13 @@ private:
     std::string out;
     while (position < text.size() && text[position] != '"') {
       char c = text[position++];
+      // RFC 8259: control characters appear in a string only escaped (a raw
+      // one, e.g. ESC, would otherwise reach a message on a terminal).
+      if (static_cast<unsigned char>(c) < 0x20) {
+        --position;
+        fail("control character in a string");
+        return std::nullopt;
+      }
       if (c != '\\') {
         out += c;
         continue;

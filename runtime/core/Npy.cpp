@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <limits>
 
 namespace lowbit::npy {
@@ -274,7 +275,21 @@ std::optional<Array> parseNpy(std::string_view contents, std::string *error,
                         std::to_string(contents.size() - prefix));
     return std::nullopt;
   }
-  HeaderParser header(contents.substr(prefix, headerLength));
+  // The header is an ASCII dict literal: anything else is refused here, so
+  // no message below quotes binary bytes (or a terminal escape) back.
+  std::string_view headerText = contents.substr(prefix, headerLength);
+  for (size_t index = 0; index < headerText.size(); ++index) {
+    unsigned char byte = static_cast<unsigned char>(headerText[index]);
+    if ((byte < 0x20 && byte != '\n' && byte != '\t') || byte > 0x7e) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "0x%02x", byte);
+      setError(error, "malformed header: byte " + std::string(hex) +
+                          " at offset " + std::to_string(prefix + index) +
+                          " is not printable ASCII");
+      return std::nullopt;
+    }
+  }
+  HeaderParser header(headerText);
   std::string reason;
   if (!header.parse(&reason)) {
     setError(error, "malformed header: " + reason);

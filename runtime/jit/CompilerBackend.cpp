@@ -6,5 +6,6 @@ namespace lowbit::jit {
 
 // The key function: the vtable lives with the MLIR-free Jit.
 CpuKernelHandle::~CpuKernelHandle() = default;
+KvCpuKernelHandle::~KvCpuKernelHandle() = default;
 
 } // namespace lowbit::jit

@@ -31,6 +31,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lowbit::jit {
@@ -60,6 +61,20 @@ public:
   virtual Status run(std::span<const CpuBuffer> buffers) = 0;
 };
 
+/// A KV kernel parameter's host buffer: C-order `shape`.
+struct KvCpuBuffer {
+  void *data = nullptr;
+  std::span<const int64_t> shape;
+};
+
+/// A KV-cache kernel JIT-compiled for the host CPU (held in memory only).
+class KvCpuKernelHandle {
+public:
+  virtual ~KvCpuKernelHandle();
+  /// One buffer per parameter of the spec's ABI (KvKernelSignature.h).
+  virtual Status run(std::span<const KvCpuBuffer> buffers) = 0;
+};
+
 struct CompilerBackend {
   /// Spec -> PTX, launch plan and workspace size. `startLinker`: a cubin
   /// follows, so the nvJitLink warm-up starts beside the lowering (unless
@@ -72,6 +87,13 @@ struct CompilerBackend {
   /// The host CPU's name and a hash of its features: what a CPU kernel's
   /// key is specialized on (LLVM's host detection).
   std::string (*hostFeatures)();
+  /// The KV-cache kernels (lowbit::Jit::getKv): `specText` is the
+  /// canonical text of a KV spec (KvJitSpec.h), parsed again here.
+  Expected<GpuCompileResult> (*compileKvGpu)(std::string_view specText,
+                                             const Target &target,
+                                             bool startLinker);
+  Expected<std::unique_ptr<KvCpuKernelHandle>> (*compileKvCpu)(
+      std::string_view specText);
   /// The compiler's one-time setup for `target`: one small kernel through
   /// the whole pipeline, result dropped (JitOptions::warmUpCompiler).
   Status (*warmUp)(const Target &target);

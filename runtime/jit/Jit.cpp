@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowbit/Jit.h"
+#include "runtime/jit/JitImpl.h"
 
 #include "format/Scheme.h"
 
@@ -42,11 +43,27 @@
 
 namespace lowbit {
 
-using runtime::CacheEntry;
-using runtime::CompiledKernel;
-using runtime::KernelKey;
-using runtime::KernelKeyHasher;
-using runtime::PreparedSignature;
+Expected<std::string> targetFeatures(const Target &target) {
+  std::string error;
+  if (target.isNvidia() && !validateTarget(target, &error))
+    return makeError(ErrorCode::InvalidArgument, "target: " + error);
+  // A CPU kernel is compiled in this process anyway: only its key asks the
+  // compiler (LLVM's host detection); a GPU key never does.
+  if (!target.isCpu())
+    return std::string();
+  return hostCpuFeatures();
+}
+
+Expected<std::string> hostCpuFeatures() {
+  static const Expected<std::string> hostFeatures =
+      []() -> Expected<std::string> {
+    Expected<const jit::CompilerBackend *> backend = jit::compilerBackend();
+    if (!backend)
+      return std::move(backend).takeError();
+    return (*backend)->hostFeatures();
+  }();
+  return hostFeatures;
+}
 
 std::string_view jitPipelineDescription() {
   // Generated from the compiler at build time (KernelSignature.h), so that
@@ -56,170 +73,19 @@ std::string_view jitPipelineDescription() {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double millisSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start)
-      .count();
-}
-
 //===----------------------------------------------------------------------===//
 // The GPU payload: launch plan, PTX and cubin in one cache entry.
 //===----------------------------------------------------------------------===//
 
 using runtime::GpuPayload;
 
-struct CpuEntry {
-  std::unique_ptr<jit::CpuKernelHandle> kernel;
-  double compileMillis = 0;
-};
-using CpuResult = Expected<std::shared_ptr<CpuEntry>>;
-
-/// A CUmodule with its functions and compiled launches, loaded once per
-/// (Jit, key).
-struct LoadedModule {
-  const runtime::CudaDriverApi *api = nullptr;
-  std::shared_ptr<runtime::CudaContext> context;
-  runtime::CUmodule module = nullptr;
-  std::vector<runtime::CUfunction> functions;
-  std::shared_ptr<const launch::LaunchProgram> program;
-  ~LoadedModule() {
-    if (module)
-      api->cuModuleUnload(module);
-  }
-};
-
-/// The memory map key of get(): target and spec text as the caller wrote
-/// them (a different spelling of the same spec is a second entry of the
-/// same kernel).
-std::string memoKeyOf(std::string_view specText, const Target &target) {
-  std::string key;
-  key.reserve(specText.size() + target.chip.size() + 8);
-  key += target.isCpu() ? "cpu" : target.chip;
-  key += '+';
-  key += std::to_string(target.ptxVersion);
-  key += '\n';
-  key += specText;
-  return key;
-}
-
 } // namespace
 
-//===----------------------------------------------------------------------===//
-// Jit::Impl
-//===----------------------------------------------------------------------===//
-
-struct Jit::Impl {
-  JitOptions options;
-  /// options.cubinMaker, else LOWBIT_CUBIN (checked at create()).
-  runtime::CubinMaker cubinMaker = runtime::CubinMaker::NvJitLink;
-  runtime::KernelCache cache;
-  std::atomic<uint64_t> cpuCompiles{0}, gpuCompiles{0}, evictions{0};
-
-  std::mutex cpuMutex;
-  jit::LruMap<KernelKey, std::shared_future<CpuResult>, KernelKeyHasher>
-      cpuKernels;
-
-  /// The GPU keys whose entries the cache holds in memory, to bound it.
-  std::mutex gpuKeysMutex;
-  jit::LruMap<KernelKey, bool, KernelKeyHasher> gpuKeys;
-
-  std::mutex cudaMutex;
-  std::optional<Expected<std::shared_ptr<runtime::CudaContext>>> cudaContext;
-  jit::LruMap<KernelKey, std::shared_ptr<LoadedModule>, KernelKeyHasher>
-      modules;
-  /// After the context: freed before it.
-  launch::WorkspacePool workspaces;
-  /// JitOptions::warmUpCompiler's thread (std::async: ~Impl waits for it).
-  std::future<void> warmUpDone;
-  std::shared_future<Status> warmUp;
-
-  /// get()'s answers by memoKeyOf. The states hold this Impl, so ~Jit
-  /// clears the map.
-  std::mutex kernelsMutex;
-  jit::LruMap<std::string, std::shared_ptr<const Kernel::State>> kernels;
-
-  Impl(JitOptions options, runtime::CubinMaker cubinMaker,
-       runtime::CacheOptions cacheOptions)
-      : options(std::move(options)), cubinMaker(cubinMaker),
-        cache(std::move(cacheOptions)),
-        cpuKernels(this->options.memoryCapacity),
-        gpuKeys(this->options.memoryCapacity),
-        modules(this->options.memoryCapacity),
-        kernels(this->options.memoryCapacity) {}
-
-  ~Impl() {
-    // Modules before the context; engines before anything static of LLVM.
-    modules.clear();
-    cpuKernels.clear();
-  }
-
-  template <typename Evicted> void countEvictions(const Evicted &evicted) {
-    evictions.fetch_add(evicted.size(), std::memory_order_relaxed);
-  }
-
-  CpuResult resolveCpu(const KernelKey &key, const KernelSpec &spec);
-  Expected<std::shared_ptr<const CacheEntry>> resolveGpu(const KernelKey &key,
-                                                         const KernelSpec &spec,
-                                                         const Target &target);
-  /// `program`: the launches compiled at get() for this entry; nullptr:
-  /// compile them from the entry's plan.
-  Expected<std::shared_ptr<LoadedModule>>
-  loadModule(const KernelKey &key, const CacheEntry &entry,
-             std::shared_ptr<const launch::LaunchProgram> program,
-             size_t paramCount);
-};
-
 CpuResult Jit::Impl::resolveCpu(const KernelKey &key, const KernelSpec &spec) {
-  std::shared_future<CpuResult> future;
-  std::promise<CpuResult> promise;
-  bool compileHere = false;
-  std::vector<std::pair<KernelKey, std::shared_future<CpuResult>>> evicted;
-  {
-    std::lock_guard<std::mutex> lock(cpuMutex);
-    if (auto *found = cpuKernels.find(key)) {
-      future = *found;
-    } else if (cache.options().mode == runtime::CacheMode::MustHit) {
-      return makeError(ErrorCode::CacheMiss,
-                       "LOWBIT_CACHE=must-hit: CPU kernels are cached in "
-                       "memory only, and '" +
-                           key.signature().spec +
-                           "' was not compiled in this process");
-    } else {
-      future = promise.get_future().share();
-      evicted = cpuKernels.insert(key, future);
-      compileHere = true;
-    }
-  }
-  countEvictions(evicted);
-  evicted.clear(); // Engines are released outside the lock.
-  if (!compileHere)
-    return future.get();
-
-  // Compile outside the lock; other threads wait on the future.
-  Clock::time_point start = Clock::now();
-  Expected<const jit::CompilerBackend *> backend = jit::compilerBackend();
-  Expected<std::unique_ptr<jit::CpuKernelHandle>> compiled =
-      backend
-          ? (*backend)->compileCpu(spec)
-          : Expected<std::unique_ptr<jit::CpuKernelHandle>>(backend.error());
-  CpuResult result = makeError(ErrorCode::CompileFailed, "");
-  if (!compiled) {
-    result = std::move(compiled).takeError();
-  } else {
-    auto entry = std::make_shared<CpuEntry>();
-    entry->kernel = std::move(*compiled);
-    entry->compileMillis = millisSince(start);
-    result = std::move(entry);
-  }
-  cpuCompiles.fetch_add(1);
-  promise.set_value(result);
-  if (!result.ok()) {
-    // Errors are not cached: the next request tries again.
-    std::lock_guard<std::mutex> lock(cpuMutex);
-    cpuKernels.erase(key);
-  }
-  return result;
+  return resolveCpuIn(cpuKernels, key,
+                      [&](const jit::CompilerBackend &backend) {
+                        return backend.compileCpu(spec);
+                      });
 }
 
 namespace {
@@ -260,6 +126,15 @@ void linkInto(CompiledKernel &kernel, GpuPayload payload, std::string_view chip,
 Expected<std::shared_ptr<const CacheEntry>>
 Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
                       const Target &target) {
+  return resolveGpu(key, target,
+                    [&](const jit::CompilerBackend &backend, bool linkCubin) {
+                      return backend.compileGpu(spec, target, linkCubin);
+                    });
+}
+
+Expected<std::shared_ptr<const CacheEntry>>
+Jit::Impl::resolveGpu(const KernelKey &key, const Target &target,
+                      const GpuCompileFn &build) {
   // Only the PTX is wanted: no cubin, and nvJitLink is not even loaded.
   bool linkCubin =
       cubinMaker == runtime::CubinMaker::NvJitLink && !options.deferCubin;
@@ -270,15 +145,14 @@ Jit::Impl::resolveGpu(const KernelKey &key, const KernelSpec &spec,
     Expected<const jit::CompilerBackend *> backend = jit::compilerBackend();
     if (!backend)
       return std::move(backend).takeError();
-    Expected<jit::GpuCompileResult> build =
-        (*backend)->compileGpu(spec, target, linkCubin);
-    if (!build)
-      return std::move(build).takeError();
+    Expected<jit::GpuCompileResult> built = build(**backend, linkCubin);
+    if (!built)
+      return std::move(built).takeError();
     CompiledKernel kernel;
     kernel.entryName =
-        build->kernelNames.empty() ? "" : build->kernelNames.front();
-    GpuPayload payload{std::move(build->plan), std::move(build->ptx), "",
-                       build->workspaceWords};
+        built->kernelNames.empty() ? "" : built->kernelNames.front();
+    GpuPayload payload{std::move(built->plan), std::move(built->ptx), "",
+                       built->workspaceWords};
     kernel.payloadFormat = runtime::PayloadFormat::JitGpu;
     if (!linkCubin && options.deferCubin) {
       payload.cubinDeferred = true;
@@ -322,6 +196,37 @@ Expected<std::shared_ptr<LoadedModule>>
 Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
                       std::shared_ptr<const launch::LaunchProgram> program,
                       size_t paramCount) {
+  {
+    std::lock_guard<std::mutex> lock(cudaMutex);
+    if (auto *found = modules.find(key))
+      return *found;
+  }
+  if (!program) {
+    Expected<GpuPayload> payload =
+        runtime::decodeGpuPayload(entry.kernel.binary);
+    if (!payload)
+      return std::move(payload).takeError();
+    Expected<launch::LaunchPlan> plan =
+        launch::LaunchPlan::parse(payload->plan);
+    if (!plan)
+      return std::move(plan).takeError();
+    Expected<launch::LaunchProgram> compiled =
+        launch::compileLaunchPlan(*plan, paramCount, payload->workspaceWords);
+    if (!compiled)
+      return std::move(compiled).takeError();
+    program =
+        std::make_shared<const launch::LaunchProgram>(std::move(*compiled));
+  }
+  std::vector<std::string> kernelNames;
+  for (const launch::CompiledStep &step : program->steps)
+    kernelNames.push_back(step.kernelName);
+  return loadImage(key, entry, std::move(program), kernelNames);
+}
+
+Expected<std::shared_ptr<LoadedModule>>
+Jit::Impl::loadImage(const KernelKey &key, const CacheEntry &entry,
+                     std::shared_ptr<const launch::LaunchProgram> program,
+                     const std::vector<std::string> &kernelNames) {
   std::lock_guard<std::mutex> lock(cudaMutex);
   if (auto *found = modules.find(key))
     return *found;
@@ -348,18 +253,6 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
   Expected<GpuPayload> payload = runtime::decodeGpuPayload(entry.kernel.binary);
   if (!payload)
     return std::move(payload).takeError();
-  if (!program) {
-    Expected<launch::LaunchPlan> plan =
-        launch::LaunchPlan::parse(payload->plan);
-    if (!plan)
-      return std::move(plan).takeError();
-    Expected<launch::LaunchProgram> compiled =
-        launch::compileLaunchPlan(*plan, paramCount, payload->workspaceWords);
-    if (!compiled)
-      return std::move(compiled).takeError();
-    program =
-        std::make_shared<const launch::LaunchProgram>(std::move(*compiled));
-  }
   const runtime::CudaDriverApi &api = context->api();
   auto module = std::make_shared<LoadedModule>();
   module->api = &api;
@@ -373,15 +266,14 @@ Jit::Impl::loadModule(const KernelKey &key, const CacheEntry &entry,
     return makeError(
         ErrorCode::CudaError,
         runtime::describeCudaError(api, result, "cuModuleLoadData"));
-  for (const launch::CompiledStep &step : module->program->steps) {
+  for (const std::string &name : kernelNames) {
     runtime::CUfunction function = nullptr;
-    if (runtime::CUresult result = api.cuModuleGetFunction(
-            &function, module->module, step.kernelName.c_str());
+    if (runtime::CUresult result =
+            api.cuModuleGetFunction(&function, module->module, name.c_str());
         result != runtime::kCudaSuccess)
       return makeError(ErrorCode::CudaError,
-                       runtime::describeCudaError(api, result,
-                                                  "cuModuleGetFunction(" +
-                                                      step.kernelName + ")"));
+                       runtime::describeCudaError(
+                           api, result, "cuModuleGetFunction(" + name + ")"));
     module->functions.push_back(function);
   }
   // Evicted modules unload when their last launcher lets go.
@@ -398,7 +290,7 @@ namespace {
 constexpr size_t kMaxBuffers = 32;
 } // namespace
 
-struct Kernel::State {
+struct Kernel::State : ResolvedGpuKernel {
   std::shared_ptr<Jit::Impl> jit;
   KernelSpec spec;
   Target target;
@@ -407,17 +299,11 @@ struct Kernel::State {
   size_t paramCount = 0;
   /// The key get() compiled: the spec's sizes, every buffer aligned.
   KernelKey primaryKey;
-  // What get() resolved (for ptx(), resources()).
-  std::shared_ptr<const CacheEntry> gpuEntry;
-  std::string ptx;
   std::shared_ptr<CpuEntry> cpuEntry;
-  bool fromDisk = false;
-  double compileMillis = 0;
   /// GPU: the primary entry's launches, compiled at get(), or why they
   /// cannot be (an unsupported plan: launch() returns it).
   std::shared_ptr<const launch::LaunchProgram> program;
   std::optional<Error> programError;
-  int64_t workspaceWords = 0;
   /// The primary entry's module, loaded by the first launch.
   mutable std::mutex moduleMutex;
   mutable std::shared_ptr<LoadedModule> primaryModule;
@@ -499,7 +385,8 @@ std::string_view argumentRoleName(ArgumentRole role) {
 }
 
 std::string_view elementTypeName(ElementType element) {
-  static constexpr std::string_view names[] = {"f32", "f16", "bf16", "u8"};
+  static constexpr std::string_view names[] = {"f32", "f16", "bf16",
+                                               "u8",  "i8",  "i32"};
   return size_t(element) < std::size(names) ? names[size_t(element)]
                                             : "unknown";
 }
@@ -574,11 +461,25 @@ Expected<std::vector<ArgumentInfo>> Kernel::signature(int64_t rows,
   return arguments;
 }
 
-KernelResources Kernel::resources() const {
+Expected<std::string>
+ResolvedGpuKernel::take(std::shared_ptr<const CacheEntry> entry) {
+  Expected<GpuPayload> payload =
+      runtime::decodeGpuPayload(entry->kernel.binary);
+  if (!payload)
+    return std::move(payload).takeError();
+  ptx = std::move(payload->ptx);
+  fromDisk = entry->origin == CacheEntry::Origin::Disk;
+  compileMillis = entry->compileMillis;
+  workspaceWords = payload->workspaceWords;
+  gpuEntry = std::move(entry);
+  return std::move(payload->plan);
+}
+
+KernelResources ResolvedGpuKernel::resources() const {
   KernelResources resources;
-  if (!state->gpuEntry)
+  if (!gpuEntry)
     return resources;
-  const CompiledKernel &kernel = state->gpuEntry->kernel;
+  const CompiledKernel &kernel = gpuEntry->kernel;
   resources.registers = kernel.registers;
   resources.spillStoreBytes = kernel.spillStoreBytes;
   resources.spillLoadBytes = kernel.spillLoadBytes;
@@ -586,6 +487,8 @@ KernelResources Kernel::resources() const {
   resources.stackBytes = kernel.stackBytes;
   return resources;
 }
+
+KernelResources Kernel::resources() const { return state->resources(); }
 
 Status Kernel::run(std::span<void *const> buffers, int64_t rows,
                    int64_t cols) const {
@@ -685,8 +588,12 @@ Jit::Jit(std::shared_ptr<Impl> impl) : impl(std::move(impl)) {}
 Jit::~Jit() {
   // The kernels' states hold the Impl: break the cycle. Kernels handed out
   // keep it alive.
-  std::lock_guard<std::mutex> lock(impl->kernelsMutex);
-  impl->kernels.clear();
+  {
+    std::lock_guard<std::mutex> lock(impl->kernelsMutex);
+    impl->kernels.clear();
+  }
+  std::lock_guard<std::mutex> lock(impl->kvKernelsMutex);
+  impl->kvKernels.clear();
 }
 
 Expected<std::unique_ptr<Jit>> Jit::create(JitOptions options) {
@@ -736,36 +643,11 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
 
 } // namespace
 
-namespace {
-
-/// get() through the memory map: the kernel handed out for `memoKey`, else
-/// `make()`'s, remembered (the bound may push older ones out).
-template <typename Make>
-Expected<std::shared_ptr<const Kernel::State>>
-memoized(Jit::Impl &impl, const std::string &memoKey, Make make) {
-  {
-    std::lock_guard<std::mutex> lock(impl.kernelsMutex);
-    if (auto *found = impl.kernels.find(memoKey))
-      return *found;
-  }
-  Expected<std::shared_ptr<const Kernel::State>> state = make();
-  if (!state)
-    return state;
-  std::vector<std::pair<std::string, std::shared_ptr<const Kernel::State>>>
-      evicted;
-  {
-    std::lock_guard<std::mutex> lock(impl.kernelsMutex);
-    evicted = impl.kernels.insert(memoKey, *state);
-  }
-  impl.countEvictions(evicted);
-  return state;
-}
-
-} // namespace
+namespace {} // namespace
 
 Expected<Kernel> Jit::get(std::string_view specText, const Target &target) {
-  Expected<std::shared_ptr<const Kernel::State>> state = memoized(
-      *impl, memoKeyOf(specText, target),
+  Expected<std::shared_ptr<const Kernel::State>> state = impl->memoized(
+      impl->kernels, impl->kernelsMutex, memoKeyOf(specText, target),
       [&]() -> Expected<std::shared_ptr<const Kernel::State>> {
         std::string error;
         std::optional<KernelSpec> spec = parseKernelSpec(specText, &error);
@@ -788,8 +670,9 @@ Expected<Kernel> Jit::get(const KernelSpec &spec, const Target &target) {
     return makeError(ErrorCode::InvalidArgument, "kernel spec: " + error);
   // The canonical text keys a parsed spec in the memory map.
   Expected<std::shared_ptr<const Kernel::State>> state =
-      memoized(*impl, memoKeyOf(printKernelSpec(spec), target),
-               [&] { return makeKernelState(impl, spec, target); });
+      impl->memoized(impl->kernels, impl->kernelsMutex,
+                     memoKeyOf(printKernelSpec(spec), target),
+                     [&] { return makeKernelState(impl, spec, target); });
   if (!state)
     return std::move(state).takeError();
   return Kernel(std::move(*state));
@@ -807,26 +690,11 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   // launch path sizes their side tensors by side (ArgumentShapes.h). A GPU
   // target gets the compiler's answer, which refuses them while they have
   // no GPU lowering (docs/fusion.md).
-  if (target.isNvidia() && !validateTarget(target, &error))
-    return makeError(ErrorCode::InvalidArgument, "target: " + error);
-
-  // A CPU kernel is compiled in this process anyway: only its key asks the
-  // compiler (LLVM's host detection); a GPU key never does.
-  std::string features;
-  if (target.isCpu()) {
-    static const Expected<std::string> hostFeatures =
-        []() -> Expected<std::string> {
-      Expected<const jit::CompilerBackend *> backend = jit::compilerBackend();
-      if (!backend)
-        return std::move(backend).takeError();
-      return (*backend)->hostFeatures();
-    }();
-    if (!hostFeatures)
-      return hostFeatures.error();
-    features = *hostFeatures;
-  }
+  Expected<std::string> features = targetFeatures(target);
+  if (!features)
+    return std::move(features).takeError();
   runtime::KernelSignature signature =
-      jit::kernelSignature(spec, target, features);
+      jit::kernelSignature(spec, target, *features);
   std::vector<KernelAbiParam> params = kernelAbi(spec);
   size_t paramCount = params.size();
   if (paramCount > kMaxBuffers)
@@ -857,18 +725,11 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   auto entry = impl->resolveGpu(state->primaryKey, spec, target);
   if (!entry)
     return std::move(entry).takeError();
-  Expected<GpuPayload> payload =
-      runtime::decodeGpuPayload((*entry)->kernel.binary);
-  if (!payload)
-    return std::move(payload).takeError();
-  state->gpuEntry = *entry;
-  state->ptx = std::move(payload->ptx);
-  state->fromDisk = (*entry)->origin == CacheEntry::Origin::Disk;
-  state->compileMillis = (*entry)->compileMillis;
+  Expected<std::string> planText = state->take(*entry);
+  if (!planText)
+    return std::move(planText).takeError();
   // Launch sizes are compiled once, here; launch() only evaluates them.
-  // The workspace size is in the entry: nothing here needs the compiler.
-  state->workspaceWords = payload->workspaceWords;
-  Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(payload->plan);
+  Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(*planText);
   Expected<launch::LaunchProgram> program =
       plan ? launch::compileLaunchPlan(*plan, paramCount, state->workspaceWords)
            : Expected<launch::LaunchProgram>(plan.error());

@@ -12,8 +12,22 @@ namespace lowbit::jit {
 runtime::KernelSignature kernelSignature(const KernelSpec &spec,
                                          const Target &target,
                                          std::string_view hostFeatures) {
+  runtime::KernelSignature signature = targetSignature(
+      printKernelSpec(spec), target, hostFeatures, int(kernelAbi(spec).size()));
+  signature.inputDtype = std::string(valueTypeName(spec.valueType));
+  signature.rowsPolicy = spec.rows == kDynamic ? runtime::SizePolicy::Dynamic
+                                               : runtime::SizePolicy::Static;
+  signature.colsPolicy = spec.cols == kDynamic ? runtime::SizePolicy::Dynamic
+                                               : runtime::SizePolicy::Static;
+  return signature;
+}
+
+runtime::KernelSignature targetSignature(std::string canonicalSpec,
+                                         const Target &target,
+                                         std::string_view hostFeatures,
+                                         int pointerCount) {
   runtime::KernelSignature signature;
-  signature.spec = printKernelSpec(spec);
+  signature.spec = std::move(canonicalSpec);
   if (target.isCpu()) {
     signature.chip = "host";
     signature.features = std::string(hostFeatures);
@@ -21,12 +35,7 @@ runtime::KernelSignature kernelSignature(const KernelSpec &spec,
     signature.chip = target.chip;
     signature.features = "+ptx" + std::to_string(target.ptxVersion);
   }
-  signature.inputDtype = std::string(valueTypeName(spec.valueType));
-  signature.rowsPolicy = spec.rows == kDynamic ? runtime::SizePolicy::Dynamic
-                                               : runtime::SizePolicy::Static;
-  signature.colsPolicy = spec.cols == kDynamic ? runtime::SizePolicy::Dynamic
-                                               : runtime::SizePolicy::Static;
-  signature.pointerCount = int(kernelAbi(spec).size());
+  signature.pointerCount = pointerCount;
   signature.llvmVersion = std::string(compilerLlvmVersion());
   std::string_view pipeline = compilerPipelineDescription();
   signature.pipelineHash = runtime::xxh64(pipeline.data(), pipeline.size(), 0);

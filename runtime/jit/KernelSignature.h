@@ -33,6 +33,15 @@ runtime::KernelSignature kernelSignature(const KernelSpec &spec,
                                          const Target &target,
                                          std::string_view hostFeatures);
 
+/// What every kernel's signature holds beside its spec's own fields: the
+/// canonical spec text, the chip and its features, the ABI's pointer
+/// count and the compiler's identity (LLVM version, pipeline hash). The
+/// KV kernels' keys (Jit::getKv) are this with every size dynamic.
+runtime::KernelSignature targetSignature(std::string canonicalSpec,
+                                         const Target &target,
+                                         std::string_view hostFeatures,
+                                         int pointerCount);
+
 /// The key get() compiles first: the spec's static sizes (0 where
 /// dynamic), every buffer 16-byte aligned.
 runtime::KernelKey

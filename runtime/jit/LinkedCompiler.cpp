@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/jit/CompilerBackend.h"
+#include "runtime/jit/KvLinkedCompiler.h"
 
 #include "runtime/cache/Hash.h"
 #include "runtime/compiler/Compiler.h"
@@ -98,8 +99,8 @@ Status warmUp(const Target &target) {
 } // namespace
 
 const CompilerBackend &linkedCompilerBackend() {
-  static const CompilerBackend backend{compileGpu, compileCpu, hostFeatures,
-                                       warmUp};
+  static const CompilerBackend backend{compileGpu,   compileCpu,   hostFeatures,
+                                       compileKvGpu, compileKvCpu, warmUp};
   return backend;
 }
 

@@ -216,6 +216,16 @@ TEST_CASE("manifest sizes are bounded int64, refused not narrowed", "[aot]") {
   text.replace(text.find("[[4, 8]]"), 8, "[[1099511627776, 1099511627776]]");
   CHECK_FALSE(read(text, error));
   CHECK_THAT(error, Catch::Contains("elements"));
+  // A zero dimension keeps a ranked shape at 0 elements while the product
+  // of its leading dimensions overflows (it wrapped to 0 and matched
+  // shapes [0, 0]; signed overflow, found by the aot-manifest fuzzer).
+  error.clear();
+  text = manifestWith("4", "0", "32");
+  text.replace(text.find("\"version\": 2"), 12, "\"version\": 3");
+  text.replace(text.find("[[4, 8]]"), 8,
+               "[[0, 0]], \"dims\": [[1099511627776, 1099511627776, 0]]");
+  CHECK_FALSE(read(text, error));
+  CHECK_THAT(error, Catch::Contains("does not match shapes[0]"));
 }
 
 TEST_CASE("a version 2 manifest loads; a newer one is refused", "[aot]") {

@@ -2,52 +2,16 @@
  * quantizer and a CPU JIT kernel, and every error path's code and message.
  * Prints "N passed, N failed" and exits non-zero on any failure. */
 
+#include "CApiCheck.h"
 #include "lowbit/lowbit.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <threads.h>
 
-static int passed, failed;
-
-static void check(int ok, const char *what, int line) {
-  if (ok) {
-    ++passed;
-    return;
-  }
-  ++failed;
-  fprintf(stderr, "line %d: FAILED: %s (last error: '%s')\n", line, what,
-          lowbit_last_error());
-}
-#define CHECK(condition) check((condition) != 0, #condition, __LINE__)
-
-/* The call returned `code` and the message contains `text`. */
-static void expectError(lowbit_status status, lowbit_status code,
-                        const char *text, int line) {
-  int ok = status == code && strstr(lowbit_last_error(), text) != NULL;
-  if (!ok)
-    fprintf(stderr, "line %d: got %s '%s', expected %s with '%s'\n", line,
-            lowbit_status_name(status), lowbit_last_error(),
-            lowbit_status_name(code), text);
-  check(ok, "error code and message", line);
-}
-#define EXPECT_ERROR(call, code, text)                                         \
-  expectError((call), (code), (text), __LINE__)
-
 static const DLDataType f32 = {kDLFloat, 32, 1};
 static const DLDataType u8 = {kDLUInt, 8, 1};
 static const DLDataType i32 = {kDLInt, 32, 1};
-
-static DLTensor tensor(void *data, DLDataType dtype, int64_t *shape, int ndim) {
-  DLTensor t;
-  memset(&t, 0, sizeof t);
-  t.data = data;
-  t.device.device_type = kDLCPU;
-  t.ndim = ndim;
-  t.dtype = dtype;
-  t.shape = shape;
-  return t;
-}
 
 /* One MXFP4 block (32 values, amax 6: e8m0 scale 2^0, code 127) whose
  * values are all exact in e2m1: 0, 0.5, 1, 1.5, 2, 3, 4, 6 are codes 0-7,

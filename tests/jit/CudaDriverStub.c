@@ -14,6 +14,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "CudaDriverStub.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,16 +35,7 @@ typedef struct Function {
 } Function;
 
 #define MAX_RECORDS 4096
-#define MAX_PARAMS 64
-
-typedef struct LaunchRecord {
-  void *stream;
-  int params;
-  unsigned grid[3], block[3];
-  uint64_t values[MAX_PARAMS];
-  /* For a trailing [1, W] descriptor: whether its W words were all zero. */
-  int trailingZero;
-} LaunchRecord;
+#define MAX_PARAMS LOWBIT_STUB_MAX_PARAMS
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static LaunchRecord records[MAX_RECORDS];
@@ -169,15 +162,15 @@ CUresult cuLaunchKernel(Function *function, unsigned gx, unsigned gy,
                         unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, void *stream, void **params,
                         void **extra) {
-  (void)shared;
-  if (extra || !function || !params || function->params > MAX_PARAMS ||
-      !gx || !gy || !gz || !bx || !by || !bz)
+  if (extra || !function || !params || function->params > MAX_PARAMS || !gx ||
+      !gy || !gz || !bx || !by || !bz)
     return INVALID_VALUE;
   LaunchRecord record;
   record.stream = stream;
   record.params = function->params;
   record.grid[0] = gx, record.grid[1] = gy, record.grid[2] = gz;
   record.block[0] = bx, record.block[1] = by, record.block[2] = bz;
+  record.shared = shared;
   for (int i = 0; i < function->params; ++i)
     memcpy(&record.values[i], params[i], 8);
   record.trailingZero = -1;

@@ -8,10 +8,9 @@
 
 #include "lowbit/Jit.h"
 #include "runtime/jit/Workspace.h"
+#include "tests/jit/CudaDriverStub.h"
 
 #include <catch2/catch.hpp>
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -31,32 +30,11 @@ const bool environmentSet = [] {
   return true;
 }();
 
-constexpr int kMaxParams = 64;
-struct LaunchRecord {
-  void *stream;
-  int params;
-  unsigned grid[3], block[3];
-  uint64_t values[kMaxParams];
-  int trailingZero;
-};
-
-/// The stub's test hooks, from the library lowbit loaded.
-struct Stub {
-  long (*count)() = nullptr;
-  const LaunchRecord *(*at)(long) = nullptr;
-  void (*reset)() = nullptr;
-  void (*extraParams)(int) = nullptr;
+/// The stub's test hooks (CudaDriverStub.h).
+struct Stub : StubDriver {
   Stub() {
     REQUIRE(environmentSet);
-    void *library = dlopen(LOWBIT_CUDA_STUB, RTLD_NOW | RTLD_LOCAL);
-    REQUIRE(library);
-    count = reinterpret_cast<long (*)()>(dlsym(library, "stub_launch_count"));
-    at = reinterpret_cast<const LaunchRecord *(*)(long)>(
-        dlsym(library, "stub_launch_at"));
-    reset = reinterpret_cast<void (*)()>(dlsym(library, "stub_reset"));
-    extraParams = reinterpret_cast<void (*)(int)>(
-        dlsym(library, "stub_set_extra_params"));
-    REQUIRE((count && at && reset && extraParams));
+    REQUIRE(load(LOWBIT_CUDA_STUB));
   }
 };
 

@@ -7,6 +7,8 @@
 //
 //   lowbit-jit-probe SPEC TARGET
 //
+// A KV spec (its first word kv_* or kivi_*) goes to Jit::getKv.
+//
 // Prints "origin=disk|compiled kind=cubin|ptx workspace=W ptx=XXH64" and
 // exits 0, or "lowbit-jit-probe: error: MESSAGE" and exits 1.
 //
@@ -34,16 +36,21 @@ int main(int argc, char **argv) {
   auto jit = lowbit::Jit::create(options);
   if (!jit)
     return fail(jit.error().message);
-  auto kernel = (*jit)->get(argv[1]);
-  if (!kernel)
-    return fail(kernel.error().message);
-  std::string_view ptx = kernel->ptx();
-  std::printf("origin=%s kind=%s workspace=%lld ptx=%s\n",
-              kernel->loadedFromDisk() ? "disk" : "compiled",
-              kernel->resources().registers >= 0 ? "cubin" : "ptx",
-              static_cast<long long>(kernel->workspaceWords()),
-              lowbit::runtime::toHex64(
-                  lowbit::runtime::xxh64(ptx.data(), ptx.size(), 0))
-                  .c_str());
-  return 0;
+  auto report = [&](const auto &kernel) {
+    if (!kernel)
+      return fail(kernel.error().message);
+    std::string_view ptx = kernel->ptx();
+    std::printf("origin=%s kind=%s workspace=%lld ptx=%s\n",
+                kernel->loadedFromDisk() ? "disk" : "compiled",
+                kernel->resources().registers >= 0 ? "cubin" : "ptx",
+                static_cast<long long>(kernel->workspaceWords()),
+                lowbit::runtime::toHex64(
+                    lowbit::runtime::xxh64(ptx.data(), ptx.size(), 0))
+                    .c_str());
+    return 0;
+  };
+  std::string_view spec = argv[1];
+  if (spec.starts_with("kv_") || spec.starts_with("kivi_"))
+    return report((*jit)->getKv(spec, *target));
+  return report((*jit)->get(spec));
 }

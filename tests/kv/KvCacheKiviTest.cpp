@@ -182,6 +182,19 @@ TEST_CASE("kivi cache: the directory round trips and names a bad file") {
   std::string error;
   CHECK_FALSE(readKvCacheDirectory(directory, &error));
   CHECK(error.find("v_residual.npy") != std::string::npos);
+  // A stored group the format model refuses names the key files and the
+  // group (the model's own indices are the group's, not the file's).
+  auto cache = KvCache::create(
+      kiviConfig(KvScheme::Kivi4, KeyGranularity::PerToken, false), nullptr);
+  REQUIRE(cache->append(tokensOf(keys, 0, 19), tokensOf(keys, 19, 19), 19,
+                        nullptr));
+  cache->keyZeros[0] = 200;
+  REQUIRE(writeKvCacheDirectory(directory, *cache, &error));
+  CHECK_FALSE(readKvCacheDirectory(directory, &error));
+  CHECK_THAT(error, Catch::Contains("the stored keys (k_codes.npy, "
+                                    "k_scales.npy, k_zeros.npy) do not "
+                                    "dequantize: sequence 0, kv head 0, "
+                                    "tokens 0..3: zero point [0, 0] is 200"));
   std::filesystem::remove_all(std::filesystem::path(directory).parent_path());
 }
 

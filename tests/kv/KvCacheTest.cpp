@@ -7,6 +7,22 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// Under AddressSanitizer an address-space limit would break its shadow
+// memory; the limit is then left out (the sanitizer reports a huge
+// allocation itself).
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LOWBIT_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define LOWBIT_TEST_ASAN 1
+#endif
 
 using namespace lowbit;
 using namespace lowbit::kv;
@@ -168,5 +184,58 @@ TEST_CASE("kv cache: the directory round trips and refuses damage") {
   std::ofstream(directory + "/meta.json") << "{\"format\": \"something\"}";
   CHECK_FALSE(readKvCacheDirectory(directory, &error));
   CHECK(error.find("not a 'lowbit-kv-cache-1' cache") != std::string::npos);
+  std::filesystem::remove_all(std::filesystem::path(directory).parent_path());
+}
+
+// meta.json alone used to size the cache: a 2 KB directory claiming a
+// capacity of 2^30 tokens made the reader allocate 32 GiB of zeros before
+// it read k_codes.npy, and a batch of 2^30 made it allocate 8 GiB of
+// lengths (found by the kv-cache fuzzer). Read in a child with 1 GiB of
+// address space, the edited directories must be refused, not kill it.
+TEST_CASE("kv cache: the reader allocates nothing meta.json alone sizes") {
+  std::string directory = freshDirectory() + "/cache";
+  auto cache = KvCache::create(int8Config(false), nullptr);
+  REQUIRE(cache);
+  REQUIRE(writeKvCacheDirectory(directory, *cache, nullptr));
+  std::stringstream text;
+  text << std::ifstream(directory + "/meta.json").rdbuf();
+  std::string meta = text.str();
+  auto edited = [&](std::string from, std::string to) {
+    std::string result = meta;
+    REQUIRE(result.find(from) != std::string::npos);
+    return result.replace(result.find(from), from.size(), to);
+  };
+  struct Case {
+    std::string meta, message;
+  };
+  for (const Case &bad :
+       {Case{edited("\"capacity\": 40", "\"capacity\": 1073741824"),
+             "k_codes.npy: expected int8 of shape (2, 2, 1073741824, 10)"},
+        Case{edited("\"batch\": 2", "\"batch\": 1073741824"),
+             "one length per sequence"}}) {
+    std::ofstream(directory + "/meta.json") << bad.meta;
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+#ifndef LOWBIT_TEST_ASAN
+      rlimit limit{rlim_t(1) << 30, rlim_t(1) << 30};
+      setrlimit(RLIMIT_AS, &limit);
+#endif
+      // Nothing may leave the child but its exit status (std::bad_alloc
+      // would reach Catch2's handler in the child's copy of the run).
+      try {
+        std::string error;
+        bool refused = !readKvCacheDirectory(directory, &error);
+        _exit(refused && error.find(bad.message) != std::string::npos ? 0 : 1);
+      } catch (...) {
+        _exit(2);
+      }
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    INFO(bad.message);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
   std::filesystem::remove_all(std::filesystem::path(directory).parent_path());
 }

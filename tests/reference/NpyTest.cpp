@@ -140,6 +140,26 @@ TEST_CASE("npy: malformed files are refused with a reason", "[npy]") {
                             "'shape': (2, -2), }",
                             data))
             .find("malformed header: 'shape' holds") == 0);
+  // The header is ASCII: a binary or escape byte is refused where it is,
+  // never quoted back into a message (the npy fuzzer's refusals echoed
+  // whole runs of 0xff, and an ESC would reach the terminal).
+  CHECK(parseError(handMade("{'descr': '<f4', '\x1b[2J': False, "
+                            "'shape': (2, 2), }",
+                            data)) ==
+        "malformed header: byte 0x1b at offset 28 is not printable ASCII");
+  CHECK(parseError(handMade("{'descr': '<f4\xff', 'fortran_order': False, "
+                            "'shape': (2, 2), }",
+                            data)) ==
+        "malformed header: byte 0xff at offset 24 is not printable ASCII");
+}
+
+// A manifest or a symlink in a directory may name a device: /dev/zero was
+// read until memory ran out. It is refused by what it is (shown with
+// /dev/null, which a broken check would read as an empty file).
+TEST_CASE("npy: a device is refused, not read", "[npy]") {
+  std::string error;
+  CHECK_FALSE(readNpy("/dev/null", &error));
+  CHECK(error == "'/dev/null' is a device or socket, not a file");
 }
 
 TEST_CASE("npy: writes are atomic and report failures", "[npy]") {

@@ -179,6 +179,19 @@ TEST_CASE("json: a key given twice is refused", "[output][json]") {
   CHECK(json::parseJson(R"({"a": {"cols": 1}, "cols": 2})", &error));
 }
 
+TEST_CASE("json: a raw control character in a string is refused",
+          "[output][json]") {
+  std::string error;
+  CHECK_FALSE(json::parseJson("{\"a\": \"x\x1b[2Jy\"}", &error));
+  CHECK(error == "JSON: control character in a string at byte 8");
+  // Escaped, as the writer writes it, it is a character like any other.
+  std::optional<json::JsonValue> escaped =
+      json::parseJson(R"({"a": "x\u001by"})", &error);
+  REQUIRE(escaped);
+  CHECK(escaped->get("a")->text() == "x\x1by");
+  CHECK(json::parseJson(escaped->serialize(), &error));
+}
+
 TEST_CASE("sizes are bounded, not narrowed", "[output][bounds]") {
   std::string error;
   CHECK(scaleExtentFromInt64("group size", kMaxScaleExtent, &error) ==

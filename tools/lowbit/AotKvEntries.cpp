@@ -47,51 +47,21 @@ bool stageBenchInputs(aot::BundleEntry &entry, const std::vector<Bytes> &index,
 
 } // namespace
 
-std::string KvAotSpec::text() const {
-  switch (kind) {
-  case Kind::Cache:
-    return kv::formatKvKernelSpec(cache);
-  case Kind::Kivi:
-    return kv::formatKiviKernelSpec(kivi);
-  case Kind::Attention:
-    return kv::printKvAttentionSpec(decode);
-  }
-  return {};
-}
-
-bool isKvAotSpecText(std::string_view text) {
-  std::string_view word = text.substr(0, text.find(' '));
-  return word == "kv_append" || word == "kv_dequantize" ||
-         word == "kivi_append" || word == "kivi_dequantize" ||
-         word == "kv_attend";
-}
+bool isKvAotSpecText(std::string_view text) { return jit::isKvSpecText(text); }
 
 std::optional<KvAotSpec> parseKvAotSpec(std::string_view text,
                                         std::string &error) {
-  KvAotSpec spec;
-  if (text.starts_with("kivi_")) {
-    std::optional<kv::KiviKernelSpec> kivi =
-        kv::parseKiviKernelSpec(text, &error);
-    if (!kivi)
-      return std::nullopt;
-    spec.kind = KvAotSpec::Kind::Kivi;
-    spec.kivi = *kivi;
-    return spec;
-  }
-  if (text.starts_with("kv_attend")) {
-    spec.kind = KvAotSpec::Kind::Attention;
-    std::optional<kv::KvAttentionSpec> decode =
-        kv::parseKvAttentionSpec(text, &error);
-    if (!decode)
-      return std::nullopt;
-    spec.decode = *decode;
-    return spec;
-  }
-  std::optional<kv::KvKernelSpec> cache = kv::parseKvKernelSpec(text, &error);
-  if (!cache)
+  Expected<KvAotSpec> spec = jit::parseKvJitSpec(text);
+  if (!spec) {
+    error = spec.error().message;
     return std::nullopt;
-  spec.cache = *cache;
-  return spec;
+  }
+  if (spec->kind == KvAotSpec::Kind::KiviAttention) {
+    error = "kivi_attend has no AOT bundle entry yet (its PTX compile does "
+            "not expose the launch plan)";
+    return std::nullopt;
+  }
+  return *spec;
 }
 
 std::optional<aot::BundleEntry>

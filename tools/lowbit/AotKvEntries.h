@@ -19,6 +19,7 @@
 #include "kv/KvAttentionSpec.h"
 #include "kv/KvKernelSpec.h"
 #include "kv/KvKiviKernelSpec.h"
+#include "runtime/jit/KvJitSpec.h"
 #include "tools/lowbit/AotSupport.h"
 
 #include <optional>
@@ -29,15 +30,8 @@
 namespace lowbit::cli {
 
 /// A kv_append, kv_dequantize, kivi_append, kivi_dequantize or kv_attend
-/// spec.
-struct KvAotSpec {
-  enum class Kind { Cache, Kivi, Attention };
-  Kind kind = Kind::Cache;
-  kv::KvKernelSpec cache;     ///< Cache
-  kv::KiviKernelSpec kivi;    ///< Kivi
-  kv::KvAttentionSpec decode; ///< Attention
-  std::string text() const;
-};
+/// spec: lowbit::Jit's KV spec (kivi_attend has no bundle entry yet).
+using KvAotSpec = jit::KvJitSpec;
 
 /// Whether `text` is a KV or attention spec (its first word).
 bool isKvAotSpecText(std::string_view text);

@@ -3,13 +3,16 @@
 // The KV cache on .npy files, through kv/KvCache (the reference backend;
 // docs/kv-cache.md). Every subcommand checks its arguments and inputs
 // before it writes, and the cache directory is replaced as one unit, so a
-// refused append leaves the old cache whole.
+// refused append leaves the old cache whole. `kv attend --jit` runs the
+// compiled decode-attention kernel instead (lowbit::Jit::getKv on the CPU,
+// the compiler library loaded only then; docs/runtime.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "format/Quantize.h"
 #include "kv/KvCache.h"
 #include "kv/KvEval.h"
+#include "lowbit/Jit.h"
 #include "runtime/core/Npy.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
@@ -36,6 +39,7 @@ constexpr std::string_view kUsage =
     "       lowbit kv dequantize --cache DIR --out-k K.npy --out-v V.npy\n"
     "       lowbit kv attend --cache DIR --q Q.npy --out O.npy [--scale S]"
     " [--split N]\n"
+    "           [--jit]\n"
     "       lowbit kv quantize --scheme kv_int8_g<G>|kv_int8 [--group G]\n"
     "           [--convention multiplier|divisor] --input X.npy\n"
     "           --out-codes C.npy --out-scales S.npy [--out-values V.npy]\n\n"
@@ -54,12 +58,15 @@ constexpr std::string_view kUsage =
     "(zeros past a shorter sequence). attend runs decode attention of\n"
     "[batch, q_heads, head_dim] queries (q_heads a multiple of kv_heads;\n"
     "scale defaults to 1/sqrt(head_dim), splits of N = 256 tokens) and\n"
-    "writes float32 [batch, q_heads, head_dim]. quantize applies kv_int8 to\n"
+    "writes float32 [batch, q_heads, head_dim]; with --jit through the\n"
+    "compiled kv_attend kernel on the CPU (kv_int8 and kv_fp8 caches; it\n"
+    "prints the kernel's spec), else the reference. quantize applies kv_int8 "
+    "to\n"
     "one N-D tensor (rank >= 2, groups along the last axis): int8 codes of\n"
     "its shape, float32 scales of shape[:-1] + [ceil(D / G)], and with\n"
     "--out-values the dequantized float32 values.\n";
 
-constexpr std::array<OptionSpec, 27> kOptions = {{
+constexpr std::array<OptionSpec, 28> kOptions = {{
     {"cache", true},      {"scheme", true},      {"batch", true},
     {"kv-heads", true},   {"head-dim", true},    {"capacity", true},
     {"pages", true},      {"block-table", true}, {"group", true},
@@ -69,6 +76,7 @@ constexpr std::array<OptionSpec, 27> kOptions = {{
     {"out", true},        {"scale", true},       {"split", true},
     {"residual", true},   {"keys", true},        {"input", true},
     {"out-codes", true},  {"out-scales", true},  {"out-values", true},
+    {"jit", false},
 }};
 
 /// Which options each subcommand takes (the rest are refused by name).
@@ -84,7 +92,7 @@ const Verb kVerbs[] = {
       "v-scales", "residual", "keys"}},
     {"append", {"cache", "k", "v"}, {"from"}},
     {"dequantize", {"cache", "out-k", "out-v"}, {}},
-    {"attend", {"cache", "q", "out"}, {"scale", "split"}},
+    {"attend", {"cache", "q", "out"}, {"scale", "split", "jit"}},
     {"quantize",
      {"scheme", "input", "out-codes", "out-scales"},
      {"group", "convention", "out-values"}},
@@ -316,6 +324,101 @@ CommandResult runDequantizeCache(const ParsedCommandLine &parsed,
   return std::nullopt;
 }
 
+/// The kv_attend spec of `cache`'s layout and scheme.
+std::string attendSpecOf(const kv::KvCache &cache, int64_t qHeads, float scale,
+                         int64_t split) {
+  const kv::KvCacheConfig &config = cache.config();
+  std::string scheme =
+      config.scheme == kv::KvScheme::Int8Groups
+          ? fmt::format("kv_int8_g{} convention={}", config.int8.groupSize,
+                        kv::scaleConventionName(config.int8.convention))
+          : fmt::format("{} scale={}", kv::kvSchemeName(config.scheme),
+                        config.keyScales.size() > 1 ? "per_head"
+                                                    : "per_tensor");
+  return fmt::format("kv_attend {} q=f32 layout={} q_heads={} kv_heads={} "
+                     "head_dim={} split={} softmax_scale={}",
+                     scheme, config.paged ? "paged" : "contiguous", qHeads,
+                     config.kvHeads, config.headDim, split, scale);
+}
+
+/// Decode attention through the compiled kernel (lowbit::Jit::getKv on
+/// the CPU), over the cache's own storage: the kernel ABI's 2-D view of
+/// it (docs/decode-attention.md).
+std::optional<std::vector<float>>
+attendCompiled(const kv::KvCache &cache, const std::vector<float> &query,
+               int64_t qHeads, float scale, int64_t split, std::string *error) {
+  const kv::KvCacheConfig &config = cache.config();
+  if (config.scheme != kv::KvScheme::Int8Groups &&
+      config.scheme != kv::KvScheme::Fp8E4M3 &&
+      config.scheme != kv::KvScheme::Fp8E5M2) {
+    *error = fmt::format("--jit takes kv_int8 and kv_fp8 caches; this one is "
+                         "{} (run it without --jit)",
+                         kv::kvSchemeName(config.scheme));
+    return std::nullopt;
+  }
+  if (qHeads % config.kvHeads != 0) {
+    *error = fmt::format("query heads ({}) must be a multiple of kv heads ({})",
+                         qHeads, config.kvHeads);
+    return std::nullopt;
+  }
+  auto jit = Jit::create();
+  Expected<KvKernel> kernel =
+      jit ? (*jit)->getKv(attendSpecOf(cache, qHeads, scale, split), Target{})
+          : Expected<KvKernel>(jit.error());
+  if (!kernel) {
+    *error = kernel.error().message;
+    return std::nullopt;
+  }
+  fmt::print("jit: {} (cpu, {:.1f} ms to compile)\n", kernel->spec(),
+             kernel->compileMillis());
+  const int64_t batch = config.batch, headDim = config.headDim;
+  const std::vector<int64_t> storage = cache.storageShape(1);
+  const int64_t rows = storage[0] * storage[1] * storage[2];
+  const int64_t maxTokens =
+      config.paged ? config.maxBlocks * 16 : config.capacity;
+  const int64_t splits = (maxTokens + split - 1) / split;
+  std::vector<int32_t> lengths(cache.lengths().begin(), cache.lengths().end());
+  std::vector<float> output(size_t(batch * qHeads * headDim));
+  std::vector<float> partials(size_t(batch * qHeads * splits * (headDim + 2)));
+  auto tensor = [](const void *data, ElementType element, int64_t rows,
+                   int64_t cols) {
+    KvTensor made;
+    made.data = const_cast<void *>(data);
+    made.element = element;
+    made.rank = 2;
+    made.shape[0] = rows;
+    made.shape[1] = cols;
+    return made;
+  };
+  const bool int8 = config.scheme == kv::KvScheme::Int8Groups;
+  auto scales = [&](const std::vector<float> &rowScales,
+                    const std::vector<float> &staticScales) {
+    return int8 ? tensor(rowScales.data(), ElementType::F32, rows,
+                         cache.scaleWidth())
+                : tensor(staticScales.data(), ElementType::F32, 1,
+                         int64_t(staticScales.size()));
+  };
+  std::vector<KvTensor> buffers = {
+      tensor(query.data(), ElementType::F32, batch * qHeads, headDim),
+      tensor(cache.keyCodes.data(), ElementType::I8, rows, headDim),
+      scales(cache.keyRowScales, config.keyScales),
+      tensor(cache.valueCodes.data(), ElementType::I8, rows, headDim),
+      scales(cache.valueRowScales, config.valueScales),
+      tensor(lengths.data(), ElementType::I32, 1, batch)};
+  if (config.paged)
+    buffers.push_back(tensor(config.blockTable.data(), ElementType::I32, batch,
+                             config.maxBlocks));
+  buffers.push_back(
+      tensor(output.data(), ElementType::F32, batch * qHeads, headDim));
+  buffers.push_back(tensor(partials.data(), ElementType::F32,
+                           batch * qHeads * splits, headDim + 2));
+  if (Status ran = kernel->run(buffers); !ran) {
+    *error = ran.error().message;
+    return std::nullopt;
+  }
+  return output;
+}
+
 CommandResult runAttend(const ParsedCommandLine &parsed,
                         const kv::KvCache &cache) {
   std::string error;
@@ -344,7 +447,9 @@ CommandResult runAttend(const ParsedCommandLine &parsed,
   if (!split)
     return fail(error);
   std::optional<std::vector<float>> out =
-      cache.attend(query->first, shape[1], scale, *split, &error);
+      parsed.flag("jit")
+          ? attendCompiled(cache, query->first, shape[1], scale, *split, &error)
+          : cache.attend(query->first, shape[1], scale, *split, &error);
   if (!out)
     return fail(error);
   if (!writeF32(*parsed.value("out"), shape, *out, &error))
@@ -435,6 +540,9 @@ CommandResult runKv(Arguments args) {
     if (std::ranges::find(verb->required, name) == verb->required.end() &&
         std::ranges::find(verb->optional, name) == verb->optional.end())
       return fail(fmt::format("'kv {}' does not take --{}", verb->name, name));
+  for (const std::string &flag : parsed->flags)
+    if (std::ranges::find(verb->optional, flag) == verb->optional.end())
+      return fail(fmt::format("'kv {}' does not take --{}", verb->name, flag));
   for (std::string_view required : verb->required)
     if (!parsed->value(required))
       return fail(fmt::format("'kv {}' needs --{}", verb->name, required));

@@ -115,8 +115,10 @@ enum class ArgumentRole : uint8_t {
   Output
 };
 /// How its elements are stored: values and scales as themselves, codes and
-/// byte-coded scales (e8m0, ue4m3) and zero points as bytes.
-enum class ElementType : uint8_t { F32, F16, BF16, U8 };
+/// byte-coded scales (e8m0, ue4m3) and zero points as bytes. The KV
+/// kernels' codes and zero points are I8, their indices (positions,
+/// lengths, block tables) I32.
+enum class ElementType : uint8_t { F32, F16, BF16, U8, I8, I32 };
 std::string_view argumentRoleName(ArgumentRole role);  ///< "input", ...
 std::string_view elementTypeName(ElementType element); ///< "f32", ...
 
@@ -133,6 +135,79 @@ struct ArgumentInfo {
 };
 
 class Jit;
+
+//===----------------------------------------------------------------------===//
+// KV-cache kernels (docs/runtime.md, "KV kernels through the Jit")
+//===----------------------------------------------------------------------===//
+
+/// The largest rank of a KV kernel's buffer.
+inline constexpr size_t kKvMaxRank = 8;
+
+/// One parameter of a KV kernel: a C-order buffer. A negative size is one
+/// the call fixes (dynamic in the kernel): every parameter with the same
+/// negative value must have the same size there; kvDimName names it
+/// ("batch", "new_tokens", "cache_tokens", "pages", "max_blocks", ...).
+struct KvParamInfo {
+  std::string name; ///< "input", "codes", "scales", "positions", ...
+  ElementType element = ElementType::F32;
+  std::vector<int64_t> shape;
+  /// Written by the kernel (in place, as an append's cache, or whole).
+  bool written = false;
+};
+std::string_view kvDimName(int64_t dim);
+
+/// One buffer of a KV kernel call: its address (a host pointer for run(),
+/// a CUdeviceptr for launch()), its element type and its C-order shape.
+struct KvTensor {
+  void *data = nullptr;
+  ElementType element = ElementType::F32;
+  size_t rank = 0;
+  std::array<int64_t, kKvMaxRank> shape{};
+};
+
+/// A compiled KV-cache kernel (kv_append, kv_dequantize, kivi_append,
+/// kivi_dequantize, kv_attend, kivi_attend). Cheap to copy; safe to use
+/// from many threads; may outlive the Jit that made it.
+class KvKernel {
+public:
+  /// The canonical spec text (what the cache key holds).
+  const std::string &spec() const;
+  /// The spec's first word: "kv_append", ..., "kivi_attend".
+  std::string_view op() const;
+  const Target &target() const;
+  /// The parameters run()/launch() take, in order (the kernel ABI,
+  /// docs/kv-kernels.md and docs/decode-attention.md).
+  const std::vector<KvParamInfo> &params() const;
+  /// The PTX (empty for a CPU kernel).
+  std::string_view ptx() const;
+  KernelResources resources() const;
+  /// Words of the per-stream workspace launch() passes (0: none).
+  int64_t workspaceWords() const;
+  bool loadedFromDisk() const;
+  double compileMillis() const;
+
+  /// Runs a CPU kernel on host buffers, one per parameter: each of the
+  /// parameter's element type and rank, static sizes equal, every
+  /// call-fixed size >= 1 and the same wherever it appears (and the sizes
+  /// derived from others, e.g. attention's partial rows, consistent). The
+  /// compiled kernel's own checks (sequence lengths, block tables) follow.
+  Status run(std::span<const KvTensor> buffers) const;
+  /// Launches a GPU kernel on `stream` (a CUstream; nullptr: the default
+  /// stream) with device buffers, checked as run()'s shapes are (the
+  /// device contents, lengths and block tables, cannot be: they are the
+  /// caller's). Asynchronous. The launch sizes are the launch plan's
+  /// (runtime/aot's evaluateLaunchFor/packArgumentsFor, as an AOT bundle's
+  /// runner launches the same kernels).
+  Status launch(void *stream, std::span<const KvTensor> buffers) const;
+
+  struct State;
+
+private:
+  friend class Jit;
+  explicit KvKernel(std::shared_ptr<const State> state)
+      : state(std::move(state)) {}
+  std::shared_ptr<const State> state;
+};
 
 /// A compiled kernel. Cheap to copy (shared state); safe to use from many
 /// threads; may outlive the Jit that made it.
@@ -201,6 +276,14 @@ public:
   Expected<Kernel> get(std::string_view specText, const Target &target);
   /// With the options' target.
   Expected<Kernel> get(std::string_view specText);
+
+  /// The KV-cache kernel of `specText` (`kv_append ...`, `kv_dequantize
+  /// ...`, `kivi_append ...`, `kivi_dequantize ...`, `kv_attend ...`,
+  /// `kivi_attend ...`) on `target`: the same caches as get() (a repeat is
+  /// a lookup; GPU kernels on disk, CPU engines in memory), the same
+  /// compiler (linked or loaded). InvalidArgument for a spec that does
+  /// not parse.
+  Expected<KvKernel> getKv(std::string_view specText, const Target &target);
 
   JitStats stats() const;
   const runtime::CacheOptions &cacheOptions() const;

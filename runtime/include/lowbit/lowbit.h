@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define LOWBIT_C_API_VERSION 2
+#define LOWBIT_C_API_VERSION 3
 
 /* The error codes: lowbit::ErrorCode (lowbit/Expected.h) plus two for
  * failures of the C boundary itself. */
@@ -128,6 +128,53 @@ lowbit_status lowbit_kernel_run(const lowbit_kernel *kernel,
  * CUstream; NULL: the default stream). Asynchronous. */
 lowbit_status lowbit_kernel_launch(const lowbit_kernel *kernel, void *stream,
                                    const DLTensor *args, size_t arg_count);
+
+/* KV-cache kernels (added in version 3; docs/embedding.md, "KV-cache
+ * kernels"): kv_append, kv_dequantize, kivi_append, kivi_dequantize,
+ * kv_attend and kivi_attend, through the same jit and caches. Their
+ * tensors are N-D (rank up to LOWBIT_KV_MAX_RANK), compact row-major, with
+ * the shapes lowbit_kv_kernel_param describes: a static size, or a size
+ * the call fixes (negative in `shape`, the same negative value wherever
+ * the same size must appear). */
+typedef struct lowbit_kv_kernel lowbit_kv_kernel;
+
+#define LOWBIT_KV_MAX_RANK 8
+
+/* `spec`: the one-line KV spec ("kv_append kv_int8_g64 heads=8
+ * head_dim=128", docs/kv-kernels.md, docs/decode-attention.md). */
+lowbit_status lowbit_jit_get_kv(lowbit_jit *jit, const char *spec,
+                                const char *target, lowbit_kv_kernel **kernel);
+void lowbit_kv_kernel_destroy(lowbit_kv_kernel *kernel);
+
+typedef struct lowbit_kv_param_info {
+  const char *name; /* "input", "codes", ...; lives as long as the kernel */
+  DLDataType dtype; /* float32/16, bfloat16, int8 (codes) or int32 */
+  int is_output;    /* nonzero: written (in place, or whole) */
+  int32_t ndim;
+  /* >= 0: static; < 0: fixed by the call, named by dim_names. */
+  int64_t shape[LOWBIT_KV_MAX_RANK];
+  /* "" for a static size, else "batch", "new_tokens", "cache_tokens",
+   * "pages", "max_blocks", "group_rows", "splits", "query_rows",
+   * "cache_rows" or "partial_rows". */
+  const char *dim_names[LOWBIT_KV_MAX_RANK];
+} lowbit_kv_param_info;
+
+size_t lowbit_kv_kernel_param_count(const lowbit_kv_kernel *kernel);
+lowbit_status lowbit_kv_kernel_param(const lowbit_kv_kernel *kernel,
+                                     size_t index, lowbit_kv_param_info *info);
+/* The canonical spec text; the PTX ("" for a CPU kernel). */
+const char *lowbit_kv_kernel_spec(const lowbit_kv_kernel *kernel);
+const char *lowbit_kv_kernel_ptx(const lowbit_kv_kernel *kernel);
+
+/* Runs a CPU kernel on kDLCPU tensors, synchronously. */
+lowbit_status lowbit_kv_kernel_run(const lowbit_kv_kernel *kernel,
+                                   const DLTensor *args, size_t arg_count);
+/* Launches a GPU kernel on kDLCUDA tensors of device 0 on `stream`.
+ * Asynchronous; the tensors' contents (positions, lengths, block tables)
+ * are the caller's to keep in range. */
+lowbit_status lowbit_kv_kernel_launch(const lowbit_kv_kernel *kernel,
+                                      void *stream, const DLTensor *args,
+                                      size_t arg_count);
 
 /* The reference quantizer (format/Quantize.h) on host tensors. */
 

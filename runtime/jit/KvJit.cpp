@@ -1,0 +1,415 @@
+//===- KvJit.cpp - lowbit::Jit::getKv: the KV-cache kernels ---------------===//
+//
+// The KV-cache, KIVI and decode-attention kernels through the same Jit as
+// the quantize kernels (JitImpl.h): the spec's canonical text keys the
+// caches, a miss reaches the compiler through CompilerBackend's KV entries
+// (linked or loaded), GPU entries are the same `jit-gpu` payload on disk.
+//
+// A launch is the AOT bundle's launch of the same kernels: the entry's
+// plan read as aot::Launch steps, sized and packed by runtime/aot's
+// evaluateLaunchFor/packArgumentsFor over the buffers' ranked shapes (a
+// memref is its rank-N descriptor), so the JIT and the AOT runner cannot
+// disagree on grids, blocks or argument order. MLIR-free.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/aot/Bundle.h"
+#include "runtime/jit/JitImpl.h"
+#include "runtime/jit/KernelSignature.h"
+#include "runtime/jit/KvJitSpec.h"
+
+namespace lowbit {
+
+using compiler::CallDim;
+using compiler::CallSizes;
+using compiler::KvKernelParam;
+
+struct KvKernel::State : ResolvedGpuKernel {
+  std::shared_ptr<Jit::Impl> jit;
+  jit::KvJitSpec spec;
+  std::string text;
+  Target target;
+  std::vector<KvKernelParam> abi;
+  std::vector<KvParamInfo> params;
+  KernelKey key;
+  std::shared_ptr<KvCpuEntry> cpuEntry;
+  /// GPU: the entry's launch plan as the AOT bundle holds it, or why it
+  /// cannot be launched.
+  std::vector<aot::Launch> launches;
+  std::optional<Error> launchError;
+  mutable std::mutex moduleMutex;
+  mutable std::shared_ptr<LoadedModule> module;
+};
+
+std::string_view kvDimName(int64_t dim) { return jit::kvCallDimName(dim); }
+
+namespace {
+
+std::optional<ElementType> elementOf(std::string_view name) {
+  for (ElementType element :
+       {ElementType::F32, ElementType::F16, ElementType::BF16, ElementType::U8,
+        ElementType::I8, ElementType::I32})
+    if (elementTypeName(element) == name)
+      return element;
+  return std::nullopt;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/// a x b x ..., INT64_MAX when it overflows (then no buffer matches it).
+int64_t product(std::initializer_list<int64_t> factors) {
+  int64_t result = 1;
+  for (int64_t factor : factors)
+    if (__builtin_mul_overflow(result, factor, &result))
+      return INT64_MAX;
+  return result;
+}
+
+/// The largest call-fixed size (the AOT manifest's bound, Bundle.h).
+constexpr int64_t kMaxCallSize = aot::kMaxDimension;
+
+std::string describeParam(const std::vector<KvKernelParam> &abi, size_t i) {
+  return "buffer " + std::to_string(i) + " (" + abi[i].name + ")";
+}
+
+/// A size the others determine: `dim` must be `expected` (when bound).
+Status expectDerived(const CallSizes &sizes, CallDim dim, int64_t expected,
+                     const std::string &why) {
+  auto found = sizes.find(dim);
+  if (found == sizes.end() || found->second == expected)
+    return Status::success();
+  return makeError(ErrorCode::InvalidArgument,
+                   std::string(jit::kvCallDimName(dim)) + " is " +
+                       std::to_string(found->second) + "; " + why +
+                       " make it " + std::to_string(expected));
+}
+
+int64_t sizeOf(const CallSizes &sizes, CallDim dim) {
+  auto found = sizes.find(dim);
+  return found == sizes.end() ? 0 : found->second;
+}
+
+/// The sizes one kind derives from the others (run() and launch() check
+/// them: a launch has no compiled kernel's checks behind it).
+Status checkDerivedSizes(const jit::KvJitSpec &spec, const CallSizes &sizes) {
+  using Kind = jit::KvJitSpec::Kind;
+  const int64_t batch = sizeOf(sizes, compiler::kBatch);
+  switch (spec.kind) {
+  case Kind::Cache:
+    return Status::success();
+  case Kind::Kivi:
+    return expectDerived(sizes, compiler::kGroupRows,
+                         ceilDiv(sizeOf(sizes, compiler::kCacheTokens),
+                                 spec.kivi.side.groupSize),
+                         "the cache's tokens and the group size");
+  case Kind::Attention: {
+    const kv::KvAttentionSpec &d = spec.decode;
+    if (Status rows =
+            expectDerived(sizes, compiler::kQueryRows,
+                          product({batch, d.qHeads}), "batch x q_heads");
+        !rows)
+      return rows;
+    int64_t cacheRows = sizeOf(sizes, compiler::kCacheRows);
+    int64_t block = d.paged ? product({d.kvHeads, kv::kPageTokens})
+                            : product({batch, d.kvHeads});
+    if (cacheRows % block != 0)
+      return makeError(
+          ErrorCode::InvalidArgument,
+          "cache_rows is " + std::to_string(cacheRows) +
+              "; it must be a multiple of " + std::to_string(block) +
+              (d.paged ? " (kv_heads x 16 per page)" : " (batch x kv_heads)"));
+    int64_t maxTokens =
+        d.paged
+            ? product({sizeOf(sizes, compiler::kMaxBlocks), kv::kPageTokens})
+            : cacheRows / block;
+    return expectDerived(
+        sizes, compiler::kPartialRows,
+        product({batch, d.kvHeads, ceilDiv(maxTokens, d.splitTokens),
+                 d.groupHeads()}),
+        "batch, kv_heads, the splits and the group");
+  }
+  case Kind::KiviAttention: {
+    const kv::KiviAttentionSpec &d = spec.kiviDecode;
+    int64_t maxTokens =
+        d.paged()
+            ? product({sizeOf(sizes, compiler::kMaxBlocks), kv::kPageTokens})
+            : sizeOf(sizes, compiler::kCacheTokens);
+    if (Status splits =
+            expectDerived(sizes, compiler::kSplits,
+                          ceilDiv(maxTokens, d.splitTokens), "the tokens");
+        !splits)
+      return splits;
+    return expectDerived(sizes, compiler::kGroupRows,
+                         ceilDiv(maxTokens, d.keys.groupSize),
+                         "the tokens and the group size");
+  }
+  }
+  return Status::success();
+}
+
+/// Checks `buffers` against the kernel's parameters: count, element type,
+/// rank, static sizes, each call-fixed size >= 1 and the same wherever it
+/// appears, and the sizes derived from others. Fills `sizes`.
+Status checkKvBuffers(const KvKernel::State &state,
+                      std::span<const KvTensor> buffers, CallSizes &sizes) {
+  const std::vector<KvKernelParam> &abi = state.abi;
+  if (buffers.size() != abi.size())
+    return makeError(ErrorCode::InvalidArgument,
+                     state.spec.opName().data() + std::string(" takes ") +
+                         std::to_string(abi.size()) + " buffers, got " +
+                         std::to_string(buffers.size()));
+  for (size_t i = 0; i < abi.size(); ++i) {
+    const KvTensor &buffer = buffers[i];
+    const KvParamInfo &param = state.params[i];
+    if (!buffer.data)
+      return makeError(ErrorCode::InvalidArgument,
+                       describeParam(abi, i) + " is a null pointer");
+    if (buffer.element != param.element)
+      return makeError(ErrorCode::InvalidArgument,
+                       describeParam(abi, i) + " is " +
+                           std::string(elementTypeName(buffer.element)) +
+                           "; the kernel takes " +
+                           std::string(elementTypeName(param.element)));
+    if (buffer.rank != param.shape.size())
+      return makeError(ErrorCode::InvalidArgument,
+                       describeParam(abi, i) + " has rank " +
+                           std::to_string(buffer.rank) + "; the kernel takes " +
+                           std::to_string(param.shape.size()));
+    for (size_t axis = 0; axis < buffer.rank; ++axis) {
+      int64_t want = param.shape[axis], got = buffer.shape[axis];
+      std::string where =
+          describeParam(abi, i) + " dimension " + std::to_string(axis);
+      if (!compiler::isCallDim(want)) {
+        if (got != want)
+          return makeError(ErrorCode::InvalidArgument,
+                           where + " is " + std::to_string(got) +
+                               "; the kernel takes " + std::to_string(want));
+        continue;
+      }
+      if (got > kMaxCallSize)
+        return makeError(ErrorCode::InvalidArgument,
+                         where + " (" + std::string(kvDimName(want)) + ") is " +
+                             std::to_string(got) + "; at most 2^40");
+      if (got < 1)
+        return makeError(ErrorCode::InvalidArgument,
+                         where + " (" + std::string(kvDimName(want)) + ") is " +
+                             std::to_string(got) + "; it must be >= 1");
+      auto [bound, inserted] = sizes.emplace(CallDim(want), got);
+      if (!inserted && bound->second != got)
+        return makeError(ErrorCode::InvalidArgument,
+                         where + " is " + std::to_string(got) + "; " +
+                             std::string(kvDimName(want)) + " is " +
+                             std::to_string(bound->second) +
+                             " in an earlier buffer");
+    }
+  }
+  return checkDerivedSizes(state.spec, sizes);
+}
+
+} // namespace
+
+const std::string &KvKernel::spec() const { return state->text; }
+std::string_view KvKernel::op() const { return state->spec.opName(); }
+const Target &KvKernel::target() const { return state->target; }
+const std::vector<KvParamInfo> &KvKernel::params() const {
+  return state->params;
+}
+std::string_view KvKernel::ptx() const { return state->ptx; }
+int64_t KvKernel::workspaceWords() const { return state->workspaceWords; }
+bool KvKernel::loadedFromDisk() const { return state->fromDisk; }
+double KvKernel::compileMillis() const { return state->compileMillis; }
+
+KernelResources KvKernel::resources() const { return state->resources(); }
+
+Status KvKernel::run(std::span<const KvTensor> buffers) const {
+  if (!state->target.isCpu())
+    return makeError(ErrorCode::InvalidArgument,
+                     "run() is for CPU kernels; this one is for " +
+                         state->target.str() + " (use launch())");
+  CallSizes sizes;
+  if (Status checked = checkKvBuffers(*state, buffers, sizes); !checked)
+    return checked;
+  std::vector<jit::KvCpuBuffer> hostBuffers;
+  hostBuffers.reserve(buffers.size());
+  for (const KvTensor &buffer : buffers)
+    hostBuffers.push_back({buffer.data, std::span<const int64_t>(
+                                            buffer.shape.data(), buffer.rank)});
+  return state->cpuEntry->kernel->run(hostBuffers);
+}
+
+Status KvKernel::launch(void *stream, std::span<const KvTensor> buffers) const {
+  if (!state->target.isNvidia())
+    return makeError(ErrorCode::InvalidArgument,
+                     "launch() is for GPU kernels; this one is for the CPU "
+                     "(use run())");
+  if (state->launchError)
+    return *state->launchError;
+  CallSizes sizes;
+  if (Status checked = checkKvBuffers(*state, buffers, sizes); !checked)
+    return checked;
+
+  std::shared_ptr<LoadedModule> module;
+  {
+    std::lock_guard<std::mutex> lock(state->moduleMutex);
+    if (!state->module) {
+      std::vector<std::string> names;
+      for (const aot::Launch &step : state->launches)
+        names.push_back(step.entry);
+      Expected<std::shared_ptr<LoadedModule>> loaded =
+          state->jit->loadImage(state->key, *state->gpuEntry, nullptr, names);
+      if (!loaded)
+        return std::move(loaded).takeError();
+      state->module = *loaded;
+    }
+    module = state->module;
+  }
+  const runtime::CudaDriverApi &api = *module->api;
+  if (Status current = module->context->makeCurrent(); !current)
+    return current;
+
+  // The AOT runner's sizes: ranked shapes, and each one's [rows, cols].
+  aot::SizeInstance size;
+  std::vector<uint64_t> addresses;
+  for (const KvTensor &buffer : buffers) {
+    std::vector<int64_t> dims(buffer.shape.begin(),
+                              buffer.shape.begin() + buffer.rank);
+    int64_t rows = 1;
+    for (size_t axis = 0; axis + 1 < dims.size(); ++axis)
+      rows *= dims[axis];
+    size.shapes.push_back({rows, dims.back()});
+    size.dims.push_back(std::move(dims));
+    addresses.push_back(uint64_t(uintptr_t(buffer.data)));
+  }
+  auto cuStream = static_cast<runtime::CUstream>(stream);
+  uint64_t workspace = 0;
+  if (state->workspaceWords > 0) {
+    Expected<uint64_t> acquired =
+        state->jit->workspaces.acquire(api, cuStream, state->workspaceWords);
+    if (!acquired)
+      return std::move(acquired).takeError();
+    workspace = *acquired;
+  }
+  for (size_t s = 0; s < state->launches.size(); ++s) {
+    const aot::Launch &step = state->launches[s];
+    std::string error;
+    std::optional<aot::LaunchSizes> launchSizes =
+        aot::evaluateLaunchFor(step, size, &error, state->workspaceWords);
+    std::optional<aot::PackedArguments> packed =
+        launchSizes ? aot::packArgumentsFor(step, addresses, size, &error,
+                                            workspace, state->workspaceWords)
+                    : std::nullopt;
+    if (!packed)
+      return makeError(ErrorCode::InvalidArgument, step.entry + ": " + error);
+    if (launchSizes->grid[0] <= 0 || launchSizes->grid[1] <= 0 ||
+        launchSizes->grid[2] <= 0)
+      continue; // Nothing to launch.
+    if (runtime::CUresult result = api.cuLaunchKernel(
+            module->functions[s], unsigned(launchSizes->grid[0]),
+            unsigned(launchSizes->grid[1]), unsigned(launchSizes->grid[2]),
+            unsigned(launchSizes->block[0]), unsigned(launchSizes->block[1]),
+            unsigned(launchSizes->block[2]), unsigned(launchSizes->sharedBytes),
+            cuStream, packed->pointers.data(), nullptr);
+        result != runtime::kCudaSuccess)
+      return makeError(ErrorCode::CudaError,
+                       runtime::describeCudaError(
+                           api, result, "cuLaunchKernel(" + step.entry + ")"));
+  }
+  return Status::success();
+}
+
+namespace {
+
+Expected<std::shared_ptr<const KvKernel::State>>
+makeKvKernelState(const std::shared_ptr<Jit::Impl> &impl,
+                  std::string_view specText, const Target &target) {
+  Expected<jit::KvJitSpec> spec = jit::parseKvJitSpec(specText);
+  if (!spec)
+    return std::move(spec).takeError();
+  Expected<std::string> features = targetFeatures(target);
+  if (!features)
+    return std::move(features).takeError();
+  auto state = std::make_shared<KvKernel::State>();
+  state->jit = impl;
+  state->spec = *spec;
+  state->text = spec->text();
+  state->target = target;
+  state->abi = spec->params();
+  for (const KvKernelParam &param : state->abi) {
+    std::optional<ElementType> element = elementOf(param.elementType);
+    if (!element)
+      return makeError(ErrorCode::Unsupported,
+                       "a KV kernel parameter of element type '" +
+                           param.elementType + "'");
+    state->params.push_back(
+        {param.name, *element, param.shape, param.isResult});
+  }
+  // Every size is dynamic and the codegen does not use alignment: one
+  // key per spec and target (the pointers all count as aligned).
+  runtime::KernelSignature signature = jit::targetSignature(
+      state->text, target, *features, int(state->abi.size()));
+  signature.inputDtype = state->abi.front().elementType;
+  Expected<std::shared_ptr<const PreparedSignature>> prepared =
+      runtime::prepareSignature(std::move(signature));
+  if (!prepared)
+    return std::move(prepared).takeError();
+  std::array<const void *, 32> aligned{};
+  state->key = runtime::makeKernelKey(
+      *prepared, 0, 0,
+      std::span<const void *const>(aligned.data(), state->abi.size()));
+
+  const std::string &text = state->text;
+  if (target.isCpu()) {
+    KvCpuResult entry =
+        impl->resolveCpuIn(impl->kvCpuKernels, state->key,
+                           [&](const jit::CompilerBackend &backend) {
+                             return backend.compileKvCpu(text);
+                           });
+    if (!entry)
+      return std::move(entry).takeError();
+    state->cpuEntry = *entry;
+    state->compileMillis = (*entry)->compileMillis;
+    return std::shared_ptr<const KvKernel::State>(std::move(state));
+  }
+  Expected<std::shared_ptr<const CacheEntry>> entry = impl->resolveGpu(
+      state->key, target,
+      [&](const jit::CompilerBackend &backend, bool linkCubin) {
+        return backend.compileKvGpu(text, target, linkCubin);
+      });
+  if (!entry)
+    return std::move(entry).takeError();
+  Expected<std::string> planText = state->take(*entry);
+  if (!planText)
+    return std::move(planText).takeError();
+  Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(*planText);
+  if (!plan) {
+    state->launchError = plan.error();
+  } else if (!plan->unsupported.empty()) {
+    state->launchError =
+        Error{ErrorCode::Unsupported,
+              "the launches cannot be described: " + plan->unsupported};
+  } else {
+    for (const launch::LaunchStep &step : plan->steps) {
+      std::string error;
+      std::optional<aot::Launch> launch = aot::fromLaunchStep(step, &error);
+      if (!launch) {
+        state->launchError = Error{ErrorCode::CorruptEntry, error};
+        break;
+      }
+      state->launches.push_back(std::move(*launch));
+    }
+  }
+  return std::shared_ptr<const KvKernel::State>(std::move(state));
+}
+
+} // namespace
+
+Expected<KvKernel> Jit::getKv(std::string_view specText, const Target &target) {
+  Expected<std::shared_ptr<const KvKernel::State>> state = impl->memoized(
+      impl->kvKernels, impl->kvKernelsMutex, memoKeyOf(specText, target),
+      [&] { return makeKvKernelState(impl, specText, target); });
+  if (!state)
+    return std::move(state).takeError();
+  return KvKernel(std::move(*state));
+}
+
+} // namespace lowbit

@@ -1,0 +1,133 @@
+//===- KvLinkedCompiler.cpp - The KV kernels' compiler entries ------------===//
+//
+// A KV spec's text -> the KV compilers (runtime/compiler/Kv*Compiler.h):
+// PTX with the launch plan read off the lowered module (as `lowbit aot`
+// reads it, describeGpuLaunches) and its workspace size, or a host engine.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/jit/KvLinkedCompiler.h"
+
+#include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/KiviAttentionCompiler.h"
+#include "runtime/compiler/KiviCompiler.h"
+#include "runtime/compiler/KvAttentionCompiler.h"
+#include "runtime/compiler/KvCompiler.h"
+#include "runtime/driver/NvJitLink.h"
+#include "runtime/jit/KvJitSpec.h"
+#include "runtime/jit/LaunchPlan.h"
+#include "runtime/jit/Workspace.h"
+
+namespace lowbit::jit {
+
+namespace {
+
+Error compileFailed(llvm::Error error) {
+  return Error{ErrorCode::CompileFailed, llvm::toString(std::move(error))};
+}
+
+/// A host engine of any KV kind: its buffers as the compiler takes them
+/// (KvBuffer of rank N, or kv_attend's [rows, cols] HostBuffer).
+template <typename CpuKernel, typename Buffer>
+class LinkedKvCpuKernel final : public KvCpuKernelHandle {
+public:
+  explicit LinkedKvCpuKernel(std::unique_ptr<CpuKernel> kernel)
+      : kernel(std::move(kernel)) {}
+  Status run(std::span<const KvCpuBuffer> buffers) override {
+    std::vector<Buffer> converted;
+    converted.reserve(buffers.size());
+    for (const KvCpuBuffer &buffer : buffers) {
+      if constexpr (std::is_same_v<Buffer, compiler::HostBuffer>) {
+        if (buffer.shape.size() != 2)
+          return makeError(ErrorCode::InvalidArgument,
+                           "kv_attend takes 2-D buffers");
+        converted.push_back({buffer.data, buffer.shape[0], buffer.shape[1]});
+      } else {
+        converted.push_back(
+            {buffer.data, {buffer.shape.begin(), buffer.shape.end()}});
+      }
+    }
+    if (llvm::Error error = kernel->run(converted))
+      return makeError(ErrorCode::InvalidArgument,
+                       llvm::toString(std::move(error)));
+    return Status::success();
+  }
+
+private:
+  std::unique_ptr<CpuKernel> kernel;
+};
+
+template <typename Buffer, typename CpuKernel>
+Expected<std::unique_ptr<KvCpuKernelHandle>>
+wrap(llvm::Expected<std::unique_ptr<CpuKernel>> compiled) {
+  if (!compiled)
+    return compileFailed(compiled.takeError());
+  return std::unique_ptr<KvCpuKernelHandle>(
+      std::make_unique<LinkedKvCpuKernel<CpuKernel, Buffer>>(
+          std::move(*compiled)));
+}
+
+} // namespace
+
+Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
+                                        const Target &target,
+                                        bool startLinker) {
+  Expected<KvJitSpec> spec = parseKvJitSpec(specText);
+  if (!spec)
+    return std::move(spec).takeError();
+  if (spec->kind == KvJitSpec::Kind::KiviAttention)
+    return makeError(ErrorCode::Unsupported,
+                     "kivi_attend has no GPU launch plan yet (its PTX compile "
+                     "does not expose the lowered module); run it on the CPU");
+  if (Expected<runtime::CubinMaker> maker =
+          runtime::cubinMakerFromEnvironment();
+      startLinker && maker && *maker == runtime::CubinMaker::NvJitLink)
+    runtime::startNvJitLinkWarmup(target.chip);
+  LaunchPlan plan;
+  int64_t workspaceWords = 0;
+  auto describe = [&](mlir::ModuleOp module) {
+    plan = describeGpuLaunches(module);
+    workspaceWords = compiler::workspaceWordsOf(module);
+  };
+  llvm::Expected<PtxModule> ptx =
+      spec->kind == KvJitSpec::Kind::Attention
+          ? compiler::compileKvAttentionToPtx(spec->decode, target, describe)
+      : spec->kind == KvJitSpec::Kind::Kivi
+          ? compiler::compileKiviToPtx(spec->kivi, target, {}, describe)
+          : compiler::compileKvToPtx(spec->cache, target, {}, describe);
+  if (!ptx) {
+    // Nothing links this build: the warm-up must not outlive it
+    // (buildGpuKernel's failure path waits the same way).
+    if (startLinker)
+      (void)runtime::waitForNvJitLinkWarmup();
+    return compileFailed(ptx.takeError());
+  }
+  GpuCompileResult result;
+  result.ptx = std::move(ptx->ptx);
+  result.kernelNames = std::move(ptx->kernelNames);
+  result.plan = plan.serialize();
+  result.workspaceWords = overriddenWorkspaceWords(workspaceWords);
+  return result;
+}
+
+Expected<std::unique_ptr<KvCpuKernelHandle>>
+compileKvCpu(std::string_view specText) {
+  Expected<KvJitSpec> spec = parseKvJitSpec(specText);
+  if (!spec)
+    return std::move(spec).takeError();
+  switch (spec->kind) {
+  case KvJitSpec::Kind::Cache:
+    return wrap<compiler::KvBuffer>(compiler::compileKvForCpu(spec->cache));
+  case KvJitSpec::Kind::Kivi:
+    return wrap<compiler::KvBuffer>(compiler::compileKiviForCpu(spec->kivi));
+  case KvJitSpec::Kind::Attention:
+    return wrap<compiler::HostBuffer>(
+        compiler::compileKvAttentionForCpu(spec->decode));
+  case KvJitSpec::Kind::KiviAttention:
+    return wrap<compiler::KvBuffer>(
+        compiler::compileKiviAttentionForCpu(spec->kiviDecode));
+  }
+  return makeError(ErrorCode::Unsupported, "unknown KV kernel kind");
+}
+
+} // namespace lowbit::jit

@@ -1,0 +1,260 @@
+//===- JitKvLaunchTest.cpp - KvKernel::launch against the driver stub -----===//
+//
+// What KvKernel::launch hands cuLaunchKernel (grid, block, shared bytes,
+// every kernel parameter: argument order, descriptors, scalars), for each
+// KV kernel kind (kv_append, kv_dequantize and kv_attend of kv_int8 and
+// kv_fp8, kivi_append, kivi_dequantize), against the launch of the same
+// spec in an AOT bundle that `lowbit aot` wrote: its manifest's steps
+// evaluated and packed the way the bundle's runner does
+// (runtime/aot/Bundle.h). Runs in
+// lowbit-jit-launch-tests' process (the stub as libcuda, no nvJitLink).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowbit/Jit.h"
+
+#include "runtime/aot/Bundle.h"
+#include "tests/jit/CudaDriverStub.h"
+#include "tests/jit/JitKvSupport.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <unistd.h>
+
+using namespace lowbit;
+using namespace lowbit::testing;
+
+namespace {
+
+const bool kvEnvironmentSet = [] {
+  setenv("LOWBIT_LIBCUDA", LOWBIT_CUDA_STUB, 1);
+  setenv("LOWBIT_LIBNVJITLINK", "/nonexistent/libnvJitLink.so", 1);
+  return true;
+}();
+
+/// One call of a spec: its buffers' shapes (fake device addresses).
+struct KvCall {
+  std::string spec;
+  std::vector<KvTensor> tensors;
+};
+
+KvTensor fake(KvTensor tensor, size_t index) {
+  tensor.data =
+      reinterpret_cast<void *>(uintptr_t(0x7000000 + 0x100000 * index));
+  return tensor;
+}
+
+std::vector<KvCall> calls() {
+  std::vector<KvCall> result;
+  for (const auto &[scheme, paged] :
+       {std::pair{"kv_int8_g32", false}, std::pair{"kv_fp8_e4m3", true}}) {
+    KvScenario scenario{scheme, paged};
+    KvTestBuffer input = scenario.input(1), codes = scenario.emptyCodes(),
+                 scales = scenario.emptyScales(1),
+                 positions = scenario.positions(),
+                 table = scenario.blockTable();
+    KvTestBuffer out = KvTestBuffer::zeros(
+        ElementType::F32, {KvScenario::kBatch, KvScenario::kKvHeads,
+                           scenario.maxTokens(), KvScenario::kHeadDim});
+    std::vector<KvTensor> append = {input.tensor(), codes.tensor(),
+                                    scales.tensor(), positions.tensor()};
+    std::vector<KvTensor> dequantize = {codes.tensor(), scales.tensor(),
+                                        positions.tensor(), out.tensor()};
+    if (paged) {
+      append.push_back(table.tensor());
+      dequantize.push_back(table.tensor());
+    }
+    KvTestBuffer query = scenario.query(2), lens = scenario.seqLens();
+    KvTestBuffer output = KvTestBuffer::zeros(
+        ElementType::F32,
+        {KvScenario::kBatch * KvScenario::kQHeads, KvScenario::kHeadDim});
+    // One split (at most 16 tokens); G = 2.
+    KvTestBuffer partials = KvTestBuffer::zeros(
+        ElementType::F32,
+        {KvScenario::kBatch * KvScenario::kQHeads, KvScenario::kHeadDim + 2});
+    std::vector<KvTensor> attend = {query.tensor(),
+                                    codes.tensor2d(),
+                                    scenario.attendScales(scales),
+                                    codes.tensor2d(),
+                                    scenario.attendScales(scales),
+                                    lens.tensor()};
+    if (paged)
+      attend.push_back(table.tensor());
+    attend.push_back(output.tensor());
+    attend.push_back(partials.tensor());
+    for (auto [spec, tensors] :
+         {std::pair{scenario.appendSpec(), append},
+          std::pair{scenario.dequantizeSpec(), dequantize},
+          std::pair{scenario.attendSpec(), attend}}) {
+      for (size_t i = 0; i < tensors.size(); ++i)
+        tensors[i] = fake(tensors[i], i);
+      result.push_back({spec, tensors});
+    }
+  }
+  // KIVI: buffers sized from the kernel's parameters (tensorsFor).
+  result.push_back({"kivi_append kv_kivi_int4 group=32 residual=128 "
+                    "per_channel from=f16 layout=contiguous heads=2 "
+                    "head_dim=40",
+                    {}});
+  result.push_back({"kivi_dequantize kv_kivi_int2 group=32 residual=0 "
+                    "per_token to=f32 layout=paged heads=2 head_dim=40",
+                    {}});
+  return result;
+}
+
+/// One fake buffer per parameter, each call-fixed size from one table
+/// (group_rows = ceil(cache_tokens / 32)).
+std::vector<KvTensor> tensorsFor(const KvKernel &kernel) {
+  const std::map<std::string_view, int64_t> sizes = {
+      {"batch", 2}, {"new_tokens", 3}, {"cache_tokens", 32},
+      {"pages", 3}, {"max_blocks", 2}, {"group_rows", 1}};
+  std::vector<KvTensor> tensors;
+  for (const KvParamInfo &param : kernel.params()) {
+    KvTensor tensor;
+    tensor.element = param.element;
+    tensor.rank = param.shape.size();
+    for (size_t d = 0; d < tensor.rank; ++d)
+      tensor.shape[d] = param.shape[d] >= 0
+                            ? param.shape[d]
+                            : sizes.at(kvDimName(param.shape[d]));
+    tensors.push_back(fake(tensor, tensors.size()));
+  }
+  return tensors;
+}
+
+/// The bundle `lowbit aot` writes for the calls' specs (PTX only).
+aot::Manifest aotBundle(const std::vector<KvCall> &all,
+                        const std::string &directory) {
+  std::string command = std::string(LOWBIT_CLI) + " aot";
+  for (const KvCall &call : all)
+    command += " '" + call.spec + "'";
+  command += " --target sm_90a --no-cubin --out " + directory + " > " +
+             directory + ".log 2>&1";
+  INFO(command);
+  REQUIRE(std::system(command.c_str()) == 0);
+  std::string error;
+  std::optional<aot::Manifest> manifest = aot::readManifest(directory, &error);
+  INFO(error);
+  REQUIRE(manifest);
+  REQUIRE(manifest->entries.size() == all.size());
+  return *manifest;
+}
+
+/// The AOT runner's sizes for one call: a "kv" entry's ranked dims, an
+/// "attention" entry's [rows, cols].
+aot::SizeInstance sizeOf(const aot::BundleEntry &entry, const KvCall &call) {
+  aot::SizeInstance size;
+  for (const KvTensor &tensor : call.tensors) {
+    std::vector<int64_t> dims(tensor.shape.begin(),
+                              tensor.shape.begin() + tensor.rank);
+    int64_t rows = 1;
+    for (size_t axis = 0; axis + 1 < dims.size(); ++axis)
+      rows *= dims[axis];
+    size.shapes.push_back({rows, dims.back()});
+    if (entry.kind == "kv")
+      size.dims.push_back(dims);
+  }
+  return size;
+}
+
+bool sameParameters(const LaunchRecord &record,
+                    const aot::PackedArguments &packed) {
+  if (size_t(record.params) != packed.slots.size())
+    return false;
+  for (size_t i = 0; i < packed.slots.size(); ++i)
+    if (record.values[i] != packed.slots[i])
+      return false;
+  return true;
+}
+
+} // namespace
+
+TEST_CASE("launch: KV kernels launch as their AOT bundle does",
+          "[launch][kv]") {
+  REQUIRE(kvEnvironmentSet);
+  StubDriver stub;
+  REQUIRE(stub.load(LOWBIT_CUDA_STUB));
+  std::vector<KvCall> all = calls();
+  std::string directory = (std::filesystem::temp_directory_path() /
+                           ("lowbit-jit-kv-aot-" + std::to_string(getpid())))
+                              .string();
+  std::filesystem::remove_all(directory);
+  aot::Manifest manifest = aotBundle(all, directory);
+
+  JitOptions options;
+  options.cacheMode = runtime::CacheMode::Off;
+  auto jit = Jit::create(options);
+  REQUIRE(jit.ok());
+  std::string error;
+  std::optional<Target> target = parseTarget("sm_90a", &error);
+  REQUIRE(target);
+  void *stream = reinterpret_cast<void *>(0x53);
+  size_t kinds = 0;
+  for (size_t c = 0; c < all.size(); ++c) {
+    KvCall &call = all[c];
+    const aot::BundleEntry &entry = manifest.entries[c];
+    INFO(call.spec);
+    auto kernel = (*jit)->getKv(call.spec, *target);
+    INFO((kernel.ok() ? std::string() : kernel.error().message));
+    REQUIRE(kernel.ok());
+    REQUIRE(entry.spec == kernel->spec());
+    if (call.tensors.empty())
+      call.tensors = tensorsFor(*kernel);
+    CHECK(kernel->workspaceWords() == entry.workspaceWords);
+    stub.reset();
+    Status launched = kernel->launch(stream, call.tensors);
+    INFO((launched.ok() ? std::string() : launched.error().message));
+    REQUIRE(launched.ok());
+    REQUIRE(stub.count() == long(entry.launches.size()));
+
+    aot::SizeInstance size = sizeOf(entry, call);
+    std::vector<uint64_t> addresses;
+    for (const KvTensor &tensor : call.tensors)
+      addresses.push_back(uint64_t(uintptr_t(tensor.data)));
+    // The same launches with two buffers swapped: what some record must
+    // not match (the comparison sees argument order; a step that does not
+    // take them, attention's merge, is the same).
+    std::vector<uint64_t> swapped = addresses;
+    std::swap(swapped[1], swapped[2]);
+    bool swapSeen = false;
+    for (size_t s = 0; s < entry.launches.size(); ++s) {
+      const aot::Launch &launch = entry.launches[s];
+      const LaunchRecord &record = *stub.at(long(s));
+      std::optional<aot::LaunchSizes> sizes =
+          aot::evaluateLaunchFor(launch, size, &error, entry.workspaceWords);
+      std::optional<aot::PackedArguments> packed = aot::packArgumentsFor(
+          launch, addresses, size, &error, 0, entry.workspaceWords);
+      std::optional<aot::PackedArguments> wrong = aot::packArgumentsFor(
+          launch, swapped, size, &error, 0, entry.workspaceWords);
+      INFO(error);
+      REQUIRE((sizes && packed && wrong));
+      CHECK(record.stream == stream);
+      for (int i = 0; i < 3; ++i) {
+        CHECK(record.grid[i] == unsigned(sizes->grid[size_t(i)]));
+        CHECK(record.block[i] == unsigned(sizes->block[size_t(i)]));
+      }
+      CHECK(record.shared == unsigned(sizes->sharedBytes));
+      CHECK(sameParameters(record, *packed));
+      swapSeen |= !sameParameters(record, *wrong);
+    }
+    CHECK(swapSeen);
+    ++kinds;
+  }
+  CHECK(kinds == 8);
+
+  // A buffer of the wrong shape never reaches the driver.
+  auto append = (*jit)->getKv(all[0].spec, *target);
+  REQUIRE(append.ok());
+  std::vector<KvTensor> bad = all[0].tensors;
+  bad[1].shape[0] = 3;
+  stub.reset();
+  Status refused = append->launch(stream, bad);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::InvalidArgument);
+  CHECK(stub.count() == 0);
+  std::filesystem::remove_all(directory);
+  std::filesystem::remove(directory + ".log");
+}
