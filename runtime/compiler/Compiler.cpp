@@ -118,10 +118,15 @@ std::vector<ParamInfo> paramInfos(Builder &b, const KernelSpec &spec) {
 } // namespace
 
 void registerCompilerDialects(DialectRegistry &registry) {
-  registry.insert<ld::LowbitDialect, arith::ArithDialect,
-                  bufferization::BufferizationDialect, func::FuncDialect,
-                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect>();
-  registerLowbitFusionDependencies(registry);
+  registry
+      .insert<ld::LowbitDialect, arith::ArithDialect,
+              bufferization::BufferizationDialect, func::FuncDialect,
+              linalg::LinalgDialect, math::MathDialect, memref::MemRefDialect,
+              scf::SCFDialect, tensor::TensorDialect>();
+  // Not the fusion's bufferization models: tensor's loads linalg whenever
+  // tensor loads (and bufferization loads tensor), 1.4M instructions in
+  // every context's first compile. lowbit-fusion-to-loops, the one pass
+  // that bufferizes, adds them to the context when it runs.
   registerCpuTailDialects(registry);
   registerGpuTailDependencies(registry);
 }

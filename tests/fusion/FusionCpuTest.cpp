@@ -95,3 +95,24 @@ TEST_CASE("fusion: a chain of prologues and a static shape", "[fusion][cpu]") {
           "");
   }
 }
+
+TEST_CASE("fusion: a CPU fused kernel on a pooled context that compiled GPU "
+          "kernels first",
+          "[fusion][cpu]") {
+  // The compiler's registry leaves out the bufferization models of tensor
+  // and linalg (they load linalg with every tensor); the fusion pass adds
+  // them to a context whose tensor dialect is loaded already.
+  std::optional<KernelSpec> gpuSpec =
+      parseKernelSpec("rmsnorm(eps=1e-6) | quantize mxfp8 from=bf16 dynamic");
+  REQUIRE(gpuSpec);
+  std::string error;
+  std::optional<Target> target = parseTarget("sm_90a", &error);
+  REQUIRE(target);
+  llvm::Expected<PtxModule> ptx = compileToPtx(*gpuSpec, *target);
+  REQUIRE(static_cast<bool>(ptx));
+  std::optional<KernelSpec> cpuSpec =
+      parseKernelSpec("add_rmsnorm(eps=1e-6) | quantize nvfp4 from=f16 "
+                      "dynamic");
+  REQUIRE(cpuSpec);
+  CHECK(testing::checkFused(*cpuSpec, 5, 48, 11, testing::runOnCpuJit) == "");
+}
