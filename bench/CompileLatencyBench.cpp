@@ -37,6 +37,9 @@
 //
 // --phases: spec -> cubin split by phase (context, module, gpu loops, nvvm,
 // ptx, plan, link; jit::GpuBuildPhases), cold (child processes) and warm.
+// --rusage: the first spec -> PTX of a child process against its second,
+// as wall, user and system CPU time and minor page faults (getrusage):
+// where a first compile's extra time goes.
 // --clock thread: the compiling thread's own CPU time, without the warm-up
 // threads' (the measure least disturbed by a loaded machine).
 //
@@ -45,9 +48,9 @@
 // usage: lowbit-bench-latency [--runs N] [--chips sm_90a,sm_100a]
 //                             [--ops quantize,dequantize] [--schemes A,B]
 //                             [--no-cold] [--warmed]
-//                             [--levels] [--phases]
+//                             [--levels] [--phases] [--rusage]
 //                             [--clock cpu|wall|thread]
-//        lowbit-bench-latency --clock C --child ptx|cubin CHIP SPEC
+//        lowbit-bench-latency --clock C --child ptx|cubin|rusage CHIP SPEC
 //                             (one cold compile, internal)
 //
 //===----------------------------------------------------------------------===//
@@ -72,9 +75,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -268,6 +273,46 @@ int runPhasesChild(const KernelSpec &spec, const Target &target) {
   std::_Exit(0);
 }
 
+/// What one compile cost the process: wall, user and system CPU
+/// milliseconds and minor page faults.
+struct CompileCost {
+  double wall = 0, user = 0, system = 0, faults = 0;
+};
+
+bool measuredCompile(const KernelSpec &spec, const Target &target,
+                     CompileCost &cost, std::string &error) {
+  auto millis = [](timeval t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  double start = nowMillis();
+  if (!compileOnce(spec, target, /*cubin=*/false, error))
+    return false;
+  cost.wall = nowMillis() - start;
+  getrusage(RUSAGE_SELF, &after);
+  cost.user = millis(after.ru_utime) - millis(before.ru_utime);
+  cost.system = millis(after.ru_stime) - millis(before.ru_stime);
+  cost.faults = double(after.ru_minflt - before.ru_minflt);
+  return true;
+}
+
+/// The --rusage child: the first spec -> PTX of a process and the one
+/// right after it, each as wall, user, system and faults on one line.
+int runRusageChild(const KernelSpec &spec, const Target &target) {
+  std::string error;
+  CompileCost first, second;
+  if (!measuredCompile(spec, target, first, error) ||
+      !measuredCompile(spec, target, second, error)) {
+    std::fprintf(stderr, "%s\n", error.substr(0, error.find('\n')).c_str());
+    return 1;
+  }
+  for (const CompileCost &cost : {first, second})
+    std::printf("%.3f %.3f %.3f %.0f ", cost.wall, cost.user, cost.system,
+                cost.faults);
+  std::printf("\n");
+  std::fflush(stdout);
+  std::_Exit(0);
+}
+
 /// The child: one cold compile, its milliseconds on stdout. Modes `ptx`
 /// and `cubin`; `ptx+w` and `cubin+w` first run what
 /// JitOptions::warmUpCompiler runs on its thread (untimed, and nvJitLink's
@@ -283,6 +328,8 @@ int runChild(std::string mode, const std::string &chip,
   }
   if (mode == "phases")
     return runPhasesChild(*spec, *target);
+  if (mode == "rusage")
+    return runRusageChild(*spec, *target);
   if (mode.ends_with("+w")) {
     mode.resize(mode.size() - 2);
     if (Status warmed = jit::linkedCompilerBackend().warmUp(*target); !warmed) {
@@ -350,6 +397,27 @@ double coldMedian(const std::string &mode, const std::string &chip,
     values.push_back(millis);
   }
   return median(values);
+}
+
+/// Cold against warm, measured in pairs: each of `runs` cold child
+/// processes is followed at once by one warm compile in this process, so
+/// both halves of a pair see the same load on a shared machine (a warm
+/// median taken seconds apart from the cold one can differ by 1.5x on
+/// this machine with nothing changed). The median of the pairs' ratios,
+/// or -1.
+double pairedColdWarmRatio(const std::string &mode, const KernelSpec &spec,
+                           const Target &target, const std::string &chip,
+                           const std::string &specText, bool cubin, int runs,
+                           std::string &reason) {
+  std::vector<double> ratios;
+  for (int run = 0; run < runs; ++run) {
+    double cold = childMillis(mode, chip, specText);
+    double start = nowMillis();
+    if (cold <= 0 || !compileOnce(spec, target, cubin, reason))
+      return -1;
+    ratios.push_back(cold / (nowMillis() - start));
+  }
+  return median(ratios);
 }
 
 double warmMedian(const KernelSpec &spec, const Target &target, bool cubin,
@@ -453,6 +521,54 @@ int runLevels(const std::vector<std::string> &chips, int runs) {
   return 0;
 }
 
+/// --rusage: the first spec -> PTX of a process against the second, in
+/// the same child process (so on the same load), as wall, user and system
+/// CPU milliseconds and minor page faults; medians over `runs` children.
+int runRusage(const std::vector<std::string> &chips,
+              const std::vector<std::string> &only, int runs) {
+  std::printf("spec -> PTX, first compile of a process against the second "
+              "(same child); medians over %d child processes; ms, faults\n",
+              runs);
+  std::printf("%-8s %-22s %8s %8s %8s %7s | %8s %8s %8s %7s | %6s %6s\n",
+              "chip", "kernel", "1st wall", "1st user", "1st sys", "faults",
+              "2nd wall", "2nd user", "2nd sys", "faults", "wall", "user");
+  for (const std::string &chip : chips) {
+    for (const Scheme &scheme : namedSchemes()) {
+      if (!selected(only, scheme))
+        continue;
+      std::string specText = "quantize " + scheme.name;
+      std::vector<std::vector<double>> columns(8);
+      for (int run = 0; run < runs; ++run) {
+        std::istringstream line(childOutput("rusage", chip, specText));
+        for (std::vector<double> &column : columns) {
+          double value;
+          if (line >> value)
+            column.push_back(value);
+        }
+      }
+      if (columns.back().size() != size_t(runs)) {
+        std::printf("%-8s %-22s the child failed\n", chip.c_str(),
+                    specText.c_str());
+        continue;
+      }
+      std::vector<double> medians;
+      for (std::vector<double> &column : columns)
+        medians.push_back(median(column));
+      std::printf("%-8s %-22s %8.1f %8.1f %8.1f %7.0f | %8.1f %8.1f %8.1f "
+                  "%7.0f | %6s %6s\n",
+                  chip.c_str(), specText.c_str(), medians[0], medians[1],
+                  medians[2], medians[3], medians[4], medians[5], medians[6],
+                  medians[7], ratio(medians[0], medians[4]).c_str(),
+                  ratio(medians[1], medians[5]).c_str());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("wall, user = 1st / 2nd (target <= 1.5x); user and sys are "
+              "the process's CPU time (getrusage), faults its minor page "
+              "faults during the compile\n");
+  return 0;
+}
+
 /// --phases: where spec -> cubin's time goes, cold (medians over `runs`
 /// child processes) and warm (medians of `runs` in this process), wall ms.
 int runPhases(const std::vector<std::string> &chips,
@@ -541,7 +657,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> chips = {"sm_90a", "sm_100a"};
   std::vector<std::string> ops = {"quantize"};
   std::vector<std::string> only; // scheme names; empty: every named scheme
-  bool cold = true, levels = false, phases = false;
+  bool cold = true, levels = false, phases = false, rusageMode = false;
   // --warmed: the "cold" columns are the first compile after the Jit's
   // warm-up (JitOptions::warmUpCompiler), child modes ptx+w and cubin+w.
   bool warmed = false;
@@ -563,6 +679,8 @@ int main(int argc, char **argv) {
       levels = true;
     else if (arg == "--phases")
       phases = true;
+    else if (arg == "--rusage")
+      rusageMode = true;
     else if (arg == "--clock" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "cpu" ||
               std::string(argv[i + 1]) == "wall" ||
@@ -572,7 +690,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: lowbit-bench-latency [--runs N] [--chips A,B] "
                    "[--ops quantize,dequantize] [--schemes A,B] [--no-cold] "
-                   "[--warmed] [--levels] [--phases] "
+                   "[--warmed] [--levels] [--phases] [--rusage] "
                    "[--clock cpu|wall|thread]\n");
       return 2;
     }
@@ -589,6 +707,8 @@ int main(int argc, char **argv) {
     return runLevels(chips, runs);
   if (phases)
     return runPhases(chips, only, runs);
+  if (rusageMode)
+    return runRusage(chips, only, runs);
 
   auto nvrtc = runtime::nvrtcLibrary();
   auto linker = runtime::nvJitLinkLibrary();
@@ -605,10 +725,11 @@ int main(int argc, char **argv) {
   std::printf("peer: NVRTC (PTX) and NVRTC + nvJitLink (cubin) on the "
               "scheme's reference kernel, warm%s\n",
               nvrtc ? "" : " (NVRTC not available)");
-  std::printf("%-8s %-22s %8s %8s %6s %9s %9s %6s %9s %10s %9s %9s %8s %7s\n",
-              "chip", "kernel", "ptx cold", "ptx warm", "c/w", "cubin cld",
-              "cubin wrm", "c/w", "nvrtc ptx", "nvrtc+link", "nvrtc/ptx",
-              "peer/cubin", "old ptx", "old/new");
+  std::printf("%-8s %-22s %8s %8s %6s %6s %9s %9s %6s %6s %9s %10s %9s %9s "
+              "%8s %7s\n",
+              "chip", "kernel", "ptx cold", "ptx warm", "c/w", "pair",
+              "cubin cld", "cubin wrm", "c/w", "pair", "nvrtc ptx",
+              "nvrtc+link", "nvrtc/ptx", "peer/cubin", "old ptx", "old/new");
   std::map<std::pair<std::string, std::string>, std::pair<double, double>>
       peers; // (chip, scheme) -> (nvrtc, nvrtc + link)
   for (const std::string &chip : chips) {
@@ -643,6 +764,14 @@ int main(int argc, char **argv) {
             cold ? coldMedian("ptx" + suffix, chip, specText, runs) : -1;
         double cubinCold =
             cold ? coldMedian("cubin" + suffix, chip, specText, runs) : -1;
+        double ptxPaired =
+            cold ? pairedColdWarmRatio("ptx" + suffix, *spec, *target, chip,
+                                       specText, false, runs, reason)
+                 : -1;
+        double cubinPaired =
+            cold ? pairedColdWarmRatio("cubin" + suffix, *spec, *target, chip,
+                                       specText, true, runs, reason)
+                 : -1;
 
         auto &peer = peers[{chip, scheme.name}];
         if (nvrtc && peer.first == 0) {
@@ -668,11 +797,13 @@ int main(int argc, char **argv) {
             peer = {median(ptxTimes), median(cubinTimes)};
         }
         std::printf(
-            "%-8s %-22s %8s %8s %6s %9s %9s %6s %9s %10s %9s %9s %8s %7s\n",
+            "%-8s %-22s %8s %8s %6s %6s %9s %9s %6s %6s %9s %10s %9s %9s %8s "
+            "%7s\n",
             chip.c_str(), specText.c_str(), cell(ptxCold).c_str(),
             cell(ptxWarm).c_str(), ratio(ptxCold, ptxWarm).c_str(),
-            cell(cubinCold).c_str(), cell(cubinWarm).c_str(),
-            ratio(cubinCold, cubinWarm).c_str(), cell(peer.first).c_str(),
+            ratio(ptxPaired, 1).c_str(), cell(cubinCold).c_str(),
+            cell(cubinWarm).c_str(), ratio(cubinCold, cubinWarm).c_str(),
+            ratio(cubinPaired, 1).c_str(), cell(peer.first).c_str(),
             cell(peer.second).c_str(), ratio(peer.first, ptxWarm).c_str(),
             ratio(peer.second, cubinWarm).c_str(), cell(oldWarm).c_str(),
             ratio(oldWarm, ptxWarm).c_str());
@@ -680,10 +811,14 @@ int main(int argc, char **argv) {
       }
     }
   }
-  std::printf("c/w = cold / warm (target <= 1.5x); nvrtc/ptx and "
+  std::printf("c/w = cold / warm (target <= 1.5x), the two medians above; "
+              "pair = the median of cold / warm over %d pairs, each a cold "
+              "child and at once a warm compile here (the same load on "
+              "both); nvrtc/ptx and "
               "peer/cubin = the peer's time / lowbit's warm time (above 1: "
               "lowbit is faster); old ptx = spec -> PTX with a new context "
               "(all dialects loaded), the per-pass verifier and O3, "
-              "old/new = old ptx / ptx warm\n");
+              "old/new = old ptx / ptx warm\n",
+              runs);
   return 0;
 }
