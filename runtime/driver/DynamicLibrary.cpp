@@ -36,7 +36,8 @@ DynamicLibrary::open(const std::vector<std::string> &candidates,
   for (const std::string &candidate : attempts) {
     // RTLD_LOCAL: the CUDA libraries' symbols must not interpose on the
     // host program's (or on each other's).
-    if (void *handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+    int binding = options.lazyDependencies ? RTLD_LAZY : RTLD_NOW;
+    if (void *handle = ::dlopen(candidate.c_str(), binding | RTLD_LOCAL)) {
       DynamicLibrary library;
       library.handle = handle;
       library.loadedPath = candidate;

@@ -27,6 +27,11 @@ struct LibraryLoadOptions {
   /// LOWBIT_DISABLE_CUDA=1: the library is treated as absent and dlopen is
   /// never called (tests of the "no driver" paths on a GPU machine).
   bool disabled = false;
+  /// Set: the libraries the one opened pulls in bind their functions on
+  /// first call (RTLD_LAZY) instead of all at dlopen. Only for a library
+  /// linked with `-z now`, which glibc still binds whole at dlopen, so a
+  /// symbol missing from it is dlopen's error, not a process killed later.
+  bool lazyDependencies = false;
 
   /// Reads `overrideVariable` and LOWBIT_DISABLE_CUDA.
   static LibraryLoadOptions fromEnvironment(const char *overrideVariable);
