@@ -9,6 +9,7 @@
 #include "dialect/LowbitAttentionOps.h"
 
 #include "format/Format.h"
+#include "kv/SoftmaxScale.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -83,9 +84,10 @@ LogicalResult KvDecodeAttentionOp::verify() {
     return emitOpError() << "convention must be \"multiplier\" or \"divisor\", "
                             "not \""
                          << getConvention() << "\"";
-  float softmaxScale = getSoftmaxScale().convertToFloat();
-  if (!std::isfinite(softmaxScale))
-    return emitOpError() << "softmax_scale must be finite";
+  if (std::string refusal =
+          lowbit::kv::softmaxScaleRefusal(getSoftmaxScale().convertToFloat());
+      !refusal.empty())
+    return emitOpError() << refusal;
   if (getSplitTokens() < 1)
     return emitOpError() << "split_tokens must be >= 1, got "
                          << getSplitTokens();

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/LowbitKiviOps.h"
+#include "kv/SoftmaxScale.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -187,9 +188,10 @@ LogicalResult KiviDecodeAttentionOp::verify() {
     return failure();
   lowbit::kv::KiviSide valueSide = *keySide;
   valueSide.perChannel = false;
-  float softmaxScale = getSoftmaxScale().convertToFloat();
-  if (!std::isfinite(softmaxScale))
-    return emitOpError() << "softmax_scale must be finite";
+  if (std::string refusal =
+          lowbit::kv::softmaxScaleRefusal(getSoftmaxScale().convertToFloat());
+      !refusal.empty())
+    return emitOpError() << refusal;
   if (getSplitTokens() < 1)
     return emitOpError() << "split_tokens is " << getSplitTokens()
                          << "; it must be >= 1";

@@ -2,6 +2,8 @@
 
 #include "kv/KiviAttentionSpec.h"
 
+#include "kv/SoftmaxScale.h"
+
 #include "kv/KvAttentionSpec.h"
 
 #include <charconv>
@@ -46,8 +48,9 @@ bool validateKiviAttentionSpec(const KiviAttentionSpec &spec,
   if (spec.splitTokens < 1 || spec.splitTokens > kMaxSize)
     return fail("split is in [1, 2^30]; got " +
                 std::to_string(spec.splitTokens));
-  if (!std::isfinite(spec.softmaxScale))
-    return fail("softmax_scale must be finite");
+  if (std::string refusal = softmaxScaleRefusal(spec.softmaxScale);
+      !refusal.empty())
+    return fail(refusal);
   return true;
 }
 
@@ -115,8 +118,10 @@ std::optional<KiviAttentionSpec> parseKiviAttentionSpec(std::string_view text,
     else if (key == "softmax_scale") {
       char *end = nullptr;
       spec.softmaxScale = std::strtof(value.c_str(), &end);
-      ok = !value.empty() && end == value.c_str() + value.size() &&
-           std::isfinite(spec.softmaxScale);
+      ok = !value.empty() && end == value.c_str() + value.size();
+      if (std::string refusal = softmaxScaleRefusal(spec.softmaxScale);
+          ok && !refusal.empty())
+        return refuse(error, "'" + word + "': " + refusal);
       seenScale = true;
     } else
       return refuse(error, "'" + word + "': unknown option '" + key +

@@ -2,6 +2,8 @@
 
 #include "kv/KvAttentionSpec.h"
 
+#include "kv/SoftmaxScale.h"
+
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -172,8 +174,12 @@ std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
       std::string number(value);
       char *end = nullptr;
       float scale = std::strtof(number.c_str(), &end);
-      ok = !number.empty() && end == number.c_str() + number.size() &&
-           std::isfinite(scale);
+      ok = !number.empty() && end == number.c_str() + number.size();
+      if (std::string refusal = softmaxScaleRefusal(scale);
+          ok && !refusal.empty()) {
+        fail(error, "'" + token + "': " + refusal);
+        return std::nullopt;
+      }
       spec.softmaxScale = scale;
       seenSoftmax = true;
     } else if (key == "dot") {

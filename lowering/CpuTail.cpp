@@ -20,7 +20,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -29,6 +28,13 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ExecutionEngine/JITEventListener.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
@@ -136,30 +142,121 @@ llvm::Expected<std::string> translateToLlvmIr(ModuleOp module) {
 
 HostExecutable::~HostExecutable() = default;
 
+namespace {
+
+/// The packed form `_mlir_<name>(void **args)` of every function `module`
+/// defines (what mlir::ExecutionEngine::invokePacked calls): args[i] points
+/// at the i-th argument.
+void addPackedWrappers(llvm::Module &module) {
+  llvm::IRBuilder<> builder(module.getContext());
+  std::vector<llvm::Function *> defined;
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration())
+      defined.push_back(&function);
+  auto *packedType = llvm::FunctionType::get(
+      builder.getVoidTy(), builder.getPtrTy(), /*isVarArg=*/false);
+  for (llvm::Function *function : defined) {
+    auto *packed =
+        llvm::Function::Create(packedType, llvm::GlobalValue::ExternalLinkage,
+                               "_mlir_" + function->getName(), module);
+    builder.SetInsertPoint(
+        llvm::BasicBlock::Create(module.getContext(), "entry", packed));
+    std::vector<llvm::Value *> args;
+    for (llvm::Argument &arg : function->args()) {
+      llvm::Value *slot = builder.CreateConstGEP1_64(
+          builder.getPtrTy(), packed->getArg(0), arg.getArgNo());
+      llvm::Value *pointer = builder.CreateLoad(builder.getPtrTy(), slot);
+      args.push_back(builder.CreateLoad(arg.getType(), pointer));
+    }
+    llvm::Value *result = builder.CreateCall(function, args);
+    if (!result->getType()->isVoidTy()) {
+      llvm::Value *slot = builder.CreateConstGEP1_64(
+          builder.getPtrTy(), packed->getArg(0), function->arg_size());
+      builder.CreateStore(result, builder.CreateLoad(builder.getPtrTy(), slot));
+    }
+    builder.CreateRetVoid();
+  }
+}
+
+} // namespace
+
 llvm::Error HostExecutable::invoke(llvm::StringRef name,
                                    llvm::MutableArrayRef<void *> args) {
-  return engine->invokePacked(("_mlir_ciface_" + name).str(), args);
+  auto function = jit->lookup(("_mlir__mlir_ciface_" + name).str());
+  if (!function)
+    return function.takeError();
+  function->toPtr<void (*)(void **)>()(args.data());
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<HostExecutable>>
 makeHostExecutable(ModuleOp module) {
   initializeNativeTargetOnce();
-  ExecutionEngineOptions options;
-  auto transformer = makeOptimizingTransformer(/*optLevel=*/3,
-                                               /*sizeLevel=*/0,
-                                               /*targetMachine=*/nullptr);
-  options.transformer = transformer;
+  auto context = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, *context);
+  if (!llvmModule)
+    return makeError("translation to LLVM IR failed");
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder)
+    return machineBuilder.takeError();
+  auto dataLayout = machineBuilder->getDefaultDataLayoutForTarget();
+  if (!dataLayout)
+    return dataLayout.takeError();
+  llvmModule->setDataLayout(*dataLayout);
+  llvmModule->setTargetTriple(machineBuilder->getTargetTriple());
+  addPackedWrappers(*llvmModule);
+  if (llvm::Error error = makeOptimizingTransformer(
+          /*optLevel=*/3, /*sizeLevel=*/0,
+          /*targetMachine=*/nullptr)(llvmModule.get()))
+    return error;
+
   // LLVM's defaults register every JIT'd function with perf (a jitdump
   // file under $JITDUMPDIR, $HOME or the temp folder's .debug/jit/, one
   // per process, never removed) and with gdb. lowbit writes nothing
   // outside its cache and the requested output unless asked.
-  options.enablePerfNotificationListener = environmentFlag("LOWBIT_JIT_PERF");
-  options.enableGDBNotificationListener = environmentFlag("LOWBIT_JIT_GDB");
-  auto engine = ExecutionEngine::create(module, options);
-  if (!engine)
-    return engine.takeError();
+  bool perf = environmentFlag("LOWBIT_JIT_PERF");
+  bool gdb = environmentFlag("LOWBIT_JIT_GDB");
+  auto linkingLayer = [perf, gdb](llvm::orc::ExecutionSession &session)
+      -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+    auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+        session, [](const llvm::MemoryBuffer &) {
+          return std::make_unique<llvm::SectionMemoryManager>();
+        });
+    if (llvm::JITEventListener *listener =
+            perf ? llvm::JITEventListener::createPerfJITEventListener()
+                 : nullptr)
+      layer->registerJITEventListener(*listener);
+    if (gdb)
+      layer->registerJITEventListener(
+          *llvm::JITEventListener::createGDBRegistrationListener());
+    return layer;
+  };
+  // No platform: mlir::ExecutionEngine's LLJIT has the generic IR platform,
+  // whose teardown looks up (and so compiles, on first use) its
+  // `__lljit_run_atexits` runner. A Jit destroyed after main returned then
+  // ran LLVM's code generator on its freed statics (crashes and aborts at
+  // exit; tests/lit/cli/jit-teardown.test). lowbit's kernels have no
+  // constructors, destructors or atexit calls for a platform to run.
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*machineBuilder))
+                 .setObjectLinkingLayerCreator(linkingLayer)
+                 .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+                 .create();
+  if (!jit)
+    return jit.takeError();
+  // The kernels call libm and the process's own symbols.
+  auto processSymbols =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          dataLayout->getGlobalPrefix());
+  if (!processSymbols)
+    return processSymbols.takeError();
+  (*jit)->getMainJITDylib().addGenerator(std::move(*processSymbols));
+  if (llvm::Error error = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(
+          std::move(llvmModule), std::move(context))))
+    return error;
   std::unique_ptr<HostExecutable> executable(new HostExecutable());
-  executable->engine = std::move(*engine);
+  executable->jit = std::move(*jit);
   return executable;
 }
 

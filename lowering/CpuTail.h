@@ -20,8 +20,10 @@
 
 namespace mlir {
 class DialectRegistry;
-class ExecutionEngine;
 } // namespace mlir
+namespace llvm::orc {
+class LLJIT;
+} // namespace llvm::orc
 
 namespace lowbit {
 
@@ -40,7 +42,11 @@ std::string cpuTailPipelineText();
 /// LLVM IR text of an LLVM-dialect module.
 llvm::Expected<std::string> translateToLlvmIr(mlir::ModuleOp module);
 
-/// A JIT-compiled LLVM-dialect module.
+/// A JIT-compiled LLVM-dialect module. Its ORC LLJIT has no platform
+/// (the module has no global constructors or destructors), so destroying
+/// one compiles and runs nothing: safe at any time, after main returns
+/// too, when LLVM's own statics are gone (docs/runtime.md, "Destroying a
+/// Jit").
 class HostExecutable {
 public:
   ~HostExecutable();
@@ -53,7 +59,7 @@ private:
   friend llvm::Expected<std::unique_ptr<HostExecutable>>
       makeHostExecutable(mlir::ModuleOp);
   HostExecutable() = default;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
 };
 
 /// JIT-compiles an LLVM-dialect module for the host (-O3). No perf jitdump

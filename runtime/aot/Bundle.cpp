@@ -535,6 +535,22 @@ std::optional<Launch> fromLaunchStep(const launch::LaunchStep &step,
   return launch;
 }
 
+Expected<std::vector<Launch>> launchesFromPlan(const launch::LaunchPlan &plan) {
+  if (!plan.unsupported.empty())
+    return Error{ErrorCode::Unsupported,
+                 "the launches cannot be described: " + plan.unsupported};
+  std::vector<Launch> launches;
+  launches.reserve(plan.steps.size());
+  for (const launch::LaunchStep &step : plan.steps) {
+    std::string error;
+    std::optional<Launch> launch = fromLaunchStep(step, &error);
+    if (!launch)
+      return Error{ErrorCode::CorruptEntry, error};
+    launches.push_back(std::move(*launch));
+  }
+  return launches;
+}
+
 std::optional<int64_t> evaluateExpression(std::string_view expression,
                                           std::span<const Shape> shapes,
                                           std::string *error) {

@@ -96,6 +96,11 @@ struct Launch {
 launch::LaunchStep toLaunchStep(const Launch &launch);
 std::optional<Launch> fromLaunchStep(const launch::LaunchStep &step,
                                      std::string *error);
+/// A whole launch plan as launches, the one place the JIT and `lowbit aot`
+/// turn one into the other: Unsupported ("the launches cannot be
+/// described: WHY") for a plan the GPU tail could not derive, CorruptEntry
+/// for a step that does not read as a launch (a damaged cache entry).
+Expected<std::vector<Launch>> launchesFromPlan(const launch::LaunchPlan &plan);
 
 /// Concrete buffer shapes for one tensor size (the shape rules live in the
 /// format model, which the runner does not link).

@@ -381,23 +381,13 @@ makeKvKernelState(const std::shared_ptr<Jit::Impl> &impl,
   if (!planText)
     return std::move(planText).takeError();
   Expected<launch::LaunchPlan> plan = launch::LaunchPlan::parse(*planText);
-  if (!plan) {
-    state->launchError = plan.error();
-  } else if (!plan->unsupported.empty()) {
-    state->launchError =
-        Error{ErrorCode::Unsupported,
-              "the launches cannot be described: " + plan->unsupported};
-  } else {
-    for (const launch::LaunchStep &step : plan->steps) {
-      std::string error;
-      std::optional<aot::Launch> launch = aot::fromLaunchStep(step, &error);
-      if (!launch) {
-        state->launchError = Error{ErrorCode::CorruptEntry, error};
-        break;
-      }
-      state->launches.push_back(std::move(*launch));
-    }
-  }
+  Expected<std::vector<aot::Launch>> launches =
+      plan ? aot::launchesFromPlan(*plan)
+           : Expected<std::vector<aot::Launch>>(plan.error());
+  if (launches)
+    state->launches = std::move(*launches);
+  else
+    state->launchError = launches.error();
   return std::shared_ptr<const KvKernel::State>(std::move(state));
 }
 

@@ -277,3 +277,39 @@ TEST_CASE("ranked sizes pack rank-N descriptors and substitute dims", "[aot]") {
   CHECK_FALSE(evaluateLaunchFor(launch, size, &error));
   CHECK_THAT(error, Catch::Contains("names no buffer dimension"));
 }
+
+TEST_CASE("a launch plan becomes launches, or says why it cannot", "[aot]") {
+  lowbit::launch::LaunchPlan plan;
+  lowbit::launch::LaunchStep step;
+  step.kernelName = "kernel_0";
+  step.sizes = {"dim:0:0", "1", "1", "128", "1", "1", "0"};
+  step.arguments = {"m:0", "s64:dim:0:1", "m:1"};
+  plan.steps = {step, step};
+  auto launches = launchesFromPlan(plan);
+  REQUIRE(launches.ok());
+  REQUIRE(launches->size() == 2);
+  CHECK((*launches)[1].entry == "kernel_0");
+  CHECK((*launches)[0].grid[0] == "dim:0:0");
+  CHECK((*launches)[0].block[0] == "128");
+  REQUIRE((*launches)[0].operands.size() == 3);
+  CHECK((*launches)[0].operands[1].bits == 64);
+  CHECK((*launches)[0].operands[2].memref == 1);
+
+  // The GPU tail could not derive it: Unsupported, with its reason.
+  lowbit::launch::LaunchPlan unsupported = plan;
+  unsupported.unsupported = "a launch inside a loop";
+  auto refused = launchesFromPlan(unsupported);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == lowbit::ErrorCode::Unsupported);
+  CHECK(refused.error().message ==
+        "the launches cannot be described: a launch inside a loop");
+
+  // A step that does not read as a launch: a damaged entry.
+  lowbit::launch::LaunchPlan corrupt = plan;
+  corrupt.steps[1].arguments[0] = "q:0";
+  auto damaged = launchesFromPlan(corrupt);
+  REQUIRE_FALSE(damaged.ok());
+  CHECK(damaged.error().code == lowbit::ErrorCode::CorruptEntry);
+  CHECK(damaged.error().message.find("bad argument 'q:0'") !=
+        std::string::npos);
+}

@@ -20,15 +20,15 @@ using namespace lowbit;
 
 namespace {
 
-/// One Jit for the process, never destroyed: JIT engines torn down after
-/// LLVM's own statics at exit may abort (as tests/kvkernels' caches).
+/// One Jit for the process, destroyed after main returns with its CPU
+/// engines (tests/lit/cli/jit-teardown.test checks that this is clean).
 Jit &kiviJit() {
-  static Jit *jit = [] {
+  static std::unique_ptr<Jit> jit = [] {
     JitOptions options;
     options.cacheMode = runtime::CacheMode::Off;
     auto created = Jit::create(options);
     REQUIRE(created.ok());
-    return std::move(created).value().release();
+    return std::move(created).value();
   }();
   return *jit;
 }

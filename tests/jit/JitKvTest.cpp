@@ -327,6 +327,21 @@ TEST_CASE("getKv: bad specs, buffers and targets are errors", "[kv][errors]") {
   auto bad = jit->getKv("kv_append kv_int8_g32 heads=2", cpu());
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == ErrorCode::InvalidArgument);
+  // softmax_scale is a positive normal number (kv/SoftmaxScale.h), for
+  // both attention kinds and any target.
+  for (const char *text :
+       {"kv_attend kv_int8_g32 q_heads=2 kv_heads=2 head_dim=64 "
+        "softmax_scale=-0",
+        "kivi_attend kv_kivi_int4 q_heads=2 kv_heads=2 head_dim=64 "
+        "softmax_scale=-1"}) {
+    INFO(text);
+    auto refused = jit->getKv(text, sm90a());
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::InvalidArgument);
+    CHECK(refused.error().message.find(
+              "softmax_scale must be a positive normal number") !=
+          std::string::npos);
+  }
 
   KvScenario scenario{"kv_int8_g32", false};
   auto append = jit->getKv(scenario.appendSpec(), cpu());

@@ -134,6 +134,14 @@ TEST_CASE("kivi_attend spec text: defaults, round trip, errors") {
   CHECK(spec->cache == kv::KvValueType::F16);
   CHECK(spec->splitTokens == kv::defaultSplitTokens(2));
   CHECK(spec->softmaxScale == 0.125f);
+  // The smallest positive normal f32 is a softmax scale.
+  auto smallest = kv::parseKiviAttentionSpec(
+      "kivi_attend kv_kivi_int2 q_heads=8 kv_heads=2 head_dim=64 "
+      "softmax_scale=1.17549435e-38",
+      &error);
+  INFO(error);
+  REQUIRE(smallest);
+  CHECK(smallest->softmaxScale == 0x1p-126f);
   for (const std::string &text : defaultSpecs()) {
     auto parsed = kv::parseKiviAttentionSpec(text, &error);
     REQUIRE(parsed);
@@ -165,9 +173,28 @@ TEST_CASE("kivi_attend spec text: defaults, round trip, errors") {
       {"kivi_attend kv_kivi_int4 q_heads=1 kv_heads=1", "names q_heads="},
       {"kivi_attend kv_kivi_int4 ring=3 q_heads=1 kv_heads=1 head_dim=8",
        "unknown option 'ring'"},
-      {"kivi_attend kv_kivi_int4 softmax_scale=inf q_heads=1 kv_heads=1 "
+      {"kivi_attend kv_kivi_int4 softmax_scale=0.1x q_heads=1 kv_heads=1 "
        "head_dim=8",
        "bad value for softmax_scale"},
+      {"kivi_attend kv_kivi_int4 softmax_scale=inf q_heads=1 kv_heads=1 "
+       "head_dim=8",
+       "'softmax_scale=inf': softmax_scale must be a positive normal number "
+       "(finite, at least 2^-126), got inf"},
+      {"kivi_attend kv_kivi_int4 softmax_scale=-0 q_heads=1 kv_heads=1 "
+       "head_dim=8",
+       "'softmax_scale=-0': softmax_scale must be a positive normal number"},
+      {"kivi_attend kv_kivi_int4 softmax_scale=0 q_heads=1 kv_heads=1 "
+       "head_dim=8",
+       "got 0"},
+      {"kivi_attend kv_kivi_int4 softmax_scale=-2 q_heads=1 kv_heads=1 "
+       "head_dim=8",
+       "got -2"},
+      {"kivi_attend kv_kivi_int4 softmax_scale=nan q_heads=1 kv_heads=1 "
+       "head_dim=8",
+       "got nan"},
+      {"kivi_attend kv_kivi_int4 softmax_scale=1e-45 q_heads=1 kv_heads=1 "
+       "head_dim=8",
+       "got 1.40129846e-45"},
   };
   for (const auto &[text, message] : refusals) {
     INFO(text);

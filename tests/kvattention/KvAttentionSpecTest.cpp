@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 using namespace lowbit::kv;
 
@@ -145,8 +147,23 @@ TEST_CASE("kv_attend errors name the offending token") {
        "'q_heads=0' has a bad value for q_heads"},
       {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 split=x",
        "'split=x' has a bad value for split"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 softmax_scale=x",
+       "'softmax_scale=x' has a bad value for softmax_scale"},
       {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 softmax_scale=inf",
-       "'softmax_scale=inf' has a bad value for softmax_scale"},
+       "'softmax_scale=inf': softmax_scale must be a positive normal number "
+       "(finite, at least 2^-126), got inf"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 softmax_scale=nan",
+       "'softmax_scale=nan': softmax_scale must be a positive normal number"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 softmax_scale=-0",
+       "'softmax_scale=-0': softmax_scale must be a positive normal number "
+       "(finite, at least 2^-126), got -0"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 softmax_scale=0",
+       "got 0"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 "
+       "softmax_scale=-0.125",
+       "got -0.125"},
+      {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 softmax_scale=1e-40",
+       "got 9.9999461e-41"},
       {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 window=4",
        "'window=4': unknown option 'window'"},
       {"kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 paged",
@@ -169,5 +186,19 @@ TEST_CASE("kv_attend errors name the offending token") {
     std::string error;
     CHECK_FALSE(parseKvAttentionSpec(item.text, &error));
     CHECK_THAT(error, Catch::Contains(item.message));
+  }
+}
+
+TEST_CASE("kv_attend takes any positive normal softmax_scale") {
+  for (const char *scale : {"1.17549435e-38", "3.40282347e+38", "0.125"}) {
+    INFO(scale);
+    std::string error;
+    auto spec = parseKvAttentionSpec(
+        std::string("kv_attend kv_int8 q_heads=1 kv_heads=1 head_dim=8 "
+                    "softmax_scale=") +
+            scale,
+        &error);
+    REQUIRE(spec);
+    CHECK(spec->softmaxScale == std::strtof(scale, nullptr));
   }
 }

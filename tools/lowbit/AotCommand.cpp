@@ -315,14 +315,10 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
     error = build.error().message;
     return std::nullopt;
   }
-  if (!build->plan.unsupported.empty()) {
-    error = "the launches cannot be described: " + build->plan.unsupported;
-    return std::nullopt;
-  }
   int64_t workspaceWords = jit::kernelWorkspaceWords(spec, options.target);
   const std::string &ptx = build->ptx;
-  std::optional<std::vector<Launch>> launches = launchesFromPlan(
-      build->plan.steps, ptx, [](int) { return size_t(7); }, error);
+  std::optional<std::vector<Launch>> launches = checkedLaunchesFromPlan(
+      build->plan, ptx, [](int) { return size_t(7); }, error);
   if (!launches)
     return std::nullopt;
 

@@ -86,10 +86,6 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
     error = llvm::toString(ptx.takeError());
     return std::nullopt;
   }
-  if (!plan.unsupported.empty()) {
-    error = "the launches cannot be described: " + plan.unsupported;
-    return std::nullopt;
-  }
   std::string stem;
   Dims benchDims;
   KvGeometry benchGeometry;
@@ -142,7 +138,7 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
     return 3 + 2 * rank;
   };
   std::optional<std::vector<aot::Launch>> launches =
-      launchesFromPlan(plan.steps, ptx->ptx, slotsOf, error);
+      checkedLaunchesFromPlan(plan, ptx->ptx, slotsOf, error);
   if (!launches)
     return std::nullopt;
   entry.launches = std::move(*launches);

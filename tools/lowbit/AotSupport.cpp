@@ -47,17 +47,17 @@ bool checkPtxSignature(const std::string &ptx, const aot::Launch &launch,
 }
 
 std::optional<std::vector<aot::Launch>>
-launchesFromPlan(const std::vector<launch::LaunchStep> &steps,
-                 const std::string &ptx, const MemrefSlots &slotsOf,
-                 std::string &error) {
-  std::vector<aot::Launch> launches;
-  for (const launch::LaunchStep &step : steps) {
-    std::optional<aot::Launch> launch = aot::fromLaunchStep(step, &error);
-    if (!launch || !checkPtxSignature(ptx, *launch, slotsOf, error))
-      return std::nullopt;
-    launches.push_back(std::move(*launch));
+checkedLaunchesFromPlan(const launch::LaunchPlan &plan, const std::string &ptx,
+                        const MemrefSlots &slotsOf, std::string &error) {
+  Expected<std::vector<aot::Launch>> launches = aot::launchesFromPlan(plan);
+  if (!launches) {
+    error = launches.error().message;
+    return std::nullopt;
   }
-  return launches;
+  for (const aot::Launch &launch : *launches)
+    if (!checkPtxSignature(ptx, launch, slotsOf, error))
+      return std::nullopt;
+  return std::move(*launches);
 }
 
 bool stageKernelImages(aot::BundleEntry &entry, const std::string &stem,

@@ -60,11 +60,11 @@ using MemrefSlots = std::function<size_t(int memref)>;
 bool checkPtxSignature(const std::string &ptx, const aot::Launch &launch,
                        const MemrefSlots &slotsOf, std::string &error);
 
-/// The plan's steps as manifest launches, each checked against the PTX.
+/// The plan as manifest launches (aot::launchesFromPlan: refused when the
+/// plan could not be derived), each checked against the PTX.
 std::optional<std::vector<aot::Launch>>
-launchesFromPlan(const std::vector<launch::LaunchStep> &steps,
-                 const std::string &ptx, const MemrefSlots &slotsOf,
-                 std::string &error);
+checkedLaunchesFromPlan(const launch::LaunchPlan &plan, const std::string &ptx,
+                        const MemrefSlots &slotsOf, std::string &error);
 
 /// Sets `entry`'s key (xxh64 of spec text, target, lowbit version and PTX)
 /// and name (`stem`, or `stem-<key8>` when the stem is taken or

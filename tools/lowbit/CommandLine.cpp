@@ -93,8 +93,21 @@ parseCommandLineOrHelp(std::string_view command,
   return parsed;
 }
 
+// Messages quote what users wrote, in arguments and in files (a JSON
+// "\u001b" decodes to ESC): a control byte printed as it is would reach
+// the terminal as a control sequence. Newlines and tabs lay messages out.
 void printError(std::string_view message) {
-  fmt::print(stderr, "lowbit: error: {}\n", message);
+  std::string printable;
+  printable.reserve(message.size());
+  for (char c : message) {
+    auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f)
+      printable +=
+          c == '\r' ? std::string("\\r") : fmt::format("\\x{:02x}", byte);
+    else
+      printable += c;
+  }
+  fmt::print(stderr, "lowbit: error: {}\n", printable);
 }
 
 CommandResult checkCacheEnvironment() {

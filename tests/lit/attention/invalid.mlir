@@ -133,8 +133,38 @@ func.func @f(%q: tensor<2x8x64xf32>, %kc: tensor<2x2x300x64xi8>, %ks: tensor<2x2
 // -----
 
 func.func @f(%q: tensor<2x8x64xf32>, %kc: tensor<2x2x300x64xi8>, %ks: tensor<2x2x300x2xf32>, %vc: tensor<2x2x300x64xi8>, %vs: tensor<2x2x300x2xf32>, %lens: tensor<2xi32>) {
-  // expected-error @+1 {{softmax_scale must be finite}}
+  // expected-error @+1 {{softmax_scale must be a positive normal number (finite, at least 2^-126), got inf}}
   %out, %partials = lowbit.kv_decode_attention %q, %kc, %ks, %vc, %vs, %lens {format = #lowbit.int<"int8">, scale = "per_group", group_size = 32, softmax_scale = 0x7F800000 : f32, split_tokens = 128}
+      : tensor<2x8x64xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2xi32>
+      -> tensor<2x8x64xf32>, tensor<2x2x3x4x66xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x64xf32>, %kc: tensor<2x2x300x64xi8>, %ks: tensor<2x2x300x2xf32>, %vc: tensor<2x2x300x64xi8>, %vs: tensor<2x2x300x2xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{softmax_scale must be a positive normal number (finite, at least 2^-126), got -0}}
+  %out, %partials = lowbit.kv_decode_attention %q, %kc, %ks, %vc, %vs, %lens {format = #lowbit.int<"int8">, scale = "per_group", group_size = 32, softmax_scale = 0x80000000 : f32, split_tokens = 128}
+      : tensor<2x8x64xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2xi32>
+      -> tensor<2x8x64xf32>, tensor<2x2x3x4x66xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x64xf32>, %kc: tensor<2x2x300x64xi8>, %ks: tensor<2x2x300x2xf32>, %vc: tensor<2x2x300x64xi8>, %vs: tensor<2x2x300x2xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{softmax_scale must be a positive normal number (finite, at least 2^-126), got 1.40129846e-45}}
+  %out, %partials = lowbit.kv_decode_attention %q, %kc, %ks, %vc, %vs, %lens {format = #lowbit.int<"int8">, scale = "per_group", group_size = 32, softmax_scale = 0x00000001 : f32, split_tokens = 128}
+      : tensor<2x8x64xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2xi32>
+      -> tensor<2x8x64xf32>, tensor<2x2x3x4x66xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x64xf32>, %kc: tensor<2x2x300x64xi8>, %ks: tensor<2x2x300x2xf32>, %vc: tensor<2x2x300x64xi8>, %vs: tensor<2x2x300x2xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{softmax_scale must be a positive normal number (finite, at least 2^-126), got -0.125}}
+  %out, %partials = lowbit.kv_decode_attention %q, %kc, %ks, %vc, %vs, %lens {format = #lowbit.int<"int8">, scale = "per_group", group_size = 32, softmax_scale = 0xBE000000 : f32, split_tokens = 128}
       : tensor<2x8x64xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2x2x300x64xi8>, tensor<2x2x300x2xf32>, tensor<2xi32>
       -> tensor<2x8x64xf32>, tensor<2x2x3x4x66xf32>
   return

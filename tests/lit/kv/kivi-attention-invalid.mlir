@@ -42,8 +42,35 @@ func.func @f(%q: memref<1x2x8xf32>, %kc: memref<1x1x16x4xi8>, %ks: memref<1x1x4x
 // -----
 
 func.func @f(%q: memref<1x2x8xf32>, %kc: memref<1x1x16x4xi8>, %ks: memref<1x1x4x8xf32>, %kz: memref<1x1x4x8xi8>, %kr: memref<1x1x6x8xf16>, %vc: memref<1x1x16x4xi8>, %vs: memref<1x1x16x2xf32>, %vz: memref<1x1x16x2xi8>, %vr: memref<1x1x6x8xf16>, %l: memref<1xi32>, %o: memref<1x2x8xf32>, %p: memref<1x1x2x2x10xf32>) {
-  // expected-error @+1 {{softmax_scale must be finite}}
+  // expected-error @+1 {{softmax_scale must be a positive normal number (finite, at least 2^-126), got inf}}
   lowbit.kivi_decode_attention %q, %kc, %ks, %kz, %kr, %vc, %vs, %vz, %vr at %l into %o, %p {scheme = "kv_kivi_int4", group_size = 4, residual_window = 2, per_channel_keys, softmax_scale = 0x7F800000 : f32, split_tokens = 8}
+      : memref<1x2x8xf32>, memref<1x1x16x4xi8>, memref<1x1x4x8xf32>, memref<1x1x4x8xi8>, memref<1x1x6x8xf16>, memref<1x1x16x4xi8>, memref<1x1x16x2xf32>, memref<1x1x16x2xi8>, memref<1x1x6x8xf16>, memref<1xi32>, memref<1x2x8xf32>, memref<1x1x2x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8xf32>, %kc: memref<1x1x16x4xi8>, %ks: memref<1x1x4x8xf32>, %kz: memref<1x1x4x8xi8>, %kr: memref<1x1x6x8xf16>, %vc: memref<1x1x16x4xi8>, %vs: memref<1x1x16x2xf32>, %vz: memref<1x1x16x2xi8>, %vr: memref<1x1x6x8xf16>, %l: memref<1xi32>, %o: memref<1x2x8xf32>, %p: memref<1x1x2x2x10xf32>) {
+  // expected-error @+1 {{softmax_scale must be a positive normal number (finite, at least 2^-126), got -0}}
+  lowbit.kivi_decode_attention %q, %kc, %ks, %kz, %kr, %vc, %vs, %vz, %vr at %l into %o, %p {scheme = "kv_kivi_int4", group_size = 4, residual_window = 2, per_channel_keys, softmax_scale = 0x80000000 : f32, split_tokens = 8}
+      : memref<1x2x8xf32>, memref<1x1x16x4xi8>, memref<1x1x4x8xf32>, memref<1x1x4x8xi8>, memref<1x1x6x8xf16>, memref<1x1x16x4xi8>, memref<1x1x16x2xf32>, memref<1x1x16x2xi8>, memref<1x1x6x8xf16>, memref<1xi32>, memref<1x2x8xf32>, memref<1x1x2x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8xf32>, %kc: memref<1x1x16x4xi8>, %ks: memref<1x1x4x8xf32>, %kz: memref<1x1x4x8xi8>, %kr: memref<1x1x6x8xf16>, %vc: memref<1x1x16x4xi8>, %vs: memref<1x1x16x2xf32>, %vz: memref<1x1x16x2xi8>, %vr: memref<1x1x6x8xf16>, %l: memref<1xi32>, %o: memref<1x2x8xf32>, %p: memref<1x1x2x2x10xf32>) {
+  // expected-error @+1 {{softmax_scale must be a positive normal number (finite, at least 2^-126), got 1.40129846e-45}}
+  lowbit.kivi_decode_attention %q, %kc, %ks, %kz, %kr, %vc, %vs, %vz, %vr at %l into %o, %p {scheme = "kv_kivi_int4", group_size = 4, residual_window = 2, per_channel_keys, softmax_scale = 0x00000001 : f32, split_tokens = 8}
+      : memref<1x2x8xf32>, memref<1x1x16x4xi8>, memref<1x1x4x8xf32>, memref<1x1x4x8xi8>, memref<1x1x6x8xf16>, memref<1x1x16x4xi8>, memref<1x1x16x2xf32>, memref<1x1x16x2xi8>, memref<1x1x6x8xf16>, memref<1xi32>, memref<1x2x8xf32>, memref<1x1x2x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8xf32>, %kc: memref<1x1x16x4xi8>, %ks: memref<1x1x4x8xf32>, %kz: memref<1x1x4x8xi8>, %kr: memref<1x1x6x8xf16>, %vc: memref<1x1x16x4xi8>, %vs: memref<1x1x16x2xf32>, %vz: memref<1x1x16x2xi8>, %vr: memref<1x1x6x8xf16>, %l: memref<1xi32>, %o: memref<1x2x8xf32>, %p: memref<1x1x2x2x10xf32>) {
+  // expected-error @+1 {{softmax_scale must be a positive normal number (finite, at least 2^-126), got -0.125}}
+  lowbit.kivi_decode_attention %q, %kc, %ks, %kz, %kr, %vc, %vs, %vz, %vr at %l into %o, %p {scheme = "kv_kivi_int4", group_size = 4, residual_window = 2, per_channel_keys, softmax_scale = 0xBE000000 : f32, split_tokens = 8}
       : memref<1x2x8xf32>, memref<1x1x16x4xi8>, memref<1x1x4x8xf32>, memref<1x1x4x8xi8>, memref<1x1x6x8xf16>, memref<1x1x16x4xi8>, memref<1x1x16x2xf32>, memref<1x1x16x2xi8>, memref<1x1x6x8xf16>, memref<1xi32>, memref<1x2x8xf32>, memref<1x1x2x2x10xf32>
   return
 }
