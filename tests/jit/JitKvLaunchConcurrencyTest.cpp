@@ -13,11 +13,11 @@
 #include "lowbit/Jit.h"
 
 #include "tests/jit/CudaDriverStub.h"
+#include "tests/jit/JitKvSupport.h"
 
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
-#include <map>
 #include <new>
 #include <thread>
 #include <vector>
@@ -42,34 +42,23 @@ using namespace lowbit;
 
 namespace {
 
-const bool environmentSet = [] {
-  setenv("LOWBIT_LIBCUDA", LOWBIT_CUDA_STUB, 1);
-  setenv("LOWBIT_LIBNVJITLINK", "/nonexistent/libnvJitLink.so", 1);
-  return true;
-}();
+const bool environmentSet = testing::useCudaDriverStub(LOWBIT_CUDA_STUB);
 
 /// One made-up device buffer per parameter, at addresses that differ per
 /// `caller`; every call-fixed size from one table.
 std::vector<KvTensor> fakeTensors(const KvKernel &kernel, uint64_t caller) {
-  const std::map<std::string_view, int64_t> sizes = {
-      {"batch", 2},       {"new_tokens", 3}, {"cache_tokens", 40},
-      {"pages", 3},       {"max_blocks", 3}, {"group_rows", 5},
-      {"splits", 3},      {"query_rows", 8}, {"cache_rows", 160},
-      {"partial_rows", 8}};
-  std::vector<KvTensor> tensors;
-  for (const KvParamInfo &param : kernel.params()) {
-    KvTensor tensor;
-    tensor.element = param.element;
-    tensor.rank = param.shape.size();
-    for (size_t d = 0; d < tensor.rank; ++d)
-      tensor.shape[d] = param.shape[d] >= 0
-                            ? param.shape[d]
-                            : sizes.at(kvDimName(param.shape[d]));
-    tensor.data = reinterpret_cast<void *>(
-        uintptr_t(0x10000000 * (caller + 1) + 0x100000 * tensors.size()));
-    tensors.push_back(tensor);
-  }
-  return tensors;
+  return testing::fakeKvTensors(kernel,
+                                {{"batch", 2},
+                                 {"new_tokens", 3},
+                                 {"cache_tokens", 40},
+                                 {"pages", 3},
+                                 {"max_blocks", 3},
+                                 {"group_rows", 5},
+                                 {"splits", 3},
+                                 {"query_rows", 8},
+                                 {"cache_rows", 160},
+                                 {"partial_rows", 8}},
+                                uintptr_t(0x10000000 * (caller + 1)));
 }
 
 Target sm90a() {
@@ -83,7 +72,9 @@ const char *const kSpecs[] = {
     "kv_append kv_int8_g32 heads=2 head_dim=64",
     "kv_attend kv_fp8_e4m3 layout=paged q_heads=4 kv_heads=2 head_dim=64",
     "kivi_append kv_kivi_int4 group=8 residual=16 per_channel heads=2 "
-    "head_dim=40"};
+    "head_dim=40",
+    "kivi_attend kv_kivi_int4 group=8 residual=16 keys=per_channel "
+    "q_heads=4 kv_heads=2 head_dim=40 split=16"};
 
 } // namespace
 
