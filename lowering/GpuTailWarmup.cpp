@@ -117,17 +117,19 @@ bool warmUpTail(const Target &target) {
   return succeeded(ptx) && !ptx->ptx.empty();
 }
 
-bool warmupDisabled() {
+/// Off unless LOWBIT_TAIL_WARMUP is set to anything but 0: the warm-up is
+/// a second compile, which pays only where a core is idle (docs/pipeline.md).
+bool warmupEnabled() {
   const char *value = std::getenv("LOWBIT_TAIL_WARMUP");
-  return value && std::strcmp(value, "0") == 0;
+  return value && *value && std::strcmp(value, "0") != 0;
 }
 
 } // namespace
 
 void startGpuTailWarmup(const Target &target) {
   // Never codegen for a target LLVM would abort on.
-  if (!target.isNvidia() || !validateTarget(target, nullptr) ||
-      warmupDisabled())
+  if (!warmupEnabled() || !target.isNvidia() ||
+      !validateTarget(target, nullptr))
     return;
   TailWarmup &warmup = TailWarmup::get();
   {

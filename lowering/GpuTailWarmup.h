@@ -26,8 +26,9 @@ namespace lowbit {
 
 /// Starts, once per process, a thread that lowers a small gpu.module to PTX
 /// for `target` in a context of its own (the NVVM conversions and
-/// serializeToPtx, as lowerToPtx's last steps do). Later calls, a CPU or
-/// invalid target, and LOWBIT_TAIL_WARMUP=0 do nothing. The caller must
+/// serializeToPtx, as lowerToPtx's last steps do). Off by default: only
+/// LOWBIT_TAIL_WARMUP=1 (any value but 0) starts it. Later calls and a
+/// CPU or invalid target do nothing. The caller must
 /// waitForGpuTailWarmup before it returns (GpuTailWarmupScope does): the
 /// thread creates MLIR's and LLVM's function-local statics, whose
 /// destructors exit would run under it, so it must never outlive the

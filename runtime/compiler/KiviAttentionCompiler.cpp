@@ -171,12 +171,13 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
 
 llvm::Expected<PtxModule>
 compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
-                          const Target &target, const PtxOptions &options) {
+                          const Target &target, const PtxOptions &options,
+                          llvm::function_ref<void(mlir::ModuleOp)> lowered) {
   return loopsToPtx(
       [&](MLIRContext &context) {
         return buildKiviAttentionLoops(context, spec);
       },
-      target, options, "compileKiviAttentionToPtx");
+      target, options, "compileKiviAttentionToPtx", lowered);
 }
 
 llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>

@@ -59,10 +59,14 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
                                       const std::vector<KvBuffer> &buffers);
 
 /// PTX for an NVIDIA `target`: buildKiviAttentionModule, lowerKiviToLoops,
-/// lowerToPtx.
-llvm::Expected<PtxModule>
-compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
-                          const Target &target, const PtxOptions &options = {});
+/// lowerToPtx. `lowered`, when given, sees the module after the GPU tail
+/// (the host function with its gpu.launch_func ops), to read the launch
+/// plan off it (jit::describeGpuLaunches), as compileKvAttentionToPtx's
+/// callers do.
+llvm::Expected<PtxModule> compileKiviAttentionToPtx(
+    const kv::KiviAttentionSpec &spec, const Target &target,
+    const PtxOptions &options = {},
+    llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
 
 /// A KIVI decode-attention kernel JIT-compiled for the host CPU. run()
 /// takes one buffer per parameter, in ABI order (checkKiviAttentionBuffers

@@ -6,14 +6,17 @@
 // (linked or loaded), GPU entries are the same `jit-gpu` payload on disk.
 //
 // A launch is the AOT bundle's launch of the same kernels: the entry's
-// plan read as aot::Launch steps, sized and packed by runtime/aot's
-// evaluateLaunchFor/packArgumentsFor over the buffers' ranked shapes (a
-// memref is its rank-N descriptor), so the JIT and the AOT runner cannot
-// disagree on grids, blocks or argument order. MLIR-free.
+// plan read as aot::Launch steps (aot::launchesFromPlan, as `lowbit aot`
+// writes them) and compiled once for the parameters' ranks
+// (aot::RankedLaunch: the sizes and packing of evaluateLaunchFor and
+// packArgumentsFor, a memref being its rank-N descriptor), so the JIT and
+// the AOT runner cannot disagree on grids, blocks or argument order, and
+// a launch parses nothing and allocates nothing. MLIR-free.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/aot/Bundle.h"
+#include "runtime/aot/RankedLaunch.h"
 #include "runtime/jit/JitImpl.h"
 #include "runtime/jit/KernelSignature.h"
 #include "runtime/jit/KvJitSpec.h"
@@ -21,8 +24,33 @@
 namespace lowbit {
 
 using compiler::CallDim;
-using compiler::CallSizes;
 using compiler::KvKernelParam;
+
+namespace {
+
+/// A call's value of each CallDim (0: not bound yet), in fixed storage:
+/// checking a launch's buffers allocates nothing.
+class CallSizes {
+public:
+  int64_t find(CallDim dim) const { return values[slot(dim)]; }
+  /// Binds `dim` to `value` unless bound; returns the bound value.
+  int64_t bind(CallDim dim, int64_t value) {
+    int64_t &bound = values[slot(dim)];
+    if (bound == 0)
+      bound = value;
+    return bound;
+  }
+
+private:
+  static constexpr size_t kDims = size_t(-compiler::kPartialRows) + 1;
+  static size_t slot(CallDim dim) {
+    size_t index = size_t(-int64_t(dim));
+    return index < kDims ? index : 0;
+  }
+  std::array<int64_t, kDims> values{};
+};
+
+} // namespace
 
 struct KvKernel::State : ResolvedGpuKernel {
   std::shared_ptr<Jit::Impl> jit;
@@ -33,9 +61,9 @@ struct KvKernel::State : ResolvedGpuKernel {
   std::vector<KvParamInfo> params;
   KernelKey key;
   std::shared_ptr<KvCpuEntry> cpuEntry;
-  /// GPU: the entry's launch plan as the AOT bundle holds it, or why it
-  /// cannot be launched.
-  std::vector<aot::Launch> launches;
+  /// GPU: the entry's launch plan as the AOT bundle holds it, compiled for
+  /// the parameters' ranks, or why it cannot be launched.
+  std::vector<aot::RankedLaunch> launches;
   std::optional<Error> launchError;
   mutable std::mutex moduleMutex;
   mutable std::shared_ptr<LoadedModule> module;
@@ -74,20 +102,17 @@ std::string describeParam(const std::vector<KvKernelParam> &abi, size_t i) {
 
 /// A size the others determine: `dim` must be `expected` (when bound).
 Status expectDerived(const CallSizes &sizes, CallDim dim, int64_t expected,
-                     const std::string &why) {
-  auto found = sizes.find(dim);
-  if (found == sizes.end() || found->second == expected)
+                     const char *why) {
+  int64_t found = sizes.find(dim);
+  if (found == 0 || found == expected)
     return Status::success();
   return makeError(ErrorCode::InvalidArgument,
                    std::string(jit::kvCallDimName(dim)) + " is " +
-                       std::to_string(found->second) + "; " + why +
-                       " make it " + std::to_string(expected));
+                       std::to_string(found) + "; " + why + " make it " +
+                       std::to_string(expected));
 }
 
-int64_t sizeOf(const CallSizes &sizes, CallDim dim) {
-  auto found = sizes.find(dim);
-  return found == sizes.end() ? 0 : found->second;
-}
+int64_t sizeOf(const CallSizes &sizes, CallDim dim) { return sizes.find(dim); }
 
 /// The sizes one kind derives from the others (run() and launch() check
 /// them: a launch has no compiled kernel's checks behind it).
@@ -177,30 +202,32 @@ Status checkKvBuffers(const KvKernel::State &state,
                            std::to_string(param.shape.size()));
     for (size_t axis = 0; axis < buffer.rank; ++axis) {
       int64_t want = param.shape[axis], got = buffer.shape[axis];
-      std::string where =
-          describeParam(abi, i) + " dimension " + std::to_string(axis);
+      // Only an error's message is built (the launch path allocates
+      // nothing).
+      auto where = [&] {
+        return describeParam(abi, i) + " dimension " + std::to_string(axis);
+      };
       if (!compiler::isCallDim(want)) {
         if (got != want)
           return makeError(ErrorCode::InvalidArgument,
-                           where + " is " + std::to_string(got) +
+                           where() + " is " + std::to_string(got) +
                                "; the kernel takes " + std::to_string(want));
         continue;
       }
       if (got > kMaxCallSize)
         return makeError(ErrorCode::InvalidArgument,
-                         where + " (" + std::string(kvDimName(want)) + ") is " +
-                             std::to_string(got) + "; at most 2^40");
+                         where() + " (" + std::string(kvDimName(want)) +
+                             ") is " + std::to_string(got) + "; at most 2^40");
       if (got < 1)
         return makeError(ErrorCode::InvalidArgument,
-                         where + " (" + std::string(kvDimName(want)) + ") is " +
-                             std::to_string(got) + "; it must be >= 1");
-      auto [bound, inserted] = sizes.emplace(CallDim(want), got);
-      if (!inserted && bound->second != got)
+                         where() + " (" + std::string(kvDimName(want)) +
+                             ") is " + std::to_string(got) +
+                             "; it must be >= 1");
+      if (int64_t bound = sizes.bind(CallDim(want), got); bound != got)
         return makeError(ErrorCode::InvalidArgument,
-                         where + " is " + std::to_string(got) + "; " +
+                         where() + " is " + std::to_string(got) + "; " +
                              std::string(kvDimName(want)) + " is " +
-                             std::to_string(bound->second) +
-                             " in an earlier buffer");
+                             std::to_string(bound) + " in an earlier buffer");
     }
   }
   return checkDerivedSizes(state.spec, sizes);
@@ -253,8 +280,8 @@ Status KvKernel::launch(void *stream, std::span<const KvTensor> buffers) const {
     std::lock_guard<std::mutex> lock(state->moduleMutex);
     if (!state->module) {
       std::vector<std::string> names;
-      for (const aot::Launch &step : state->launches)
-        names.push_back(step.entry);
+      for (const aot::RankedLaunch &step : state->launches)
+        names.push_back(step.entry());
       Expected<std::shared_ptr<LoadedModule>> loaded =
           state->jit->loadImage(state->key, *state->gpuEntry, nullptr, names);
       if (!loaded)
@@ -267,18 +294,15 @@ Status KvKernel::launch(void *stream, std::span<const KvTensor> buffers) const {
   if (Status current = module->context->makeCurrent(); !current)
     return current;
 
-  // The AOT runner's sizes: ranked shapes, and each one's [rows, cols].
-  aot::SizeInstance size;
-  std::vector<uint64_t> addresses;
-  for (const KvTensor &buffer : buffers) {
-    std::vector<int64_t> dims(buffer.shape.begin(),
-                              buffer.shape.begin() + buffer.rank);
-    int64_t rows = 1;
-    for (size_t axis = 0; axis + 1 < dims.size(); ++axis)
-      rows *= dims[axis];
-    size.shapes.push_back({rows, dims.back()});
-    size.dims.push_back(std::move(dims));
-    addresses.push_back(uint64_t(uintptr_t(buffer.data)));
+  // The buffers' ranked shapes and addresses, in fixed storage (at most
+  // kMaxRankedParams: getKv refused a plan with more).
+  std::array<aot::RankedShape, aot::kMaxRankedParams> shapes;
+  std::array<uint64_t, aot::kMaxRankedParams> addresses;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    shapes[i].rank = buffers[i].rank;
+    std::copy_n(buffers[i].shape.begin(), buffers[i].rank,
+                shapes[i].dims.begin());
+    addresses[i] = uint64_t(uintptr_t(buffers[i].data));
   }
   auto cuStream = static_cast<runtime::CUstream>(stream);
   uint64_t workspace = 0;
@@ -289,30 +313,28 @@ Status KvKernel::launch(void *stream, std::span<const KvTensor> buffers) const {
       return std::move(acquired).takeError();
     workspace = *acquired;
   }
+  // On this thread's stack: concurrent launches share nothing mutable.
+  launch::ResolvedStep resolved;
   for (size_t s = 0; s < state->launches.size(); ++s) {
-    const aot::Launch &step = state->launches[s];
-    std::string error;
-    std::optional<aot::LaunchSizes> launchSizes =
-        aot::evaluateLaunchFor(step, size, &error, state->workspaceWords);
-    std::optional<aot::PackedArguments> packed =
-        launchSizes ? aot::packArgumentsFor(step, addresses, size, &error,
-                                            workspace, state->workspaceWords)
-                    : std::nullopt;
-    if (!packed)
-      return makeError(ErrorCode::InvalidArgument, step.entry + ": " + error);
-    if (launchSizes->grid[0] <= 0 || launchSizes->grid[1] <= 0 ||
-        launchSizes->grid[2] <= 0)
+    const aot::RankedLaunch &step = state->launches[s];
+    if (Status status = step.resolve(
+            std::span(shapes.data(), buffers.size()),
+            std::span(addresses.data(), buffers.size()), workspace, resolved);
+        !status)
+      return status;
+    if (resolved.empty())
       continue; // Nothing to launch.
     if (runtime::CUresult result = api.cuLaunchKernel(
-            module->functions[s], unsigned(launchSizes->grid[0]),
-            unsigned(launchSizes->grid[1]), unsigned(launchSizes->grid[2]),
-            unsigned(launchSizes->block[0]), unsigned(launchSizes->block[1]),
-            unsigned(launchSizes->block[2]), unsigned(launchSizes->sharedBytes),
-            cuStream, packed->pointers.data(), nullptr);
+            module->functions[s], unsigned(resolved.sizes[0]),
+            unsigned(resolved.sizes[1]), unsigned(resolved.sizes[2]),
+            unsigned(resolved.sizes[3]), unsigned(resolved.sizes[4]),
+            unsigned(resolved.sizes[5]), unsigned(resolved.sizes[6]), cuStream,
+            resolved.pointers.data(), nullptr);
         result != runtime::kCudaSuccess)
-      return makeError(ErrorCode::CudaError,
-                       runtime::describeCudaError(
-                           api, result, "cuLaunchKernel(" + step.entry + ")"));
+      return makeError(
+          ErrorCode::CudaError,
+          runtime::describeCudaError(api, result,
+                                     "cuLaunchKernel(" + step.entry() + ")"));
   }
   return Status::success();
 }
@@ -384,9 +406,20 @@ makeKvKernelState(const std::shared_ptr<Jit::Impl> &impl,
   Expected<std::vector<aot::Launch>> launches =
       plan ? aot::launchesFromPlan(*plan)
            : Expected<std::vector<aot::Launch>>(plan.error());
-  if (launches)
-    state->launches = std::move(*launches);
-  else
+  std::vector<size_t> ranks;
+  for (const KvKernelParam &param : state->abi)
+    ranks.push_back(param.shape.size());
+  for (size_t s = 0; launches && s < launches->size(); ++s) {
+    Expected<aot::RankedLaunch> ranked = aot::RankedLaunch::compile(
+        (*launches)[s], ranks, state->workspaceWords);
+    if (!ranked) {
+      launches = ranked.error();
+      state->launches.clear();
+      break;
+    }
+    state->launches.push_back(std::move(*ranked));
+  }
+  if (!launches)
     state->launchError = launches.error();
   return std::shared_ptr<const KvKernel::State>(std::move(state));
 }

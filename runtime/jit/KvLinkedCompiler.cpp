@@ -75,10 +75,6 @@ Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
   Expected<KvJitSpec> spec = parseKvJitSpec(specText);
   if (!spec)
     return std::move(spec).takeError();
-  if (spec->kind == KvJitSpec::Kind::KiviAttention)
-    return makeError(ErrorCode::Unsupported,
-                     "kivi_attend has no GPU launch plan yet (its PTX compile "
-                     "does not expose the lowered module); run it on the CPU");
   if (Expected<runtime::CubinMaker> maker =
           runtime::cubinMakerFromEnvironment();
       startLinker && maker && *maker == runtime::CubinMaker::NvJitLink)
@@ -94,6 +90,9 @@ Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
           ? compiler::compileKvAttentionToPtx(spec->decode, target, describe)
       : spec->kind == KvJitSpec::Kind::Kivi
           ? compiler::compileKiviToPtx(spec->kivi, target, {}, describe)
+      : spec->kind == KvJitSpec::Kind::KiviAttention
+          ? compiler::compileKiviAttentionToPtx(spec->kiviDecode, target, {},
+                                                describe)
           : compiler::compileKvToPtx(spec->cache, target, {}, describe);
   if (!ptx) {
     // Nothing links this build: the warm-up must not outlive it

@@ -24,10 +24,14 @@ TEST_CASE("the GPU tail warm-up runs once, for valid NVIDIA targets only",
   // Nothing started yet: nothing to wait for.
   CHECK_FALSE(waitForGpuTailWarmup());
 
+  // Off by default and with LOWBIT_TAIL_WARMUP=0.
+  ::unsetenv("LOWBIT_TAIL_WARMUP");
+  startGpuTailWarmup(targetOf("sm_90a"));
+  CHECK_FALSE(waitForGpuTailWarmup());
   ::setenv("LOWBIT_TAIL_WARMUP", "0", 1);
   startGpuTailWarmup(targetOf("sm_90a"));
   CHECK_FALSE(waitForGpuTailWarmup());
-  ::unsetenv("LOWBIT_TAIL_WARMUP");
+  ::setenv("LOWBIT_TAIL_WARMUP", "1", 1);
 
   startGpuTailWarmup(targetOf("cpu"));
   CHECK_FALSE(waitForGpuTailWarmup());

@@ -3,7 +3,8 @@
 // What KvKernel::launch hands cuLaunchKernel (grid, block, shared bytes,
 // every kernel parameter: argument order, descriptors, scalars), for each
 // KV kernel kind (kv_append, kv_dequantize and kv_attend of kv_int8 and
-// kv_fp8, kivi_append, kivi_dequantize), against the launch of the same
+// kv_fp8, kivi_append, kivi_dequantize, kivi_attend contiguous and paged),
+// against the launch of the same
 // spec in an AOT bundle that `lowbit aot` wrote: its manifest's steps
 // evaluated and packed the way the bundle's runner does
 // (runtime/aot/Bundle.h). Runs in
@@ -29,11 +30,7 @@ using namespace lowbit::testing;
 
 namespace {
 
-const bool kvEnvironmentSet = [] {
-  setenv("LOWBIT_LIBCUDA", LOWBIT_CUDA_STUB, 1);
-  setenv("LOWBIT_LIBNVJITLINK", "/nonexistent/libnvJitLink.so", 1);
-  return true;
-}();
+const bool kvEnvironmentSet = useCudaDriverStub(LOWBIT_CUDA_STUB);
 
 /// One call of a spec: its buffers' shapes (fake device addresses).
 struct KvCall {
@@ -102,27 +99,31 @@ std::vector<KvCall> calls() {
   result.push_back({"kivi_dequantize kv_kivi_int2 group=32 residual=0 "
                     "per_token to=f32 layout=paged heads=2 head_dim=40",
                     {}});
+  // KIVI decode attention (its GPU form: the loops mapped one thread per
+  // unit), contiguous and paged, two splits of 16 tokens.
+  result.push_back({"kivi_attend kv_kivi_int4 group=32 residual=128 "
+                    "keys=per_channel q=f16 q_heads=4 kv_heads=2 head_dim=40 "
+                    "split=16",
+                    {}});
+  result.push_back({"kivi_attend kv_kivi_int2 group=32 residual=32 "
+                    "keys=per_token layout=paged q_heads=2 kv_heads=2 "
+                    "head_dim=40 split=16",
+                    {}});
   return result;
 }
 
 /// One fake buffer per parameter, each call-fixed size from one table
 /// (group_rows = ceil(cache_tokens / 32)).
 std::vector<KvTensor> tensorsFor(const KvKernel &kernel) {
-  const std::map<std::string_view, int64_t> sizes = {
-      {"batch", 2}, {"new_tokens", 3}, {"cache_tokens", 32},
-      {"pages", 3}, {"max_blocks", 2}, {"group_rows", 1}};
-  std::vector<KvTensor> tensors;
-  for (const KvParamInfo &param : kernel.params()) {
-    KvTensor tensor;
-    tensor.element = param.element;
-    tensor.rank = param.shape.size();
-    for (size_t d = 0; d < tensor.rank; ++d)
-      tensor.shape[d] = param.shape[d] >= 0
-                            ? param.shape[d]
-                            : sizes.at(kvDimName(param.shape[d]));
-    tensors.push_back(fake(tensor, tensors.size()));
-  }
-  return tensors;
+  return fakeKvTensors(kernel,
+                       {{"batch", 2},
+                        {"new_tokens", 3},
+                        {"cache_tokens", 32},
+                        {"pages", 3},
+                        {"max_blocks", 2},
+                        {"group_rows", 1},
+                        {"splits", 2}},
+                       0x7000000);
 }
 
 /// The bundle `lowbit aot` writes for the calls' specs (PTX only).
@@ -243,7 +244,7 @@ TEST_CASE("launch: KV kernels launch as their AOT bundle does",
     CHECK(swapSeen);
     ++kinds;
   }
-  CHECK(kinds == 8);
+  CHECK(kinds == 10);
 
   // A buffer of the wrong shape never reaches the driver.
   auto append = (*jit)->getKv(all[0].spec, *target);

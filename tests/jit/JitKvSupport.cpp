@@ -2,6 +2,8 @@
 
 #include "tests/jit/JitKvSupport.h"
 
+#include <cstdlib>
+
 #include "format/Codec.h"
 #include "tests/reference/TestHelpers.h"
 
@@ -150,6 +152,31 @@ KvTensor KvScenario::attendScales(KvTestBuffer &scales) const {
   tensor.rank = 2;
   tensor.shape = {1, 1};
   return tensor;
+}
+
+bool useCudaDriverStub(const char *stubPath) {
+  setenv("LOWBIT_LIBCUDA", stubPath, 1);
+  setenv("LOWBIT_LIBNVJITLINK", "/nonexistent/libnvJitLink.so", 1);
+  return true;
+}
+
+std::vector<KvTensor>
+fakeKvTensors(const KvKernel &kernel,
+              const std::map<std::string_view, int64_t> &sizes,
+              uintptr_t base) {
+  std::vector<KvTensor> tensors;
+  for (const KvParamInfo &param : kernel.params()) {
+    KvTensor tensor;
+    tensor.element = param.element;
+    tensor.rank = param.shape.size();
+    for (size_t d = 0; d < tensor.rank; ++d)
+      tensor.shape[d] = param.shape[d] >= 0
+                            ? param.shape[d]
+                            : sizes.at(kvDimName(param.shape[d]));
+    tensor.data = reinterpret_cast<void *>(base + 0x100000 * tensors.size());
+    tensors.push_back(tensor);
+  }
+  return tensors;
 }
 
 } // namespace lowbit::testing

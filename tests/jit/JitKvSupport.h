@@ -15,7 +15,9 @@
 #include "lowbit/Jit.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lowbit::testing {
@@ -64,6 +66,17 @@ struct KvScenario {
   /// kv_attend's scales: the cache's as [rows, W], or the static [1, 1].
   KvTensor attendScales(KvTestBuffer &scales) const;
 };
+
+/// Points lowbit at the driver stub `stubPath` (LOWBIT_LIBCUDA) and away
+/// from nvJitLink (PTX-only entries, which the stub reads); call before
+/// anything loads either (each is loaded once per process). True.
+bool useCudaDriverStub(const char *stubPath);
+
+/// One made-up device buffer per parameter of `kernel`, at `base` + 1 MiB
+/// x its index, every call-fixed size from `sizes` (by kvDimName).
+std::vector<KvTensor>
+fakeKvTensors(const KvKernel &kernel,
+              const std::map<std::string_view, int64_t> &sizes, uintptr_t base);
 
 } // namespace lowbit::testing
 

@@ -9,6 +9,7 @@
 #include "lowbit/Jit.h"
 #include "runtime/jit/Workspace.h"
 #include "tests/jit/CudaDriverStub.h"
+#include "tests/jit/JitKvSupport.h"
 
 #include <catch2/catch.hpp>
 
@@ -24,11 +25,8 @@ using namespace lowbit;
 namespace {
 
 /// Before anything loads the driver or nvJitLink (each once per process).
-const bool environmentSet = [] {
-  setenv("LOWBIT_LIBCUDA", LOWBIT_CUDA_STUB, 1);
-  setenv("LOWBIT_LIBNVJITLINK", "/nonexistent/libnvJitLink.so", 1);
-  return true;
-}();
+const bool environmentSet =
+    lowbit::testing::useCudaDriverStub(LOWBIT_CUDA_STUB);
 
 /// The stub's test hooks (CudaDriverStub.h).
 struct Stub : StubDriver {

@@ -264,12 +264,11 @@ paramsOf(const std::vector<compiler::KvKernelParam> &params) {
 
 Dims dimsOf(const std::vector<compiler::KvKernelParam> &params,
             const KvGeometry &g) {
-  compiler::CallSizes sizes = {{compiler::kBatch, g.batch},
-                               {compiler::kNewTokens, g.tokens},
-                               {compiler::kCacheTokens, g.capacity},
-                               {compiler::kPages, g.pages},
-                               {compiler::kGroupRows, g.groupRows},
-                               {compiler::kMaxBlocks, g.maxBlocks}};
+  compiler::CallSizes sizes = {
+      {compiler::kBatch, g.batch},          {compiler::kNewTokens, g.tokens},
+      {compiler::kCacheTokens, g.capacity}, {compiler::kPages, g.pages},
+      {compiler::kGroupRows, g.groupRows},  {compiler::kMaxBlocks, g.maxBlocks},
+      {compiler::kSplits, g.splits}};
   Dims dims;
   for (const compiler::KvKernelParam &param : params)
     dims.push_back(compiler::bindShape(param, sizes));

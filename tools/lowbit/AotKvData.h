@@ -53,6 +53,8 @@ struct KvGeometry {
   int64_t batch = 0, tokens = 0, capacity = 0, pages = 0, maxBlocks = 0;
   /// KIVI per-channel parameter rows (contiguous): ceil(capacity / G).
   int64_t groupRows = 0;
+  /// kivi_attend's splits: ceil(max tokens / split).
+  int64_t splits = 0;
   std::vector<int32_t> positions, table;
   /// KIVI: the tokens each sequence holds (before an append).
   std::vector<int32_t> lengths;

@@ -8,6 +8,7 @@
 
 #include "tools/lowbit/AotKvEntries.h"
 
+#include "runtime/compiler/KiviAttentionCompiler.h"
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
@@ -56,11 +57,6 @@ std::optional<KvAotSpec> parseKvAotSpec(std::string_view text,
     error = spec.error().message;
     return std::nullopt;
   }
-  if (spec->kind == KvAotSpec::Kind::KiviAttention) {
-    error = "kivi_attend has no AOT bundle entry yet (its PTX compile does "
-            "not expose the launch plan)";
-    return std::nullopt;
-  }
   return *spec;
 }
 
@@ -76,11 +72,20 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
   };
   const bool attention = spec.kind == KvAotSpec::Kind::Attention;
   const bool kivi = spec.kind == KvAotSpec::Kind::Kivi;
+  const bool kiviAttention = spec.kind == KvAotSpec::Kind::KiviAttention;
+  if (kiviAttention && options.dataSize) {
+    error = "kivi_attend entries have no --with-data yet (kernels and bench "
+            "sizes only)";
+    return std::nullopt;
+  }
   llvm::Expected<PtxModule> ptx =
       attention ? compiler::compileKvAttentionToPtx(spec.decode, options.target,
                                                     describe)
       : kivi
           ? compiler::compileKiviToPtx(spec.kivi, options.target, {}, describe)
+      : kiviAttention
+          ? compiler::compileKiviAttentionToPtx(spec.kiviDecode, options.target,
+                                                {}, describe)
           : compiler::compileKvToPtx(spec.cache, options.target, {}, describe);
   if (!ptx) {
     error = llvm::toString(ptx.takeError());
@@ -101,6 +106,35 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
     stem = fmt::format("kv_attend-{}{}-{}-{}", entry.scheme,
                        decode.isFp8() && decode.perHead ? "-per_head" : "",
                        entry.valueType, decode.paged ? "paged" : "contiguous");
+  } else if (kiviAttention) {
+    // A "kv" entry (ranked dims): the bench is the key side's cache as a
+    // kivi_dequantize of the same layout reads it, every sequence full.
+    const kv::KiviAttentionSpec &decode = spec.kiviDecode;
+    entry.kind = "kv";
+    entry.op = "kivi_attend";
+    entry.scheme = kv::kiviSchemeName(decode.keys.bits);
+    entry.valueType = std::string(kv::kvValueTypeName(decode.query));
+    std::vector<compiler::KvKernelParam> params =
+        compiler::kiviAttentionParams(decode);
+    entry.params = paramsOf(params);
+    stem = fmt::format("kivi_attend-{}-g{}-r{}-{}-{}-{}", entry.scheme,
+                       decode.keys.groupSize, decode.keys.residual,
+                       decode.keys.perChannel ? "per_channel" : "per_token",
+                       entry.valueType, kv::kvLayoutName(decode.layout));
+    kv::KiviKernelSpec keySide;
+    keySide.op = kv::KvKernelOp::Dequantize;
+    keySide.side = decode.keys;
+    keySide.residualType = decode.cache;
+    keySide.layout = decode.layout;
+    keySide.heads = decode.kvHeads;
+    keySide.headDim = decode.headDim;
+    benchGeometry = kiviGeometry(keySide, options.kvBench, nullptr);
+    int64_t maxTokens = decode.paged()
+                            ? benchGeometry.maxBlocks * kv::kPageTokens
+                            : benchGeometry.capacity;
+    benchGeometry.splits =
+        (maxTokens + decode.splitTokens - 1) / decode.splitTokens;
+    benchDims = dimsOf(params, benchGeometry);
   } else if (kivi) {
     const kv::KiviKernelSpec &kiviSpec = spec.kivi;
     entry.kind = "kv";
