@@ -652,6 +652,20 @@ evaluateRanked(const std::string &expression,
 
 } // namespace
 
+std::string rankedLaunchSizesProblem(const std::string &entry,
+                                     std::span<const int64_t, 7> sizes) {
+  // The bounds resolveStep checks for the rank-2 path.
+  for (size_t i = 0; i < 3; ++i)
+    if (sizes[i] < 0 || sizes[i] > INT32_MAX || sizes[3 + i] < 1 ||
+        sizes[3 + i] > 1024)
+      return entry + ": grid " + std::to_string(sizes[i]) + " or block " +
+             std::to_string(sizes[3 + i]) + " is not launchable";
+  if (sizes[6] < 0 || sizes[6] > INT32_MAX)
+    return entry + ": shared bytes " + std::to_string(sizes[6]) +
+           " out of range";
+  return "";
+}
+
 std::optional<LaunchSizes> evaluateLaunchFor(const Launch &launch,
                                              const SizeInstance &size,
                                              std::string *error,
@@ -668,18 +682,9 @@ std::optional<LaunchSizes> evaluateLaunchFor(const Launch &launch,
       return std::nullopt;
     values[i] = *value;
   }
-  // The bounds resolveStep checks for the rank-2 path.
-  for (size_t i = 0; i < 3; ++i)
-    if (values[i] < 0 || values[i] > INT32_MAX || values[3 + i] < 1 ||
-        values[3 + i] > 1024) {
-      setError(error, launch.entry + ": grid " + std::to_string(values[i]) +
-                          " or block " + std::to_string(values[3 + i]) +
-                          " is not launchable");
-      return std::nullopt;
-    }
-  if (values[6] < 0 || values[6] > INT32_MAX) {
-    setError(error, launch.entry + ": shared bytes " +
-                        std::to_string(values[6]) + " out of range");
+  if (std::string problem = rankedLaunchSizesProblem(launch.entry, values);
+      !problem.empty()) {
+    setError(error, problem);
     return std::nullopt;
   }
   sizes.grid = {values[0], values[1], values[2]};

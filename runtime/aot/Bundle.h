@@ -204,6 +204,13 @@ std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
                                           std::string *error,
                                           int64_t workspaceWords = 0);
 
+/// Why a ranked launch's seven sizes (grid x3, block x3, shared bytes)
+/// cannot be launched, or "" when they can: grid and shared bytes in
+/// [0, 2^31 - 1], block in [1, 1024]. The one check of evaluateLaunchFor
+/// and RankedLaunch::resolve.
+std::string rankedLaunchSizesProblem(const std::string &entry,
+                                     std::span<const int64_t, 7> sizes);
+
 /// evaluateLaunch and packArguments for one size of an entry: with ranked
 /// `dims` (version 3), each `dim:P:D` is size D of parameter P's full
 /// shape and each memref operand its rank-N descriptor {allocated,

@@ -149,18 +149,10 @@ Status RankedLaunch::resolve(std::span<const RankedShape> shapes,
       return value.error();
     out.sizes[i] = *value;
   }
-  // The bounds evaluateLaunchFor checks for a bundle's ranked launch.
-  for (size_t i = 0; i < 3; ++i)
-    if (out.sizes[i] < 0 || out.sizes[i] > INT32_MAX || out.sizes[3 + i] < 1 ||
-        out.sizes[3 + i] > 1024)
-      return makeError(ErrorCode::InvalidArgument,
-                       name + ": grid " + std::to_string(out.sizes[i]) +
-                           " or block " + std::to_string(out.sizes[3 + i]) +
-                           " is not launchable");
-  if (out.sizes[6] < 0 || out.sizes[6] > INT32_MAX)
-    return makeError(ErrorCode::InvalidArgument,
-                     name + ": shared bytes " + std::to_string(out.sizes[6]) +
-                         " out of range");
+  // Only an error's message allocates: a launchable size is "" (SSO).
+  if (std::string problem = rankedLaunchSizesProblem(name, out.sizes);
+      !problem.empty())
+    return makeError(ErrorCode::InvalidArgument, problem);
 
   size_t slot = 0;
   auto descriptor = [&](uint64_t address, std::span<const int64_t> dims) {

@@ -313,3 +313,24 @@ TEST_CASE("a launch plan becomes launches, or says why it cannot", "[aot]") {
   CHECK(damaged.error().message.find("bad argument 'q:0'") !=
         std::string::npos);
 }
+
+TEST_CASE("ranked launch sizes: grid and shared in [0, 2^31 - 1], block in "
+          "[1, 1024]",
+          "[aot]") {
+  using Sizes = std::array<int64_t, 7>;
+  CHECK(rankedLaunchSizesProblem("k", Sizes{0, 1, 1, 1, 1, 1, 0}).empty());
+  CHECK(rankedLaunchSizesProblem("k",
+                                 Sizes{INT32_MAX, 1, 1, 1024, 1, 1, INT32_MAX})
+            .empty());
+  CHECK(rankedLaunchSizesProblem("k", Sizes{-1, 1, 1, 1, 1, 1, 0}) ==
+        "k: grid -1 or block 1 is not launchable");
+  CHECK(rankedLaunchSizesProblem(
+            "k", Sizes{1, int64_t(INT32_MAX) + 1, 1, 1, 1, 1, 0}) ==
+        "k: grid 2147483648 or block 1 is not launchable");
+  CHECK(rankedLaunchSizesProblem("k", Sizes{1, 1, 1, 1, 0, 1, 0}) ==
+        "k: grid 1 or block 0 is not launchable");
+  CHECK(rankedLaunchSizesProblem("k", Sizes{1, 1, 1, 1, 1, 1025, 0}) ==
+        "k: grid 1 or block 1025 is not launchable");
+  CHECK(rankedLaunchSizesProblem("k", Sizes{1, 1, 1, 1, 1, 1, -1}) ==
+        "k: shared bytes -1 out of range");
+}
