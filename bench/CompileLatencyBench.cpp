@@ -387,37 +387,29 @@ double childMillis(const std::string &mode, const std::string &chip,
   return output.empty() ? -1 : std::atof(output.c_str());
 }
 
-double coldMedian(const std::string &mode, const std::string &chip,
-                  const std::string &spec, int runs) {
-  std::vector<double> values;
-  for (int run = 0; run < runs; ++run) {
-    double millis = childMillis(mode, chip, spec);
-    if (millis < 0)
-      return -1;
-    values.push_back(millis);
-  }
-  return median(values);
-}
+/// Cold compiles, each followed at once by a warm one in this process, so
+/// that both halves of a pair see the same load on a shared machine (a
+/// warm median taken seconds apart from the cold one can differ by 1.5x
+/// on this machine with nothing changed).
+struct ColdMeasures {
+  double median = -1;    ///< of the `runs` cold child processes
+  double pairRatio = -1; ///< median of the pairs' cold / warm
+};
 
-/// Cold against warm, measured in pairs: each of `runs` cold child
-/// processes is followed at once by one warm compile in this process, so
-/// both halves of a pair see the same load on a shared machine (a warm
-/// median taken seconds apart from the cold one can differ by 1.5x on
-/// this machine with nothing changed). The median of the pairs' ratios,
-/// or -1.
-double pairedColdWarmRatio(const std::string &mode, const KernelSpec &spec,
-                           const Target &target, const std::string &chip,
-                           const std::string &specText, bool cubin, int runs,
-                           std::string &reason) {
-  std::vector<double> ratios;
+ColdMeasures coldAgainstWarm(const std::string &mode, const KernelSpec &spec,
+                             const Target &target, const std::string &chip,
+                             const std::string &specText, bool cubin, int runs,
+                             std::string &reason) {
+  std::vector<double> colds, ratios;
   for (int run = 0; run < runs; ++run) {
     double cold = childMillis(mode, chip, specText);
     double start = nowMillis();
     if (cold <= 0 || !compileOnce(spec, target, cubin, reason))
-      return -1;
+      return {};
+    colds.push_back(cold);
     ratios.push_back(cold / (nowMillis() - start));
   }
-  return median(ratios);
+  return {median(colds), median(ratios)};
 }
 
 double warmMedian(const KernelSpec &spec, const Target &target, bool cubin,
@@ -760,18 +752,13 @@ int main(int argc, char **argv) {
           continue;
         }
         const std::string suffix = warmed ? "+w" : "";
-        double ptxCold =
-            cold ? coldMedian("ptx" + suffix, chip, specText, runs) : -1;
-        double cubinCold =
-            cold ? coldMedian("cubin" + suffix, chip, specText, runs) : -1;
-        double ptxPaired =
-            cold ? pairedColdWarmRatio("ptx" + suffix, *spec, *target, chip,
-                                       specText, false, runs, reason)
-                 : -1;
-        double cubinPaired =
-            cold ? pairedColdWarmRatio("cubin" + suffix, *spec, *target, chip,
-                                       specText, true, runs, reason)
-                 : -1;
+        ColdMeasures ptxCold, cubinCold;
+        if (cold) {
+          ptxCold = coldAgainstWarm("ptx" + suffix, *spec, *target, chip,
+                                    specText, false, runs, reason);
+          cubinCold = coldAgainstWarm("cubin" + suffix, *spec, *target, chip,
+                                      specText, true, runs, reason);
+        }
 
         auto &peer = peers[{chip, scheme.name}];
         if (nvrtc && peer.first == 0) {
@@ -799,11 +786,11 @@ int main(int argc, char **argv) {
         std::printf(
             "%-8s %-22s %8s %8s %6s %6s %9s %9s %6s %6s %9s %10s %9s %9s %8s "
             "%7s\n",
-            chip.c_str(), specText.c_str(), cell(ptxCold).c_str(),
-            cell(ptxWarm).c_str(), ratio(ptxCold, ptxWarm).c_str(),
-            ratio(ptxPaired, 1).c_str(), cell(cubinCold).c_str(),
-            cell(cubinWarm).c_str(), ratio(cubinCold, cubinWarm).c_str(),
-            ratio(cubinPaired, 1).c_str(), cell(peer.first).c_str(),
+            chip.c_str(), specText.c_str(), cell(ptxCold.median).c_str(),
+            cell(ptxWarm).c_str(), ratio(ptxCold.median, ptxWarm).c_str(),
+            ratio(ptxCold.pairRatio, 1).c_str(), cell(cubinCold.median).c_str(),
+            cell(cubinWarm).c_str(), ratio(cubinCold.median, cubinWarm).c_str(),
+            ratio(cubinCold.pairRatio, 1).c_str(), cell(peer.first).c_str(),
             cell(peer.second).c_str(), ratio(peer.first, ptxWarm).c_str(),
             ratio(peer.second, cubinWarm).c_str(), cell(oldWarm).c_str(),
             ratio(oldWarm, ptxWarm).c_str());
