@@ -244,8 +244,7 @@ bool evaluateLaunchSize(const std::string &expression,
 
 const KvEmulatedKernel &emulatedKernelFor(const kv::KvKernelSpec &spec,
                                           const std::string &targetName) {
-  static auto &cache =
-      *new std::map<std::string, std::unique_ptr<KvEmulatedKernel>>();
+  static std::map<std::string, std::unique_ptr<KvEmulatedKernel>> cache;
   std::unique_ptr<KvEmulatedKernel> &entry =
       cache[targetName + " " + formatKvKernelSpec(spec)];
   if (!entry) {

@@ -88,8 +88,8 @@ private:
 };
 
 /// `spec`'s kernel for the NVIDIA target `targetName`, compiled once per
-/// process (never destroyed: JIT engines torn down after LLVM's own
-/// statics at exit may abort); throws with the compiler's error.
+/// process (destroyed after main returns, which the emulator's JIT allows:
+/// docs/emulator.md); throws with the compiler's error.
 const KvEmulatedKernel &emulatedKernelFor(const kv::KvKernelSpec &spec,
                                           const std::string &targetName);
 
