@@ -32,6 +32,7 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/IRBuilder.h"
@@ -182,15 +183,22 @@ void addPackedWrappers(llvm::Module &module) {
 
 llvm::Error HostExecutable::invoke(llvm::StringRef name,
                                    llvm::MutableArrayRef<void *> args) {
-  auto function = jit->lookup(("_mlir__mlir_ciface_" + name).str());
+  auto function = address(("_mlir__mlir_ciface_" + name).str());
   if (!function)
     return function.takeError();
-  function->toPtr<void (*)(void **)>()(args.data());
+  reinterpret_cast<void (*)(void **)> (*function)(args.data());
   return llvm::Error::success();
 }
 
+llvm::Expected<void *> HostExecutable::address(llvm::StringRef name) {
+  auto symbol = jit->lookup(name);
+  if (!symbol)
+    return symbol.takeError();
+  return symbol->toPtr<void *>();
+}
+
 llvm::Expected<std::unique_ptr<HostExecutable>>
-makeHostExecutable(ModuleOp module) {
+makeHostExecutable(ModuleOp module, const HostJitOptions &options) {
   initializeNativeTargetOnce();
   auto context = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> llvmModule =
@@ -205,9 +213,10 @@ makeHostExecutable(ModuleOp module) {
     return dataLayout.takeError();
   llvmModule->setDataLayout(*dataLayout);
   llvmModule->setTargetTriple(machineBuilder->getTargetTriple());
-  addPackedWrappers(*llvmModule);
+  if (options.packedWrappers)
+    addPackedWrappers(*llvmModule);
   if (llvm::Error error = makeOptimizingTransformer(
-          /*optLevel=*/3, /*sizeLevel=*/0,
+          options.optLevel, /*sizeLevel=*/0,
           /*targetMachine=*/nullptr)(llvmModule.get()))
     return error;
 
@@ -251,7 +260,20 @@ makeHostExecutable(ModuleOp module) {
           dataLayout->getGlobalPrefix());
   if (!processSymbols)
     return processSymbols.takeError();
-  (*jit)->getMainJITDylib().addGenerator(std::move(*processSymbols));
+  llvm::orc::JITDylib &dylib = (*jit)->getMainJITDylib();
+  if (!options.symbols.empty()) {
+    llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(),
+                                        (*jit)->getDataLayout());
+    llvm::orc::SymbolMap symbols;
+    for (const HostSymbol &symbol : options.symbols)
+      symbols[mangle(symbol.name)] = {
+          llvm::orc::ExecutorAddr::fromPtr(symbol.address),
+          llvm::JITSymbolFlags::Exported};
+    if (llvm::Error error =
+            dylib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+      return error;
+  }
+  dylib.addGenerator(std::move(*processSymbols));
   if (llvm::Error error = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(
           std::move(llvmModule), std::move(context))))
     return error;

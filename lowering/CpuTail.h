@@ -2,9 +2,9 @@
 //
 // The CPU target tail. It takes a module after lowbit-to-loops (memrefs,
 // scf, arith, math, lowbit.encode/decode), expands the codecs, lowers to
-// the LLVM dialect and JIT-compiles it with mlir::ExecutionEngine. The heavy
-// headers (ExecutionEngine, LLVM dialect, conversion passes) stay in
-// CpuTail.cpp.
+// the LLVM dialect and JIT-compiles it with ORC (HostExecutable, which
+// the GPU emulator's host code uses too). The heavy headers (ORC, LLVM
+// dialect, conversion passes) stay in CpuTail.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class DialectRegistry;
@@ -42,6 +43,26 @@ std::string cpuTailPipelineText();
 /// LLVM IR text of an LLVM-dialect module.
 llvm::Expected<std::string> translateToLlvmIr(mlir::ModuleOp module);
 
+/// A function or variable the JIT'd code refers to that the process does
+/// not export (the GPU emulator's SIMT runtime).
+struct HostSymbol {
+  std::string name;
+  void *address = nullptr;
+};
+
+/// How makeHostExecutable compiles a module.
+struct HostJitOptions {
+  /// The LLVM IR optimization level: 3 for the CPU kernels; the GPU
+  /// emulator's kernels, whose run time is its runtime calls, take 1 to
+  /// compile faster.
+  unsigned optLevel = 3;
+  /// Defined before the process's own symbols are searched.
+  std::vector<HostSymbol> symbols;
+  /// The `_mlir_<name>` packed wrappers invoke() calls; a module only
+  /// looked up by address (the emulator's) needs none.
+  bool packedWrappers = true;
+};
+
 /// A JIT-compiled LLVM-dialect module. Its ORC LLJIT has no platform
 /// (the module has no global constructors or destructors), so destroying
 /// one compiles and runs nothing: safe at any time, after main returns
@@ -54,18 +75,23 @@ public:
   /// marked `llvm.emit_c_interface`; `args[i]` points at the i-th argument
   /// (for a memref: at a pointer to its descriptor).
   llvm::Error invoke(llvm::StringRef name, llvm::MutableArrayRef<void *> args);
+  /// The address of the function or global `name` (the module is compiled
+  /// by the first lookup).
+  llvm::Expected<void *> address(llvm::StringRef name);
 
 private:
   friend llvm::Expected<std::unique_ptr<HostExecutable>>
-      makeHostExecutable(mlir::ModuleOp);
+  makeHostExecutable(mlir::ModuleOp, const HostJitOptions &);
   HostExecutable() = default;
   std::unique_ptr<llvm::orc::LLJIT> jit;
 };
 
-/// JIT-compiles an LLVM-dialect module for the host (-O3). No perf jitdump
-/// and no gdb registration unless LOWBIT_JIT_PERF=1 / LOWBIT_JIT_GDB=1.
+/// JIT-compiles an LLVM-dialect module for the host (-O3 unless `options`
+/// say otherwise). No perf jitdump and no gdb registration unless
+/// LOWBIT_JIT_PERF=1 / LOWBIT_JIT_GDB=1. The one way lowbit JIT-compiles
+/// host code: the CPU tail's kernels and the GPU emulator's.
 llvm::Expected<std::unique_ptr<HostExecutable>>
-makeHostExecutable(mlir::ModuleOp module);
+makeHostExecutable(mlir::ModuleOp module, const HostJitOptions &options = {});
 
 } // namespace lowbit
 

@@ -10,11 +10,11 @@
 
 #include "lowering/GpuEmulator.h"
 
+#include "lowering/CpuTail.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -23,10 +23,6 @@
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ExecutionEngine/Orc/Mangling.h"
-#include "llvm/Support/TargetSelect.h"
-
-#include <mutex>
 
 using namespace mlir;
 
@@ -845,32 +841,20 @@ compileForEmulator(ModuleOp gpuModule) {
   if (!host)
     return host.takeError();
 
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
-  ExecutionEngineOptions options;
   // -O1: the kernels are small and the runtime calls dominate their run
   // time; compiling hundreds of specs dominates the tests' time.
-  auto transformer = makeOptimizingTransformer(/*optLevel=*/1, /*sizeLevel=*/0,
-                                               /*targetMachine=*/nullptr);
-  options.transformer = transformer;
-  auto engine = ExecutionEngine::create(**host, options);
-  if (!engine)
-    return emulatorError("JIT: " + llvm::toString(engine.takeError()));
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    for (const emulator::RuntimeSymbol &symbol : emulator::runtimeSymbols())
-      symbols[interner(symbol.name)] = {
-          llvm::orc::ExecutorAddr::fromPtr(symbol.address),
-          llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
+  HostJitOptions options;
+  options.optLevel = 1;
+  options.packedWrappers = false;
+  for (const emulator::RuntimeSymbol &symbol : emulator::runtimeSymbols())
+    options.symbols.push_back({std::string(symbol.name), symbol.address});
+  auto executable = makeHostExecutable(**host, options);
+  if (!executable)
+    return emulatorError("JIT: " + llvm::toString(executable.takeError()));
 
   std::unique_ptr<EmulatedModule> module(new EmulatedModule());
   for (const std::string &name : info.kernelNames) {
-    auto address = (*engine)->lookup("lowbit_emu_entry_" + name);
+    auto address = (*executable)->address("lowbit_emu_entry_" + name);
     if (!address)
       return emulatorError("JIT: " + llvm::toString(address.takeError()));
     EmulatedKernel kernel;
@@ -881,13 +865,13 @@ compileForEmulator(ModuleOp gpuModule) {
     module->kernels[name] = kernel;
   }
   for (const EmulatorModuleInfo::Global &global : info.globals) {
-    auto address = (*engine)->lookup(global.name);
+    auto address = (*executable)->address(global.name);
     if (!address)
       return emulatorError("JIT: " + llvm::toString(address.takeError()));
     module->globals.push_back({*address, global.bytes, !global.constant,
                                "module global @" + global.name});
   }
-  module->engine = std::move(*engine);
+  module->executable = std::move(*executable);
   return module;
 }
 

@@ -22,7 +22,9 @@
 // Anything else GPU-specific (another NVVM op, inline PTX, an NVVM
 // intrinsic, a call to a function that is not defined) is refused with an
 // error naming it, never executed approximately. The host module is
-// JIT-compiled with ORC.
+// JIT-compiled by the CPU tail's HostExecutable (lowering/CpuTail.h): ORC
+// without a platform, so an EmulatedModule may be destroyed at any time,
+// after main returns too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,11 +42,9 @@
 #include <string>
 #include <vector>
 
-namespace mlir {
-class ExecutionEngine;
-} // namespace mlir
-
 namespace lowbit {
+
+class HostExecutable;
 
 /// What the launcher needs to know of one kernel.
 struct EmulatedKernel {
@@ -89,7 +89,7 @@ private:
   friend llvm::Expected<std::unique_ptr<EmulatedModule>>
   compileForEmulator(mlir::ModuleOp gpuModule);
   EmulatedModule() = default;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::unique_ptr<HostExecutable> executable;
   std::map<std::string, EmulatedKernel> kernels;
   std::vector<emulator::MemoryRange> globals;
 };

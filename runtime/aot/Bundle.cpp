@@ -2,9 +2,10 @@
 
 #include "runtime/aot/Bundle.h"
 
-#include "kv/KvLaunchSizes.h"
+#include "runtime/aot/RankedLaunch.h"
 #include "runtime/core/AtomicFile.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -573,23 +574,47 @@ size_t elementBytes(std::string_view element) {
   return 1;
 }
 
+Status resolveLaunchFor(const Launch &launch, const SizeInstance &size,
+                        std::span<const uint64_t> addresses, uint64_t workspace,
+                        int64_t workspaceWords, launch::ResolvedStep &out) {
+  if (size.dims.empty()) {
+    // Rank 2: the launch module compiles and resolves (the JIT's scheme
+    // kernels too).
+    Expected<launch::CompiledStep> compiled = launch::compileStep(
+        toLaunchStep(launch), size.shapes.size(), workspaceWords);
+    if (!compiled)
+      return compiled.error();
+    return launch::resolveStep(*compiled, size.shapes, addresses, workspace,
+                               workspaceWords, out);
+  }
+  std::vector<size_t> ranks;
+  for (const std::vector<int64_t> &dims : size.dims)
+    ranks.push_back(dims.size());
+  Expected<RankedLaunch> ranked =
+      RankedLaunch::compile(launch, ranks, workspaceWords);
+  if (!ranked)
+    return ranked.error();
+  // compile checked the count and the ranks against the arrays' bounds.
+  std::array<RankedShape, kMaxRankedParams> shapes{};
+  for (size_t param = 0; param < ranks.size(); ++param) {
+    shapes[param].rank = ranks[param];
+    std::copy(size.dims[param].begin(), size.dims[param].end(),
+              shapes[param].dims.begin());
+  }
+  return ranked->resolve(std::span(shapes.data(), ranks.size()), addresses,
+                         workspace, out);
+}
+
 namespace {
 
-/// Compiles `launch` for these shapes and resolves it (the launch module
-/// does both for the JIT too).
+/// resolveLaunchFor into a new step, or nullptr and `error`.
 std::unique_ptr<launch::ResolvedStep>
-resolve(const Launch &launch, std::span<const uint64_t> addresses,
-        std::span<const Shape> shapes, uint64_t workspace,
-        int64_t workspaceWords, std::string *error) {
-  Expected<launch::CompiledStep> compiled =
-      launch::compileStep(toLaunchStep(launch), shapes.size(), workspaceWords);
-  if (!compiled) {
-    setError(error, compiled.error().message);
-    return nullptr;
-  }
+resolveOrSay(const Launch &launch, const SizeInstance &size,
+             std::span<const uint64_t> addresses, uint64_t workspace,
+             int64_t workspaceWords, std::string *error) {
   auto resolved = std::make_unique<launch::ResolvedStep>();
-  if (Status status = launch::resolveStep(*compiled, shapes, addresses,
-                                          workspace, workspaceWords, *resolved);
+  if (Status status = resolveLaunchFor(launch, size, addresses, workspace,
+                                       workspaceWords, *resolved);
       !status) {
     setError(error, status.error().message);
     return nullptr;
@@ -597,33 +622,23 @@ resolve(const Launch &launch, std::span<const uint64_t> addresses,
   return resolved;
 }
 
-} // namespace
-
-std::optional<PackedArguments>
-packArguments(const Launch &launch, std::span<const uint64_t> addresses,
-              std::span<const Shape> shapes, std::string *error,
-              uint64_t workspace, int64_t workspaceWords) {
-  std::unique_ptr<launch::ResolvedStep> resolved =
-      resolve(launch, addresses, shapes, workspace, workspaceWords, error);
-  if (!resolved)
-    return std::nullopt;
-  PackedArguments packed;
-  packed.slots.assign(resolved->slots.begin(),
-                      resolved->slots.begin() + resolved->slotCount);
-  // Pointers are taken after the vector stops growing.
-  for (uint64_t &slot : packed.slots)
-    packed.pointers.push_back(&slot);
-  return packed;
+SizeInstance rank2Size(std::span<const Shape> shapes) {
+  SizeInstance size;
+  size.shapes.assign(shapes.begin(), shapes.end());
+  return size;
 }
 
-std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
-                                          std::span<const Shape> shapes,
-                                          std::string *error,
-                                          int64_t workspaceWords) {
+} // namespace
+
+std::optional<LaunchSizes> evaluateLaunchFor(const Launch &launch,
+                                             const SizeInstance &size,
+                                             std::string *error,
+                                             int64_t workspaceWords) {
   // Sizes only: every memref operand resolves to address 0.
-  std::vector<uint64_t> addresses(shapes.size(), 0);
+  std::vector<uint64_t> addresses(
+      size.dims.empty() ? size.shapes.size() : size.dims.size(), 0);
   std::unique_ptr<launch::ResolvedStep> resolved =
-      resolve(launch, addresses, shapes, 0, workspaceWords, error);
+      resolveOrSay(launch, size, addresses, 0, workspaceWords, error);
   if (!resolved)
     return std::nullopt;
   LaunchSizes sizes;
@@ -635,112 +650,36 @@ std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
   return sizes;
 }
 
-namespace {
-
-/// `expression` over ranked shapes: each dim:P:D replaced by its size
-/// (kv/KvLaunchSizes.h), then compiled and evaluated with no shapes.
-std::optional<int64_t>
-evaluateRanked(const std::string &expression,
-               const std::vector<std::vector<int64_t>> &dims,
-               std::string *error) {
-  std::optional<std::string> constant =
-      kv::substituteKvLaunchDims(expression, dims, error);
-  if (!constant)
-    return std::nullopt;
-  return evaluateExpression(*constant, {}, error);
-}
-
-} // namespace
-
-std::string rankedLaunchSizesProblem(const std::string &entry,
-                                     std::span<const int64_t, 7> sizes) {
-  // The bounds resolveStep checks for the rank-2 path.
-  for (size_t i = 0; i < 3; ++i)
-    if (sizes[i] < 0 || sizes[i] > INT32_MAX || sizes[3 + i] < 1 ||
-        sizes[3 + i] > 1024)
-      return entry + ": grid " + std::to_string(sizes[i]) + " or block " +
-             std::to_string(sizes[3 + i]) + " is not launchable";
-  if (sizes[6] < 0 || sizes[6] > INT32_MAX)
-    return entry + ": shared bytes " + std::to_string(sizes[6]) +
-           " out of range";
-  return "";
-}
-
-std::optional<LaunchSizes> evaluateLaunchFor(const Launch &launch,
-                                             const SizeInstance &size,
-                                             std::string *error,
-                                             int64_t workspaceWords) {
-  if (size.dims.empty())
-    return evaluateLaunch(launch, size.shapes, error, workspaceWords);
-  LaunchSizes sizes;
-  std::array<int64_t, 7> values{};
-  for (size_t i = 0; i < 7; ++i) {
-    const std::string &text =
-        i < 3 ? launch.grid[i] : (i < 6 ? launch.block[i - 3] : launch.shared);
-    std::optional<int64_t> value = evaluateRanked(text, size.dims, error);
-    if (!value)
-      return std::nullopt;
-    values[i] = *value;
-  }
-  if (std::string problem = rankedLaunchSizesProblem(launch.entry, values);
-      !problem.empty()) {
-    setError(error, problem);
-    return std::nullopt;
-  }
-  sizes.grid = {values[0], values[1], values[2]};
-  sizes.block = {values[3], values[4], values[5]};
-  sizes.sharedBytes = values[6];
-  return sizes;
-}
-
 std::optional<PackedArguments>
 packArgumentsFor(const Launch &launch, std::span<const uint64_t> addresses,
                  const SizeInstance &size, std::string *error,
                  uint64_t workspace, int64_t workspaceWords) {
-  if (size.dims.empty())
-    return packArguments(launch, addresses, size.shapes, error, workspace,
-                         workspaceWords);
-  PackedArguments packed;
-  auto descriptor = [&](uint64_t address, const std::vector<int64_t> &shape) {
-    packed.slots.insert(packed.slots.end(), {address, address, 0});
-    for (int64_t dim : shape)
-      packed.slots.push_back(uint64_t(dim));
-    std::vector<uint64_t> strides(shape.size(), 1);
-    for (size_t axis = shape.size(); axis > 1; --axis)
-      strides[axis - 2] = strides[axis - 1] * uint64_t(shape[axis - 1]);
-    packed.slots.insert(packed.slots.end(), strides.begin(), strides.end());
-  };
-  for (const Operand &operand : launch.operands) {
-    if (operand.memref >= 0) {
-      size_t param = size_t(operand.memref);
-      if (param < size.dims.size() && param < addresses.size()) {
-        descriptor(addresses[param], size.dims[param]);
-      } else if (param == size.dims.size() && workspaceWords > 0) {
-        descriptor(workspace, {1, workspaceWords});
-      } else {
-        setError(error, launch.entry + ": operand m:" + std::to_string(param) +
-                            " names no parameter");
-        return std::nullopt;
-      }
-      continue;
-    }
-    std::optional<int64_t> value =
-        evaluateRanked(operand.scalar, size.dims, error);
-    if (!value)
-      return std::nullopt;
-    packed.slots.push_back(operand.bits == 32 ? uint64_t(uint32_t(*value))
-                                              : uint64_t(*value));
-  }
-  if (packed.slots.size() > launch::kMaxLaunchSlots) {
-    setError(error, launch.entry + ": " + std::to_string(packed.slots.size()) +
-                        " kernel parameters, more than " +
-                        std::to_string(launch::kMaxLaunchSlots));
+  std::unique_ptr<launch::ResolvedStep> resolved =
+      resolveOrSay(launch, size, addresses, workspace, workspaceWords, error);
+  if (!resolved)
     return std::nullopt;
-  }
+  PackedArguments packed;
+  packed.slots.assign(resolved->slots.begin(),
+                      resolved->slots.begin() + resolved->slotCount);
   // Pointers are taken after the vector stops growing.
   for (uint64_t &slot : packed.slots)
     packed.pointers.push_back(&slot);
   return packed;
+}
+
+std::optional<PackedArguments>
+packArguments(const Launch &launch, std::span<const uint64_t> addresses,
+              std::span<const Shape> shapes, std::string *error,
+              uint64_t workspace, int64_t workspaceWords) {
+  return packArgumentsFor(launch, addresses, rank2Size(shapes), error,
+                          workspace, workspaceWords);
+}
+
+std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
+                                          std::span<const Shape> shapes,
+                                          std::string *error,
+                                          int64_t workspaceWords) {
+  return evaluateLaunchFor(launch, rank2Size(shapes), error, workspaceWords);
 }
 
 } // namespace lowbit::aot

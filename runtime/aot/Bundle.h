@@ -204,18 +204,22 @@ std::optional<LaunchSizes> evaluateLaunch(const Launch &launch,
                                           std::string *error,
                                           int64_t workspaceWords = 0);
 
-/// Why a ranked launch's seven sizes (grid x3, block x3, shared bytes)
-/// cannot be launched, or "" when they can: grid and shared bytes in
-/// [0, 2^31 - 1], block in [1, 1024]. The one check of evaluateLaunchFor
-/// and RankedLaunch::resolve.
-std::string rankedLaunchSizesProblem(const std::string &entry,
-                                     std::span<const int64_t, 7> sizes);
+/// One launch of an entry resolved for one size: its seven sizes (grid
+/// x3, block x3, shared bytes) and cuLaunchKernel's parameter array, for
+/// parameters at `addresses` (one per parameter) and the workspace's
+/// [1, words] descriptor at `workspace`. With ranked `dims` (version 3) a
+/// RankedLaunch (RankedLaunch.h) compiled for their ranks: each `dim:P:D`
+/// is size D of parameter P's full shape and each memref operand its
+/// rank-N descriptor {allocated, aligned, offset, sizes[N], strides[N]}
+/// (row-major). Else the launch module's rank-2 step, as packArguments.
+/// The runner and the manifest reader resolve every launch here; the
+/// JIT's KV kernels use the same RankedLaunch, compiled once per kernel.
+Status resolveLaunchFor(const Launch &launch, const SizeInstance &size,
+                        std::span<const uint64_t> addresses, uint64_t workspace,
+                        int64_t workspaceWords, launch::ResolvedStep &out);
 
-/// evaluateLaunch and packArguments for one size of an entry: with ranked
-/// `dims` (version 3), each `dim:P:D` is size D of parameter P's full
-/// shape and each memref operand its rank-N descriptor {allocated,
-/// aligned, offset, sizes[N], strides[N]} (row-major); else the rank-2
-/// shapes as above. The workspace stays the [1, words] descriptor.
+/// resolveLaunchFor's sizes, and its arguments copied out (the
+/// interface of evaluateLaunch and packArguments, for one size).
 std::optional<LaunchSizes> evaluateLaunchFor(const Launch &launch,
                                              const SizeInstance &size,
                                              std::string *error,

@@ -4,12 +4,13 @@
 // The KV kernels' launches (Jit::getKv's KvKernel::launch) take buffers of
 // rank 1 to 8: each `dim:P:D` of a launch expression is size D of
 // parameter P's full shape, and each memref operand is its rank-N
-// descriptor {allocated, aligned, offset, sizes[N], strides[N]}
-// (evaluateLaunchFor/packArgumentsFor in Bundle.h, which the AOT runner
-// uses, do the same by substituting text per call). A RankedLaunch is one
-// such launch compiled once for the parameters' ranks: every dim checked
-// and its expressions compiled, the kernel parameter count known, so that
-// resolving it for a call parses nothing and allocates nothing.
+// descriptor {allocated, aligned, offset, sizes[N], strides[N]}. A
+// RankedLaunch is one such launch compiled once for the parameters' ranks:
+// every dim checked and its expressions compiled, the kernel parameter
+// count known, so that resolving it for a call parses nothing and
+// allocates nothing. It is the one implementation of ranked sizes and
+// descriptors: the JIT compiles one per KV kernel launch, the AOT runner
+// and the manifest reader one per resolveLaunchFor (Bundle.h) call.
 //
 // How a ranked dim reaches the launch module's rank-2 evaluator: parameter
 // P's dims are laid out as kPairsPerParam [rows, cols] pairs, so `dim:P:D`
@@ -33,9 +34,16 @@
 
 namespace lowbit::aot {
 
-/// The largest rank of a ranked parameter, and the most parameters.
-inline constexpr size_t kMaxRankedRank = 8;
+/// The largest rank of a ranked parameter (a manifest's `dims` too), and
+/// the most parameters.
+inline constexpr size_t kMaxRankedRank = kMaxRank;
 inline constexpr size_t kMaxRankedParams = 32;
+
+/// Why a ranked launch's seven sizes (grid x3, block x3, shared bytes)
+/// cannot be launched, or "" when they can: grid and shared bytes in
+/// [0, 2^31 - 1], block in [1, 1024]. RankedLaunch::resolve's check.
+std::string rankedLaunchSizesProblem(const std::string &entry,
+                                     std::span<const int64_t, 7> sizes);
 
 /// One parameter's shape for one call: its first `rank` sizes.
 struct RankedShape {

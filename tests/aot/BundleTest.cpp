@@ -1,6 +1,7 @@
 //===- BundleTest.cpp - Manifest round trip, launch expressions -----------===//
 
 #include "runtime/aot/Bundle.h"
+#include "runtime/aot/RankedLaunch.h"
 
 #include <catch2/catch.hpp>
 
@@ -249,15 +250,38 @@ TEST_CASE("a version 2 manifest loads; a newer one is refused", "[aot]") {
   CHECK_THAT(error, Catch::Contains("newer than this reader's 3"));
 }
 
-TEST_CASE("ranked sizes pack rank-N descriptors and substitute dims", "[aot]") {
+namespace {
+
+/// A launch "k" of one grid and block size over parameters of shapes
+/// `dims` (their rank-2 shapes: the leading product and the last size).
+Launch rankedLaunch(std::string grid, std::string block,
+                    std::vector<Operand> operands) {
   Launch launch;
   launch.entry = "k";
-  launch.grid = {"dim:0:0 dim:0:2 mul", "1", "1"};
-  launch.block = {"256", "1", "1"};
-  launch.operands = {{0, "", 64}, {-1, "dim:1:0", 32}, {1, "", 64}};
+  launch.grid[0] = std::move(grid);
+  launch.block[0] = std::move(block);
+  launch.operands = std::move(operands);
+  return launch;
+}
+
+SizeInstance rankedSize(std::vector<std::vector<int64_t>> dims) {
   SizeInstance size;
-  size.shapes = {{2 * 3 * 5, 7}, {1, 4}};
-  size.dims = {{2, 3, 5, 7}, {4}};
+  for (const std::vector<int64_t> &shape : dims) {
+    int64_t rows = 1;
+    for (size_t axis = 0; axis + 1 < shape.size(); ++axis)
+      rows *= shape[axis];
+    size.shapes.push_back({rows, shape.back()});
+  }
+  size.dims = std::move(dims);
+  return size;
+}
+
+} // namespace
+
+TEST_CASE("ranked sizes pack rank-N descriptors and substitute dims", "[aot]") {
+  Launch launch = rankedLaunch("dim:0:0 dim:0:2 mul", "256",
+                               {{0, "", 64}, {-1, "dim:1:0", 32}, {1, "", 64}});
+  SizeInstance size = rankedSize({{2, 3, 5, 7}, {4}});
   std::string error;
   std::optional<LaunchSizes> sizes = evaluateLaunchFor(launch, size, &error);
   INFO(error);
@@ -333,4 +357,49 @@ TEST_CASE("ranked launch sizes: grid and shared in [0, 2^31 - 1], block in "
         "k: grid 1 or block 1025 is not launchable");
   CHECK(rankedLaunchSizesProblem("k", Sizes{1, 1, 1, 1, 1, 1, -1}) ==
         "k: shared bytes -1 out of range");
+}
+
+TEST_CASE("resolveLaunchFor: ranked descriptors and the workspace by hand, "
+          "and what it refuses",
+          "[aot]") {
+  Launch launch = rankedLaunch(
+      "dim:1:1", "128", {{1, "", 64}, {-1, "dim:0:0 3 mul", 64}, {2, "", 64}});
+  SizeInstance size = rankedSize({{6}, {2, 2, 3}});
+  std::vector<uint64_t> addresses = {0x1000, 0x2000};
+  auto resolved = std::make_unique<lowbit::launch::ResolvedStep>();
+  lowbit::Status status =
+      resolveLaunchFor(launch, size, addresses, 0x9000, 5, *resolved);
+  INFO((status ? std::string() : status.error().message));
+  REQUIRE(status);
+  CHECK(resolved->sizes[0] == 2);
+  CHECK(resolved->sizes[3] == 128);
+  // {b, b, 0, 2, 2, 3, 6, 3, 1}, 18, the workspace {w, w, 0, 1, 5, 5, 1}.
+  std::vector<uint64_t> expected = {0x2000, 0x2000, 0,      2, 2, 3, 6, 3, 1,
+                                    18,     0x9000, 0x9000, 0, 1, 5, 5, 1};
+  REQUIRE(resolved->slotCount == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CHECK(resolved->slots[i] == expected[i]);
+    CHECK(resolved->pointers[i] == &resolved->slots[i]);
+  }
+  auto refuses = [&](const Launch &bad, int64_t words) {
+    lowbit::Status refused =
+        resolveLaunchFor(bad, size, addresses, 0x9000, words, *resolved);
+    return refused ? std::string() : refused.error().message;
+  };
+  // The workspace operand without a workspace names no parameter.
+  CHECK(refuses(launch, 0) == "k: operand m:2 names no parameter");
+  Launch wide = launch;
+  wide.block[0] = "dim:0:0 1000 mul";
+  CHECK(refuses(wide, 5) == "k: grid 2 or block 6000 is not launchable");
+  Launch divides = launch;
+  divides.operands[1].scalar = "1 dim:1:0 2 sub divs";
+  CHECK_THAT(refuses(divides, 5), Catch::Contains("division by zero"));
+  Launch past = launch;
+  past.operands[1].scalar = "dim:0:1";
+  CHECK(refuses(past, 5) ==
+        "k: launch size 'dim:0:1' names no buffer dimension");
+  // The evaluateLaunchFor wrapper reports the same message.
+  std::string error;
+  CHECK_FALSE(evaluateLaunchFor(past, size, &error, 5));
+  CHECK(error == "k: launch size 'dim:0:1' names no buffer dimension");
 }

@@ -4,10 +4,11 @@
 // every kernel parameter: argument order, descriptors, scalars), for each
 // KV kernel kind (kv_append, kv_dequantize and kv_attend of kv_int8 and
 // kv_fp8, kivi_append, kivi_dequantize, kivi_attend contiguous and paged),
-// against the launch of the same
-// spec in an AOT bundle that `lowbit aot` wrote: its manifest's steps
-// evaluated and packed the way the bundle's runner does
-// (runtime/aot/Bundle.h). Runs in
+// against the launch of the same spec in an AOT bundle that `lowbit aot`
+// wrote, resolved the way the bundle's runner does (aot::resolveLaunchFor,
+// runtime/aot/Bundle.h). A "kv" entry resolves through the same
+// aot::RankedLaunch as the JIT, so every memref descriptor is also checked
+// against one written out by hand from the tensors' shapes. Runs in
 // lowbit-jit-launch-tests' process (the stub as libcuda, no nvJitLink).
 //
 //===----------------------------------------------------------------------===//
@@ -171,6 +172,55 @@ bool sameParameters(const LaunchRecord &record,
   return true;
 }
 
+/// The record's kernel parameters against descriptors written out by hand
+/// from the tensors (not by runtime/aot, which both the JIT and the
+/// runner use): per memref operand {address, address, 0, shape[0..N),
+/// strides[0..N)} with row-major strides, the workspace's {w, w, 0, 1, W,
+/// W, 1}, a scalar one slot. The count of memref descriptors checked, or
+/// -1 on the first slot that differs.
+long checkDescriptorsByHand(const LaunchRecord &record,
+                            const aot::Launch &launch,
+                            const std::vector<KvTensor> &tensors,
+                            int64_t workspaceWords) {
+  size_t slot = 0;
+  long descriptors = 0;
+  auto expect = [&](uint64_t value) {
+    return slot < size_t(record.params) && record.values[slot++] == value;
+  };
+  for (const aot::Operand &operand : launch.operands) {
+    if (operand.memref < 0) {
+      ++slot;
+      continue;
+    }
+    if (size_t(operand.memref) == tensors.size()) {
+      uint64_t workspace =
+          slot < size_t(record.params) ? record.values[slot] : 0;
+      uint64_t words = uint64_t(workspaceWords);
+      for (uint64_t value : {workspace, workspace, uint64_t(0), uint64_t(1),
+                             words, words, uint64_t(1)})
+        if (!expect(value))
+          return -1;
+      continue;
+    }
+    const KvTensor &tensor = tensors[size_t(operand.memref)];
+    uint64_t address = uint64_t(uintptr_t(tensor.data));
+    if (!expect(address) || !expect(address) || !expect(0))
+      return -1;
+    for (size_t axis = 0; axis < tensor.rank; ++axis)
+      if (!expect(uint64_t(tensor.shape[axis])))
+        return -1;
+    for (size_t axis = 0; axis < tensor.rank; ++axis) {
+      uint64_t stride = 1;
+      for (size_t inner = axis + 1; inner < tensor.rank; ++inner)
+        stride *= uint64_t(tensor.shape[inner]);
+      if (!expect(stride))
+        return -1;
+    }
+    ++descriptors;
+  }
+  return slot == size_t(record.params) ? descriptors : -1;
+}
+
 } // namespace
 
 TEST_CASE("launch: KV kernels launch as their AOT bundle does",
@@ -194,6 +244,7 @@ TEST_CASE("launch: KV kernels launch as their AOT bundle does",
   REQUIRE(target);
   void *stream = reinterpret_cast<void *>(0x53);
   size_t kinds = 0;
+  long descriptorsByHand = 0;
   for (size_t c = 0; c < all.size(); ++c) {
     KvCall &call = all[c];
     const aot::BundleEntry &entry = manifest.entries[c];
@@ -240,11 +291,17 @@ TEST_CASE("launch: KV kernels launch as their AOT bundle does",
       CHECK(record.shared == unsigned(sizes->sharedBytes));
       CHECK(sameParameters(record, *packed));
       swapSeen |= !sameParameters(record, *wrong);
+      long byHand = checkDescriptorsByHand(record, launch, call.tensors,
+                                           entry.workspaceWords);
+      CHECK(byHand >= 0);
+      descriptorsByHand += byHand;
     }
     CHECK(swapSeen);
     ++kinds;
   }
   CHECK(kinds == 10);
+  // Every launch's memref operands were written out by hand above.
+  CHECK(descriptorsByHand > 0);
 
   // A buffer of the wrong shape never reaches the driver.
   auto append = (*jit)->getKv(all[0].spec, *target);

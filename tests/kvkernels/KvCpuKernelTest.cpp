@@ -23,11 +23,9 @@ using namespace lowbit::kvtest;
 namespace {
 
 /// Compiles each spec once per process (the dequantize kernels repeat
-/// across the input types). Never destroyed: JIT engines torn down after
-/// LLVM's own statics at exit may abort.
+/// across the input types).
 compiler::KvCpuKernel &kernelFor(const KvKernelSpec &spec) {
-  static auto &cache =
-      *new std::map<std::string, std::unique_ptr<compiler::KvCpuKernel>>();
+  static std::map<std::string, std::unique_ptr<compiler::KvCpuKernel>> cache;
   std::unique_ptr<compiler::KvCpuKernel> &entry =
       cache[formatKvKernelSpec(spec)];
   if (!entry) {

@@ -2,9 +2,9 @@
 
 #include "KvEmulatorRun.h"
 
-#include "kv/KvLaunchSizes.h"
 #include "lowering/GpuEmulator.h"
 #include "lowering/GpuTail.h"
+#include "runtime/aot/Bundle.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/emulator/EmulatedProgram.h"
@@ -44,26 +44,6 @@ std::vector<ParamInfo> paramInfo(const kv::KvKernelSpec &spec) {
   if (spec.layout == kv::KvLayout::Paged)
     params.push_back({4, false});
   return params;
-}
-
-/// Evaluates one launch-plan expression for `buffers`.
-bool evaluate(const std::string &expression,
-              const std::vector<compiler::KvBuffer> &buffers, int64_t &value,
-              std::string &error) {
-  std::vector<std::vector<int64_t>> shapes;
-  for (const compiler::KvBuffer &buffer : buffers)
-    shapes.push_back(buffer.shape);
-  std::optional<std::string> constant =
-      kv::substituteKvLaunchDims(expression, shapes, &error);
-  if (!constant)
-    return false;
-  Expected<int64_t> result = jit::evaluateSize(*constant, {});
-  if (!result) {
-    error = "launch size '" + expression + "': " + result.error().message;
-    return false;
-  }
-  value = *result;
-  return true;
 }
 
 } // namespace
@@ -191,61 +171,47 @@ KvEmulatedKernel::run(emulator::Device &device,
          params[index].writable, "buffer " + std::to_string(index)});
   }
   device.setModuleMemory(module->moduleMemory());
-  for (const jit::LaunchStep &step : launchPlan.steps) {
-    std::string error;
-    std::array<int64_t, 7> sizes;
-    for (int i = 0; i < 7; ++i)
-      if (!evaluate(step.sizes[i], buffers, sizes[i], error))
-        return error;
-    if (sizes[0] <= 0 || sizes[1] <= 0 || sizes[2] <= 0)
+  auto resolved = std::make_unique<launch::ResolvedStep>();
+  for (size_t step = 0; step < launchPlan.steps.size(); ++step) {
+    if (std::string error = resolve(step, buffers, *resolved); !error.empty())
+      return error;
+    if (resolved->empty())
       continue; // An empty grid: nothing to launch.
-    // cuLaunchKernel's parameter array: each memref as its expanded
-    // descriptor, each scalar in an 8-byte slot.
-    std::vector<uint64_t> values;
-    for (const std::string &argument : step.arguments) {
-      if (argument.rfind("m:", 0) == 0) {
-        size_t param = std::stoul(argument.substr(2));
-        if (param >= buffers.size())
-          return "launch argument " + argument + " names no buffer";
-        const std::vector<int64_t> &shape = buffers[param].shape;
-        auto address = reinterpret_cast<uintptr_t>(buffers[param].data);
-        values.insert(values.end(), {address, address, 0});
-        for (int64_t size : shape)
-          values.push_back(uint64_t(size));
-        std::vector<uint64_t> strides(shape.size(), 1);
-        for (size_t axis = shape.size() - 1; axis > 0; --axis)
-          strides[axis - 1] = strides[axis] * uint64_t(shape[axis]);
-        values.insert(values.end(), strides.begin(), strides.end());
-        continue;
-      }
-      size_t colon = argument.find(':');
-      int64_t value = 0;
-      if (argument[0] != 's' || colon == std::string::npos ||
-          !evaluate(argument.substr(colon + 1), buffers, value, error))
-        return error.empty() ? "launch argument " + argument + " is unknown"
-                             : error;
-      values.push_back(argument.substr(1, colon - 1) == "32"
-                           ? uint64_t(uint32_t(value))
-                           : uint64_t(value));
-    }
-    if (Status status = emulator::launchKernel(device, *module, step.kernelName,
-                                               sizes, values, ranges);
+    std::vector<uint64_t> values(resolved->slots.begin(),
+                                 resolved->slots.begin() + resolved->slotCount);
+    if (Status status = emulator::launchKernel(
+            device, *module, launchPlan.steps[step].kernelName, resolved->sizes,
+            values, ranges);
         !status)
       return status.error().message;
   }
   return "";
 }
 
-bool evaluateLaunchSize(const std::string &expression,
-                        const std::vector<compiler::KvBuffer> &buffers,
-                        int64_t &value, std::string &error) {
-  return evaluate(expression, buffers, value, error);
+std::string
+KvEmulatedKernel::resolve(size_t step,
+                          const std::vector<compiler::KvBuffer> &buffers,
+                          launch::ResolvedStep &out) const {
+  std::string error;
+  std::optional<aot::Launch> launch =
+      aot::fromLaunchStep(launchPlan.steps.at(step), &error);
+  if (!launch)
+    return error;
+  aot::SizeInstance size;
+  std::vector<uint64_t> addresses;
+  for (const compiler::KvBuffer &buffer : buffers) {
+    size.dims.push_back(buffer.shape);
+    addresses.push_back(uint64_t(reinterpret_cast<uintptr_t>(buffer.data)));
+  }
+  Status status = aot::resolveLaunchFor(*launch, size, addresses,
+                                        /*workspace=*/0,
+                                        /*workspaceWords=*/0, out);
+  return status ? std::string() : status.error().message;
 }
 
 const KvEmulatedKernel &emulatedKernelFor(const kv::KvKernelSpec &spec,
                                           const std::string &targetName) {
-  static auto &cache =
-      *new std::map<std::string, std::unique_ptr<KvEmulatedKernel>>();
+  static std::map<std::string, std::unique_ptr<KvEmulatedKernel>> cache;
   std::unique_ptr<KvEmulatedKernel> &entry =
       cache[targetName + " " + formatKvKernelSpec(spec)];
   if (!entry) {

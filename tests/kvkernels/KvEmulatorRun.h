@@ -3,12 +3,11 @@
 //
 // Runs a KV kernel spec's GPU module (buildKvModule, lowerKvToLoops, the GPU
 // tail's lowerToNvvm) in the GPU emulator (docs/emulator.md). The launch
-// plan is the JIT's own (jit::describeGpuLaunches) and its sizes are
-// evaluated by the launch module (jit::evaluateSize). The launch module's
-// shapes are 2-D, and the KV kernels take 4-D memrefs, so each `dim:P:D` is
-// replaced by the buffer's size before evaluation, and each memref operand
-// is packed here as MLIR's expanded rank-N descriptor {allocated, aligned,
-// offset, sizes[N], strides[N]} (row-major).
+// plan is the JIT's own (jit::describeGpuLaunches), and each call resolves
+// it as the JIT's KV kernels and the AOT runner do (aot::resolveLaunchFor,
+// an aot::RankedLaunch: `dim:P:D` is size D of buffer P, a memref operand
+// MLIR's expanded rank-N descriptor), so a wrong size or descriptor there
+// fails these tests too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +19,7 @@
 #include "kv/KvKernelSpec.h"
 #include "kv/KvKiviKernelSpec.h"
 #include "lowering/Target.h"
+#include "runtime/aot/LaunchProgram.h"
 #include "runtime/compiler/KvCompiler.h"
 #include "runtime/emulator/Simt.h"
 #include "runtime/jit/LaunchPlan.h"
@@ -67,6 +67,13 @@ public:
   /// (append: codes and int8 scales; dequantize: the output) are writable.
   std::string run(emulator::Device &device,
                   const std::vector<compiler::KvBuffer> &buffers) const;
+  /// Step `step` of the plan resolved for `buffers` as the JIT's KV kernels
+  /// and the AOT runner resolve it (aot::resolveLaunchFor: an
+  /// aot::RankedLaunch, each memref its rank-N descriptor): the seven sizes
+  /// and cuLaunchKernel's parameters in `out`; "" or the error.
+  std::string resolve(size_t step,
+                      const std::vector<compiler::KvBuffer> &buffers,
+                      launch::ResolvedStep &out) const;
   const jit::LaunchPlan &plan() const { return launchPlan; }
 
 private:
@@ -88,16 +95,10 @@ private:
 };
 
 /// `spec`'s kernel for the NVIDIA target `targetName`, compiled once per
-/// process (never destroyed: JIT engines torn down after LLVM's own
-/// statics at exit may abort); throws with the compiler's error.
+/// process (destroyed after main returns, which the emulator's JIT allows:
+/// docs/emulator.md); throws with the compiler's error.
 const KvEmulatedKernel &emulatedKernelFor(const kv::KvKernelSpec &spec,
                                           const std::string &targetName);
-
-/// One launch-plan size expression evaluated for `buffers` (each
-/// `dim:P:D` is size D of buffer P); false and `error` if it cannot be.
-bool evaluateLaunchSize(const std::string &expression,
-                        const std::vector<compiler::KvBuffer> &buffers,
-                        int64_t &value, std::string &error);
 
 /// The emulator on `targetName` as a KvRunner.
 KvRunner emulatorOn(const std::string &targetName);

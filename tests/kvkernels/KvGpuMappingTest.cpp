@@ -171,15 +171,14 @@ TEST_CASE("the KV kernels are one warp per row", "[kvgpu]") {
           std::pair{setup.dequantizeSpec(KvValueType::F16),
                     setup.dequantizeBuffers(cache, output)}}) {
       INFO(formatKvKernelSpec(spec));
-      const jit::LaunchPlan &plan = emulatedKernelFor(spec, "sm_90a").plan();
-      REQUIRE(plan.steps.size() == 1);
-      std::array<int64_t, 6> sizes;
-      for (int i = 0; i < 6; ++i) {
-        std::string error;
-        REQUIRE(evaluateLaunchSize(plan.steps[0].sizes[i], buffers, sizes[i],
-                                   error));
-      }
-      CHECK(sizes == std::array<int64_t, 6>{4, 1, 1, 256, 1, 1});
+      const KvEmulatedKernel &kernel = emulatedKernelFor(spec, "sm_90a");
+      REQUIRE(kernel.plan().steps.size() == 1);
+      auto resolved = std::make_unique<launch::ResolvedStep>();
+      REQUIRE(kernel.resolve(0, buffers, *resolved) == "");
+      CHECK(std::array<int64_t, 6>{resolved->sizes[0], resolved->sizes[1],
+                                   resolved->sizes[2], resolved->sizes[3],
+                                   resolved->sizes[4], resolved->sizes[5]} ==
+            std::array<int64_t, 6>{4, 1, 1, 256, 1, 1});
       std::string error;
       std::optional<Target> target = parseTarget("sm_90a", &error);
       REQUIRE(target);

@@ -23,11 +23,9 @@ using namespace lowbit::kvtest;
 
 namespace {
 
-/// Compiles each spec once per process. Never destroyed: JIT engines torn
-/// down after LLVM's own statics at exit may abort.
+/// Compiles each spec once per process.
 compiler::KiviCpuKernel &kiviKernelFor(const KiviKernelSpec &spec) {
-  static auto &cache =
-      *new std::map<std::string, std::unique_ptr<compiler::KiviCpuKernel>>();
+  static std::map<std::string, std::unique_ptr<compiler::KiviCpuKernel>> cache;
   std::unique_ptr<compiler::KiviCpuKernel> &entry =
       cache[formatKiviKernelSpec(spec)];
   if (!entry) {

@@ -34,13 +34,11 @@ Target kiviTarget(const std::string &name) {
 }
 
 /// The emulator on `targetName` as a KiviRunner; each (spec, target)
-/// compiled once per process and never destroyed (JIT engines torn down
-/// after LLVM's own statics at exit may abort).
+/// compiled once per process.
 KiviRunner kiviEmulatorOn(const std::string &targetName) {
   return [targetName](const KiviKernelSpec &spec,
                       const std::vector<compiler::KvBuffer> &buffers) {
-    static auto &cache =
-        *new std::map<std::string, std::unique_ptr<KvEmulatedKernel>>();
+    static std::map<std::string, std::unique_ptr<KvEmulatedKernel>> cache;
     std::unique_ptr<KvEmulatedKernel> &entry =
         cache[targetName + " " + formatKiviKernelSpec(spec)];
     if (!entry) {

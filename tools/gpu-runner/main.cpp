@@ -32,11 +32,13 @@
 #include "runtime/nvrtc/ReferenceKernels.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -228,27 +230,24 @@ std::string allocate(const CudaContext &context, const aot::BundleEntry &entry,
 std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
                       const LoadedEntry &loaded, const Buffers &buffers,
                       std::vector<float> *perLaunchMillis = nullptr) {
+  // Resolved in place: its pointers point into its own slots.
+  auto resolved = std::make_unique<launch::ResolvedStep>();
   for (size_t k = 0; k < entry.launches.size(); ++k) {
     const aot::Launch &launch = entry.launches[k];
-    std::string error;
-    std::optional<aot::LaunchSizes> sizes = aot::evaluateLaunchFor(
-        launch, buffers.size, &error, buffers.workspaceWords);
-    if (!sizes)
-      return error;
-    std::optional<aot::PackedArguments> arguments =
-        aot::packArgumentsFor(launch, buffers.addresses, buffers.size, &error,
-                              buffers.workspace, buffers.workspaceWords);
-    if (!arguments)
-      return error;
-    if (sizes->grid[0] == 0 || sizes->grid[1] == 0 || sizes->grid[2] == 0)
+    if (Status status = aot::resolveLaunchFor(
+            launch, buffers.size, buffers.addresses, buffers.workspace,
+            buffers.workspaceWords, *resolved);
+        !status)
+      return status.error().message;
+    if (resolved->empty())
       continue;
+    const std::array<int64_t, 7> &sizes = resolved->sizes;
     auto work = [&]() -> Status {
       CUresult result = api.cuLaunchKernel(
-          loaded.functions[k], unsigned(sizes->grid[0]),
-          unsigned(sizes->grid[1]), unsigned(sizes->grid[2]),
-          unsigned(sizes->block[0]), unsigned(sizes->block[1]),
-          unsigned(sizes->block[2]), unsigned(sizes->sharedBytes), nullptr,
-          arguments->pointers.data(), nullptr);
+          loaded.functions[k], unsigned(sizes[0]), unsigned(sizes[1]),
+          unsigned(sizes[2]), unsigned(sizes[3]), unsigned(sizes[4]),
+          unsigned(sizes[5]), unsigned(sizes[6]), nullptr,
+          resolved->pointers.data(), nullptr);
       if (result != kCudaSuccess)
         return makeError(ErrorCode::CudaError,
                          describeCudaError(api, result, "cuLaunchKernel") +
@@ -876,27 +875,24 @@ int checkBundle(const Options &options, const aot::Manifest &manifest) {
       sizes.push_back(&*entry.bench);
     bool ok = true;
     std::string summary;
+    auto resolved = std::make_unique<launch::ResolvedStep>();
     for (const aot::SizeInstance *size : sizes) {
       std::vector<uint64_t> addresses(entry.params.size(), 0x10000);
       for (const aot::Launch &launch : entry.launches) {
-        auto dims =
-            aot::evaluateLaunchFor(launch, *size, &error, entry.workspaceWords);
-        auto packed =
-            dims ? aot::packArgumentsFor(launch, addresses, *size, &error,
-                                         0x20000, entry.workspaceWords)
-                 : std::nullopt;
-        if (!packed) {
-          fail(error);
+        if (Status status =
+                aot::resolveLaunchFor(launch, *size, addresses, 0x20000,
+                                      entry.workspaceWords, *resolved);
+            !status) {
+          fail(status.error().message);
           ok = false;
           break;
         }
-        summary += " " + launch.entry + "<<<" + std::to_string(dims->grid[0]) +
-                   "x" + std::to_string(dims->grid[1]) + "x" +
-                   std::to_string(dims->grid[2]) + "," +
-                   std::to_string(dims->block[0]) + "x" +
-                   std::to_string(dims->block[1]) + ">>>@" +
-                   std::to_string(size->rows) + "x" +
-                   std::to_string(size->cols);
+        const std::array<int64_t, 7> &dims = resolved->sizes;
+        summary +=
+            " " + launch.entry + "<<<" + std::to_string(dims[0]) + "x" +
+            std::to_string(dims[1]) + "x" + std::to_string(dims[2]) + "," +
+            std::to_string(dims[3]) + "x" + std::to_string(dims[4]) + ">>>@" +
+            std::to_string(size->rows) + "x" + std::to_string(size->cols);
       }
     }
     // Every file the runner would read, with its size and shape.
