@@ -314,10 +314,9 @@ std::string checkDequantize(const KernelSpec &spec, int64_t rows, int64_t cols,
 
 std::string runOnCpuJit(const KernelSpec &spec,
                         std::vector<compiler::HostBuffer> &buffers) {
-  // Leaked on purpose: JIT engines torn down during static destruction, after
-  // LLVM's own statics are gone, crash the process at exit.
-  static auto &cache =
-      *new std::map<std::string, std::unique_ptr<compiler::CpuKernel>>;
+  // Destroyed after main: the CPU tail's JIT has no platform to tear down
+  // (docs/runtime.md, "Destroying a Jit").
+  static std::map<std::string, std::unique_ptr<compiler::CpuKernel>> cache;
   std::string key = printKernelSpec(spec);
   auto found = cache.find(key);
   if (found == cache.end()) {

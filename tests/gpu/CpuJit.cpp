@@ -5,6 +5,7 @@
 
 #include "dialect/LowbitOps.h"
 #include "format/Format.h"
+#include "lowering/CpuTail.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -19,21 +20,19 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace lowbit::test {
 
 struct CpuJit::Impl {
   mlir::MLIRContext context;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::unique_ptr<lowbit::HostExecutable> executable;
 };
 
 CpuJit::CpuJit() : impl(std::make_unique<Impl>()) {}
@@ -41,13 +40,6 @@ CpuJit::~CpuJit() = default;
 
 std::unique_ptr<CpuJit> CpuJit::compile(const std::string &moduleText,
                                         std::string &error) {
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-
   std::unique_ptr<CpuJit> jit(new CpuJit());
   mlir::MLIRContext &context = jit->impl->context;
   mlir::DialectRegistry registry;
@@ -80,19 +72,22 @@ std::unique_ptr<CpuJit> CpuJit::compile(const std::string &moduleText,
     error = "lowering failed: " + diagnostics;
     return nullptr;
   }
-  mlir::ExecutionEngineOptions options;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Default;
-  auto engine = mlir::ExecutionEngine::create(*module, options);
-  if (!engine) {
-    error = "JIT failed: " + llvm::toString(engine.takeError());
+  // The product's host JIT (lowering/CpuTail.h), looked up by address
+  // only: no packed wrappers.
+  lowbit::HostJitOptions options;
+  options.optLevel = 2;
+  options.packedWrappers = false;
+  auto executable = lowbit::makeHostExecutable(*module, options);
+  if (!executable) {
+    error = "JIT failed: " + llvm::toString(executable.takeError());
     return nullptr;
   }
-  jit->impl->engine = std::move(*engine);
+  jit->impl->executable = std::move(*executable);
   return jit;
 }
 
 void *CpuJit::lookup(const std::string &name) {
-  auto symbol = impl->engine->lookup("_mlir_ciface_" + name);
+  auto symbol = impl->executable->address("_mlir_ciface_" + name);
   if (!symbol) {
     llvm::consumeError(symbol.takeError());
     return nullptr;

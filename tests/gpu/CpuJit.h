@@ -2,8 +2,8 @@
 //
 // Private to the tests in tests/gpu: parses a module of func.func over
 // memrefs (scf loops, lowbit.encode/decode), runs lowbit-expand-codecs and
-// the upstream LLVM conversions, and JIT-compiles it with
-// mlir::ExecutionEngine. The product's CPU tail lives in lowering/CpuTail;
+// the upstream LLVM conversions, and JIT-compiles it with the product's
+// host JIT (lowering/CpuTail.h). The product's CPU tail lives there too;
 // this harness only exists so the codec expansion can be tested on its own.
 //
 //===----------------------------------------------------------------------===//

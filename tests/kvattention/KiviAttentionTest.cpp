@@ -79,9 +79,10 @@ std::string differences(const std::vector<float> &a,
 
 /// The CPU tail's output for `data`.
 std::vector<float> runCpu(KiviAttentionCase &data) {
-  static auto &kernels =
-      *new std::map<std::string,
-                    std::unique_ptr<compiler::KiviAttentionCpuKernel>>();
+  // Destroyed after main: the CPU tail's JIT has no platform to tear down.
+  static std::map<std::string,
+                  std::unique_ptr<compiler::KiviAttentionCpuKernel>>
+      kernels;
   auto &kernel = kernels[kv::printKiviAttentionSpec(data.spec)];
   if (!kernel) {
     auto compiled = compiler::compileKiviAttentionForCpu(data.spec);
