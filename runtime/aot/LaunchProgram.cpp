@@ -444,6 +444,20 @@ Expected<LaunchProgram> compileLaunchPlan(const LaunchPlan &plan,
   return program;
 }
 
+std::string launchSizesProblem(const std::string &kernel,
+                               std::span<const int64_t, 7> sizes) {
+  constexpr int64_t kMaxGridOrShared = std::numeric_limits<int32_t>::max();
+  for (size_t i = 0; i < 3; ++i)
+    if (sizes[i] < 0 || sizes[i] > kMaxGridOrShared || sizes[3 + i] < 1 ||
+        sizes[3 + i] > 1024)
+      return kernel + ": grid " + std::to_string(sizes[i]) + " or block " +
+             std::to_string(sizes[3 + i]) + " is not launchable";
+  if (sizes[6] < 0 || sizes[6] > kMaxGridOrShared)
+    return kernel + ": shared bytes " + std::to_string(sizes[6]) +
+           " out of range";
+  return "";
+}
+
 Status resolveStep(const CompiledStep &step, std::span<const Shape> shapes,
                    std::span<const uint64_t> addresses, uint64_t workspace,
                    int64_t workspaceWords, ResolvedStep &out) {
@@ -454,20 +468,11 @@ Status resolveStep(const CompiledStep &step, std::span<const Shape> shapes,
     out.sizes[i] = *value;
   }
   size_t slot = 0;
-  if (!out.empty()) {
-    for (size_t i = 0; i < 3; ++i) {
-      int64_t grid = out.sizes[i], block = out.sizes[3 + i];
-      if (grid > 0x7fffffff || block < 1 || block > 1024)
-        return makeError(ErrorCode::InvalidArgument,
-                         step.kernelName + ": launch size out of range (grid " +
-                             std::to_string(grid) + ", block " +
-                             std::to_string(block) + ")");
-    }
-    if (out.sizes[6] < 0 || out.sizes[6] > 0x7fffffff)
-      return makeError(ErrorCode::InvalidArgument,
-                       step.kernelName + ": dynamic shared memory of " +
-                           std::to_string(out.sizes[6]) + " bytes");
-  }
+  // Only an error's message allocates: a launchable size is "" (SSO).
+  if (!out.empty())
+    if (std::string problem = launchSizesProblem(step.kernelName, out.sizes);
+        !problem.empty())
+      return makeError(ErrorCode::InvalidArgument, problem);
   auto descriptor = [&](uint64_t address, int64_t rows, int64_t cols) {
     // MLIR's expanded descriptor of a row-major rank-2 memref.
     uint64_t values[7] = {address,        address,        0, uint64_t(rows),

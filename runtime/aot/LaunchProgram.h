@@ -147,6 +147,13 @@ struct ResolvedStep {
   bool empty() const { return sizes[0] <= 0 || sizes[1] <= 0 || sizes[2] <= 0; }
 };
 
+/// Why seven launch sizes (grid x3, block x3, dynamic shared bytes)
+/// cannot be launched, or "" when they can: grid and shared bytes in
+/// [0, 2^31 - 1], block in [1, 1024]. The one bounds check of resolveStep
+/// (for a grid that is not empty) and of aot::RankedLaunch::resolve.
+std::string launchSizesProblem(const std::string &kernel,
+                               std::span<const int64_t, 7> sizes);
+
 /// Evaluates `step` for parameter shapes `shapes` and device addresses
 /// `addresses` (one per ABI parameter); `workspace` is the address of the
 /// stream's workspace (used when the step was compiled with words > 0).

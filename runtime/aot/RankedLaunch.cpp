@@ -64,20 +64,6 @@ Expected<launch::Expression> compileRanked(const Launch &launch,
 
 } // namespace
 
-std::string rankedLaunchSizesProblem(const std::string &entry,
-                                     std::span<const int64_t, 7> sizes) {
-  // The bounds resolveStep checks for the rank-2 path.
-  for (size_t i = 0; i < 3; ++i)
-    if (sizes[i] < 0 || sizes[i] > INT32_MAX || sizes[3 + i] < 1 ||
-        sizes[3 + i] > 1024)
-      return entry + ": grid " + std::to_string(sizes[i]) + " or block " +
-             std::to_string(sizes[3 + i]) + " is not launchable";
-  if (sizes[6] < 0 || sizes[6] > INT32_MAX)
-    return entry + ": shared bytes " + std::to_string(sizes[6]) +
-           " out of range";
-  return "";
-}
-
 Expected<RankedLaunch> RankedLaunch::compile(const Launch &launch,
                                              std::span<const size_t> ranks,
                                              int64_t workspaceWords) {
@@ -164,7 +150,7 @@ Status RankedLaunch::resolve(std::span<const RankedShape> shapes,
     out.sizes[i] = *value;
   }
   // Only an error's message allocates: a launchable size is "" (SSO).
-  if (std::string problem = rankedLaunchSizesProblem(name, out.sizes);
+  if (std::string problem = launch::launchSizesProblem(name, out.sizes);
       !problem.empty())
     return makeError(ErrorCode::InvalidArgument, problem);
 

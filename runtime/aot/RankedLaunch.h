@@ -39,12 +39,6 @@ namespace lowbit::aot {
 inline constexpr size_t kMaxRankedRank = kMaxRank;
 inline constexpr size_t kMaxRankedParams = 32;
 
-/// Why a ranked launch's seven sizes (grid x3, block x3, shared bytes)
-/// cannot be launched, or "" when they can: grid and shared bytes in
-/// [0, 2^31 - 1], block in [1, 1024]. RankedLaunch::resolve's check.
-std::string rankedLaunchSizesProblem(const std::string &entry,
-                                     std::span<const int64_t, 7> sizes);
-
 /// One parameter's shape for one call: its first `rank` sizes.
 struct RankedShape {
   size_t rank = 0;

@@ -338,25 +338,53 @@ TEST_CASE("a launch plan becomes launches, or says why it cannot", "[aot]") {
         std::string::npos);
 }
 
-TEST_CASE("ranked launch sizes: grid and shared in [0, 2^31 - 1], block in "
+TEST_CASE("launch sizes: grid and shared in [0, 2^31 - 1], block in "
           "[1, 1024]",
           "[aot]") {
   using Sizes = std::array<int64_t, 7>;
-  CHECK(rankedLaunchSizesProblem("k", Sizes{0, 1, 1, 1, 1, 1, 0}).empty());
-  CHECK(rankedLaunchSizesProblem("k",
-                                 Sizes{INT32_MAX, 1, 1, 1024, 1, 1, INT32_MAX})
+  CHECK(lowbit::launch::launchSizesProblem("k", Sizes{0, 1, 1, 1, 1, 1, 0})
             .empty());
-  CHECK(rankedLaunchSizesProblem("k", Sizes{-1, 1, 1, 1, 1, 1, 0}) ==
+  CHECK(lowbit::launch::launchSizesProblem(
+            "k", Sizes{INT32_MAX, 1, 1, 1024, 1, 1, INT32_MAX})
+            .empty());
+  CHECK(lowbit::launch::launchSizesProblem("k", Sizes{-1, 1, 1, 1, 1, 1, 0}) ==
         "k: grid -1 or block 1 is not launchable");
-  CHECK(rankedLaunchSizesProblem(
+  CHECK(lowbit::launch::launchSizesProblem(
             "k", Sizes{1, int64_t(INT32_MAX) + 1, 1, 1, 1, 1, 0}) ==
         "k: grid 2147483648 or block 1 is not launchable");
-  CHECK(rankedLaunchSizesProblem("k", Sizes{1, 1, 1, 1, 0, 1, 0}) ==
+  CHECK(lowbit::launch::launchSizesProblem("k", Sizes{1, 1, 1, 1, 0, 1, 0}) ==
         "k: grid 1 or block 0 is not launchable");
-  CHECK(rankedLaunchSizesProblem("k", Sizes{1, 1, 1, 1, 1, 1025, 0}) ==
-        "k: grid 1 or block 1025 is not launchable");
-  CHECK(rankedLaunchSizesProblem("k", Sizes{1, 1, 1, 1, 1, 1, -1}) ==
+  CHECK(
+      lowbit::launch::launchSizesProblem("k", Sizes{1, 1, 1, 1, 1, 1025, 0}) ==
+      "k: grid 1 or block 1025 is not launchable");
+  CHECK(lowbit::launch::launchSizesProblem("k", Sizes{1, 1, 1, 1, 1, 1, -1}) ==
         "k: shared bytes -1 out of range");
+}
+
+TEST_CASE("a rank-2 step refuses what launchSizesProblem refuses, unless "
+          "its grid is empty",
+          "[aot]") {
+  using namespace lowbit::launch;
+  auto resolve = [](const std::string &blockX, const std::string &gridX,
+                    ResolvedStep &out) {
+    LaunchStep text{"k", {gridX, "1", "1", blockX, "1", "1", "0"}, {"m:0"}};
+    lowbit::Expected<CompiledStep> step = compileStep(text, 1, 0);
+    REQUIRE(step.ok());
+    Shape shape{3, 4};
+    uint64_t address = 64;
+    return resolveStep(*step, std::span<const Shape>(&shape, 1),
+                       std::span<const uint64_t>(&address, 1), 0, 0, out);
+  };
+  ResolvedStep out;
+  CHECK(resolve("dim:0:1", "dim:0:0", out).ok());
+  CHECK(out.sizes[0] == 3);
+  CHECK(out.sizes[3] == 4);
+  lowbit::Status wide = resolve("2000", "dim:0:0", out);
+  REQUIRE_FALSE(wide.ok());
+  CHECK(wide.error().message == "k: grid 3 or block 2000 is not launchable");
+  // An empty grid launches nothing, whatever its block.
+  CHECK(resolve("2000", "0", out).ok());
+  CHECK(out.empty());
 }
 
 TEST_CASE("resolveLaunchFor: ranked descriptors and the workspace by hand, "
