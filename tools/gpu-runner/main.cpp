@@ -227,31 +227,48 @@ std::string allocate(const CudaContext &context, const aot::BundleEntry &entry,
 
 /// Launches every kernel of the entry in manifest order on the default
 /// stream.
-std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
-                      const LoadedEntry &loaded, const Buffers &buffers,
-                      std::vector<float> *perLaunchMillis = nullptr) {
-  // Resolved in place: its pointers point into its own slots.
-  auto resolved = std::make_unique<launch::ResolvedStep>();
-  for (size_t k = 0; k < entry.launches.size(); ++k) {
-    const aot::Launch &launch = entry.launches[k];
+/// An entry's launches resolved for the buffers' size, once: each step's
+/// parameter array points into its own slots, so each has a fixed address.
+using ResolvedLaunches = std::vector<std::unique_ptr<launch::ResolvedStep>>;
+
+std::string resolveAll(const aot::BundleEntry &entry, const Buffers &buffers,
+                       ResolvedLaunches &resolved) {
+  resolved.clear();
+  for (const aot::Launch &launch : entry.launches) {
+    auto step = std::make_unique<launch::ResolvedStep>();
     if (Status status = aot::resolveLaunchFor(
             launch, buffers.size, buffers.addresses, buffers.workspace,
-            buffers.workspaceWords, *resolved);
+            buffers.workspaceWords, *step);
         !status)
       return status.error().message;
-    if (resolved->empty())
+    resolved.push_back(std::move(step));
+  }
+  return {};
+}
+
+/// Launches resolved steps in order, without host work between them
+/// beyond cuLaunchKernel (the timed sequence); with `perLaunchMillis`, each
+/// timed alone.
+std::string launchResolved(const CudaDriverApi &api,
+                           const aot::BundleEntry &entry,
+                           const LoadedEntry &loaded,
+                           const ResolvedLaunches &resolved,
+                           std::vector<float> *perLaunchMillis = nullptr) {
+  for (size_t k = 0; k < resolved.size(); ++k) {
+    const launch::ResolvedStep &step = *resolved[k];
+    if (step.empty())
       continue;
-    const std::array<int64_t, 7> &sizes = resolved->sizes;
+    const std::array<int64_t, 7> &sizes = step.sizes;
     auto work = [&]() -> Status {
       CUresult result = api.cuLaunchKernel(
           loaded.functions[k], unsigned(sizes[0]), unsigned(sizes[1]),
           unsigned(sizes[2]), unsigned(sizes[3]), unsigned(sizes[4]),
           unsigned(sizes[5]), unsigned(sizes[6]), nullptr,
-          resolved->pointers.data(), nullptr);
+          const_cast<void **>(step.pointers.data()), nullptr);
       if (result != kCudaSuccess)
         return makeError(ErrorCode::CudaError,
                          describeCudaError(api, result, "cuLaunchKernel") +
-                             " (" + launch.entry + ")");
+                             " (" + entry.launches[k].entry + ")");
       return Status::success();
     };
     if (perLaunchMillis) {
@@ -264,6 +281,14 @@ std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
     }
   }
   return {};
+}
+
+std::string launchAll(const CudaDriverApi &api, const aot::BundleEntry &entry,
+                      const LoadedEntry &loaded, const Buffers &buffers) {
+  ResolvedLaunches resolved;
+  if (std::string e = resolveAll(entry, buffers, resolved); !e.empty())
+    return e;
+  return launchResolved(api, entry, loaded, resolved);
 }
 
 /// A data file, checked to hold parameter `param`'s bytes and, with
@@ -674,14 +699,19 @@ JsonValue bench(const CudaContext &context, const Options &options,
     if (Status s = buffers.device[i].upload(input.data(), bytes); !s)
       return failWith(s.error().message);
   }
+  // Resolved once: the timed sequences hold only the launches.
+  ResolvedLaunches resolved;
+  if (std::string e = resolveAll(entry, buffers, resolved); !e.empty())
+    return failWith(e);
   for (int warm = 0; warm < 3; ++warm)
-    if (std::string e = launchAll(api, entry, loaded, buffers); !e.empty())
+    if (std::string e = launchResolved(api, entry, loaded, resolved);
+        !e.empty())
       return failWith(e);
   std::vector<float> whole;
   std::vector<std::vector<float>> perLaunch(entry.launches.size());
   for (int run = 0; run < options.iterations; ++run) {
     Expected<float> millis = timeOnStream(api, nullptr, [&]() -> Status {
-      std::string e = launchAll(api, entry, loaded, buffers);
+      std::string e = launchResolved(api, entry, loaded, resolved);
       if (!e.empty())
         return makeError(ErrorCode::CudaError, e);
       return Status::success();
@@ -694,7 +724,7 @@ JsonValue bench(const CudaContext &context, const Options &options,
   // tiny kernels; the whole-sequence median is the headline number).
   for (int run = 0; run < options.iterations; ++run) {
     std::vector<float> one;
-    if (std::string e = launchAll(api, entry, loaded, buffers, &one);
+    if (std::string e = launchResolved(api, entry, loaded, resolved, &one);
         !e.empty())
       return failWith(e);
     for (size_t k = 0; k < one.size() && k < perLaunch.size(); ++k)
