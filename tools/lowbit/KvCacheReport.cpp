@@ -3,7 +3,7 @@
 #include "tools/lowbit/KvCacheReport.h"
 
 #include "kv/KvPaged.h"
-#include "runtime/aot/RankedLaunch.h"
+#include "runtime/aot/Bundle.h"
 #include "runtime/compiler/KvCompiler.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
@@ -40,38 +40,21 @@ Shapes kvShapes(const kv::KvKernelSpec &spec, int64_t batch, int64_t tokens) {
   return shapes;
 }
 
-/// The step's seven sizes (grid, block, shared bytes) at `shapes`: the
-/// ranked evaluation a KV kernel's launch runs (aot::RankedLaunch), with
-/// placeholder addresses.
-Expected<std::array<int64_t, 7>> kvSizes(const jit::LaunchStep &step,
-                                         const Shapes &shapes) {
+/// The step's sizes at `shapes`: the ranked evaluation a KV kernel's
+/// launch runs (aot::RankedLaunch, through evaluateLaunchFor).
+Expected<aot::LaunchSizes> kvSizes(const jit::LaunchStep &step,
+                                   const Shapes &shapes) {
   std::string error;
   std::optional<aot::Launch> launch = aot::fromLaunchStep(step, &error);
   if (!launch)
     return makeError(ErrorCode::Unsupported, error);
-  std::vector<size_t> ranks;
-  std::vector<aot::RankedShape> ranked;
-  for (const std::vector<int64_t> &shape : shapes) {
-    if (shape.empty() || shape.size() > aot::kMaxRankedRank)
-      return makeError(ErrorCode::Unsupported,
-                       step.kernelName + ": a buffer of rank " +
-                           std::to_string(shape.size()));
-    aot::RankedShape one;
-    one.rank = shape.size();
-    std::copy(shape.begin(), shape.end(), one.dims.begin());
-    ranked.push_back(one);
-    ranks.push_back(shape.size());
-  }
-  Expected<aot::RankedLaunch> compiled =
-      aot::RankedLaunch::compile(*launch, ranks, /*workspaceWords=*/0);
-  if (!compiled)
-    return compiled.error();
-  std::vector<uint64_t> addresses(shapes.size(), 0);
-  launch::ResolvedStep resolved;
-  if (Status status = compiled->resolve(ranked, addresses, 0, resolved);
-      !status)
-    return std::move(status).takeError();
-  return resolved.sizes;
+  aot::SizeInstance size;
+  size.dims = shapes;
+  std::optional<aot::LaunchSizes> sizes =
+      aot::evaluateLaunchFor(*launch, size, &error);
+  if (!sizes)
+    return makeError(ErrorCode::Unsupported, error);
+  return *sizes;
 }
 
 /// One step of the plan at `shapes`; the grid strides when it does not
@@ -81,21 +64,20 @@ Expected<report::KernelLaunch> kvLaunch(const jit::LaunchStep &step,
                                         const Shapes &doubled) {
   report::KernelLaunch launch;
   launch.kernel = step.kernelName;
-  Expected<std::array<int64_t, 7>> sizes = kvSizes(step, shapes);
+  Expected<aot::LaunchSizes> sizes = kvSizes(step, shapes);
   if (!sizes)
     return sizes.error();
-  Expected<std::array<int64_t, 7>> twice = kvSizes(step, doubled);
+  Expected<aot::LaunchSizes> twice = kvSizes(step, doubled);
   if (!twice)
     return twice.error();
-  const std::array<int64_t, 7> &values = *sizes;
   int64_t threads = 1, threadsWhenDoubled = 1;
-  for (size_t i = 0; i < 6; ++i) {
-    threads *= values[i];
-    threadsWhenDoubled *= (*twice)[i];
+  for (size_t i = 0; i < 3; ++i) {
+    threads *= sizes->grid[i] * sizes->block[i];
+    threadsWhenDoubled *= twice->grid[i] * twice->block[i];
   }
-  launch.grid = {values[0], values[1], values[2]};
-  launch.block = {values[3], values[4], values[5]};
-  launch.dynamicSharedBytes = values[6];
+  launch.grid = sizes->grid;
+  launch.block = sizes->block;
+  launch.dynamicSharedBytes = sizes->sharedBytes;
   launch.gridStride = threadsWhenDoubled < 2 * threads;
   // m:P is MLIR's expanded descriptor: allocated and aligned pointers
   // (buffer P), offset, sizes and strides.
