@@ -458,6 +458,22 @@ std::string launchSizesProblem(const std::string &kernel,
   return "";
 }
 
+size_t packRowMajorDescriptor(uint64_t address, std::span<const int64_t> dims,
+                              std::span<uint64_t> slots, size_t slot) {
+  slots[slot++] = address;
+  slots[slot++] = address;
+  slots[slot++] = 0;
+  for (int64_t dim : dims)
+    slots[slot++] = uint64_t(dim);
+  // Row-major strides, innermost 1.
+  uint64_t stride = 1;
+  for (size_t axis = dims.size(); axis > 0; --axis) {
+    slots[slot + axis - 1] = stride;
+    stride *= uint64_t(dims[axis - 1]);
+  }
+  return slot + dims.size();
+}
+
 Status resolveStep(const CompiledStep &step, std::span<const Shape> shapes,
                    std::span<const uint64_t> addresses, uint64_t workspace,
                    int64_t workspaceWords, ResolvedStep &out) {
@@ -473,16 +489,10 @@ Status resolveStep(const CompiledStep &step, std::span<const Shape> shapes,
     if (std::string problem = launchSizesProblem(step.kernelName, out.sizes);
         !problem.empty())
       return makeError(ErrorCode::InvalidArgument, problem);
-  auto descriptor = [&](uint64_t address, int64_t rows, int64_t cols) {
-    // MLIR's expanded descriptor of a row-major rank-2 memref.
-    uint64_t values[7] = {address,        address,        0, uint64_t(rows),
-                          uint64_t(cols), uint64_t(cols), 1};
-    for (uint64_t value : values)
-      out.slots[slot++] = value;
-  };
   for (const Argument &argument : step.arguments) {
     if (argument.kind == Argument::Kind::Workspace) {
-      descriptor(workspace, 1, workspaceWords);
+      const std::array<int64_t, 2> dims{1, workspaceWords};
+      slot = packRowMajorDescriptor(workspace, dims, out.slots, slot);
       continue;
     }
     if (argument.kind == Argument::Kind::Memref) {
@@ -491,7 +501,8 @@ Status resolveStep(const CompiledStep &step, std::span<const Shape> shapes,
                          step.kernelName + ": the call has no parameter " +
                              std::to_string(argument.param));
       const Shape &shape = shapes[argument.param];
-      descriptor(addresses[argument.param], shape[0], shape[1]);
+      slot = packRowMajorDescriptor(addresses[argument.param], shape, out.slots,
+                                    slot);
       continue;
     }
     Expected<int64_t> value = argument.value.evaluate(shapes);

@@ -154,6 +154,14 @@ struct ResolvedStep {
 std::string launchSizesProblem(const std::string &kernel,
                                std::span<const int64_t, 7> sizes);
 
+/// Writes MLIR's expanded descriptor of a compact row-major memref of
+/// `dims` at `address` (allocated and aligned pointers, offset 0, sizes,
+/// strides: 3 + 2 * rank slots) into `slots` from `slot`, and returns the
+/// slot after it. The one packing of resolveStep and
+/// aot::RankedLaunch::resolve; the caller has checked the slot count.
+size_t packRowMajorDescriptor(uint64_t address, std::span<const int64_t> dims,
+                              std::span<uint64_t> slots, size_t slot);
+
 /// Evaluates `step` for parameter shapes `shapes` and device addresses
 /// `addresses` (one per ABI parameter); `workspace` is the address of the
 /// stream's workspace (used when the step was compiled with words > 0).

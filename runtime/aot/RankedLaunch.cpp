@@ -155,30 +155,19 @@ Status RankedLaunch::resolve(std::span<const RankedShape> shapes,
     return makeError(ErrorCode::InvalidArgument, problem);
 
   size_t slot = 0;
-  auto descriptor = [&](uint64_t address, std::span<const int64_t> dims) {
-    out.slots[slot++] = address;
-    out.slots[slot++] = address;
-    out.slots[slot++] = 0;
-    for (int64_t dim : dims)
-      out.slots[slot++] = uint64_t(dim);
-    // Row-major strides, innermost 1.
-    uint64_t stride = 1;
-    for (size_t axis = dims.size(); axis > 0; --axis) {
-      out.slots[slot + axis - 1] = stride;
-      stride *= uint64_t(dims[axis - 1]);
-    }
-    slot += dims.size();
-  };
   const std::array<int64_t, 2> workspaceDims{1, workspaceWords};
   for (const Operand &operand : operands) {
     switch (operand.kind) {
     case Kind::Memref:
-      descriptor(addresses[operand.param],
-                 std::span<const int64_t>(shapes[operand.param].dims.data(),
-                                          ranks[operand.param]));
+      slot = launch::packRowMajorDescriptor(
+          addresses[operand.param],
+          std::span<const int64_t>(shapes[operand.param].dims.data(),
+                                   ranks[operand.param]),
+          out.slots, slot);
       continue;
     case Kind::Workspace:
-      descriptor(workspace, workspaceDims);
+      slot = launch::packRowMajorDescriptor(workspace, workspaceDims, out.slots,
+                                            slot);
       continue;
     case Kind::Scalar32:
     case Kind::Scalar64: {

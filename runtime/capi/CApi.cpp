@@ -40,6 +40,26 @@ namespace {
 using namespace lowbit;
 using namespace lowbit::capi;
 
+/// Checks a tensor's dtype and its shape [rows, cols] (any one-element
+/// tensor for [1, 1]); `scalar` says whether it is one element by that rule.
+Status checkDtypeAndShape(const DLTensor *tensor, const std::string &what,
+                          DLDataType expected, bool bf16AsUint16, Shape2D shape,
+                          bool &scalar) {
+  if (!acceptsDtype(expected, tensor->dtype, bf16AsUint16))
+    return invalid(what + " has dtype " + dtypeText(tensor->dtype) +
+                   ", expected " + dtypeText(expected));
+  scalar = shape.rows == 1 && shape.cols == 1 && elementCount(*tensor) == 1;
+  if (scalar)
+    return Status::success();
+  if (tensor->ndim != 2 || tensor->shape[0] != shape.rows ||
+      tensor->shape[1] != shape.cols)
+    return invalid(what + " has shape " +
+                   shapeText(tensor->shape, tensor->ndim) + ", expected [" +
+                   std::to_string(shape.rows) + ", " +
+                   std::to_string(shape.cols) + "]");
+  return Status::success();
+}
+
 /// Checks a kernel argument: device, dtype, shape [rows, cols] (any
 /// one-element tensor for [1, 1]) and compact row-major strides.
 Status checkKernelArg(const DLTensor *tensor, size_t index,
@@ -57,20 +77,13 @@ Status checkKernelArg(const DLTensor *tensor, size_t index,
                           "lowbit_kernel_launch for CUDA tensors)"
                         : "; lowbit_kernel_launch takes kDLCUDA tensors (use "
                           "lowbit_kernel_run for host tensors)"));
-  DLDataType expected = dtypeOfElement(argument.element);
-  if (!acceptsDtype(expected, tensor->dtype,
-                    /*bf16AsUint16=*/argument.role == ArgumentRole::Scales))
-    return invalid(what + " has dtype " + dtypeText(tensor->dtype) +
-                   ", expected " + dtypeText(expected));
-  bool scalar = shape.rows == 1 && shape.cols == 1;
-  if (scalar && elementCount(*tensor) == 1)
-    return Status::success();
-  if (tensor->ndim != 2 || tensor->shape[0] != shape.rows ||
-      tensor->shape[1] != shape.cols)
-    return invalid(what + " has shape " +
-                   shapeText(tensor->shape, tensor->ndim) + ", expected [" +
-                   std::to_string(shape.rows) + ", " +
-                   std::to_string(shape.cols) + "]");
+  bool scalar = false;
+  if (Status checked = checkDtypeAndShape(
+          tensor, what, dtypeOfElement(argument.element),
+          /*bf16AsUint16=*/argument.role == ArgumentRole::Scales, shape,
+          scalar);
+      !checked || scalar)
+    return checked;
   if (tensor->strides &&
       ((shape.rows > 1 && tensor->strides[0] != shape.cols) ||
        (shape.cols > 1 && tensor->strides[1] != 1)))
@@ -194,18 +207,9 @@ Status checkHostTensor(const DLTensor *tensor, const std::string &what,
                          "reference quantizer on host tensors; device tensors "
                          "are not supported yet (use a JIT kernel: "
                          "lowbit_jit_get and lowbit_kernel_launch)");
-  if (!acceptsDtype(expected, tensor->dtype, bf16AsUint16))
-    return invalid(what + " has dtype " + dtypeText(tensor->dtype) +
-                   ", expected " + dtypeText(expected));
-  if (shape.rows == 1 && shape.cols == 1 && elementCount(*tensor) == 1)
-    return Status::success();
-  if (tensor->ndim != 2 || tensor->shape[0] != shape.rows ||
-      tensor->shape[1] != shape.cols)
-    return invalid(what + " has shape " +
-                   shapeText(tensor->shape, tensor->ndim) + ", expected [" +
-                   std::to_string(shape.rows) + ", " +
-                   std::to_string(shape.cols) + "]");
-  return Status::success();
+  bool scalar = false;
+  return checkDtypeAndShape(tensor, what, expected, bf16AsUint16, shape,
+                            scalar);
 }
 
 /// A value tensor (quantize's input, dequantize's output): float32,

@@ -112,21 +112,19 @@ Status expectDerived(const CallSizes &sizes, CallDim dim, int64_t expected,
                        std::to_string(expected));
 }
 
-int64_t sizeOf(const CallSizes &sizes, CallDim dim) { return sizes.find(dim); }
-
 /// The sizes one kind derives from the others (run() and launch() check
 /// them: a launch has no compiled kernel's checks behind it).
 Status checkDerivedSizes(const jit::KvJitSpec &spec, const CallSizes &sizes) {
   using Kind = jit::KvJitSpec::Kind;
-  const int64_t batch = sizeOf(sizes, compiler::kBatch);
+  const int64_t batch = sizes.find(compiler::kBatch);
   switch (spec.kind) {
   case Kind::Cache:
     return Status::success();
   case Kind::Kivi:
-    return expectDerived(sizes, compiler::kGroupRows,
-                         ceilDiv(sizeOf(sizes, compiler::kCacheTokens),
-                                 spec.kivi.side.groupSize),
-                         "the cache's tokens and the group size");
+    return expectDerived(
+        sizes, compiler::kGroupRows,
+        ceilDiv(sizes.find(compiler::kCacheTokens), spec.kivi.side.groupSize),
+        "the cache's tokens and the group size");
   case Kind::Attention: {
     const kv::KvAttentionSpec &d = spec.decode;
     if (Status rows =
@@ -134,7 +132,7 @@ Status checkDerivedSizes(const jit::KvJitSpec &spec, const CallSizes &sizes) {
                           product({batch, d.qHeads}), "batch x q_heads");
         !rows)
       return rows;
-    int64_t cacheRows = sizeOf(sizes, compiler::kCacheRows);
+    int64_t cacheRows = sizes.find(compiler::kCacheRows);
     int64_t block = d.paged ? product({d.kvHeads, kv::kPageTokens})
                             : product({batch, d.kvHeads});
     if (cacheRows % block != 0)
@@ -144,9 +142,8 @@ Status checkDerivedSizes(const jit::KvJitSpec &spec, const CallSizes &sizes) {
               "; it must be a multiple of " + std::to_string(block) +
               (d.paged ? " (kv_heads x 16 per page)" : " (batch x kv_heads)"));
     int64_t maxTokens =
-        d.paged
-            ? product({sizeOf(sizes, compiler::kMaxBlocks), kv::kPageTokens})
-            : cacheRows / block;
+        d.paged ? product({sizes.find(compiler::kMaxBlocks), kv::kPageTokens})
+                : cacheRows / block;
     return expectDerived(
         sizes, compiler::kPartialRows,
         product({batch, d.kvHeads, ceilDiv(maxTokens, d.splitTokens),
@@ -156,9 +153,8 @@ Status checkDerivedSizes(const jit::KvJitSpec &spec, const CallSizes &sizes) {
   case Kind::KiviAttention: {
     const kv::KiviAttentionSpec &d = spec.kiviDecode;
     int64_t maxTokens =
-        d.paged()
-            ? product({sizeOf(sizes, compiler::kMaxBlocks), kv::kPageTokens})
-            : sizeOf(sizes, compiler::kCacheTokens);
+        d.paged() ? product({sizes.find(compiler::kMaxBlocks), kv::kPageTokens})
+                  : sizes.find(compiler::kCacheTokens);
     if (Status splits =
             expectDerived(sizes, compiler::kSplits,
                           ceilDiv(maxTokens, d.splitTokens), "the tokens");
