@@ -41,15 +41,14 @@ using namespace lowbit;
 using namespace lowbit::capi;
 
 /// Checks a tensor's dtype and its shape [rows, cols] (any one-element
-/// tensor for [1, 1]); `scalar` says whether it is one element by that rule.
+/// tensor for [1, 1]).
 Status checkDtypeAndShape(const DLTensor *tensor, const std::string &what,
-                          DLDataType expected, bool bf16AsUint16, Shape2D shape,
-                          bool &scalar) {
+                          DLDataType expected, bool bf16AsUint16,
+                          Shape2D shape) {
   if (!acceptsDtype(expected, tensor->dtype, bf16AsUint16))
     return invalid(what + " has dtype " + dtypeText(tensor->dtype) +
                    ", expected " + dtypeText(expected));
-  scalar = shape.rows == 1 && shape.cols == 1 && elementCount(*tensor) == 1;
-  if (scalar)
+  if (shape.rows == 1 && shape.cols == 1 && elementCount(*tensor) == 1)
     return Status::success();
   if (tensor->ndim != 2 || tensor->shape[0] != shape.rows ||
       tensor->shape[1] != shape.cols)
@@ -77,13 +76,12 @@ Status checkKernelArg(const DLTensor *tensor, size_t index,
                           "lowbit_kernel_launch for CUDA tensors)"
                         : "; lowbit_kernel_launch takes kDLCUDA tensors (use "
                           "lowbit_kernel_run for host tensors)"));
-  bool scalar = false;
   if (Status checked = checkDtypeAndShape(
           tensor, what, dtypeOfElement(argument.element),
-          /*bf16AsUint16=*/argument.role == ArgumentRole::Scales, shape,
-          scalar);
-      !checked || scalar)
+          /*bf16AsUint16=*/argument.role == ArgumentRole::Scales, shape);
+      !checked)
     return checked;
+  // Reads no stride of a [1, 1] argument, whatever its rank.
   if (tensor->strides &&
       ((shape.rows > 1 && tensor->strides[0] != shape.cols) ||
        (shape.cols > 1 && tensor->strides[1] != 1)))
@@ -207,9 +205,7 @@ Status checkHostTensor(const DLTensor *tensor, const std::string &what,
                          "reference quantizer on host tensors; device tensors "
                          "are not supported yet (use a JIT kernel: "
                          "lowbit_jit_get and lowbit_kernel_launch)");
-  bool scalar = false;
-  return checkDtypeAndShape(tensor, what, expected, bf16AsUint16, shape,
-                            scalar);
+  return checkDtypeAndShape(tensor, what, expected, bf16AsUint16, shape);
 }
 
 /// A value tensor (quantize's input, dequantize's output): float32,

@@ -255,7 +255,7 @@ std::string launchResolved(const CudaDriverApi &api,
                            const ResolvedLaunches &resolved,
                            std::vector<float> *perLaunchMillis = nullptr) {
   for (size_t k = 0; k < resolved.size(); ++k) {
-    const launch::ResolvedStep &step = *resolved[k];
+    launch::ResolvedStep &step = *resolved[k];
     if (step.empty())
       continue;
     const std::array<int64_t, 7> &sizes = step.sizes;
@@ -263,8 +263,8 @@ std::string launchResolved(const CudaDriverApi &api,
       CUresult result = api.cuLaunchKernel(
           loaded.functions[k], unsigned(sizes[0]), unsigned(sizes[1]),
           unsigned(sizes[2]), unsigned(sizes[3]), unsigned(sizes[4]),
-          unsigned(sizes[5]), unsigned(sizes[6]), nullptr,
-          const_cast<void **>(step.pointers.data()), nullptr);
+          unsigned(sizes[5]), unsigned(sizes[6]), nullptr, step.pointers.data(),
+          nullptr);
       if (result != kCudaSuccess)
         return makeError(ErrorCode::CudaError,
                          describeCudaError(api, result, "cuLaunchKernel") +

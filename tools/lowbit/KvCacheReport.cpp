@@ -40,18 +40,15 @@ Shapes kvShapes(const kv::KvKernelSpec &spec, int64_t batch, int64_t tokens) {
   return shapes;
 }
 
-/// The step's sizes at `shapes`: the ranked evaluation a KV kernel's
+/// The launch's sizes at `shapes`: the ranked evaluation a KV kernel's
 /// launch runs (aot::RankedLaunch, through evaluateLaunchFor).
-Expected<aot::LaunchSizes> kvSizes(const jit::LaunchStep &step,
+Expected<aot::LaunchSizes> kvSizes(const aot::Launch &launch,
                                    const Shapes &shapes) {
   std::string error;
-  std::optional<aot::Launch> launch = aot::fromLaunchStep(step, &error);
-  if (!launch)
-    return makeError(ErrorCode::Unsupported, error);
   aot::SizeInstance size;
   size.dims = shapes;
   std::optional<aot::LaunchSizes> sizes =
-      aot::evaluateLaunchFor(*launch, size, &error);
+      aot::evaluateLaunchFor(launch, size, &error);
   if (!sizes)
     return makeError(ErrorCode::Unsupported, error);
   return *sizes;
@@ -64,10 +61,14 @@ Expected<report::KernelLaunch> kvLaunch(const jit::LaunchStep &step,
                                         const Shapes &doubled) {
   report::KernelLaunch launch;
   launch.kernel = step.kernelName;
-  Expected<aot::LaunchSizes> sizes = kvSizes(step, shapes);
+  std::string error;
+  std::optional<aot::Launch> ranked = aot::fromLaunchStep(step, &error);
+  if (!ranked)
+    return makeError(ErrorCode::Unsupported, error);
+  Expected<aot::LaunchSizes> sizes = kvSizes(*ranked, shapes);
   if (!sizes)
     return sizes.error();
-  Expected<aot::LaunchSizes> twice = kvSizes(step, doubled);
+  Expected<aot::LaunchSizes> twice = kvSizes(*ranked, doubled);
   if (!twice)
     return twice.error();
   int64_t threads = 1, threadsWhenDoubled = 1;
