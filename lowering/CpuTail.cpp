@@ -76,9 +76,9 @@ bool environmentFlag(const char *name) {
   return !text.empty() && text != "0" && text != "off" && text != "false";
 }
 
-/// The CPU tail's passes, in order: lowerLoopsToLlvm runs them, and
-/// cpuTailPipelineText prints them for the kernel cache key.
-void addCpuTailPasses(OpPassManager &pm) {
+} // namespace
+
+void buildCpuTailPipeline(OpPassManager &pm) {
   pm.addPass(createLowbitExpandCodecs());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -96,8 +96,6 @@ void addCpuTailPasses(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-} // namespace
-
 void registerCpuTailDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, cf::ControlFlowDialect,
                   func::FuncDialect, LLVM::LLVMDialect, math::MathDialect,
@@ -108,7 +106,7 @@ void registerCpuTailDialects(DialectRegistry &registry) {
 
 std::string cpuTailPipelineText() {
   OpPassManager pm(ModuleOp::getOperationName());
-  addCpuTailPasses(pm);
+  buildCpuTailPipeline(pm);
   std::string text;
   llvm::raw_string_ostream stream(text);
   pm.printAsTextualPipeline(stream);
@@ -123,7 +121,7 @@ llvm::Error lowerLoopsToLlvm(ModuleOp module) {
   });
   PassManager pm(module.getContext());
   configureVerifier(pm);
-  addCpuTailPasses(pm);
+  buildCpuTailPipeline(pm);
   if (failed(pm.run(module)))
     return makeError("lowering to the LLVM dialect failed: " + diagnostics);
   return llvm::Error::success();

@@ -21,6 +21,7 @@
 
 namespace mlir {
 class DialectRegistry;
+class OpPassManager;
 } // namespace mlir
 namespace llvm::orc {
 class LLJIT;
@@ -30,6 +31,11 @@ namespace lowbit {
 
 /// The dialects and LLVM IR translations the CPU tail needs.
 void registerCpuTailDialects(mlir::DialectRegistry &registry);
+
+/// The CPU tail's passes, in order (registered as lowbit-cpu-tail,
+/// lowering/Pipelines.h): lowerLoopsToLlvm runs them, and
+/// cpuTailPipelineText prints them for the kernel cache key.
+void buildCpuTailPipeline(mlir::OpPassManager &pm);
 
 /// Lowers a loops-level module to the LLVM dialect in place:
 /// lowbit-expand-codecs, scf -> cf, bf16 arith expansion, then arith, math,

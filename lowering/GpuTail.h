@@ -3,22 +3,25 @@
 // The only part of lowbit that knows NVIDIA (with NativeConversionTable and
 // Target): takes the module lowbit-to-loops produced (functions over memrefs
 // whose work is in scf.parallel nests with lowbit.encode/decode inside) and
-// returns PTX for one target.
+// returns PTX for one target. buildGpuTailPipeline is its pass pipeline
+// (registered as lowbit-gpu-tail, lowering/Pipelines.h):
 //
-//   validateTarget -> lowbit-native-cvt -> lowbit-expand-codecs
-//   -> reductions to init + atomic kernels; host stores to 1-thread loops
-//   -> tile each scf.parallel (innermost dimension by kThreadsPerBlock)
-//   -> math.absf/copysign/roundeven to bit arithmetic (no libdevice)
+//   lowbit-native-cvt{chip, ptx} -> lowbit-expand-codecs
+//   -> lowbit-gpu-reductions-to-atomics -> lowbit-gpu-wrap-host-stores
+//   -> lowbit-gpu-tile-for-threads (innermost dimension by kThreadsPerBlock)
+//   -> lowbit-gpu-expand-libdevice-math (absf/copysign/roundeven to bits)
 //   -> gpu-map-parallel-loops -> convert-parallel-loops-to-gpu
-//   -> sink host-side loads and arithmetic into the gpu.launch that uses them
-//   -> gpu-kernel-outlining -> one gpu.module for all kernels
+//   -> lowbit-gpu-sink-host-glue -> lowbit-gpu-check-no-host-memory
+//   -> gpu-kernel-outlining -> lowbit-gpu-merge-modules
 //   -> nvvm-attach-target{chip, +ptxNN, O=3 or PtxOptions::optLevel}
 //   -> (in gpu.module) lower-affine, convert-scf-to-cf, convert-math-to-llvm,
 //      convert-gpu-to-nvvm, reconcile-unrealized-casts
-//   -> LLVM IR -> lowbit's LLVM pass list (O3's PTX; NvptxCodegen.h) on a
-//      pooled NVPTX TargetMachine -> NVPTX codegen -> PTX (gpu-module-to-
-//      binary's serializer, minus libdevice when nothing calls it; the
-//      gpu.module stays in place).
+//   -> lowbit-gpu-relax-atomics
+// then, outside the pass pipeline (serializeToPtx):
+//   LLVM IR -> lowbit's LLVM pass list (O3's PTX; NvptxCodegen.h) on a
+//   pooled NVPTX TargetMachine -> NVPTX codegen -> PTX (gpu-module-to-
+//   binary's serializer, minus libdevice when nothing calls it; the
+//   gpu.module stays in place).
 // docs/gpu.md has the details and what is not done yet.
 //
 // Errors are values: the target is validated before any codegen (LLVM
@@ -43,6 +46,7 @@
 
 namespace mlir {
 class DialectRegistry;
+class OpPassManager;
 } // namespace mlir
 
 namespace lowbit {
@@ -84,6 +88,12 @@ struct PtxModule {
   /// The LLVM level whose PTX `ptx` is (kPtxOptLevel for lowbit's list).
   int optLevel = kPtxOptLevel;
 };
+
+/// Adds the GPU tail's passes, loops level to NVVM (the list above), for an
+/// NVIDIA `target` to `pm` (on builtin.module). lowerToNvvm validates the
+/// target and runs them; lowbit-opt runs them as -lowbit-gpu-tail.
+void buildGpuTailPipeline(mlir::OpPassManager &pm, const Target &target,
+                          const PtxOptions &options = {});
 
 /// Lowers `module` (modified in place) up to, not including, serialization:
 /// afterwards its gpu.module holds the kernels as LLVM dialect with NVVM ops

@@ -172,4 +172,133 @@ def LowbitNativeConversions : Pass<"lowbit-native-cvt"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// The GPU tail's own rewrites (lowering/GpuTail.h runs them in the
+// lowbit-gpu-tail pipeline, lowering/Pipelines.h). Each is target
+// independent; they prepare the loops for MLIR's GPU mapping passes and
+// clean up after outlining.
+//===----------------------------------------------------------------------===//
+
+def LowbitGpuReductionsToAtomics
+    : Pass<"lowbit-gpu-reductions-to-atomics", "mlir::ModuleOp"> {
+  let summary = "Split each scf.parallel reduction into an init kernel and "
+                "an atomic one";
+  let description = [{
+    An scf.parallel with results (lowbit-to-loops' dynamic per-tensor
+    amax/min/max) becomes three steps, all of which become kernels: a
+    one-thread loop storing the init value into a private memref.global
+    (i32 bits, one per reduced value); the loop without results, folding
+    each value into the global with memref.generic_atomic_rmw whose body is
+    the scf.reduce region; and loads of the globals in place of the
+    results. lowbit's reductions are max/min of non-NaN values, so the
+    result is bit-identical to the sequential scan. Refuses a reduction
+    nested in another scf.parallel and non-32-bit reduced values.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def LowbitGpuWrapHostStores
+    : Pass<"lowbit-gpu-wrap-host-stores", "mlir::ModuleOp"> {
+  let summary = "Put each memref.store left on the host into a one-thread "
+                "scf.parallel";
+  let description = [{
+    A store outside every scf.parallel and gpu.launch (e.g. the per-tensor
+    scale computed from the amax) would run on the host against a device
+    buffer; wrapped in a 1-iteration scf.parallel it becomes a kernel like
+    the rest, and lowbit-gpu-sink-host-glue moves the values it needs in.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def LowbitGpuTileForThreads
+    : Pass<"lowbit-gpu-tile-for-threads", "mlir::ModuleOp"> {
+  let summary = "Tile each outermost scf.parallel for the thread block";
+  let description = [{
+    Tiles every outermost scf.parallel so that its innermost dimension
+    becomes `threads-per-block` threads and the tile loop maps to blocks
+    (gpu-map-parallel-loops). Bounds that do not divide are guarded with
+    scf.if, so the thread count stays a constant.
+  }];
+  let options = [
+    Option<"threadsPerBlock", "threads-per-block", "int64_t", "128",
+           "threads along the innermost parallel dimension">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def LowbitGpuExpandLibdeviceMath
+    : Pass<"lowbit-gpu-expand-libdevice-math", "mlir::ModuleOp"> {
+  let summary = "Expand f32 math.absf, math.copysign and math.roundeven "
+                "into bit arithmetic";
+  let description = [{
+    convert-gpu-to-nvvm turns these three into libdevice calls, which stay
+    unresolved externs when no CUDA toolkit is found at run time. All three
+    are exact in integer and f32 arithmetic: absf clears the sign bit,
+    copysign takes x's magnitude and y's sign bit, and roundeven is
+    (|x| + 2^23) - 2^23 (ties to even in the f32 adder) with the sign put
+    back; |x| >= 2^23, inf and NaN are left as they are.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def LowbitGpuSinkHostGlue
+    : Pass<"lowbit-gpu-sink-host-glue", "mlir::ModuleOp"> {
+  let summary = "Clone host-side loads and pure arithmetic into the "
+                "gpu.launch ops that use them";
+  let description = [{
+    Host glue that reads a buffer (NVFP4's global scale, a reduction's
+    global) must run on the device: each memref.load, memref.dim,
+    memref.get_global or pure op a gpu.launch uses from above is cloned to
+    the top of its body, operands after their users, and the host
+    originals left dead are erased. gpu-kernel-outlining's own sinking
+    only takes ops whose operands the kernel already uses. Kernels on one
+    stream run in order, so a load at kernel start sees what earlier
+    kernels wrote.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def LowbitGpuCheckNoHostMemory
+    : Pass<"lowbit-gpu-check-no-host-memory", "mlir::ModuleOp"> {
+  let summary = "Refuse memory accesses still outside the kernels";
+  let description = [{
+    After the mapping and lowbit-gpu-sink-host-glue, a memref.load or
+    memref.store outside every gpu.launch and gpu.module would run on the
+    host against device buffers: the pass fails with an error on it
+    instead of letting wrong code through.
+  }];
+}
+
+def LowbitGpuMergeModules
+    : Pass<"lowbit-gpu-merge-modules", "mlir::ModuleOp"> {
+  let summary = "Move every outlined kernel into one gpu.module";
+  let description = [{
+    gpu-kernel-outlining makes one gpu.module per kernel; the runtime loads
+    one PTX module per compiled spec. Each kernel is renamed after its
+    module (outlined names are unique: <function>_kernel[_N]) and moved
+    into the first gpu.module, device globals that outlining copied into
+    every module are kept once, and the gpu.launch_func ops are pointed at
+    the merged module.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def LowbitGpuRelaxAtomics
+    : Pass<"lowbit-gpu-relax-atomics", "mlir::ModuleOp"> {
+  let summary = "Make the kernels' LLVM atomics relaxed and device-scoped";
+  let description = [{
+    The kernels' atomics only combine values within one launch (the next
+    kernel on the stream sees them through the launch boundary), so they
+    need neither ordering nor system scope: every llvm.atomicrmw and
+    llvm.cmpxchg in a gpu.module becomes monotonic with syncscope
+    "device", instead of LLVM's default acq_rel/seq_cst at system scope,
+    which NVPTX emits as atom.*.sys with a MEMBAR.SYS.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // LOWBIT_LOWERING_PASSES_TD
