@@ -65,6 +65,24 @@ TEST_CASE("kernel spec: errors name the problem", "[spec]") {
   }
 }
 
+TEST_CASE("kernel spec: a chain of more than 64 prologues is refused",
+          "[spec]") {
+  auto chainOf = [](int count) {
+    std::string text;
+    for (int index = 0; index < count; ++index)
+      text += "map(x*0.5) | ";
+    return text + "quantize int8 rows=2 cols=16";
+  };
+  std::string error;
+  CHECK(parseKernelSpec(chainOf(64), &error));
+  // Refused at the 65th, before the rest (here 10,000) is parsed.
+  for (int count : {65, 10000}) {
+    CHECK_FALSE(parseKernelSpec(chainOf(count), &error));
+    CHECK(error.find("more than 64 prologues in the chain (the limit)") !=
+          std::string::npos);
+  }
+}
+
 namespace {
 
 /// The message parseKernelSpec gives for `text` ("" if it parses).
