@@ -461,6 +461,15 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
       }
       (key == "rows" ? spec.rows : spec.cols) = *size;
       (key == "rows" ? haveRows : haveCols) = true;
+    } else if (key == "from" || key == "to") {
+      // The other op's dtype key: a quantize reads its values, a
+      // dequantize writes them.
+      fail(error, "unknown key '" + std::string(key) + "': " +
+                      (spec.op == KernelOp::Quantize ? "quantize"
+                                                     : "dequantize") +
+                      std::string(" names its value type with ") + dtypeKey + "= (" +
+                      dtypeKey + "=" + valueText + ")");
+      return std::nullopt;
     } else {
       fail(error, "unknown key '" + std::string(key) + "'");
       return std::nullopt;

@@ -45,6 +45,13 @@ TEST_CASE("kernel spec: errors name the problem", "[spec]") {
       {"quantize mxfp4 rows=x cols=3", "bad rows 'x'"},
       {"quantize mxfp4 from=f64", "bad dtype 'f64'"},
       {"dequantize mxfp4 from=f16", "unknown key 'from'"},
+      // The hint names the key this op takes.
+      {"dequantize mxfp4 from=bf16",
+       "unknown key 'from': dequantize names its value type with to= "
+       "(to=bf16)"},
+      {"quantize mxfp4 to=f16",
+       "unknown key 'to': quantize names its value type with from= "
+       "(from=f16)"},
       {"quantize mxfp4 global=given", "global=given"},
       {"quantize mxfp4", nullptr},
       {"quantize scheme(format=e4m3,scale=group(32;axis=1),packing=byte,"
