@@ -9,6 +9,7 @@
 #include "format/Prologue.h"
 
 #include "format/Codec.h"
+#include "format/PrologueLimits.h"
 
 #include <algorithm>
 #include <array>
@@ -55,31 +56,78 @@ std::string printFloat(float value) {
 ///   product := unary (('*' | '/') unary)*
 ///   unary   := '-' unary | primary
 ///   primary := NUMBER | 'x' | '(' sum ')' | NAME '(' sum (',' sum)? ')'
+/// Each result carries its tree depth (leaf 1, each operator one more), and
+/// the parser refuses a tree deeper than kMaxExprDepth or larger than
+/// kMaxExprNodes, and its own recursion past kMaxExprNesting (parentheses,
+/// unary '-' and calls open at once), so that nothing recursing over the
+/// text or the tree (this parser, printExpr, evaluateExpr, the lowering)
+/// can exhaust the stack (format/PrologueLimits.h).
 class ExprParser {
 public:
   ExprParser(std::string_view text, std::string *error)
       : text(text), error(error) {}
 
   std::optional<PrologueExpr> parse() {
-    std::optional<PrologueExpr> expr = parseSum();
-    if (!expr)
+    if (text.size() > kMaxExprLength)
+      return refuse("the expression has " + std::to_string(text.size()) +
+                    " characters, more than the limit of " +
+                    std::to_string(kMaxExprLength));
+    std::optional<Parsed> parsed = parseSum();
+    if (!parsed)
       return std::nullopt;
     skipSpaces();
     if (position != text.size())
       return refuse("unexpected '" + std::string(text.substr(position)) + "'");
-    return expr;
+    return std::move(parsed->expr);
   }
 
 private:
   using Op = PrologueExpr::Op;
+  struct Parsed {
+    PrologueExpr expr;
+    int depth = 1;
+  };
   std::string_view text;
   std::string *error;
   size_t position = 0;
+  /// Levels of '(', unary '-' and calls open at `position`.
+  int nesting = 0;
+  /// Nodes made so far.
+  size_t nodes = 0;
 
   std::nullopt_t refuse(std::string message) {
-    fail(error, "map(" + std::string(text) + "): " + message);
+    fail(error, "map(" + shortText() + "): " + message);
     return std::nullopt;
   }
+  /// The expression as the messages quote it: a hostile one may be long.
+  std::string shortText() const {
+    constexpr size_t kQuoted = 64;
+    if (text.size() <= kQuoted)
+      return std::string(text);
+    return std::string(text.substr(0, kQuoted)) + "...";
+  }
+  std::nullopt_t refuseNesting() {
+    return refuse("the expression nests deeper than the limit of " +
+                  std::to_string(kMaxExprNesting) +
+                  " levels of parentheses, calls and unary '-'");
+  }
+  std::nullopt_t refuseDepth() {
+    return refuse("the expression tree is deeper than the limit of " +
+                  std::to_string(kMaxExprDepth) +
+                  " levels (each operator, unary '-' and call is one)");
+  }
+  /// Counts a node; false past kMaxExprNodes.
+  bool countNode() { return ++nodes <= kMaxExprNodes; }
+  std::nullopt_t refuseNodes() {
+    return refuse("the expression has more than the limit of " +
+                  std::to_string(kMaxExprNodes) + " operands and operations");
+  }
+  /// Opens one level of nesting for the scope of a recursive call.
+  struct Level {
+    int &nesting;
+    explicit Level(int &nesting) : nesting(++nesting) {}
+    ~Level() { --nesting; }
+  };
   void skipSpaces() {
     while (position < text.size() && text[position] == ' ')
       ++position;
@@ -92,54 +140,76 @@ private:
     }
     return false;
   }
-  static PrologueExpr node(Op op, std::vector<PrologueExpr> operands) {
-    PrologueExpr expr;
-    expr.op = op;
-    expr.operands = std::move(operands);
-    return expr;
+  std::optional<Parsed> node(Op op, std::vector<Parsed> operands) {
+    if (!countNode())
+      return refuseNodes();
+    Parsed parsed;
+    parsed.expr.op = op;
+    int deepest = 0;
+    for (Parsed &operand : operands) {
+      deepest = std::max(deepest, operand.depth);
+      parsed.expr.operands.push_back(std::move(operand.expr));
+    }
+    parsed.depth = deepest + 1;
+    if (parsed.depth > kMaxExprDepth)
+      return refuseDepth();
+    return parsed;
   }
 
-  std::optional<PrologueExpr> parseSum() {
-    std::optional<PrologueExpr> left = parseProduct();
+  std::optional<Parsed> parseSum() {
+    std::optional<Parsed> left = parseProduct();
     while (left) {
       bool plus = accept('+');
       if (!plus && !accept('-'))
         break;
-      std::optional<PrologueExpr> right = parseProduct();
+      std::optional<Parsed> right = parseProduct();
       if (!right)
         return std::nullopt;
-      left = node(plus ? Op::Add : Op::Sub, {std::move(*left), *right});
+      std::vector<Parsed> operands;
+      operands.push_back(std::move(*left));
+      operands.push_back(std::move(*right));
+      left = node(plus ? Op::Add : Op::Sub, std::move(operands));
     }
     return left;
   }
-  std::optional<PrologueExpr> parseProduct() {
-    std::optional<PrologueExpr> left = parseUnary();
+  std::optional<Parsed> parseProduct() {
+    std::optional<Parsed> left = parseUnary();
     while (left) {
       bool times = accept('*');
       if (!times && !accept('/'))
         break;
-      std::optional<PrologueExpr> right = parseUnary();
+      std::optional<Parsed> right = parseUnary();
       if (!right)
         return std::nullopt;
-      left = node(times ? Op::Mul : Op::Div, {std::move(*left), *right});
+      std::vector<Parsed> operands;
+      operands.push_back(std::move(*left));
+      operands.push_back(std::move(*right));
+      left = node(times ? Op::Mul : Op::Div, std::move(operands));
     }
     return left;
   }
-  std::optional<PrologueExpr> parseUnary() {
-    if (accept('-')) {
-      std::optional<PrologueExpr> operand = parseUnary();
-      if (!operand)
-        return std::nullopt;
-      return node(Op::Neg, {std::move(*operand)});
-    }
-    return parsePrimary();
+  std::optional<Parsed> parseUnary() {
+    if (!accept('-'))
+      return parsePrimary();
+    Level level(nesting);
+    if (nesting > kMaxExprNesting)
+      return refuseNesting();
+    std::optional<Parsed> operand = parseUnary();
+    if (!operand)
+      return std::nullopt;
+    std::vector<Parsed> operands;
+    operands.push_back(std::move(*operand));
+    return node(Op::Neg, std::move(operands));
   }
-  std::optional<PrologueExpr> parsePrimary() {
+  std::optional<Parsed> parsePrimary() {
     skipSpaces();
     if (position == text.size())
       return refuse("expected an operand at the end");
     if (accept('(')) {
-      std::optional<PrologueExpr> inner = parseSum();
+      Level level(nesting);
+      if (nesting > kMaxExprNesting)
+        return refuseNesting();
+      std::optional<Parsed> inner = parseSum();
       if (inner && !accept(')'))
         return refuse("missing ')'");
       return inner;
@@ -157,9 +227,11 @@ private:
       std::optional<float> value = parseFloat(number);
       if (!value || !std::isfinite(*value))
         return refuse("bad number '" + std::string(number) + "'");
-      PrologueExpr constant;
-      constant.op = Op::Constant;
-      constant.value = *value;
+      if (!countNode())
+        return refuseNodes();
+      Parsed constant;
+      constant.expr.op = Op::Constant;
+      constant.expr.value = *value;
       return constant;
     }
     while (position < text.size() &&
@@ -170,7 +242,7 @@ private:
     if (name.empty())
       return refuse("unexpected '" + std::string(text.substr(start, 1)) + "'");
     if (name == "x")
-      return node(Op::X, {});
+      return countNode() ? std::optional<Parsed>(Parsed{}) : refuseNodes();
     static const std::array<std::pair<std::string_view, Op>, 7> functions = {
         {{"abs", Op::Abs},
          {"sqrt", Op::Sqrt},
@@ -188,11 +260,14 @@ private:
     bool binary = found->second == Op::Min || found->second == Op::Max;
     if (!accept('('))
       return refuse("'" + std::string(name) + "' needs '('");
-    std::vector<PrologueExpr> operands;
+    Level level(nesting);
+    if (nesting > kMaxExprNesting)
+      return refuseNesting();
+    std::vector<Parsed> operands;
     for (int index = 0; index < (binary ? 2 : 1); ++index) {
       if (index == 1 && !accept(','))
         return refuse("'" + std::string(name) + "' takes two arguments");
-      std::optional<PrologueExpr> operand = parseSum();
+      std::optional<Parsed> operand = parseSum();
       if (!operand)
         return std::nullopt;
       operands.push_back(std::move(*operand));
@@ -247,6 +322,23 @@ std::string printExpr(const PrologueExpr &expr) {
     return call("sigmoid");
   }
   return "";
+}
+
+/// The depth of a tree built in C++ rather than parsed, walked with an
+/// explicit stack: the tree may be deeper than a recursion could follow.
+int exprDepth(const PrologueExpr &root) {
+  std::vector<std::pair<const PrologueExpr *, int>> pending = {{&root, 1}};
+  int deepest = 0;
+  while (!pending.empty()) {
+    auto [expr, depth] = pending.back();
+    pending.pop_back();
+    deepest = std::max(deepest, depth);
+    if (deepest > kMaxExprDepth)
+      break;
+    for (const PrologueExpr &operand : expr->operands)
+      pending.push_back({&operand, depth + 1});
+  }
+  return deepest;
 }
 
 /// `name(key=value)` arguments: returns the inside of the parentheses, or
@@ -381,8 +473,18 @@ int64_t prologueInputWidth(std::span<const Prologue> chain, int64_t cols) {
 
 bool validatePrologueChain(std::span<const Prologue> chain, int64_t cols,
                            std::string *error) {
+  if (chain.size() > kMaxPrologues)
+    return fail(error, "the chain has " + std::to_string(chain.size()) +
+                           " prologues, more than the limit of " +
+                           std::to_string(kMaxPrologues));
   for (size_t index = 0; index < chain.size(); ++index) {
     const Prologue &prologue = chain[index];
+    // Before printing it: printExpr recurses over the tree.
+    if (prologue.kind == PrologueKind::Map &&
+        exprDepth(prologue.expr) > kMaxExprDepth)
+      return fail(error, "a map expression's tree is deeper than the limit "
+                         "of " +
+                             std::to_string(kMaxExprDepth) + " levels");
     std::string text = printPrologue(prologue);
     if (prologue.kind == PrologueKind::SiluMul && index != 0)
       return fail(error, "'" + text +

@@ -102,6 +102,13 @@ std::optional<Target> parseTarget(std::string_view text, std::string *error) {
     chipName = text.substr(0, separator);
     ptxText = text.substr(separator + 1);
   }
+  if (chipName == "cpu") {
+    setError(error, "target '" + std::string(text) +
+                        "': the CPU target takes no PTX version; write cpu "
+                        "(a PTX version goes with an NVIDIA chip: "
+                        "sm_89+ptx81)");
+    return std::nullopt;
+  }
   const ChipInfo *chip = lookupChip(chipName);
   if (!chip) {
     setError(error, "unknown target '" + std::string(chipName) +

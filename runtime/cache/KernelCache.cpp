@@ -55,6 +55,29 @@ std::string_view cacheModeName(CacheMode mode) {
   return "unknown";
 }
 
+namespace {
+
+/// A cache root that exists must be a directory: a regular file there
+/// (a mistyped LOWBIT_CACHE_DIR) used to read as an empty cache and make
+/// every store fail silently.
+Status checkCacheRoot(const std::string &directory) {
+  struct stat info;
+  if (::stat(directory.c_str(), &info) != 0) {
+    if (errno == ENOENT)
+      return Status::success(); // created on the first store
+    return makeError(ErrorCode::Io, "cache directory '" + directory +
+                                        "': " + std::strerror(errno));
+  }
+  if (!S_ISDIR(info.st_mode))
+    return makeError(ErrorCode::InvalidArgument,
+                     "the cache directory '" + directory +
+                         "' is not a directory (LOWBIT_CACHE_DIR names the "
+                         "directory lowbit keeps its kernels in)");
+  return Status::success();
+}
+
+} // namespace
+
 Expected<CacheOptions> CacheOptions::fromEnvironment() {
   CacheOptions options;
   const char *modeText = std::getenv("LOWBIT_CACHE");
@@ -83,6 +106,9 @@ Expected<CacheOptions> CacheOptions::fromEnvironment() {
     return makeError(ErrorCode::InvalidArgument,
                      "no cache directory: LOWBIT_CACHE_DIR and HOME are both "
                      "unset (set one, or LOWBIT_CACHE=off)");
+  if (options.mode != CacheMode::Off && !options.directory.empty())
+    if (Status root = checkCacheRoot(options.directory); !root)
+      return std::move(root).takeError();
   return options;
 }
 
@@ -751,6 +777,8 @@ Expected<ClearResult> KernelCache::clear() {
 Expected<std::vector<DiskEntryInfo>>
 listDiskCache(const std::string &directory) {
   std::vector<DiskEntryInfo> entries;
+  if (Status root = checkCacheRoot(directory); !root)
+    return std::move(root).takeError();
   std::string entriesDirectory = entryDirectory(directory);
   std::error_code code;
   if (!std::filesystem::exists(entriesDirectory, code))
@@ -789,6 +817,8 @@ listDiskCache(const std::string &directory) {
 }
 
 Expected<ClearResult> clearDiskCache(const std::string &directory) {
+  if (Status root = checkCacheRoot(directory); !root)
+    return std::move(root).takeError();
   std::string entriesDirectory = entryDirectory(directory);
   ClearResult result;
   std::error_code code;

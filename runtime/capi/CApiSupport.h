@@ -18,6 +18,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 
 struct lowbit_jit {
   std::unique_ptr<lowbit::Jit> jit;
@@ -92,25 +93,39 @@ inline Status requireNonNull(const void *pointer, const char *name) {
 // DLTensor checks
 //===----------------------------------------------------------------------===//
 
+/// A DLPack dtype in the words NumPy and PyTorch use: float32, complex64,
+/// bool, float8_e4m3fn (every code of dlpack.h, so no caller sees a raw
+/// code), x<lanes> for vector types.
 inline std::string dtypeText(DLDataType dtype) {
+  // Codes with a bit count in the name: the bits follow; the narrow float
+  // formats name their width themselves.
+  static constexpr std::pair<uint8_t, const char *> kSized[] = {
+      {kDLInt, "int"},         {kDLUInt, "uint"},
+      {kDLFloat, "float"},     {kDLOpaqueHandle, "opaque-handle"},
+      {kDLBfloat, "bfloat"},   {kDLComplex, "complex"}};
+  static constexpr std::pair<uint8_t, const char *> kNamed[] = {
+      {kDLBool, "bool"},
+      {kDLFloat8_e3m4, "float8_e3m4"},
+      {kDLFloat8_e4m3, "float8_e4m3"},
+      {kDLFloat8_e4m3b11fnuz, "float8_e4m3b11fnuz"},
+      {kDLFloat8_e4m3fn, "float8_e4m3fn"},
+      {kDLFloat8_e4m3fnuz, "float8_e4m3fnuz"},
+      {kDLFloat8_e5m2, "float8_e5m2"},
+      {kDLFloat8_e5m2fnuz, "float8_e5m2fnuz"},
+      {kDLFloat8_e8m0fnu, "float8_e8m0fnu"},
+      {kDLFloat6_e2m3fn, "float6_e2m3fn"},
+      {kDLFloat6_e3m2fn, "float6_e3m2fn"},
+      {kDLFloat4_e2m1fn, "float4_e2m1fn"}};
   std::string name;
-  switch (dtype.code) {
-  case kDLFloat:
-    name = "float";
-    break;
-  case kDLBfloat:
-    name = "bfloat";
-    break;
-  case kDLInt:
-    name = "int";
-    break;
-  case kDLUInt:
-    name = "uint";
-    break;
-  default:
-    name = "dtype-code-" + std::to_string(int(dtype.code)) + "-";
-  }
-  name += std::to_string(int(dtype.bits));
+  for (auto [code, text] : kSized)
+    if (dtype.code == code)
+      name = text + std::to_string(int(dtype.bits));
+  for (auto [code, text] : kNamed)
+    if (dtype.code == code)
+      name = text;
+  if (name.empty())
+    name = "an unknown DLPack type (code " + std::to_string(int(dtype.code)) +
+           ", " + std::to_string(int(dtype.bits)) + " bits)";
   if (dtype.lanes != 1)
     name += "x" + std::to_string(int(dtype.lanes));
   return name;

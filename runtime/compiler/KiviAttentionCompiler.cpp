@@ -3,6 +3,7 @@
 #include "runtime/compiler/KiviAttentionCompiler.h"
 
 #include "dialect/LowbitKiviOps.h"
+#include "kv/KvPageTable.h"
 #include "runtime/compiler/KernelCompileSupport.h"
 #include "runtime/compiler/KiviCompiler.h"
 
@@ -144,6 +145,11 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
   const auto *table =
       spec.paged() ? static_cast<const int32_t *>(buffers[BlockTable].data)
                    : nullptr;
+  std::string shared;
+  if (table && !kv::checkPagesUnshared(
+                   {table, size_t(batch * size(BlockTable, 1))},
+                   size(BlockTable, 1), size(KeyCodes, 0), &shared))
+    return compileError(shared);
   for (int64_t b = 0; b < batch; ++b) {
     if (lengths[b] < 0 || lengths[b] > maxTokens)
       return compileError("sequence " + std::to_string(b) + " holds " +

@@ -3,6 +3,7 @@
 #include "runtime/compiler/KvCompiler.h"
 
 #include "dialect/LowbitKvOps.h"
+#include "kv/KvPageTable.h"
 #include "lowering/CpuTail.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/Compiler.h"
@@ -12,6 +13,8 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 using namespace mlir;
 namespace ld = lowbit::dialect;
@@ -88,6 +91,32 @@ compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
       target, options, "compileKvToPtx", lowered);
 }
 
+/// A paged kernel's block table names each page at most once (kv/KvPaged.h):
+/// an append through a shared page would overwrite another sequence's
+/// tokens. The pages are the first dimension of the paged storage.
+static llvm::Error checkBlockTable(const std::vector<KvKernelParam> &params,
+                                   const std::vector<KvBuffer> &buffers) {
+  auto table = std::find_if(params.begin(), params.end(), [](auto &param) {
+    return param.name == "block_table";
+  });
+  auto storage = std::find_if(params.begin(), params.end(), [](auto &param) {
+    return !param.shape.empty() && param.shape.front() == kPages;
+  });
+  if (table == params.end() || storage == params.end())
+    return llvm::Error::success();
+  const KvBuffer &tableBuffer = buffers[table - params.begin()];
+  if (!tableBuffer.data)
+    return llvm::Error::success();
+  int64_t pages = buffers[storage - params.begin()].shape.front();
+  std::string error;
+  if (!kv::checkPagesUnshared(
+          {static_cast<const int32_t *>(tableBuffer.data),
+           size_t(tableBuffer.shape[0] * tableBuffer.shape[1])},
+          tableBuffer.shape[1], pages, &error))
+    return compileError(error);
+  return llvm::Error::success();
+}
+
 llvm::Error checkBufferShapes(const std::vector<KvKernelParam> &params,
                               const std::vector<KvBuffer> &buffers) {
   if (buffers.size() != params.size())
@@ -110,7 +139,7 @@ llvm::Error checkBufferShapes(const std::vector<KvKernelParam> &params,
                  ? std::string("; it must be >= 1")
                  : "; the kernel takes " + std::to_string(want[axis])));
   }
-  return llvm::Error::success();
+  return checkBlockTable(params, buffers);
 }
 
 llvm::Expected<std::unique_ptr<KvCpuKernel>>

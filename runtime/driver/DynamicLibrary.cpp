@@ -6,8 +6,22 @@
 #include <string_view>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 namespace lowbit::runtime {
+
+namespace {
+
+/// What to check when the loader fails on a file that exists.
+std::string loadFailureHint(std::string_view reason) {
+  if (reason.find("map segment") != std::string_view::npos ||
+      reason.find("allocate memory") != std::string_view::npos)
+    return " (the process could not map it into memory: check the address "
+           "space limit, `ulimit -v`, and the free memory)";
+  return "";
+}
+
+} // namespace
 
 LibraryLoadOptions
 LibraryLoadOptions::fromEnvironment(const char *overrideVariable) {
@@ -32,7 +46,7 @@ DynamicLibrary::open(const std::vector<std::string> &candidates,
       options.overridePath.empty()
           ? candidates
           : std::vector<std::string>{options.overridePath};
-  std::string tried;
+  std::string tried, present;
   for (const std::string &candidate : attempts) {
     // RTLD_LOCAL: the CUDA libraries' symbols must not interpose on the
     // host program's (or on each other's).
@@ -44,8 +58,19 @@ DynamicLibrary::open(const std::vector<std::string> &candidates,
       return library;
     }
     const char *reason = ::dlerror();
-    tried += "\n  " + candidate + ": " + (reason ? reason : "not found");
+    std::string why = reason ? reason : "not found";
+    // A file that is there but does not load is not a missing install:
+    // name the loader's reason first (under a low `ulimit -v` it is a
+    // failed mmap, "failed to map segment from shared object").
+    struct stat info;
+    if (present.empty() && candidate.find('/') != std::string::npos &&
+        ::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode))
+      present = candidate + " is present but cannot be loaded: " + why +
+                loadFailureHint(why);
+    tried += "\n  " + candidate + ": " + why;
   }
+  if (!present.empty())
+    return makeError(ErrorCode::LibraryNotFound, present);
   return makeError(ErrorCode::LibraryNotFound,
                    std::string(absentMessage) + "; tried:" + tried);
 }

@@ -30,6 +30,7 @@
 #include "runtime/driver/CudaDriver.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/ArgumentShapes.h"
+#include "runtime/jit/BufferAliasing.h"
 #include "runtime/jit/CompilerBackend.h"
 #include "runtime/jit/KernelSignature.h"
 #include "runtime/jit/LruMap.h"
@@ -425,6 +426,30 @@ ElementType elementTypeOf(const KernelSpec &spec, KernelParamElement element) {
   return ElementType::U8;
 }
 
+/// Refuses a written buffer that overlaps another (BufferAliasing.h): the
+/// addresses are host pointers for run(), device ones for launch().
+Status checkAliasing(const KernelSpec &spec,
+                     std::span<const KernelAbiParam> params,
+                     std::span<const void *const> pointers,
+                     std::span<const launch::Shape> shapes) {
+  std::array<jit::BufferExtent, kMaxBuffers> extents;
+  size_t count = std::min({pointers.size(), params.size(), extents.size()});
+  for (size_t i = 0; i < count; ++i)
+    extents[i] = {reinterpret_cast<uintptr_t>(pointers[i]),
+                  uint64_t(shapes[i][0]) * uint64_t(shapes[i][1]) *
+                      jit::elementBytes(elementTypeOf(spec, params[i].element)),
+                  params[i].isResult};
+  auto aliased = jit::findAliasing({extents.data(), count});
+  if (!aliased)
+    return Status::success();
+  auto name = [&](size_t i) {
+    return "buffer " + std::to_string(i) +
+           (params[i].side.empty() ? "" : " (" + params[i].side + ")");
+  };
+  return jit::aliasingError(name(aliased->first), name(aliased->second),
+                            params[aliased->second].isResult);
+}
+
 } // namespace
 
 const KernelSpec &Kernel::spec() const { return state->spec; }
@@ -509,6 +534,13 @@ Status Kernel::run(std::span<void *const> buffers, int64_t rows,
     return std::move(entry).takeError();
   std::array<launch::Shape, kMaxBuffers> shapes;
   state->shapes(rows, cols, shapes);
+  if (Status aliasing = checkAliasing(
+          state->spec, state->params,
+          std::span<const void *const>(
+              const_cast<const void *const *>(buffers.data()), buffers.size()),
+          shapes);
+      !aliasing)
+    return aliasing;
   std::array<jit::CpuBuffer, kMaxBuffers> hostBuffers;
   for (size_t i = 0; i < buffers.size(); ++i)
     hostBuffers[i] = {buffers[i], shapes[i][0], shapes[i][1]};
@@ -544,6 +576,12 @@ Status Kernel::launch(void *stream, std::span<const uint64_t> buffers,
   std::array<launch::Shape, kMaxBuffers> shapes;
   state->shapes(rows, cols, shapes);
   std::span<const launch::Shape> paramShapes(shapes.data(), buffers.size());
+  if (Status aliasing = checkAliasing(
+          state->spec, state->params,
+          std::span<const void *const>(pointers.data(), buffers.size()),
+          paramShapes);
+      !aliasing)
+    return aliasing;
   auto cuStream = static_cast<runtime::CUstream>(stream);
   uint64_t workspace = 0;
   int64_t words = loaded.program->workspaceWords;

@@ -17,6 +17,7 @@
 
 #include "runtime/aot/Bundle.h"
 #include "runtime/aot/RankedLaunch.h"
+#include "runtime/jit/BufferAliasing.h"
 #include "runtime/jit/JitImpl.h"
 #include "runtime/jit/KernelSignature.h"
 #include "runtime/jit/KvJitSpec.h"
@@ -92,6 +93,10 @@ int64_t product(std::initializer_list<int64_t> factors) {
       return INT64_MAX;
   return result;
 }
+
+/// The most buffers a KV kernel takes (the aliasing check's fixed storage:
+/// the launch path allocates nothing).
+constexpr size_t kMaxKvBuffers = 24;
 
 /// The largest call-fixed size (the AOT manifest's bound, Bundle.h).
 constexpr int64_t kMaxCallSize = aot::kMaxDimension;
@@ -226,7 +231,26 @@ Status checkKvBuffers(const KvKernel::State &state,
                              std::to_string(bound) + " in an earlier buffer");
     }
   }
-  return checkDerivedSizes(state.spec, sizes);
+  if (Status derived = checkDerivedSizes(state.spec, sizes); !derived)
+    return derived;
+  // Every size is checked: each buffer's extent is known (BufferAliasing.h).
+  std::array<jit::BufferExtent, kMaxKvBuffers> extents;
+  if (abi.size() > extents.size())
+    return Status::success();
+  for (size_t i = 0; i < abi.size(); ++i) {
+    uint64_t elements = 1;
+    for (size_t axis = 0; axis < buffers[i].rank; ++axis)
+      elements *= uint64_t(buffers[i].shape[axis]);
+    extents[i] = {reinterpret_cast<uintptr_t>(buffers[i].data),
+                  elements * jit::elementBytes(buffers[i].element),
+                  state.params[i].written};
+  }
+  auto aliased = jit::findAliasing({extents.data(), abi.size()});
+  if (!aliased)
+    return Status::success();
+  return jit::aliasingError(describeParam(abi, aliased->first),
+                            describeParam(abi, aliased->second),
+                            state.params[aliased->second].written);
 }
 
 } // namespace

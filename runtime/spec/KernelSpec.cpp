@@ -2,6 +2,8 @@
 
 #include "runtime/spec/KernelSpec.h"
 
+#include "format/PrologueLimits.h"
+
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -184,6 +186,10 @@ bool takePrologues(std::string_view &text, std::vector<Prologue> &prologues,
                              : "a prologue is one token, got '" +
                                    std::string(tokens[1]) + "' after '" +
                                    std::string(tokens[0]) + "'");
+    // Refused before parsing the rest: a hostile spec may hold thousands.
+    if (prologues.size() == kMaxPrologues)
+      return fail(error, "more than " + std::to_string(kMaxPrologues) +
+                             " prologues in the chain (the limit)");
     std::optional<Prologue> prologue = parsePrologue(tokens[0], error);
     if (!prologue)
       return false;
@@ -455,6 +461,15 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
       }
       (key == "rows" ? spec.rows : spec.cols) = *size;
       (key == "rows" ? haveRows : haveCols) = true;
+    } else if (key == "from" || key == "to") {
+      // The other op's dtype key: a quantize reads its values, a
+      // dequantize writes them.
+      fail(error, "unknown key '" + std::string(key) + "': " +
+                      (spec.op == KernelOp::Quantize ? "quantize"
+                                                     : "dequantize") +
+                      std::string(" names its value type with ") + dtypeKey + "= (" +
+                      dtypeKey + "=" + valueText + ")");
+      return std::nullopt;
     } else {
       fail(error, "unknown key '" + std::string(key) + "'");
       return std::nullopt;

@@ -124,6 +124,17 @@ static void testReferenceQuantizer(void) {
   EXPECT_ERROR(lowbit_quantize("mxfp4", &wrongDtype, &c, &s, NULL, NULL, 0),
                LOWBIT_ERROR_INVALID_ARGUMENT,
                "input has dtype int32, expected float32, float16 or bfloat16");
+  /* Every DLPack code is named as NumPy and PyTorch name it. */
+  static const DLDataType c64 = {kDLComplex, 64, 1};
+  DLTensor complexInput = tensor(input, c64, inputShape, 2);
+  EXPECT_ERROR(lowbit_quantize("mxfp4", &complexInput, &c, &s, NULL, NULL, 0),
+               LOWBIT_ERROR_INVALID_ARGUMENT,
+               "input has dtype complex64, expected float32");
+  static const DLDataType e4m3 = {kDLFloat8_e4m3fn, 8, 1};
+  DLTensor fp8Input = tensor(input, e4m3, inputShape, 2);
+  EXPECT_ERROR(lowbit_quantize("mxfp4", &fp8Input, &c, &s, NULL, NULL, 0),
+               LOWBIT_ERROR_INVALID_ARGUMENT,
+               "input has dtype float8_e4m3fn, expected float32");
   DLTensor flatCodes = tensor(codes, u8, flatShape, 1);
   EXPECT_ERROR(lowbit_quantize("mxfp4", &in, &flatCodes, &s, NULL, NULL, 0),
                LOWBIT_ERROR_INVALID_ARGUMENT,

@@ -45,6 +45,13 @@ TEST_CASE("kernel spec: errors name the problem", "[spec]") {
       {"quantize mxfp4 rows=x cols=3", "bad rows 'x'"},
       {"quantize mxfp4 from=f64", "bad dtype 'f64'"},
       {"dequantize mxfp4 from=f16", "unknown key 'from'"},
+      // The hint names the key this op takes.
+      {"dequantize mxfp4 from=bf16",
+       "unknown key 'from': dequantize names its value type with to= "
+       "(to=bf16)"},
+      {"quantize mxfp4 to=f16",
+       "unknown key 'to': quantize names its value type with from= "
+       "(from=f16)"},
       {"quantize mxfp4 global=given", "global=given"},
       {"quantize mxfp4", nullptr},
       {"quantize scheme(format=e4m3,scale=group(32;axis=1),packing=byte,"
@@ -62,6 +69,24 @@ TEST_CASE("kernel spec: errors name the problem", "[spec]") {
     }
     CHECK(!spec);
     CHECK(error.find(c.message) != std::string::npos);
+  }
+}
+
+TEST_CASE("kernel spec: a chain of more than 64 prologues is refused",
+          "[spec]") {
+  auto chainOf = [](int count) {
+    std::string text;
+    for (int index = 0; index < count; ++index)
+      text += "map(x*0.5) | ";
+    return text + "quantize int8 rows=2 cols=16";
+  };
+  std::string error;
+  CHECK(parseKernelSpec(chainOf(64), &error));
+  // Refused at the 65th, before the rest (here 10,000) is parsed.
+  for (int count : {65, 10000}) {
+    CHECK_FALSE(parseKernelSpec(chainOf(count), &error));
+    CHECK(error.find("more than 64 prologues in the chain (the limit)") !=
+          std::string::npos);
   }
 }
 

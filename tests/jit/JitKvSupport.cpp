@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "format/Codec.h"
+#include "runtime/jit/BufferAliasing.h"
 #include "tests/reference/TestHelpers.h"
 
 #include <cstring>
@@ -13,20 +14,8 @@
 namespace lowbit::testing {
 
 namespace {
-size_t bytesOf(ElementType element) {
-  switch (element) {
-  case ElementType::F16:
-  case ElementType::BF16:
-    return 2;
-  case ElementType::U8:
-  case ElementType::I8:
-    return 1;
-  case ElementType::F32:
-  case ElementType::I32:
-    return 4;
-  }
-  return 4;
-}
+/// The runtime's own element sizes (runtime/jit/BufferAliasing.h).
+size_t bytesOf(ElementType element) { return jit::elementBytes(element); }
 
 int64_t product(const std::vector<int64_t> &shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t(1),

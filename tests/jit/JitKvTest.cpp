@@ -385,6 +385,14 @@ TEST_CASE("getKv: bad specs, buffers and targets are errors", "[kv][errors]") {
   call = tensors();
   call[0].shape[2] = int64_t(1) << 41;
   refused(call, "(new_tokens) is 2199023255552; at most 2^40");
+  // A written buffer may overlap no other (docs/kernel-abi.md): the codes
+  // over the input, the scales one byte into the codes.
+  call = tensors();
+  call[1].data = call[0].data;
+  refused(call, "buffer 1 (codes) overlaps buffer 0 (input) (an input)");
+  call = tensors();
+  call[2].data = static_cast<char *>(call[1].data) + 1;
+  refused(call, "buffer 1 (codes) overlaps buffer 2 (scales) (also written)");
 
   // Attention's derived sizes: partial rows follow from the others.
   auto attend = jit->getKv(scenario.attendSpec(), cpu());

@@ -229,6 +229,32 @@ TEST_CASE("without libcuda launch() is a clear error; run() still works",
         ErrorCode::InvalidArgument);
 }
 
+TEST_CASE("run() refuses a written buffer that overlaps another", "[jit]") {
+  auto jit = makeJit(freshDirectory("alias"), runtime::CacheMode::Off);
+  auto kernel = jit->get("quantize mxfp4 dynamic", Target{});
+  REQUIRE(kernel.ok());
+  HostBuffers buffers(*kernel, 4, 64);
+  REQUIRE(kernel->run(buffers.pointers, 4, 64).ok());
+  auto refused = [&](std::vector<void *> pointers, const char *words) {
+    Status status = kernel->run(pointers, 4, 64);
+    REQUIRE_FALSE(status.ok());
+    CHECK(status.error().code == ErrorCode::InvalidArgument);
+    INFO(status.error().message);
+    CHECK(status.error().message.find(words) != std::string::npos);
+  };
+  // The codes written over the input: the input would be destroyed.
+  std::vector<void *> aliased = buffers.pointers;
+  aliased[1] = aliased[0];
+  refused(aliased, "buffer 1 overlaps buffer 0 (an input)");
+  // The scales inside the codes' last bytes ([4, 32] bytes).
+  aliased = buffers.pointers;
+  aliased[2] = static_cast<uint8_t *>(aliased[1]) + 4 * 32 - 1;
+  refused(aliased, "buffer 1 overlaps buffer 2 (also written)");
+  // Just past the codes: no overlap.
+  aliased[2] = static_cast<uint8_t *>(aliased[1]) + 4 * 32;
+  CHECK(kernel->run(aliased, 4, 64).ok());
+}
+
 TEST_CASE("bad specs and targets are errors", "[jit]") {
   auto jit = makeJit(freshDirectory("bad"), runtime::CacheMode::Off);
   auto bad = jit->get("quantize nosuchscheme", Target{});

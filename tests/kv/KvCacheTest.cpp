@@ -239,3 +239,40 @@ TEST_CASE("kv cache: the reader allocates nothing meta.json alone sizes") {
   }
   std::filesystem::remove_all(std::filesystem::path(directory).parent_path());
 }
+
+// Two (sequence, block) slots naming one page used to be accepted: init
+// and append succeeded and each sequence read the other's keys.
+TEST_CASE("kv cache: a block table sharing a page is refused where it enters") {
+  std::string error;
+  for (std::vector<int32_t> shared :
+       {std::vector<int32_t>{4, 1, -1, 0, 4, 2},   // reached by both at once
+        std::vector<int32_t>{4, 1, 1, 0, 5, 2}}) { // one slot not yet reached
+    KvCacheConfig config = int8Config(true);
+    config.blockTable = shared;
+    CHECK_FALSE(KvCache::create(config, &error));
+    CHECK(error.find("both name page") != std::string::npos);
+  }
+  // Unused slots may repeat any value outside the pages.
+  KvCacheConfig unused = int8Config(true);
+  unused.blockTable = {4, -1, -1, 0, -1, 9};
+  CHECK(KvCache::create(unused, &error));
+
+  // A table edited on disk is refused by the reader, before any append.
+  std::string directory = freshDirectory() + "/cache";
+  auto cache = KvCache::create(int8Config(true), &error);
+  REQUIRE(cache);
+  REQUIRE(writeKvCacheDirectory(directory, *cache, &error));
+  std::filesystem::path table = directory + "/block_table.npy";
+  std::string bytes;
+  {
+    std::ifstream in(table, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // The last int32 (slot [1, 2] = 2) becomes 4, slot [0, 0]'s page.
+  bytes[bytes.size() - 4] = 4;
+  std::ofstream(table, std::ios::binary) << bytes;
+  CHECK_FALSE(readKvCacheDirectory(directory, &error));
+  CHECK(error.find("block table [0, 0] and [1, 2] both name page 4") !=
+        std::string::npos);
+  std::filesystem::remove_all(std::filesystem::path(directory).parent_path());
+}

@@ -10,6 +10,7 @@
 #include "TestHelpers.h"
 
 #include "format/Prologue.h"
+#include "format/PrologueLimits.h"
 
 #include <cmath>
 
@@ -244,4 +245,96 @@ TEST_CASE("quantizeFused: the chain, then the reference quantizer",
   std::vector<Prologue> late = {parseOrFail("smooth"), parseOrFail("silu_mul")};
   CHECK_FALSE(validatePrologueChain(late, 2, &error));
   CHECK(error.find("'silu_mul' must come first") != std::string::npos);
+}
+
+TEST_CASE("map: deep and long expressions are refused, not a stack overflow",
+          "[prologue]") {
+  auto nested = [](const std::string &open, size_t levels,
+                   const std::string &close) {
+    std::string text;
+    for (size_t level = 0; level < levels; ++level)
+      text += open;
+    text += "x";
+    for (size_t level = 0; level < levels; ++level)
+      text += close;
+    return "map(" + text + ")";
+  };
+  auto chain = [](const std::string &link, size_t links) {
+    std::string text = "x";
+    for (size_t index = 0; index < links; ++index)
+      text += link;
+    return "map(" + text + ")";
+  };
+  // Deep enough to overflow an 8 MiB stack in a recursive parser; each
+  // used to crash with SIGSEGV.
+  for (const std::string &hostile :
+       {nested("(", 100000, ")"), nested("-", 100000, ""),
+        nested("abs(", 100000, ")"), chain("+x", 100000)})
+    CHECK(parseError(hostile.c_str()).find("more than the limit of 65536") !=
+          std::string::npos);
+  // Under the length limit, past the parser's nesting limit.
+  for (const std::string &deep :
+       {nested("(", kMaxExprNesting + 1, ")"),
+        nested("-(", kMaxExprNesting / 2 + 1, ")")})
+    CHECK(parseError(deep.c_str())
+              .find("nests deeper than the limit of 256 levels") !=
+          std::string::npos);
+  // Past the tree's depth: each kind of level.
+  for (const std::string &deep :
+       {nested("-", kMaxExprDepth, ""), nested("sqrt(", kMaxExprDepth, ")"),
+        chain("+x", kMaxExprDepth), chain("*2", kMaxExprDepth),
+        chain("-1", kMaxExprDepth)})
+    CHECK(parseError(deep.c_str())
+              .find("tree is deeper than the limit of 128 levels") !=
+          std::string::npos);
+  // Past the node count, within the depth: 20 sums of 100 terms.
+  std::string sum = "(x";
+  for (int term = 1; term < 100; ++term)
+    sum += "+x";
+  sum += ")";
+  std::string wide = sum;
+  for (int index = 1; index < 20; ++index)
+    wide += "+" + sum;
+  CHECK(parseError(("map(" + wide + ")").c_str())
+            .find("more than the limit of 1024 operands and operations") !=
+        std::string::npos);
+
+  // At the limits: parsed, evaluated, and the canonical text (which
+  // parenthesizes every operation) parses back equal.
+  Prologue parens = parseOrFail(nested("(", kMaxExprNesting, ")").c_str());
+  CHECK(applyOrFail(parens, {3}, 1, 1) == std::vector<float>{3});
+  Prologue sumChain = parseOrFail(chain("+1", kMaxExprDepth - 1).c_str());
+  CHECK(applyOrFail(sumChain, {0}, 1, 1) == std::vector<float>{127});
+  Prologue negations = parseOrFail(nested("-", kMaxExprDepth - 1, "").c_str());
+  CHECK(applyOrFail(negations, {2}, 1, 1) == std::vector<float>{-2});
+  for (const Prologue *deepest : {&sumChain, &negations}) {
+    std::string printed = printPrologue(*deepest);
+    CHECK(parseOrFail(printed.c_str()) == *deepest);
+  }
+}
+
+TEST_CASE("map: a tree built in C++ deeper than the limit is refused",
+          "[prologue]") {
+  Prologue prologue;
+  prologue.kind = PrologueKind::Map;
+  PrologueExpr *leaf = &prologue.expr;
+  for (int level = 0; level < 4 * kMaxExprDepth; ++level) {
+    leaf->op = PrologueExpr::Op::Neg;
+    leaf->operands.resize(1);
+    leaf = &leaf->operands[0];
+  }
+  std::string error;
+  CHECK_FALSE(validatePrologueChain({&prologue, 1}, 4, &error));
+  CHECK(error.find("tree is deeper than the limit of 128") !=
+        std::string::npos);
+}
+
+TEST_CASE("a prologue chain holds at most kMaxPrologues", "[prologue]") {
+  std::vector<Prologue> chain(kMaxPrologues, parseOrFail("map(x*0.5)"));
+  std::string error;
+  CHECK(validatePrologueChain(chain, 16, &error));
+  chain.push_back(chain.back());
+  CHECK_FALSE(validatePrologueChain(chain, 16, &error));
+  CHECK(error.find("65 prologues, more than the limit of 64") !=
+        std::string::npos);
 }

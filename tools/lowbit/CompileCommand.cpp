@@ -36,19 +36,39 @@ namespace lowbit::cli {
 
 namespace {
 
-constexpr std::string_view kUsage =
-    "usage: lowbit compile SPEC [--target cpu|sm_80|sm_89|sm_90a|sm_100a|"
-    "sm_120a]\n"
-    "         [--emit mlir|loops|llvm|ptx]\n\n"
+constexpr std::string_view kUsageText =
+    "usage: lowbit compile SPEC [--target TARGET] [--emit "
+    "mlir|loops|llvm|ptx]\n\n"
     "Prints the kernel SPEC describes at one stage of the compiler: the\n"
     "lowbit dialect (mlir), scf loops after lowbit-to-loops (loops), LLVM IR\n"
     "for the host CPU (llvm, --target cpu only) or PTX (ptx, NVIDIA targets\n"
     "only). SPEC is the one-line kernel spec, e.g.\n"
     "  \"quantize mxfp4 from=bf16 scale=dynamic\"\n"
-    "A target may name its PTX version: sm_89+ptx81. Defaults: --target cpu,\n"
+    "TARGET is one of:\n"
+    "{}\n"
+    "A chip may name its PTX version: sm_89+ptx81. Defaults: --target cpu,\n"
     "--emit llvm for the CPU and ptx for NVIDIA targets.\n\n"
     "LOWBIT_DUMP_DIR=DIR also writes every stage the compile went through to\n"
     "DIR/<kernel>.<stage>.mlir|.ll|.ptx.\n";
+
+/// The usage text, its target list read from the chip table
+/// (lowering/Target.cpp), so that a new chip is listed without an edit here.
+std::string compileUsage() {
+  std::vector<std::string_view> names = {"cpu"};
+  for (const ChipInfo &chip : knownChips())
+    names.push_back(chip.name);
+  std::string targets, line = " ";
+  for (size_t index = 0; index < names.size(); ++index) {
+    std::string word = " " + std::string(names[index]) +
+                       (index + 1 < names.size() ? "," : "");
+    if (line.size() + word.size() > 76) {
+      targets += line + "\n";
+      line = " ";
+    }
+    line += word;
+  }
+  return fmt::format(kUsageText, targets + line);
+}
 
 enum class EmitStage { Mlir, Loops, Llvm, Ptx };
 
@@ -204,7 +224,8 @@ CommandResult runCompile(Arguments args) {
   std::string error;
   CommandResult done;
   auto parsed =
-      parseCommandLineOrHelp("compile", args, kCompileOptions, kUsage, &done);
+      parseCommandLineOrHelp("compile", args, kCompileOptions, compileUsage(),
+                             &done);
   if (!parsed)
     return done;
   if (parsed->operands.size() != 1)

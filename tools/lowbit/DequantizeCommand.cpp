@@ -7,6 +7,7 @@
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
+#include "tools/lowbit/OutputPaths.h"
 
 #include <array>
 
@@ -51,6 +52,11 @@ CommandResult runDequantize(Arguments args) {
   for (const char *required : {"in", "out"})
     if (!parsed->value(required))
       return fail(fmt::format("'dequantize' needs --{}", required));
+  if (CommandResult aliased = CommandPaths()
+                                 .reads("in", parsed->value("in"))
+                                 .writes("out", parsed->value("out"))
+                                 .check())
+    return aliased;
   std::string to = "f32";
   if (const std::string *value = parsed->value("to"))
     to = *value;

@@ -3,6 +3,7 @@
 #include "tools/lowbit/EmulatorBackend.h"
 
 #include "lowering/Target.h"
+#include "runtime/cache/KernelCache.h"
 #include "runtime/emulator/EmulatedProgram.h"
 
 #include <map>
@@ -41,6 +42,20 @@ std::optional<KernelRunner> gpuEmulatorRunner(std::string_view targetText,
   if (!target) {
     if (error)
       *error = reason;
+    return std::nullopt;
+  }
+  // The emulator compiles its programs on every run and keeps no cache
+  // entries: off and read-only hold by construction, and must-hit, which
+  // promises that nothing compiles, is refused like a miss.
+  Expected<runtime::CacheOptions> cacheOptions =
+      runtime::CacheOptions::fromEnvironment();
+  if (!cacheOptions || cacheOptions->mode == runtime::CacheMode::MustHit) {
+    if (error)
+      *error = !cacheOptions
+                   ? cacheOptions.error().message
+                   : "LOWBIT_CACHE=must-hit: the GPU emulator compiles "
+                     "its kernels on every run and serves none from the "
+                     "cache (use --backend cpu, or LOWBIT_CACHE=on)";
     return std::nullopt;
   }
   return KernelRunner([target =

@@ -16,6 +16,7 @@
 #include "runtime/core/Npy.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/OutputPaths.h"
 
 #include <array>
 #include <cmath>
@@ -99,6 +100,22 @@ const Verb kVerbs[] = {
 };
 
 constexpr int64_t kLimit = int64_t(1) << 30;
+
+/// The paths a subcommand reads and writes: the --out* files, the files
+/// it reads, and the cache, which init and append replace and the others
+/// read.
+CommandPaths kvPaths(const Verb &verb, const ParsedCommandLine &parsed) {
+  CommandPaths paths;
+  for (const char *input :
+       {"block-table", "k-scales", "v-scales", "k", "v", "q", "input"})
+    paths.reads(input, parsed.value(input));
+  for (const char *output :
+       {"out", "out-k", "out-v", "out-codes", "out-scales", "out-values"})
+    paths.writes(output, parsed.value(output));
+  bool replacesCache = verb.name == "init" || verb.name == "append";
+  return replacesCache ? paths.writes("cache", parsed.value("cache"))
+                       : paths.reads("cache", parsed.value("cache"));
+}
 
 /// readValues' rank for any tensor of rank >= 2.
 constexpr size_t kAnyRank = 0;
@@ -546,6 +563,8 @@ CommandResult runKv(Arguments args) {
   for (std::string_view required : verb->required)
     if (!parsed->value(required))
       return fail(fmt::format("'kv {}' needs --{}", verb->name, required));
+  if (CommandResult aliased = kvPaths(*verb, *parsed).check())
+    return aliased;
   if (verb->name == "init")
     return runInit(*parsed);
   if (verb->name == "append")

@@ -17,6 +17,7 @@
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
+#include "tools/lowbit/OutputPaths.h"
 
 #include <array>
 
@@ -255,6 +256,16 @@ CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
   return std::nullopt;
 }
 
+/// What quantize reads and writes: DIR is replaced as a whole, so no
+/// input may lie inside it.
+CommandPaths quantizePaths(const ParsedCommandLine &parsed) {
+  CommandPaths paths;
+  for (const char *input :
+       {"input", "scale-file", "zero-file", "global-scale-file"})
+    paths.reads(input, parsed.value(input));
+  return paths.writes("out", parsed.value("out"));
+}
+
 } // namespace
 
 CommandResult runQuantize(Arguments args) {
@@ -270,6 +281,8 @@ CommandResult runQuantize(Arguments args) {
   for (const char *required : {"scheme", "input", "out"})
     if (!parsed->value(required))
       return fail(fmt::format("'quantize' needs --{}", required));
+  if (CommandResult aliased = quantizePaths(*parsed).check())
+    return aliased;
   std::optional<BackendChoice> choice = parseBackendOptions(
       parsed->value("backend"), parsed->value("target"), &error);
   if (!choice)

@@ -26,6 +26,7 @@ def make(out):
     np.save(out / "k_wrong.npy", rng.standard_normal((2, 3, 1, 7)).astype(np.float32))
     np.save(out / "table.npy", np.array([[2, 0], [1, -1]], dtype=np.int32))
     np.save(out / "table_bad.npy", np.array([[9, 0], [1, -1]], dtype=np.int32))
+    np.save(out / "table_shared.npy", np.array([[2, 0], [1, 0]], dtype=np.int32))
     np.save(out / "scales.npy", np.array([0.01, 0.02, 0.03], dtype=np.float32))
     # KIVI: [2, 3, 21, 10] keys with an outlier channel, appended in chunks.
     kk = rng.standard_normal((2, 3, 21, 10)).astype(np.float32)
