@@ -12,6 +12,7 @@
 #include "runtime/report/GpuReport.h"
 
 #include "format/Quantize.h"
+#include "runtime/report/Nvdisasm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,61 +24,37 @@
 namespace lowbit::report {
 
 std::optional<ChipModel> chipModel(std::string_view chip) {
+  const ChipConstants *row = chipConstants(chip);
+  if (!row)
+    return std::nullopt;
+  // Every number and its source: ChipTable.cpp (docs/gpu-report.md).
   ChipModel model;
   model.chip = std::string(chip);
-  // CUDA C++ Programming Guide, "Technical Specifications per Compute
-  // Capability": compute capability 9.0 and 10.0 alike have 64K 32-bit
-  // registers, 2048 resident threads (64 warps), 32 resident blocks and
-  // 228 KB of shared memory per SM; registers are allocated per warp in
-  // units of 256 (the CUDA Occupancy Calculator's allocation unit).
-  model.registersPerSm = 65536;
-  model.maxThreadsPerSm = 2048;
-  model.maxBlocksPerSm = 32;
-  model.sharedBytesPerSm = 228 * 1024;
-  model.registerAllocationUnit = 256;
-  // Four warp schedulers per SM, one instruction each per clock (Hopper and
-  // Blackwell architecture whitepapers).
-  model.issuePerSmPerClock = 4;
-  // mma.sync m16n8k16 f16 x f16 -> f32 is 2048 multiply-adds. H100 SXM's
-  // dense FP16 tensor peak, 989 TFLOPS (H100 whitepaper) over 132 SMs x 4
-  // tensor cores at its 1.83 GHz tensor clock, is 512 multiply-adds per
-  // clock per tensor core: 4 clocks per mma.sync. That peak is wgmma's;
-  // the warp-synchronous mma.sync reaches about half of it on Hopper
-  // (docs/gpu-report.md), so one mma.sync counts as 8 issue slots of its
-  // sub-partition. Blackwell's fast path is tcgen05; its mma.sync is taken
-  // to be no faster.
-  model.mmaSyncIssueSlots = 8;
-  // L1: 128 bytes per clock per SM (H100 whitepaper: 33 TB/s over 132 SMs
-  // at 1.98 GHz); a warp access costs one wavefront per 128-byte line.
-  model.l1WavefrontsPerSmPerClock = 1;
-  // Assumptions of this model, not datasheet values (docs/gpu-report.md).
-  model.launchOverheadSeconds = 1.5e-6;
-  model.contendedAtomicSeconds = 0.5e-9;
-  if (chip == "sm_90a" || chip == "sm_90") {
-    // NVIDIA H200 datasheet: 4.8 TB/s HBM3e; GH100 as in H200 SXM: 132 SMs,
-    // 1.98 GHz boost. DRAM latency under load: ~700 ns (microbenchmarks of
-    // H100 measure 480-560 ns unloaded; loaded queues add to it).
-    model.device = "H200 SXM";
-    model.smCount = 132;
-    model.hbmBytesPerSecond = 4.8e12;
-    model.clockHz = 1.98e9;
-    model.memoryLatencySeconds = 700e-9;
-    return model;
-  }
-  if (chip == "sm_100a" || chip == "sm_100") {
-    // NVIDIA HGX B200 datasheet: 8 TB/s HBM3e per GPU; 148 SMs. Clock and
-    // latency are assumptions (~1.9 GHz, ~800 ns), no published figure.
-    model.device = "B200";
-    model.smCount = 148;
-    model.hbmBytesPerSecond = 8.0e12;
-    model.clockHz = 1.9e9;
-    model.memoryLatencySeconds = 800e-9;
-    return model;
-  }
-  return std::nullopt;
+  model.device = std::string(row->device);
+  model.constants = row;
+  model.smCount = int(row->smCount.value);
+  model.registersPerSm = int(row->registersPerSm.value);
+  model.maxThreadsPerSm = int(row->maxThreadsPerSm.value);
+  model.maxBlocksPerSm = int(row->maxBlocksPerSm.value);
+  model.sharedBytesPerSm = int(row->sharedBytesPerSm.value);
+  model.registerAllocationUnit = int(row->registerAllocationUnit.value);
+  model.hbmBytesPerSecond = row->hbmBytesPerSecond.value;
+  model.memoryLatencySeconds = row->memoryLatencySeconds.value;
+  model.clockHz = row->clockHz.value;
+  model.issuePerSmPerClock = int(row->issuePerSmPerClock.value);
+  model.mmaSyncIssueSlots = int(row->mmaSyncIssueSlots.value);
+  model.l1WavefrontsPerSmPerClock = int(row->l1WavefrontsPerClock.value);
+  model.launchOverheadSeconds = row->launchOverheadSeconds.value;
+  model.contendedAtomicSeconds = row->contendedAtomicSeconds.value;
+  return model;
 }
 
-std::string knownReportChips() { return "sm_90a, sm_100a"; }
+std::string knownReportChips() {
+  std::string names;
+  for (const ChipConstants &row : chipTable())
+    names += (names.empty() ? "" : ", ") + std::string(row.chip);
+  return names;
+}
 
 namespace {
 
@@ -247,6 +224,39 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
         out.instructionsPerThread / out.elementsPerThread;
 }
 
+/// The ASSUMED constants of `row` a launch's time rests on: the launch
+/// overhead always, and those of the term that binds (`work`).
+std::vector<std::string> assumptionsOf(const ChipConstants &row,
+                                       const LaunchReport &out, double work) {
+  std::vector<std::string> assumed;
+  auto rest = [&](const Sourced &constant, std::string text) {
+    if (constant.assumed)
+      assumed.push_back(std::move(text));
+  };
+  rest(row.launchOverheadSeconds,
+       fmt::format("launch overhead {:.1f} us",
+                   row.launchOverheadSeconds.value * 1e6));
+  if (work < row.launchOverheadSeconds.value)
+    return assumed;
+  if (work == out.atomicSeconds) {
+    rest(row.contendedAtomicSeconds,
+         fmt::format("contended atomic {:.1f} ns",
+                     row.contendedAtomicSeconds.value * 1e9));
+  } else if (work == out.l1Seconds || work == out.issueSeconds) {
+    rest(row.clockHz, fmt::format("clock {:.2f} GHz", row.clockHz.value / 1e9));
+    if (work == out.l1Seconds)
+      rest(row.l1WavefrontsPerClock, "L1 128 B per clock per SM");
+    else if (out.mmaPerThread > 0)
+      rest(row.mmaSyncIssueSlots, fmt::format("mma.sync {:.0f} issue slots",
+                                              row.mmaSyncIssueSlots.value));
+  } else if (out.limiter.starts_with("memory-level parallelism")) {
+    rest(row.memoryLatencySeconds,
+         fmt::format("DRAM latency {:.0f} ns",
+                     row.memoryLatencySeconds.value * 1e9));
+  }
+  return assumed;
+}
+
 void estimateTime(const SpecInput &input, LaunchReport &out) {
   const ChipModel &chip = input.chip;
   int64_t threadsPerBlock = product(out.launch.block);
@@ -291,8 +301,18 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
   out.issueSeconds =
       warpInstructions /
       (double(activeSms) * chip.issuePerSmPerClock * chip.clockHz);
-  out.atomicSeconds =
-      double(out.threads) * out.ptx.atomics * chip.contendedAtomicSeconds;
+  // Atomics as executed: per block, each atomic by the threads its guards
+  // let through (tid.x == 0: one), times the block's y and z extent.
+  out.atomicsPerBlock = 0;
+  int64_t blockX = std::min<int64_t>(out.launch.block[0], kMaxBlockThreadsX);
+  for (const ThreadSet &threads : out.ptx.atomicThreads) {
+    int64_t running = 0;
+    for (int64_t x = 0; x < blockX; ++x)
+      running += threads[size_t(x)];
+    out.atomicsPerBlock += running * out.launch.block[1] * out.launch.block[2];
+  }
+  out.atomicsExecuted = out.atomicsPerBlock * gridBlocks;
+  out.atomicSeconds = double(out.atomicsExecuted) * chip.contendedAtomicSeconds;
   out.l1Seconds =
       double(out.threads) / 32.0 * out.l1WavefrontsPerThread /
       (double(activeSms) * chip.l1WavefrontsPerSmPerClock * chip.clockHz);
@@ -303,8 +323,9 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
   if (work < chip.launchOverheadSeconds)
     out.limiter = "launch overhead (tiny kernel)";
   else if (work == out.atomicSeconds)
-    out.limiter = fmt::format("contended atomics ({} per thread x {} threads)",
-                              out.ptx.atomics, out.threads);
+    out.limiter =
+        fmt::format("contended atomics ({} executed: {} per block x {} blocks)",
+                    out.atomicsExecuted, out.atomicsPerBlock, gridBlocks);
   else if (work == out.l1Seconds)
     out.limiter = fmt::format("uncoalesced access ({:.1f} L1 wavefronts per "
                               "warp access, lanes {:.0f} "
@@ -320,6 +341,8 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
                     bytesText(peak * chip.memoryLatencySeconds));
   else
     out.limiter = "HBM bandwidth";
+  if (chip.constants)
+    out.assumptions = assumptionsOf(*chip.constants, out, work);
 }
 
 } // namespace
@@ -334,6 +357,10 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
   SpecReport report;
   report.title = input.title;
   report.chip = input.chip.chip;
+  std::vector<SassKernel> sass = analyzeSass(input.sass);
+  report.sassUnavailable = input.sassUnavailable;
+  if (!input.sass.empty() && sass.empty() && report.sassUnavailable.empty())
+    report.sassUnavailable = "nvdisasm printed no code section";
   int valueBuffer = -1;
   for (size_t b = 0; b < input.buffers.size(); ++b)
     if (input.buffers[b].role ==
@@ -352,6 +379,11 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     for (const runtime::KernelResources &resources : input.resources)
       if (resources.function == launch.kernel)
         out.resources = resources;
+    for (const SassKernel &kernel : sass)
+      if (kernel.name == launch.kernel)
+        out.sass = kernel;
+    if (!sass.empty() && !out.sass && report.sassUnavailable.empty())
+      report.sassUnavailable = "no SASS of " + launch.kernel;
     out.threads = product(launch.grid) * product(launch.block);
     std::vector<bool> moved(input.buffers.size(), false);
     for (int slot : ptx->parametersRead)
@@ -368,6 +400,10 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     computeOccupancy(input.chip, launch, out.resources, out);
     estimateTime(input, out);
     report.seconds += out.seconds;
+    for (const std::string &assumption : out.assumptions)
+      if (std::find(report.assumptions.begin(), report.assumptions.end(),
+                    assumption) == report.assumptions.end())
+        report.assumptions.push_back(assumption);
     report.launches.push_back(std::move(out));
   }
   double elements = double(input.elements);
@@ -410,6 +446,12 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
   report.limiter =
       report.bandwidthFraction >= 0.95 ? "HBM bandwidth" : largest.name;
   return report;
+}
+
+void addSass(SpecInput &input, std::string_view cubin) {
+  Expected<std::string> text = disassembleCubin(cubin);
+  input.sass = text ? *text : std::string();
+  input.sassUnavailable = text ? std::string() : text.error().message;
 }
 
 double minimumBytes(const Scheme &scheme, int valueBytes, int64_t rows,
@@ -516,6 +558,34 @@ std::string perElementText(double value) {
   return value > 0 ? fmt::format("{:.1f}", value) : "-";
 }
 
+/// The SASS line of a launch, or why there is none.
+std::string sassText(const LaunchReport &launch,
+                     const std::string &unavailable) {
+  if (!launch.sass)
+    return fmt::format("    sass      unavailable ({}); the counts are PTX\n",
+                       unavailable.empty() ? "no disassembly" : unavailable);
+  const SassKernel &sass = *launch.sass;
+  std::string atomics;
+  for (const auto &[opcode, count] : sass.atomics)
+    atomics +=
+        fmt::format("{}{} x{}", atomics.empty() ? "" : " ", opcode, count);
+  std::string loop = "no loop";
+  if (sass.criticalLoop >= 0) {
+    const SassLoop &critical = sass.loops[size_t(sass.criticalLoop)];
+    loop = fmt::format("critical loop {} instr, {} B loaded and {} B stored "
+                       "per trip",
+                       critical.instructions(), critical.globalLoadBytes,
+                       critical.globalStoreBytes);
+  }
+  return fmt::format(
+      "    sass      {} instr ({}); global loads {}, stores {}; atomics {}; "
+      "shared {}/{} B; local {}/{} (spills, stack); R0-R{}; {}\n",
+      sass.instructions, sassMixText(sass), widthsText(sass.loadWidths),
+      widthsText(sass.storeWidths), atomics.empty() ? "-" : atomics,
+      sass.sharedLoadBytes, sass.sharedStoreBytes, sass.localLoads,
+      sass.localStores, sass.highestRegister, loop);
+}
+
 } // namespace
 
 std::string formatReportText(const SpecReport &report) {
@@ -534,6 +604,14 @@ std::string formatReportText(const SpecReport &report) {
         report.prologueKernels, report.launches.size(),
         report.unfusedBytesPerElement,
         report.unfusedBytesPerElement / report.minimumBytesPerElement);
+  if (!report.assumptions.empty()) {
+    std::string assumed;
+    for (const std::string &assumption : report.assumptions)
+      assumed += (assumed.empty() ? "" : ", ") + assumption;
+    text += fmt::format("  assumes   {} (ASSUMED in the chip table; the "
+                        "other constants have sources)\n",
+                        assumed);
+  }
   for (const LaunchReport &launch : report.launches) {
     const auto &g = launch.launch.grid, &b = launch.launch.block;
     text += fmt::format("  {}\n", launch.launch.kernel);
@@ -564,11 +642,13 @@ std::string formatReportText(const SpecReport &report) {
           launch.ptx.loops[l].globalLoadBytes,
           launch.ptx.loops[l].globalStoreBytes, launch.loopElementsPerTrip[l],
           launch.loopTrips[l], int(l) == launch.mainLoop ? " (main)" : "");
+    text += sassText(launch, report.sassUnavailable);
     text += fmt::format(
-        "    ops       {} atomics ({} cas, {} .sys), {} "
-        "shuffles, {} barriers, {} f32 divisions{}\n",
+        "    ops       {} atomics ({} cas, {} .sys; executed {} per block, "
+        "{} in all), {} shuffles, {} barriers, {} f32 divisions{}\n",
         launch.ptx.atomics, launch.ptx.casAtomics, launch.ptx.sysScopeOps,
-        launch.ptx.shuffles, launch.ptx.barriers, launch.ptx.divisions,
+        launch.atomicsPerBlock, launch.atomicsExecuted, launch.ptx.shuffles,
+        launch.ptx.barriers, launch.ptx.divisions,
         launch.ptx.mmaInstructions.empty()
             ? std::string()
             : fmt::format(", {} mma.sync ({:.0f}/thread, "

@@ -17,6 +17,10 @@
 #include "format/Scheme.h"
 #include "lowbit/Expected.h"
 #include "runtime/driver/NvJitLink.h"
+#include "runtime/report/ChipTable.h"
+#include "runtime/report/CodeLoops.h"
+#include "runtime/report/PtxGuards.h"
+#include "runtime/report/SassAnalysis.h"
 #include "runtime/spec/KernelSpec.h"
 
 #include <array>
@@ -31,11 +35,14 @@ namespace lowbit::report {
 
 // --- the chip ---------------------------------------------------------------
 
-/// Per-SM limits and the memory system of one chip (sources in
-/// docs/gpu-report.md).
+/// Per-SM limits and the memory system of one chip, read off its row of
+/// the chip table (ChipTable.h: each value's source).
 struct ChipModel {
   std::string chip;   ///< "sm_90a"
   std::string device; ///< "H200 SXM"
+  /// The row the values come from, with their sources; never null in a
+  /// model chipModel made.
+  const ChipConstants *constants = nullptr;
   int smCount = 0;
   int registersPerSm = 0;
   int maxThreadsPerSm = 0;
@@ -59,19 +66,16 @@ struct ChipModel {
   double contendedAtomicSeconds = 0;
 };
 
-/// sm_90a (H200) and sm_100a (B200); nullopt for any other chip.
+/// The chips of the chip table (sm_80, sm_89, sm_90a, sm_100a, sm_120a, and
+/// their portable names); nullopt for any other chip.
 std::optional<ChipModel> chipModel(std::string_view chip);
 /// The chips chipModel knows, for messages.
 std::string knownReportChips();
 
 // --- the PTX ----------------------------------------------------------------
 
-/// A loop: a backward branch in the kernel body.
-struct PtxLoop {
-  int firstInstruction = 0, lastInstruction = 0; ///< inclusive
-  int globalLoadBytes = 0, globalStoreBytes = 0; ///< per thread, per trip
-  int instructions() const { return lastInstruction - firstInstruction + 1; }
-};
+/// A loop: a backward branch in the kernel body (CodeLoops.h).
+using PtxLoop = CodeLoop;
 
 struct PtxKernel {
   std::string name;
@@ -100,6 +104,9 @@ struct PtxKernel {
   /// Indices of the .param slots the body reads.
   std::vector<int> parametersRead;
   int atomics = 0, casAtomics = 0, sysScopeOps = 0;
+  /// Per atomic (atom/red, in order), the x indices of a block's threads
+  /// that execute it (PtxGuards.h): one bit under `if (tid.x == 0)`.
+  std::vector<ThreadSet> atomicThreads;
   int shuffles = 0, barriers = 0, divisions = 0;
   /// Indices of the mma.sync instructions (tensor-core matrix multiplies).
   std::vector<int> mmaInstructions;
@@ -137,6 +144,9 @@ struct SpecInput {
   std::string ptx;
   std::vector<KernelLaunch> launches;
   std::vector<runtime::KernelResources> resources; ///< from nvJitLink
+  /// nvdisasm's text of the cubin nvJitLink built (addSass); empty when
+  /// there is none, and then sassUnavailable says why.
+  std::string sass, sassUnavailable;
   std::vector<Buffer> buffers;
   int64_t elements = 0;
   /// Bytes of one value of the streamed side (input of quantize, output of
@@ -153,6 +163,8 @@ struct SpecInput {
 struct LaunchReport {
   KernelLaunch launch;
   PtxKernel ptx;
+  /// What ptxas made of the kernel; nullopt without a disassembler.
+  std::optional<SassKernel> sass;
   runtime::KernelResources resources;
   int64_t threads = 0;
   double elementsPerThread = 0;
@@ -176,10 +188,17 @@ struct LaunchReport {
   /// wavefronts one warp-wide access costs on average.
   double laneStrideBytes = 0, wavefrontsPerAccess = 0;
   double l1WavefrontsPerThread = 0; ///< per thread, summed over accesses
+  /// Atomics one block executes (each atomic times the threads of the
+  /// block that reach it) and the whole grid's.
+  int64_t atomicsPerBlock = 0, atomicsExecuted = 0;
   double memorySeconds = 0, issueSeconds = 0, atomicSeconds = 0;
   double l1Seconds = 0;
   double seconds = 0; ///< the largest of the three plus the launch overhead
   std::string limiter;
+  /// The ASSUMED chip constants (ChipTable.h) the time rests on: the
+  /// launch overhead and those of the binding term, e.g. "DRAM latency
+  /// 700 ns".
+  std::vector<std::string> assumptions;
 };
 
 struct SpecReport {
@@ -194,9 +213,17 @@ struct SpecReport {
   double bandwidthFraction = 0; ///< minimum bytes / time / peak
   std::string limiter;
   int mainLaunch = 0; ///< the launch that takes the most time
+  /// Why the launches have no SASS (SpecInput::sassUnavailable).
+  std::string sassUnavailable;
+  /// Every launch's assumptions, each once, in launch order.
+  std::vector<std::string> assumptions;
 };
 
 Expected<SpecReport> analyzeSpec(const SpecInput &input);
+
+/// Disassembles `cubin` (Nvdisasm.h) into input.sass, or says in
+/// input.sassUnavailable why it cannot: the report then reads PTX only.
+void addSass(SpecInput &input, std::string_view cubin);
 
 /// The format model's minimum: the value tensor plus codes, scales, zero
 /// points and global scale, each moved once, at rows x cols.

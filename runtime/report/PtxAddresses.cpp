@@ -56,44 +56,6 @@ std::string_view trimmed(std::string_view text) {
   return text;
 }
 
-/// Operands split at the commas outside braces and brackets.
-std::vector<std::string_view> operandList(std::string_view operands) {
-  std::vector<std::string_view> list;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t at = 0; at <= operands.size(); ++at) {
-    char c = at < operands.size() ? operands[at] : ',';
-    if (c == '{' || c == '[')
-      ++depth;
-    else if (c == '}' || c == ']')
-      --depth;
-    else if (c == ',' && depth == 0) {
-      list.push_back(trimmed(operands.substr(start, at - start)));
-      start = at + 1;
-    }
-  }
-  return list;
-}
-
-std::optional<int64_t> integerOf(std::string_view text) {
-  bool negative = !text.empty() && text.front() == '-';
-  if (negative)
-    text.remove_prefix(1);
-  if (!text.empty() && (text.back() == 'U' || text.back() == 'u'))
-    text.remove_suffix(1);
-  int base = 10;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    text.remove_prefix(2);
-    base = 16;
-  }
-  uint64_t value = 0;
-  auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value, base);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    return std::nullopt;
-  return negative ? -int64_t(value) : int64_t(value);
-}
-
 std::string_view headOf(std::string_view opcode) {
   return opcode.substr(0, opcode.find('.'));
 }
@@ -168,6 +130,44 @@ LaneValue other(std::string_view head, const LaneValue &x, const LaneValue &y,
 }
 
 } // namespace
+
+/// Operands split at the commas outside braces and brackets.
+std::vector<std::string_view> operandList(std::string_view operands) {
+  std::vector<std::string_view> list;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t at = 0; at <= operands.size(); ++at) {
+    char c = at < operands.size() ? operands[at] : ',';
+    if (c == '{' || c == '[')
+      ++depth;
+    else if (c == '}' || c == ']')
+      --depth;
+    else if (c == ',' && depth == 0) {
+      list.push_back(trimmed(operands.substr(start, at - start)));
+      start = at + 1;
+    }
+  }
+  return list;
+}
+
+std::optional<int64_t> integerOf(std::string_view text) {
+  bool negative = !text.empty() && text.front() == '-';
+  if (negative)
+    text.remove_prefix(1);
+  if (!text.empty() && (text.back() == 'U' || text.back() == 'u'))
+    text.remove_suffix(1);
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text.remove_prefix(2);
+    base = 16;
+  }
+  uint64_t value = 0;
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return std::nullopt;
+  return negative ? -int64_t(value) : int64_t(value);
+}
 
 void collectParameters(std::string_view text, std::set<int> &slots) {
   for (size_t at = text.find("_param_"); at != std::string_view::npos;

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -34,6 +35,12 @@ struct LaneValue {
   static LaneValue constant(int64_t value);
   static LaneValue uniformUnknown();
 };
+
+/// Operands split at the commas outside braces and brackets, trimmed.
+std::vector<std::string_view> operandList(std::string_view operands);
+/// A PTX integer literal (decimal or 0x hex, optional '-' and 'U'); nullopt
+/// for anything else.
+std::optional<int64_t> integerOf(std::string_view text);
 
 /// The `_param_N` slots `text` names, added to `slots`.
 void collectParameters(std::string_view text, std::set<int> &slots);

@@ -8,8 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/report/CodeLoops.h"
 #include "runtime/report/GpuReport.h"
 #include "runtime/report/PtxAddresses.h"
+#include "runtime/report/PtxGuards.h"
 
 #include <algorithm>
 #include <charconv>
@@ -134,6 +136,8 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
   std::vector<std::optional<MemoryAccess>> accesses;
   std::set<int> parameters;
   AddressDataflow dataflow;
+  std::vector<PtxStatement> statements;
+  std::vector<int> atomicStatements;
   for (std::string_view line : split(body, '\n')) {
     if (size_t comment = line.find("//"); comment != std::string_view::npos)
       line = line.substr(0, comment);
@@ -157,6 +161,10 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
     std::string_view operands = line.substr(line.find(opcode) + opcode.size());
     if (!operands.empty() && operands.back() == ';')
       operands.remove_suffix(1);
+    std::string_view predicate;
+    if (line.front() == '@')
+      predicate = line.substr(1, line.find_first_of(" \t") - 1);
+    statements.push_back({predicate, opcode, operands});
     if (access) {
       AddressInfo address = dataflow.address(operands, access->bits / 8);
       kernel.accesses.push_back({index, access->bits, access->isLoad,
@@ -170,6 +178,7 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
     bool sysScope = opcode.find(".sys") != std::string_view::npos;
     if (opcode.starts_with("atom.") || opcode.starts_with("red.")) {
       ++kernel.atomics;
+      atomicStatements.push_back(index);
       kernel.casAtomics += opcode.find(".cas") != std::string_view::npos;
       // Without a scope qualifier an atomic is .gpu scope (PTX ISA 9.7.13).
     }
@@ -195,26 +204,15 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
       branches.emplace_back(index, std::string(trim(operands)));
     }
   }
-  // A backward branch closes a loop; several back edges to one header are
-  // one loop (its body runs to the last of them).
-  std::map<int, int> loopEnds;
-  for (const auto &[index, target] : branches) {
-    auto label = labels.find(target);
-    if (label == labels.end() || label->second > index)
-      continue;
-    int &end = loopEnds[label->second];
-    end = std::max(end, index);
-  }
-  for (const auto &[first, last] : loopEnds) {
-    PtxLoop loop;
-    loop.firstInstruction = first;
-    loop.lastInstruction = last;
-    for (int i = loop.firstInstruction; i <= loop.lastInstruction; ++i)
-      if (const std::optional<MemoryAccess> &access = accesses[size_t(i)])
-        (access->isLoad ? loop.globalLoadBytes : loop.globalStoreBytes) +=
-            access->bits / 8;
-    kernel.loops.push_back(loop);
-  }
+  std::vector<std::pair<int, int>> globalBytes;
+  for (const std::optional<MemoryAccess> &access : accesses)
+    globalBytes.emplace_back(access && access->isLoad ? access->bits / 8 : 0,
+                             access && access->isStore ? access->bits / 8 : 0);
+  kernel.loops = findLoops(branches, labels, globalBytes);
+  // Atomics as executed: the threads of a block that reach each one.
+  std::vector<ThreadSet> running = threadsRunning(statements, labels);
+  for (int index : atomicStatements)
+    kernel.atomicThreads.push_back(running[size_t(index)]);
   kernel.parametersRead.assign(parameters.begin(), parameters.end());
   return kernel;
 }

@@ -251,11 +251,33 @@ TEST_CASE("a launch of a kernel the PTX lacks is an error", "[report]") {
   CHECK(report.error().message.find("missing_kernel") != std::string::npos);
 }
 
-TEST_CASE("chip models: sm_90a and sm_100a only", "[report]") {
+TEST_CASE("chip models: the five targets of the chip table", "[report]") {
   CHECK(chipModel("sm_90a")->smCount == 132);
   CHECK(chipModel("sm_100a")->smCount == 148);
   CHECK(chipModel("sm_100a")->registersPerSm == 65536);
-  CHECK_FALSE(chipModel("sm_80"));
+  CHECK(chipModel("sm_80")->maxThreadsPerSm == 2048);
+  CHECK(chipModel("sm_89")->maxThreadsPerSm == 1536);
+  CHECK(chipModel("sm_120a")->smCount == 170);
+  // A portable name reads its arch-specific row.
+  CHECK(chipModel("sm_90")->constants == chipModel("sm_90a")->constants);
+  CHECK_FALSE(chipModel("sm_86"));
+  CHECK(knownReportChips() == "sm_80, sm_89, sm_90a, sm_100a, sm_120a");
+  // Every constant has a source; an assumed one says so first.
+  for (const ChipConstants &row : chipTable())
+    for (const Sourced *constant :
+         {&row.smCount, &row.hbmBytesPerSecond, &row.clockHz,
+          &row.memoryLatencySeconds, &row.registersPerSm, &row.maxThreadsPerSm,
+          &row.maxBlocksPerSm, &row.sharedBytesPerSm,
+          &row.registerAllocationUnit, &row.issuePerSmPerClock,
+          &row.fp32LanesPerClock, &row.mufuLanesPerClock,
+          &row.int32LanesPerClock, &row.mmaSyncIssueSlots,
+          &row.l1WavefrontsPerClock, &row.launchOverheadSeconds,
+          &row.contendedAtomicSeconds}) {
+      INFO(row.chip);
+      CHECK(constant->value > 0);
+      CHECK_FALSE(constant->source.empty());
+      CHECK(constant->assumed == constant->source.starts_with("ASSUMED"));
+    }
 }
 
 TEST_CASE("a fused spec's report shows the unfused sequence", "[report]") {
@@ -453,4 +475,224 @@ TEST_CASE("mma.sync takes its issue slots; bfe lane indices are followed",
   CHECK(formatReportText(*report).find(
             ", 1 mma.sync (16/thread, 8 issue slots each)") !=
         std::string::npos);
+}
+
+namespace {
+
+/// Atomics under the guards LLVM writes for a block reduction: one per warp
+/// (tid % 32 == 0, a branch around it), one per block (tid == 0, a
+/// predicate on the atomic), one in warp 0's lane 0 under a data-dependent
+/// test (the analysis cannot read data: it counts the thread that may run
+/// it), and one that every thread executes.
+constexpr const char *kGuardedPtx = R"ptx(
+.visible .entry guarded(
+	.param .u64 guarded_param_0
+)
+{
+	ld.param.u64 	%rd1, [guarded_param_0];
+	mov.u32 	%r1, %tid.x;
+	and.b32 	%r2, %r1, 31;
+	setp.ne.s32 	%p1, %r2, 0;
+	@%p1 bra 	$L__BB0_2;
+	red.global.max.u32 	[%rd1], %r1;
+$L__BB0_2:
+	setp.eq.s32 	%p2, %r1, 0;
+	@%p2 atom.global.add.u32 	%r3, [%rd1+4], 1;
+	shr.u32 	%r4, %r1, 5;
+	setp.ne.s32 	%p3, %r4, 0;
+	@%p3 bra 	$L__BB0_4;
+	setp.ne.s32 	%p4, %r2, 0;
+	@%p4 bra 	$L__BB0_4;
+	ld.global.u32 	%r5, [%rd1];
+	setp.eq.s32 	%p5, %r5, 7;
+	@!%p5 bra 	$L__BB0_4;
+	atom.global.exch.b32 	%r6, [%rd1], 0;
+$L__BB0_4:
+	red.global.add.u32 	[%rd1+8], 1;
+	ret;
+}
+)ptx";
+
+/// kGuardedPtx launched as 4096 blocks of 256 threads.
+SpecInput guardedInput() {
+  SpecInput input;
+  input.title = "guarded";
+  input.chip = h200();
+  input.ptx = kGuardedPtx;
+  input.elements = 1 << 20;
+  input.buffers = {{"scratch", 16, true}};
+  input.minimumBytes = 16;
+  KernelLaunch launch;
+  launch.kernel = "guarded";
+  launch.block = {256, 1, 1};
+  launch.grid = {4096, 1, 1};
+  launch.bufferOfParameter = {0};
+  input.launches = {launch};
+  return input;
+}
+
+} // namespace
+
+TEST_CASE("atomics count as executed: per block under a tid guard",
+          "[report]") {
+  Expected<std::vector<PtxKernel>> kernels = analyzePtx(kGuardedPtx);
+  REQUIRE(kernels);
+  const PtxKernel &kernel = kernels->front();
+  REQUIRE(kernel.atomics == 4);
+  REQUIRE(kernel.atomicThreads.size() == 4);
+  // Of a block of 256: lanes 0 of the 8 warps, thread 0, thread 0, all.
+  auto running = [](const ThreadSet &threads, int blockX) {
+    int count = 0;
+    for (int x = 0; x < blockX; ++x)
+      count += threads[size_t(x)];
+    return count;
+  };
+  CHECK(running(kernel.atomicThreads[0], 256) == 8);
+  CHECK(kernel.atomicThreads[0][32]);
+  CHECK_FALSE(kernel.atomicThreads[0][1]);
+  CHECK(running(kernel.atomicThreads[1], 256) == 1);
+  CHECK(kernel.atomicThreads[1][0]);
+  CHECK(running(kernel.atomicThreads[2], 256) == 1);
+  CHECK(running(kernel.atomicThreads[3], 256) == 256);
+
+  SpecInput input = guardedInput();
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  const LaunchReport &out = report->launches[0];
+  // 8 + 1 + 1 + 256 per block, not 4 atomics x 256 threads.
+  CHECK(out.atomicsPerBlock == 266);
+  CHECK(out.atomicsExecuted == 266 * 4096);
+  CHECK(out.atomicSeconds == Approx(266.0 * 4096 * 0.5e-9));
+  CHECK(out.limiter.find("266 per block x 4096 blocks") != std::string::npos);
+
+  // Without the every-thread reduction the block runs 10, and a 2D block
+  // runs its x guard once per y row.
+  input.ptx = std::string(kGuardedPtx);
+  size_t at = input.ptx.find("\tred.global.add.u32 \t[%rd1+8], 1;");
+  REQUIRE(at != std::string::npos);
+  input.ptx.erase(at, input.ptx.find('\n', at) - at);
+  input.launches[0].block = {128, 2, 1};
+  Expected<SpecReport> guarded = analyzeSpec(input);
+  REQUIRE(guarded);
+  CHECK(guarded->launches[0].atomicsPerBlock == (4 + 1 + 1) * 2);
+}
+
+namespace {
+
+/// `nvdisasm -c` of ptxas's sm_90a code for a guarded reduction, a loop
+/// that loads 16 bytes a trip, a spill and a shared store (shortened by
+/// hand; the line format is nvdisasm's).
+constexpr const char *kSass = R"sass(
+	.target	sm_90a
+//--------------------- .text.looped             --------------------------
+	.section	.text.looped,"ax",@progbits
+looped:
+.text.looped:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/                   ISETP.NE.AND P0, PT, R0, RZ, PT ;
+.L_x_0:
+        /*0030*/                   LDG.E.128.CONSTANT R4, desc[UR8][R2.64] ;
+        /*0040*/                   FFMA R8, R4, R5, R6 ;
+        /*0050*/                   MUFU.RCP R9, R8 ;
+        /*0060*/                   F2FP.BF16.F32.PACK_AB R10, R9, R8 ;
+        /*0070*/                   STG.E.U16 desc[UR8][R12.64], R10 ;
+        /*0080*/                   IADD3 R2, P1, R2, 0x10, RZ ;
+        /*0090*/               @P1 BRA `(.L_x_0) ;
+        /*00a0*/                   STL [R1], R23 ;
+        /*00b0*/                   LDL R23, [R1] ;
+        /*00c0*/                   STS [R0], R8 ;
+        /*00d0*/                   SHFL.BFLY PT, R11, R8, 0x1, 0x1f ;
+        /*00e0*/               @P0 BRA `(.L_x_1) ;
+        /*00f0*/                   REDG.E.MAX.STRONG.GPU desc[UR8][R2.64], R7 ;
+        /*0100*/                   ATOMG.E.EXCH.STRONG.GPU PT, R3, desc[UR8][R2.64], RZ ;
+.L_x_1:
+        /*0110*/                   EXIT ;
+.L_x_2:
+        /*0120*/                   BRA `(.L_x_2);
+        /*0130*/                   NOP;
+)sass";
+
+} // namespace
+
+TEST_CASE("SASS: mix, widths, atomics, spills and the critical loop",
+          "[report]") {
+  std::vector<SassKernel> kernels = analyzeSass(kSass);
+  REQUIRE(kernels.size() == 1);
+  const SassKernel &kernel = kernels[0];
+  CHECK(kernel.name == "looped");
+  // 19 instructions: the NOP padding is not one.
+  CHECK(kernel.instructions == 19);
+  CHECK(kernel.mix.at("fp32") == 1);
+  CHECK(kernel.mix.at("mufu") == 1);
+  CHECK(kernel.mix.at("conversion") == 1);
+  CHECK(kernel.mix.at("int") == 2);
+  CHECK(kernel.mix.at("control") == 4);
+  CHECK(kernel.loadWidths == std::map<int, int>{{128, 1}});
+  CHECK(kernel.storeWidths == std::map<int, int>{{16, 1}});
+  CHECK(kernel.atomics ==
+        std::map<std::string, int>{{"ATOMG.EXCH", 1}, {"REDG.MAX", 1}});
+  CHECK(kernel.atomicCount() == 2);
+  CHECK(kernel.sharedStoreBytes == 4);
+  CHECK(kernel.localLoads == 1);
+  CHECK(kernel.localStores == 1);
+  CHECK(kernel.highestRegister == 23);
+  // One loop (the trap branching to itself is none): 16 B in, 2 B out.
+  REQUIRE(kernel.loops.size() == 1);
+  CHECK(kernel.criticalLoop == 0);
+  CHECK(kernel.loops[0].firstInstruction == 3);
+  CHECK(kernel.loops[0].lastInstruction == 9);
+  CHECK(kernel.loops[0].globalLoadBytes == 16);
+  CHECK(kernel.loops[0].globalStoreBytes == 2);
+  CHECK(sassMixText(kernel).starts_with("fp32 1, mufu 1, int 2"));
+  CHECK(analyzeSass("no code here").empty());
+}
+
+TEST_CASE("the report says where SASS is missing", "[report]") {
+  SpecInput input = guardedInput();
+  input.sassUnavailable = "no nvdisasm (test)";
+  Expected<SpecReport> bare = analyzeSpec(input);
+  REQUIRE(bare);
+  CHECK_FALSE(bare->launches[0].sass);
+  CHECK(formatReportText(*bare).find(
+            "sass      unavailable (no nvdisasm (test)); the counts are PTX") !=
+        std::string::npos);
+
+  // SASS of another kernel: the launch has none, and the report says so.
+  input.sassUnavailable.clear();
+  input.sass = kSass;
+  Expected<SpecReport> other = analyzeSpec(input);
+  REQUIRE(other);
+  CHECK_FALSE(other->launches[0].sass);
+  CHECK(other->sassUnavailable == "no SASS of guarded");
+
+  std::string renamed(kSass);
+  for (size_t at; (at = renamed.find("looped")) != std::string::npos;)
+    renamed.replace(at, 6, "guarded");
+  input.sass = renamed;
+  Expected<SpecReport> read = analyzeSpec(input);
+  REQUIRE(read);
+  REQUIRE(read->launches[0].sass);
+  std::string text = formatReportText(*read);
+  CHECK(text.find("    sass      19 instr (fp32 1, mufu 1, int 2") !=
+        std::string::npos);
+  CHECK(text.find("atomics ATOMG.EXCH x1 REDG.MAX x1") != std::string::npos);
+  CHECK(text.find("critical loop 7 instr, 16 B loaded and 2 B stored") !=
+        std::string::npos);
+}
+
+TEST_CASE("the report names the assumptions its estimate rests on",
+          "[report]") {
+  // The guarded kernel at 4096 blocks: bound by its every-thread atomic,
+  // so the contended-atomic cost and the launch overhead are what it rests
+  // on; both are ASSUMED in the table.
+  SpecInput input = guardedInput();
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  CHECK(report->assumptions ==
+        std::vector<std::string>{"launch overhead 1.5 us",
+                                 "contended atomic 0.5 ns"});
+  CHECK(formatReportText(*report).find(
+            "  assumes   launch overhead 1.5 us, contended atomic 0.5 ns "
+            "(ASSUMED in the chip table") != std::string::npos);
 }

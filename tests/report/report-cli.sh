@@ -67,7 +67,7 @@ expect_failure() {
   grep -q -- "$pattern" "$work/err" || { cat "$work/err"; exit 1; }
 }
 expect_failure "spec 'quantize nosuchscheme'" 'quantize nosuchscheme'
-expect_failure 'no SM and memory model for sm_80' 'quantize mxfp4' --target sm_80
+expect_failure 'no SM and memory model for sm_86' 'quantize mxfp4' --target sm_86
 expect_failure 'must be an NVIDIA chip' 'quantize mxfp4' --target cpu
 expect_failure 'sm_999' 'quantize mxfp4' --target sm_999
 expect_failure 'give SPECs or --all' --all 'quantize mxfp4'

@@ -135,6 +135,7 @@ Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
   input.chip = chip;
   input.ptx = ptx->ptx;
   input.resources = cubin->allKernels;
+  report::addSass(input, cubin->bytes);
   input.valueBytes = spec.valueType == kv::KvValueType::F32 ? 4 : 2;
   input.elements = batch * spec.heads * tokens * spec.headDim;
   int64_t rows = batch * spec.heads * tokens;

@@ -47,7 +47,8 @@ constexpr std::string_view kUsage =
     "                or a KV-cache spec, 'kv_append kv_int8_g64 ...' (batch\n"
     "                64 at 1 and 256 new tokens; --size does not apply)\n"
     "  --all         every named scheme, quantize and dequantize, f32\n"
-    "  --target      sm_90a (default) and/or sm_100a, comma-separated\n"
+    "  --target      sm_80, sm_89, sm_90a (default), sm_100a, sm_120a,\n"
+    "                comma-separated (chip constants: docs/gpu-report.md)\n"
     "  --size        the reference tensor (default 8192x8192)\n"
     "  --markdown    one table row per kernel instead of the long form\n"
     "  --with-nvrtc  also the NVRTC reference kernels of the named schemes\n";
@@ -167,6 +168,7 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
   input.chip = chip;
   input.ptx = build->ptx;
   input.resources = cubin->allKernels;
+  report::addSass(input, cubin->bytes);
   input.elements = options.rows * options.cols;
   std::vector<compiler::KernelParam> params = compiler::kernelParams(spec);
   std::vector<Shape2D> shapes =
@@ -249,6 +251,7 @@ Expected<report::SpecReport> reportKvAttention(const kv::KvAttentionSpec &spec,
   input.chip = chip;
   input.ptx = ptx->ptx;
   input.resources = cubin->allKernels;
+  report::addSass(input, cubin->bytes);
   input.valueBytes = 1;
   auto shapesAt = [&](int64_t tokens) {
     compiler::KvAttentionSizes sizes;
@@ -315,6 +318,7 @@ Expected<report::SpecReport> reportReference(const KernelSpec &spec,
   input.chip = chip;
   input.ptx = build->ptx;
   input.resources = cubin->allKernels;
+  report::addSass(input, cubin->bytes);
   input.elements = options.rows * options.cols;
   // Quantize reads the input dtype; dequantize always writes f32.
   input.valueBytes = spec.op == KernelOp::Quantize

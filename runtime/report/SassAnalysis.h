@@ -1,0 +1,59 @@
+//===- SassAnalysis.h - What ptxas made of a kernel -------------*- C++ -*-===//
+//
+// Reads nvdisasm's text of a cubin (docs/gpu-report.md, "SASS"): per
+// kernel, the instruction mix by class, global loads and stores by width,
+// atomics, shared-memory and local (spill) traffic, the highest register
+// named, and loops as backward branches with the one that streams the most
+// global bytes per trip (the critical loop). MLIR-free.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_RUNTIME_REPORT_SASSANALYSIS_H
+#define LOWBIT_RUNTIME_REPORT_SASSANALYSIS_H
+
+#include "runtime/report/CodeLoops.h"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lowbit::report {
+
+/// A loop of SASS: a branch back to an earlier instruction.
+using SassLoop = CodeLoop;
+
+struct SassKernel {
+  std::string name;
+  /// Instructions, without the NOP padding after the last EXIT's trap.
+  int instructions = 0;
+  /// Class (fp32, fp16, mufu, int, uniform, conversion, move, global,
+  /// shared, local, constant, atomic, warp, tensor, control, other) ->
+  /// static count.
+  std::map<std::string, int> mix;
+  /// Global (and generic) loads and stores: bits per access -> count.
+  std::map<int, int> loadWidths, storeWidths;
+  /// Global atomics and reductions (ATOMG, ATOM, REDG, RED), by opcode.
+  std::map<std::string, int> atomics;
+  int sharedLoadBytes = 0, sharedStoreBytes = 0; ///< per thread, static
+  int localLoads = 0, localStores = 0;           ///< spills and stack
+  /// The highest general register named (R0..R254), -1 if none.
+  int highestRegister = -1;
+  std::vector<SassLoop> loops;
+  /// Index into loops of the loop streaming the most global bytes per trip
+  /// (the largest loop when none streams); -1 without loops.
+  int criticalLoop = -1;
+  int atomicCount() const;
+};
+
+/// Every function of nvdisasm's text ("-c" output: `.text.NAME:` sections of
+/// `/*0040*/ [@P0] OPCODE operands ;` lines). Text without a code section
+/// gives no kernels.
+std::vector<SassKernel> analyzeSass(std::string_view text);
+
+/// "fp32 12, int 40, ..." in a fixed order, zero classes left out.
+std::string sassMixText(const SassKernel &kernel);
+
+} // namespace lowbit::report
+
+#endif // LOWBIT_RUNTIME_REPORT_SASSANALYSIS_H
