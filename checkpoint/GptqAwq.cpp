@@ -14,26 +14,6 @@ Error invalid(std::string message) {
   return makeError(ErrorCode::InvalidArgument, std::move(message));
 }
 
-/// Where element `offset` of a word sits: field position[offset]. GPTQ's
-/// fields are in order; AWQ's 4-bit word holds elements 0, 2, 4, 6, 1, 3,
-/// 5, 7 in fields 0..7 (its GEMM kernel's interleave), so element o sits
-/// in field kAwqPosition[o].
-constexpr std::array<int, 8> kInOrder = {0, 1, 2, 3, 4, 5, 6, 7};
-constexpr std::array<int, 8> kAwqPosition = {0, 4, 1, 5, 2, 6, 3, 7};
-
-struct WordPacking {
-  int bits;
-  std::array<int, 8> position;
-  int perWord() const { return 32 / bits; }
-  uint32_t mask() const { return (uint32_t(1) << bits) - 1; }
-  uint32_t field(uint32_t word, int64_t element) const {
-    return (word >> (bits * position[size_t(element % perWord())])) & mask();
-  }
-  uint32_t place(uint32_t value, int64_t element) const {
-    return value << (bits * position[size_t(element % perWord())]);
-  }
-};
-
 /// The layouts' shared part: qzeros [G, N/pf] packed along N and scales
 /// [G, N], read into the tensor's [N, G] zero points and scales. A stored
 /// zero plus `zeroOffset` is the zero (GPTQ v1: 1).
@@ -85,34 +65,6 @@ Status importGroups(const Checkpoint &checkpoint, const std::string &prefix,
           loadScaleCode(scaleBytes, scaleDTypeStored, size_t(group * n + row));
     }
   return Status::success();
-}
-
-/// The unsigned, zero-pointed scheme whose scale type is that of
-/// `<prefix>.scales`.
-Expected<Scheme> schemeOfScales(const Checkpoint &checkpoint,
-                                const std::string &prefix, int bits,
-                                int64_t groupSize) {
-  Expected<Checkpoint::Entry> scales = checkpoint.get(prefix + ".scales");
-  if (!scales)
-    return std::move(scales).takeError();
-  Expected<ScaleType> scaleType =
-      scaleTypeOf(scales->info->dtype, prefix + ".scales");
-  if (!scaleType)
-    return std::move(scaleType).takeError();
-  return integerGroupScheme(bits, true, groupSize, *scaleType);
-}
-
-/// The empty tensor of `scheme` for W [n, k].
-QuantizedTensor emptyTensor(const Scheme &scheme, int64_t n, int64_t k) {
-  QuantizedTensor tensor(scheme);
-  tensor.rows = n;
-  tensor.cols = k;
-  Shape2D codes = codesShape(scheme, n, k);
-  Shape2D scales = scaleShape(scheme, n, k);
-  tensor.codes.assign(size_t(codes.rows * codes.cols), 0);
-  tensor.scaleCodes.assign(size_t(scales.rows * scales.cols), 0);
-  tensor.zeros.assign(size_t(scales.rows * scales.cols), 0);
-  return tensor;
 }
 
 /// The permutation that sorts input channels by g_idx, when it is not the
@@ -202,9 +154,8 @@ Expected<std::vector<OwnedTensor>> exportGroups(const QuantizedTensor &tensor,
                        " would read back as another (use gptq_v2)");
       size_t word =
           size_t(group * (n / packing.perWord()) + row / packing.perWord());
-      storeWord(qzeros.bytes, word,
-                loadWord(qzeros.bytes, word) |
-                    packing.place(uint32_t(zero - zeroOffset), row));
+      orWord(qzeros.bytes, word,
+             packing.place(uint32_t(zero - zeroOffset), row));
       storeScaleCode(scales.bytes, *scaleType, size_t(group * n + row),
                      tensor.scaleCodes[index]);
     }
@@ -231,8 +182,8 @@ Expected<ImportedWeight> importGptq(const Checkpoint &checkpoint,
     return invalid("GPTQ '" + prefix + "': group size " +
                    std::to_string(config.groupSize) +
                    " or N = " + std::to_string(n) + " does not fit the layout");
-  Expected<Scheme> scheme =
-      schemeOfScales(checkpoint, prefix, config.bits, groupSize);
+  Expected<Scheme> scheme = schemeOfScales(checkpoint, prefix + ".scales",
+                                           config.bits, true, groupSize);
   if (!scheme)
     return std::move(scheme).takeError();
   int64_t groups = (k + groupSize - 1) / groupSize;
@@ -312,9 +263,8 @@ Expected<std::vector<OwnedTensor>> exportGptq(const ImportedWeight &weight,
     storeWord(gIdx.bytes, size_t(channel), uint32_t(column / groupSize));
     for (int64_t row = 0; row < n; ++row) {
       size_t word = size_t((channel / packing.perWord()) * n + row);
-      storeWord(qweight.bytes, word,
-                loadWord(qweight.bytes, word) |
-                    packing.place(codeAt(tensor, row, column), channel));
+      orWord(qweight.bytes, word,
+             packing.place(codeAt(tensor, row, column), channel));
     }
   }
   out->insert(out->begin(), std::move(qweight));
@@ -334,7 +284,8 @@ Expected<ImportedWeight> importAwq(const Checkpoint &checkpoint,
   if (groupSize <= 0)
     return invalid("AWQ '" + prefix + "': group size " +
                    std::to_string(groupSize) + " is not positive");
-  Expected<Scheme> scheme = schemeOfScales(checkpoint, prefix, 4, groupSize);
+  Expected<Scheme> scheme =
+      schemeOfScales(checkpoint, prefix + ".scales", 4, true, groupSize);
   if (!scheme)
     return std::move(scheme).takeError();
   int64_t groups = (k + groupSize - 1) / groupSize;
@@ -380,9 +331,8 @@ Expected<std::vector<OwnedTensor>> exportAwq(const ImportedWeight &weight,
   for (int64_t column = 0; column < k; ++column)
     for (int64_t row = 0; row < n; ++row) {
       size_t word = size_t(column * wordsPerRow + row / packing.perWord());
-      storeWord(qweight.bytes, word,
-                loadWord(qweight.bytes, word) |
-                    packing.place(codeAt(tensor, row, column), row));
+      orWord(qweight.bytes, word,
+             packing.place(codeAt(tensor, row, column), row));
     }
   out->insert(out->begin(), std::move(qweight));
   return out;

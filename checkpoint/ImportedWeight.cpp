@@ -43,10 +43,27 @@ void storeWord(std::vector<std::byte> &bytes, size_t index, uint32_t word) {
   std::memcpy(bytes.data() + 4 * index, &word, 4);
 }
 
+void orWord(std::vector<std::byte> &bytes, size_t index, uint32_t fields) {
+  storeWord(bytes, index, loadWord(bytes, index) | fields);
+}
+
 uint16_t loadHalf(std::span<const std::byte> bytes, size_t index) {
   uint16_t half = 0;
   std::memcpy(&half, bytes.data() + 2 * index, 2);
   return half;
+}
+
+QuantizedTensor emptyTensor(const Scheme &scheme, int64_t n, int64_t k) {
+  QuantizedTensor tensor(scheme);
+  tensor.rows = n;
+  tensor.cols = k;
+  Shape2D codes = codesShape(scheme, n, k);
+  Shape2D scales = scaleShape(scheme, n, k);
+  tensor.codes.assign(size_t(codes.rows * codes.cols), 0);
+  tensor.scaleCodes.assign(size_t(scales.rows * scales.cols), 0);
+  if (scheme.scale.zeroPoint)
+    tensor.zeros.assign(size_t(scales.rows * scales.cols), 0);
+  return tensor;
 }
 
 void setCode(QuantizedTensor &tensor, int64_t row, int64_t col, uint8_t code) {
@@ -90,6 +107,18 @@ Expected<Scheme> integerGroupScheme(int bits, bool zeroPoint, int64_t groupSize,
   if (const Scheme *named = findNamedScheme(scheme))
     scheme.name = named->name;
   return scheme;
+}
+
+Expected<Scheme> schemeOfScales(const Checkpoint &checkpoint,
+                                const std::string &scalesName, int bits,
+                                bool zeroPoint, int64_t groupSize) {
+  Expected<Checkpoint::Entry> scales = checkpoint.get(scalesName);
+  if (!scales)
+    return std::move(scales).takeError();
+  Expected<ScaleType> scaleType = scaleTypeOf(scales->info->dtype, scalesName);
+  if (!scaleType)
+    return std::move(scaleType).takeError();
+  return integerGroupScheme(bits, zeroPoint, groupSize, *scaleType);
 }
 
 Expected<ScaleType> scaleTypeOf(DType dtype, std::string_view tensorName) {

@@ -4,7 +4,7 @@
 
 #include "runtime/core/Json.h"
 
-#include "tests/checkpoint/ScratchDirectory.h"
+#include "tests/checkpoint/CheckpointTesting.h"
 
 #include <catch2/catch.hpp>
 
@@ -15,7 +15,7 @@
 
 using namespace lowbit::checkpoint;
 using Catch::Matchers::Contains;
-using lowbit::checkpoint::testing::scratchDirectory;
+using namespace lowbit::checkpoint::testing;
 
 namespace {
 

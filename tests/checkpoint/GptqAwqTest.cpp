@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "checkpoint/GptqAwq.h"
-#include "tests/checkpoint/ScratchDirectory.h"
+#include "tests/checkpoint/CheckpointTesting.h"
 
 #include <catch2/catch.hpp>
 
@@ -19,15 +19,9 @@
 using namespace lowbit;
 using namespace lowbit::checkpoint;
 using Catch::Matchers::Contains;
-using lowbit::checkpoint::testing::scratchDirectory;
+using namespace lowbit::checkpoint::testing;
 
 namespace {
-
-template <typename T> std::vector<std::byte> bytesOf(const std::vector<T> &v) {
-  std::vector<std::byte> out(v.size() * sizeof(T));
-  std::memcpy(out.data(), v.data(), out.size());
-  return out;
-}
 
 /// A layer's unpacked parts: q[k][n], z[g][n], f16 scale codes s[g][n].
 struct Layer {
@@ -69,14 +63,7 @@ struct Files {
     return tensors.front();
   }
   Checkpoint write(const std::string &test) const {
-    std::filesystem::path directory = scratchDirectory(test);
-    std::vector<TensorData> views;
-    for (const OwnedTensor &tensor : tensors)
-      views.push_back(tensor.view());
-    REQUIRE(writeCheckpoint(directory.string(), views, 1 << 30).ok());
-    Expected<Checkpoint> checkpoint = Checkpoint::open(directory.string());
-    REQUIRE(checkpoint.ok());
-    return std::move(checkpoint).value();
+    return writeAndOpen(test, tensors);
   }
 };
 
@@ -144,17 +131,6 @@ std::vector<int32_t> plainGroups(const Layer &layer) {
   return groups;
 }
 
-void checkExportedEqual(const std::vector<OwnedTensor> &exported,
-                        const Files &original) {
-  REQUIRE(exported.size() == original.tensors.size());
-  for (const OwnedTensor &tensor : exported) {
-    const OwnedTensor &expected = original.get(tensor.name);
-    CHECK(tensor.dtype == expected.dtype);
-    CHECK(tensor.shape == expected.shape);
-    CHECK(tensor.bytes == expected.bytes);
-  }
-}
-
 } // namespace
 
 TEST_CASE("GPTQ v1 and v2 import exactly and export the same bytes", "[gptq]") {
@@ -172,7 +148,7 @@ TEST_CASE("GPTQ v1 and v2 import exactly and export the same bytes", "[gptq]") {
     Expected<std::vector<OwnedTensor>> exported =
         exportGptq(*weight, "l", config);
     REQUIRE(exported.ok());
-    checkExportedEqual(*exported, files);
+    checkSameTensors(*exported, files.tensors);
   }
 }
 
@@ -234,7 +210,7 @@ TEST_CASE("GPTQ act-order (g_idx) becomes the input order and back", "[gptq]") {
   Expected<std::vector<OwnedTensor>> exported =
       exportGptq(*weight, "l", config);
   REQUIRE(exported.ok());
-  checkExportedEqual(*exported, files);
+  checkSameTensors(*exported, files.tensors);
 
   // Groups of unequal size have no place in lowbit's layout.
   gIdx[size_t(permutation[0])] = 1;
@@ -261,7 +237,7 @@ TEST_CASE("GPTQ 8-bit, one group over K, and bad shapes", "[gptq]") {
   Expected<std::vector<OwnedTensor>> exported =
       exportGptq(*weight, "l", config);
   REQUIRE(exported.ok());
-  checkExportedEqual(*exported, files);
+  checkSameTensors(*exported, files.tensors);
 
   Expected<ImportedWeight> wrongGroups =
       importGptq(checkpoint, "l", {8, 8, GptqZeroFormat::V1});
@@ -302,7 +278,7 @@ TEST_CASE("AWQ imports exactly and exports the same bytes", "[awq]") {
   checkAgainst(*weight, layer, plainGroups(layer));
   Expected<std::vector<OwnedTensor>> exported = exportAwq(*weight, "l");
   REQUIRE(exported.ok());
-  checkExportedEqual(*exported, files);
+  checkSameTensors(*exported, files.tensors);
 
   // A GPTQ act-order weight has no AWQ form.
   weight->inputOrder.resize(size_t(layer.k));

@@ -9,7 +9,7 @@
 
 #include "checkpoint/SafeTensors.h"
 
-#include "tests/checkpoint/ScratchDirectory.h"
+#include "tests/checkpoint/CheckpointTesting.h"
 
 #include <catch2/catch.hpp>
 
@@ -19,7 +19,7 @@
 
 using namespace lowbit::checkpoint;
 using Catch::Matchers::Contains;
-using lowbit::checkpoint::testing::scratchDirectory;
+using namespace lowbit::checkpoint::testing;
 
 namespace {
 
