@@ -2,6 +2,8 @@
 
 #include "checkpoint/CompressedTensors.h"
 
+#include <cstring>
+
 namespace lowbit::checkpoint {
 
 namespace {
@@ -190,6 +192,117 @@ exportPackQuantized(const ImportedWeight &weight, const std::string &prefix) {
   storeWord(shape.bytes, 2, uint32_t(k));
   storeWord(shape.bytes, 3, uint32_t(uint64_t(k) >> 32));
   out.push_back(std::move(shape));
+  return out;
+}
+
+namespace {
+
+/// lowbit's scheme for a float-quantized strategy: e4m3 codes, AbsMax,
+/// scales of `scaleType` per tensor, per row, or per block.
+Expected<Scheme> fp8Scheme(const FloatQuantizedConfig &config,
+                           ScaleType scaleType) {
+  using Strategy = FloatQuantizedConfig::Strategy;
+  Scheme scheme{"", *lookupFormat("e4m3"), ScaleSpec{}, Packing::Byte};
+  scheme.scale.type = scaleType;
+  if (config.strategy == Strategy::Channel) {
+    scheme.scale.granularity = Granularity::PerChannel;
+    scheme.scale.axis = 0;
+  } else if (config.strategy == Strategy::Block) {
+    scheme.scale.granularity = Granularity::Block;
+    scheme.scale.blockRows = config.blockRows;
+    scheme.scale.blockCols = config.blockCols;
+    scheme.scale.allowTail = true;
+  }
+  std::string error;
+  if (!validateScheme(scheme, &error))
+    return invalid("float-quantized: " + error);
+  if (const Scheme *named = findNamedScheme(scheme))
+    scheme.name = named->name;
+  return scheme;
+}
+
+} // namespace
+
+Expected<ImportedWeight>
+importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
+                     const FloatQuantizedConfig &config) {
+  Expected<Checkpoint::Entry> codes =
+      requireTensor(checkpoint, prefix + ".weight", {DType::F8_E4M3}, 2);
+  if (!codes)
+    return std::move(codes).takeError();
+  Expected<Checkpoint::Entry> scales = checkpoint.get(prefix + ".weight_scale");
+  if (!scales)
+    return std::move(scales).takeError();
+  Expected<ScaleType> scaleType =
+      scaleTypeOf(scales->info->dtype, prefix + ".weight_scale");
+  if (!scaleType)
+    return std::move(scaleType).takeError();
+  Expected<Scheme> scheme = fp8Scheme(config, *scaleType);
+  if (!scheme)
+    return std::move(scheme).takeError();
+  int64_t n = codes->info->shape[0], k = codes->info->shape[1];
+  Shape2D grid = scaleShape(*scheme, n, k);
+  // A per-tensor scale may be stored [1] or 0-d; the others are 2-D.
+  bool perTensorShape = grid.rows == 1 && grid.cols == 1 &&
+                        scales->info->elementCount() == 1 &&
+                        scales->info->shape.size() <= 1;
+  if (!perTensorShape &&
+      scales->info->shape != std::vector<int64_t>{grid.rows, grid.cols})
+    return invalid("float-quantized '" + prefix +
+                   "': weight_scale should be [" + std::to_string(grid.rows) +
+                   ", " + std::to_string(grid.cols) + "] for weight [" +
+                   std::to_string(n) + ", " + std::to_string(k) + "]");
+  ImportedWeight weight{emptyTensor(*scheme, n, k), {}};
+  std::span<const std::byte> codeBytes = codes->data();
+  std::memcpy(weight.tensor.codes.data(), codeBytes.data(), codeBytes.size());
+  std::span<const std::byte> scaleBytes = scales->data();
+  for (size_t index = 0; index < weight.tensor.scaleCodes.size(); ++index)
+    weight.tensor.scaleCodes[index] =
+        loadScaleCode(scaleBytes, scales->info->dtype, index);
+  if (Status status = checkImported(weight.tensor, "float-quantized"); !status)
+    return std::move(status).takeError();
+  return weight;
+}
+
+Expected<std::vector<OwnedTensor>>
+exportFloatQuantized(const ImportedWeight &weight, const std::string &prefix) {
+  const QuantizedTensor &tensor = weight.tensor;
+  const Scheme &scheme = tensor.scheme;
+  using Strategy = FloatQuantizedConfig::Strategy;
+  FloatQuantizedConfig config;
+  if (scheme.scale.granularity == Granularity::PerChannel)
+    config.strategy = Strategy::Channel;
+  else if (scheme.scale.granularity == Granularity::Block)
+    config = {Strategy::Block, scheme.scale.blockRows, scheme.scale.blockCols};
+  Expected<Scheme> expected = fp8Scheme(config, scheme.scale.type);
+  if (!expected || !(scheme == *expected) || !weight.inputOrder.empty())
+    return invalid("float-quantized holds e4m3 codes with F32/BF16/F16 "
+                   "scales per tensor, per output channel or per block; this "
+                   "weight's scheme is another");
+  if (Status status = checkImported(tensor, "float-quantized"); !status)
+    return std::move(status).takeError();
+  Expected<DType> scaleType = scaleDType(scheme.scale.type);
+  if (!scaleType)
+    return std::move(scaleType).takeError();
+  Shape2D grid = scaleShape(scheme, tensor.rows, tensor.cols);
+  std::vector<OwnedTensor> out;
+  OwnedTensor codes{
+      prefix + ".weight", DType::F8_E4M3, {tensor.rows, tensor.cols}, {}};
+  codes.bytes.resize(tensor.codes.size());
+  std::memcpy(codes.bytes.data(), tensor.codes.data(), tensor.codes.size());
+  out.push_back(std::move(codes));
+  OwnedTensor scales{prefix + ".weight_scale",
+                     *scaleType,
+                     config.strategy == Strategy::Tensor
+                         ? std::vector<int64_t>{1}
+                         : std::vector<int64_t>{grid.rows, grid.cols},
+                     {}};
+  scales.bytes.assign(tensor.scaleCodes.size() * size_t(dtypeBits(*scaleType)) /
+                          8,
+                      std::byte{0});
+  for (size_t index = 0; index < tensor.scaleCodes.size(); ++index)
+    storeScaleCode(scales.bytes, *scaleType, index, tensor.scaleCodes[index]);
+  out.push_back(std::move(scales));
   return out;
 }
 

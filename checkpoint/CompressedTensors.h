@@ -44,6 +44,24 @@ Expected<ImportedWeight> importPackQuantized(const Checkpoint &checkpoint,
 Expected<std::vector<OwnedTensor>>
 exportPackQuantized(const ImportedWeight &weight, const std::string &prefix);
 
+/// compressed-tensors' "float-quantized" FP8 weight: `weight` F8_E4M3
+/// [N, K] and `weight_scale` (F32, BF16 or F16), W = q * s, with one scale
+/// per tensor ([1] or []), per output channel ([N, 1]) or per block
+/// ([ceil(N/br), ceil(K/bc)], 128 x 128 by default). The activations'
+/// `input_scale`, if any, is not part of the weight and not read.
+struct FloatQuantizedConfig {
+  enum class Strategy : uint8_t { Tensor, Channel, Block };
+  Strategy strategy = Strategy::Tensor;
+  int blockRows = 128, blockCols = 128;
+};
+
+Expected<ImportedWeight>
+importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
+                     const FloatQuantizedConfig &config);
+/// `weight` and `weight_scale` (per tensor as [1]).
+Expected<std::vector<OwnedTensor>>
+exportFloatQuantized(const ImportedWeight &weight, const std::string &prefix);
+
 } // namespace lowbit::checkpoint
 
 #endif // LOWBIT_CHECKPOINT_COMPRESSEDTENSORS_H

@@ -153,3 +153,90 @@ TEST_CASE("pack-quantized files that disagree are refused",
   REQUIRE_FALSE(actOrder.ok());
   CHECK_THAT(actOrder.error().message, Contains("weight_g_idx"));
 }
+
+namespace {
+
+/// An FP8 float-quantized layer: e4m3 codes (no NaN) and positive scales on
+/// `grid` ([1] per tensor), F32 or BF16.
+struct Fp8Layer {
+  int64_t n, k;
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+  std::vector<OwnedTensor> tensors;
+
+  Fp8Layer(int64_t n, int64_t k, std::vector<int64_t> grid, DType scaleType)
+      : n(n), k(k) {
+    std::mt19937 random(unsigned(n + k));
+    for (int64_t i = 0; i < n * k; ++i) {
+      uint8_t code = uint8_t(random());
+      codes.push_back((code & 0x7F) == 0x7F ? 0 : code);
+    }
+    int64_t count = 1;
+    for (int64_t extent : grid)
+      count *= extent;
+    std::vector<uint16_t> halves;
+    for (int64_t i = 0; i < count; ++i) {
+      // Exactly representable in bf16: a few mantissa bits.
+      float scale = float(1 + random() % 64) / 1024.0f;
+      scales.push_back(scale);
+      uint32_t bits = 0;
+      std::memcpy(&bits, &scale, 4);
+      halves.push_back(uint16_t(bits >> 16));
+    }
+    tensors.push_back({"l.weight", DType::F8_E4M3, {n, k}, bytesOf(codes)});
+    tensors.push_back(
+        {"l.weight_scale", scaleType, grid,
+         scaleType == DType::F32 ? bytesOf(scales) : bytesOf(halves)});
+  }
+
+  void roundTrip(const std::string &test, const FloatQuantizedConfig &config,
+                 int64_t blockRows, int64_t blockCols, int64_t gridCols) const {
+    Expected<ImportedWeight> weight =
+        importFloatQuantized(writeAndOpen(test, tensors), "l", config);
+    REQUIRE(weight.ok());
+    std::string error;
+    std::optional<std::vector<float>> values =
+        dequantize(weight->tensor, &error);
+    REQUIRE(values);
+    Format e4m3 = *lookupFormat("e4m3");
+    int64_t mismatches = 0;
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t column = 0; column < k; ++column) {
+        float scale =
+            scales[size_t((row / blockRows) * gridCols + column / blockCols)];
+        float expected =
+            e4m3.decodeToFloat(codes[size_t(row * k + column)]) * scale;
+        mismatches += (*values)[size_t(row * k + column)] != expected;
+      }
+    CHECK(mismatches == 0);
+    Expected<std::vector<OwnedTensor>> exported =
+        exportFloatQuantized(*weight, "l");
+    REQUIRE(exported.ok());
+    checkSameTensors(*exported, tensors);
+  }
+};
+
+} // namespace
+
+TEST_CASE("float-quantized FP8 per tensor, per channel and per 128x128 "
+          "block in and out",
+          "[compressed-tensors]") {
+  using Strategy = FloatQuantizedConfig::Strategy;
+  Fp8Layer perTensor(16, 48, {1}, DType::F32);
+  perTensor.roundTrip("ct-fp8-tensor", {Strategy::Tensor}, 16, 48, 1);
+  Fp8Layer perChannel(16, 48, {16, 1}, DType::BF16);
+  perChannel.roundTrip("ct-fp8-channel", {Strategy::Channel}, 1, 48, 1);
+  // Ragged: 200 x 300 in 128 x 128 blocks is a 2 x 3 grid.
+  Fp8Layer blocks(200, 300, {2, 3}, DType::F32);
+  blocks.roundTrip("ct-fp8-block", {Strategy::Block}, 128, 128, 3);
+
+  // A 0-d per-tensor scale reads too; a wrong grid is refused.
+  Fp8Layer scalar(8, 8, {}, DType::F32);
+  CHECK(importFloatQuantized(writeAndOpen("ct-fp8-scalar", scalar.tensors), "l",
+                             {Strategy::Tensor})
+            .ok());
+  Expected<ImportedWeight> wrongGrid = importFloatQuantized(
+      writeAndOpen("ct-fp8-grid", blocks.tensors), "l", {Strategy::Channel});
+  REQUIRE_FALSE(wrongGrid.ok());
+  CHECK_THAT(wrongGrid.error().message, Contains("should be [200, 1]"));
+}
