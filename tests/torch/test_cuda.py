@@ -5,10 +5,10 @@ tensors bit for bit against the CPU path and inside a CUDA graph."""
 import types
 
 import pytest
-import torch
+torch = pytest.importorskip("torch")
 
-import lowbit
-import lowbit.torch as lt
+import lowbit  # noqa: E402
+import lowbit.torch as lt  # noqa: E402
 
 
 class _Kernel:

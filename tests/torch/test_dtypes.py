@@ -3,10 +3,10 @@ returns mean, read as torch's own dtypes, the values lowbit dequantizes
 to; tensors torch itself made in those dtypes go back in."""
 
 import pytest
-import torch
+torch = pytest.importorskip("torch")
 
-import lowbit
-import lowbit.torch as lt
+import lowbit  # noqa: E402
+import lowbit.torch as lt  # noqa: E402
 
 # e2m1's eight magnitudes (OCP MX), for unpacking float4_e2m1fn_x2, which
 # torch cannot convert to float.

@@ -3,10 +3,10 @@ numpy path (lowbit.quantize / lowbit.jit / lowbit.kv_jit on numpy arrays)."""
 
 import numpy as np
 import pytest
-import torch
+torch = pytest.importorskip("torch")
 
-import lowbit
-import lowbit.torch as lt
+import lowbit  # noqa: E402
+import lowbit.torch as lt  # noqa: E402
 
 VALUE_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 

@@ -4,9 +4,9 @@ tiny blocks). What agrees and what differs is docs/embedding.md's table;
 these checks are where its claims come from."""
 
 import pytest
-import torch
+torch = pytest.importorskip("torch")
 
-import lowbit.torch as lt
+import lowbit.torch as lt  # noqa: E402
 
 mx_tensor = pytest.importorskip("torchao.prototype.mx_formats.mx_tensor")
 nvfp4_tensor = pytest.importorskip(
