@@ -9,7 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "format/Scheme.h"
 #include "lowbit/lowbit.h"
+#include "runtime/spec/KernelSpec.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -109,6 +111,24 @@ NB_MODULE(_lowbit, m) {
     for (size_t i = 0; lowbit_format_name(i); ++i)
       names.emplace_back(lowbit_format_name(i));
     return names;
+  });
+
+  // A scheme's element and scale format names and its packing, which
+  // lowbit.torch maps to torch's low-bit dtypes (format/Scheme.h, the one
+  // place the named schemes are defined).
+  m.def("scheme_storage", [](const std::string &text) {
+    std::string error;
+    std::optional<lowbit::Scheme> scheme =
+        lowbit::parseSchemeText(text, &error);
+    nb::dict dict;
+    if (!scheme)
+      return std::make_tuple(Result{int(LOWBIT_ERROR_INVALID_ARGUMENT),
+                                    "scheme '" + text + "': " + error},
+                             dict);
+    dict["element"] = scheme->element.name();
+    dict["scale"] = std::string(lowbit::scaleTypeName(scheme->scale.type));
+    dict["nibbles"] = scheme->packing == lowbit::Packing::Nibble;
+    return std::make_tuple(Result{int(LOWBIT_OK), ""}, dict);
   });
 
   m.def("layout", [](const std::string &scheme, int64_t rows, int64_t cols) {
