@@ -17,6 +17,7 @@
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
+#include "tools/lowbit/QuantizeSpec.h"
 
 #include <array>
 
@@ -52,8 +53,11 @@ constexpr std::string_view kUsage =
     "gpu-emulator runs the GPU kernels of --target (default sm_90a) on the\n"
     "CPU with CUDA's semantics (docs/emulator.md); same bytes again.\n";
 
-constexpr std::array<OptionSpec, 13> kOptions = {{
+constexpr std::array<OptionSpec, 16> kOptions = {{
     {"scheme", true},
+    {"spec", true},
+    {"side", true, /*repeatable=*/true},
+    {"residual-out", true},
     {"input", true},
     {"out", true},
     {"from", true},
@@ -260,20 +264,31 @@ CommandResult readGivenScales(Scheme &scheme, const ParsedCommandLine &parsed,
 CommandResult runQuantize(Arguments args) {
   std::string error;
   CommandResult done;
-  auto parsed =
-      parseCommandLineOrHelp("quantize", args, kOptions, kUsage, &done);
+  auto parsed = parseCommandLineOrHelp(
+      "quantize", args, kOptions,
+      fmt::format("{}{}", kUsage, quantizeSpecUsage()), &done);
   if (!parsed)
     return done;
   if (!parsed->operands.empty())
     return fail(fmt::format("'quantize' takes no operands, got '{}'",
                             parsed->operands.front()));
-  for (const char *required : {"scheme", "input", "out"})
+  bool withSpec = parsed->value("spec");
+  if (withSpec && parsed->value("scheme"))
+    return fail("give --scheme or --spec, not both");
+  for (const char *required : {withSpec ? "spec" : "scheme", "input", "out"})
     if (!parsed->value(required))
       return fail(fmt::format("'quantize' needs --{}", required));
+  if (!withSpec &&
+      (!parsed->list("side").empty() || parsed->value("residual-out")))
+    return fail(
+        fmt::format("--{} goes with --spec",
+                    parsed->value("residual-out") ? "residual-out" : "side"));
   std::optional<BackendChoice> choice = parseBackendOptions(
       parsed->value("backend"), parsed->value("target"), &error);
   if (!choice)
     return fail(error);
+  if (withSpec)
+    return runQuantizeSpec(*parsed, *choice);
   std::string backend = choice->name;
 
   std::optional<Scheme> scheme = lookupScheme(*parsed->value("scheme"), &error);
