@@ -187,11 +187,12 @@ std::string quantizeSpecUsage() {
       "included (docs/fusion.md): 'rmsnorm(eps=1e-6) | quantize nvfp4'.\n"
       "The input and every side tensor hold the spec's values (from=f32\n"
       "by default: float32; f16: float16; bf16: uint16 bits). Give each\n"
-      "side tensor the prologues read with --side NAME=FILE: {}; a vector\n"
-      "is [cols], a residual is shaped like the input. A name two\n"
+      "side tensor the prologues read with --side NAME=FILE:\n"
+      "  {}\n"
+      "A vector is [cols], a residual is shaped like the input. A name two\n"
       "prologues read is numbered from the second on (weight, weight2).\n"
       "add_rmsnorm writes its updated residual to --residual-out.\n",
-      fmt::join(names, "; "));
+      fmt::join(names, "\n  "));
 }
 
 CommandResult runQuantizeSpec(const ParsedCommandLine &parsed,
