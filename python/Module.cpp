@@ -96,6 +96,18 @@ nb::dict dtypeDict(DLDataType dtype) {
 NB_MODULE(_lowbit, m) {
   m.doc() = "lowbit's C API (lowbit.h) for Python; use the `lowbit` package";
 
+  // What an argument is, before a call converts it: 0 not an array
+  // (neither the buffer protocol nor __dlpack__ gives one), 1 a read-only
+  // array, 2 a writable one. lowbit/__init__.py turns the first two into
+  // LowbitError where they do not fit (a read-only output).
+  m.def("probe", [](nb::handle object) {
+    nb::ndarray<> writable;
+    if (nb::try_cast(object, writable))
+      return 2;
+    nb::ndarray<nb::ro> readable;
+    return nb::try_cast(object, readable) ? 1 : 0;
+  });
+
   m.def("version", [] { return std::string(lowbit_version()); });
   m.def("status_name", [](int status) {
     return std::string(lowbit_status_name(lowbit_status(status)));

@@ -70,11 +70,39 @@ _VALUE_DTYPES = {"float32": (2, 32), "float16": (2, 16), "bfloat16": (4, 16)}
 
 
 def _is_torch(array):
-    return type(array).__module__.split(".")[0] == "torch"
+    return _module_of(array) == "torch"
+
+
+def _module_of(array):
+    return type(array).__module__.split(".")[0]
+
+
+def _check_arrays(*arguments):
+    """Each (what, array, written) of a call, before it converts them:
+    anything but an array, or a read-only array lowbit would write, is a
+    LowbitError (invalid-argument) naming the argument. None is skipped."""
+    for what, array, written in arguments:
+        if array is None:
+            continue
+        kind = _lowbit.probe(array)
+        if kind == 0:
+            raise LowbitError(
+                "invalid-argument",
+                f"{what} is a {type(array).__name__}, which is not an array: "
+                "lowbit takes numpy arrays, torch tensors (detached) and "
+                "objects with __dlpack__")
+        if written and kind == 1:
+            raise LowbitError(
+                "invalid-argument",
+                f"{what} is read-only; lowbit writes its result there")
 
 
 class _Allocator:
-    """Allocates arrays of the kind and on the device of `like`."""
+    """Allocates arrays of the kind and on the device of `like`: torch
+    tensors for torch, CuPy arrays for CuPy (on the current device), numpy
+    arrays for numpy and any other producer of host arrays. A device array
+    of another producer (JAX's, say) gets no outputs made for it: its
+    caller passes them."""
 
     def __init__(self, like):
         self.torch = _is_torch(like)
@@ -83,10 +111,23 @@ class _Allocator:
 
             self.module = torch
             self.device = like.device
-        else:
-            import numpy
+            return
+        if _module_of(like) == "cupy":
+            import cupy
 
-            self.module = numpy
+            self.module = cupy
+            return
+        device = like.__dlpack_device__() if hasattr(
+            like, "__dlpack_device__") else (1, 0)
+        if device[0] != 1:  # kDLCPU
+            raise LowbitError(
+                "invalid-argument",
+                f"a {type(like).__name__} on DLPack device {tuple(device)}: "
+                "lowbit makes outputs only for numpy, torch and CuPy "
+                "arrays and host DLPack producers; pass every argument")
+        import numpy
+
+        self.module = numpy
 
     def empty(self, shape, dtype):
         key = (dtype["code"], dtype["bits"])
@@ -119,6 +160,9 @@ def quantize(x, scheme, *, scales=None, zeros=None, global_scale=None):
     quantize with those static scales. A dynamic scheme with a global scale
     takes a given `global_scale` alone (vLLM's NVFP4). Returns a
     QuantizedTensor of arrays of x's kind."""
+    _check_arrays(("x", x, False), ("scales", scales, False),
+                  ("zeros", zeros, False),
+                  ("global_scale", global_scale, False))
     shape = _shape(x)
     rows, cols = _rows_cols(shape)
     status, layout = _lowbit.layout(scheme, rows, cols)
@@ -159,6 +203,9 @@ def dequantize(q, scheme=None, *, scales=None, zeros=None, global_scale=None,
             raise LowbitError("invalid-argument",
                               "dequantize(codes, ...) needs scheme, scales "
                               "and shape")
+    _check_arrays(("codes", codes, False), ("scales", scales, False),
+                  ("zeros", zeros, False),
+                  ("global_scale", global_scale, False))
     if dtype not in _VALUE_DTYPES:
         raise LowbitError("invalid-argument",
                           f"dtype '{dtype}': expected float32, float16 or "
@@ -226,38 +273,55 @@ class Kernel(_Compiled):
     # Kernel::signature in C++, lowbit_kernel_arg in C.
     signature = args
 
+    def _size(self, arrays, complete):
+        """The [rows, cols] of the quantized tensor of a call: from a
+        quantize kernel's input, or from a dequantize kernel's output (its
+        last argument, so every argument must be given)."""
+        count = self._handle.arg_count
+        # The canonical spec of a fused quantize starts with its prologues
+        # ("rmsnorm(eps=1e-06) | quantize ...").
+        if self.spec.startswith("dequantize"):
+            if not complete:
+                raise LowbitError("invalid-argument",
+                                  f"the kernel takes {count} arguments (its "
+                                  f"output included), got {len(arrays)}")
+            index = len(arrays) - 1
+        else:
+            index = 0
+        _check_arrays((f"argument {index}", arrays[index], False))
+        rows, cols = _rows_cols(_shape(arrays[index]))
+        # silu_mul (only ever first) reads the gate and up halves of each
+        # row: the quantized tensor has half the input's columns.
+        if self.spec.startswith("silu_mul"):
+            if cols % 2:
+                raise LowbitError("invalid-argument",
+                                  f"silu_mul's input has {cols} columns; "
+                                  "it takes an even number (gate, up)")
+            cols //= 2
+        return rows, cols
+
     def _complete(self, arrays):
         """All arguments: `arrays` as given, or the inputs alone with the
-        outputs allocated (returned as the second value)."""
+        outputs allocated (returned as the second value). Every argument
+        must be an array, and every output writable."""
         count = self._handle.arg_count
-        if len(arrays) == count:
-            return list(arrays), None
         if not arrays:
             raise LowbitError("invalid-argument",
                               f"the kernel takes {count} arguments, got 0")
-        # The canonical spec of a fused quantize starts with its prologues
-        # ("rmsnorm(eps=1e-06) | quantize ...").
-        quantize = not self.spec.startswith("dequantize")
-        if quantize:
-            rows, cols = _rows_cols(_shape(arrays[0]))
-            # silu_mul (only ever first) reads the gate and up halves of
-            # each row: the quantized tensor has half the input's columns.
-            if self.spec.startswith("silu_mul"):
-                if cols % 2:
-                    raise LowbitError("invalid-argument",
-                                      f"silu_mul's input has {cols} columns; "
-                                      "it takes an even number (gate, up)")
-                cols //= 2
-        else:
-            raise LowbitError("invalid-argument",
-                              f"the kernel takes {count} arguments (its "
-                              f"output included), got {len(arrays)}")
-        infos = self.args(rows, cols)
+        complete = len(arrays) == count
+        infos = self.args(*self._size(arrays, complete))
+        if complete:
+            _check_arrays(*((f"argument {index}", array, info["is_output"])
+                            for index, (array, info)
+                            in enumerate(zip(arrays, infos))))
+            return list(arrays), None
         inputs = [info for info in infos if not info["is_output"]]
         if len(arrays) != len(inputs):
             raise LowbitError("invalid-argument",
                               f"the kernel takes {count} arguments, or its "
                               f"{len(inputs)} inputs; got {len(arrays)}")
+        _check_arrays(*((f"argument {index}", array, False)
+                        for index, array in enumerate(arrays)))
         allocate = _Allocator(arrays[0])
         outputs = [allocate.empty((1,) if info["role"] == self._GLOBAL
                                   else info["shape"], info["dtype"])
@@ -300,9 +364,17 @@ class KvKernel(_Compiled):
             infos.append(info)
         return infos
 
+    def _checked(self, arrays):
+        """The arrays, each one an array and every output writable."""
+        _check_arrays(*((f"argument {index} ({param['name']})", array,
+                         param["is_output"])
+                        for index, (array, param)
+                        in enumerate(zip(arrays, self.params()))))
+        return list(arrays)
+
     def run(self, *arrays):
         """Runs a CPU kernel on host arrays, one per parameter."""
-        _check(self._handle.run(list(arrays)))
+        _check(self._handle.run(self._checked(arrays)))
 
     __call__ = run
 
@@ -310,7 +382,7 @@ class KvKernel(_Compiled):
         """Launches a GPU kernel on CUDA arrays of device 0, on `stream`
         (as Kernel.launch). Asynchronous."""
         _check(self._handle.launch(self._stream(arrays, stream),
-                                   list(arrays)))
+                                   self._checked(arrays)))
 
 
 _default_jits = {}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import lowbit
+from producers import OnlyDlpack
 
 CLI = os.environ["LOWBIT_CLI"]
 
@@ -109,16 +110,6 @@ def test_strided_nd_and_dlpack_inputs():
     nd = lowbit.quantize(x.reshape(2, 2, 128), "mxfp4")
     assert same_bits(nd.codes, lowbit.quantize(x, "mxfp4").codes)
     assert lowbit.dequantize(nd).shape == (2, 2, 128)
-
-    class OnlyDlpack:
-        def __init__(self, array):
-            self.array, self.shape = array, array.shape
-
-        def __dlpack__(self, **kwargs):
-            return self.array.__dlpack__(**kwargs)
-
-        def __dlpack_device__(self):
-            return self.array.__dlpack_device__()
 
     via = lowbit.quantize(OnlyDlpack(x), "nvfp4")
     assert isinstance(via.codes, np.ndarray)

@@ -37,6 +37,10 @@ def same_bits(a, b):
 # The package is this venv's, not a source or build tree's.
 assert PACKAGE.startswith(os.path.realpath(sys.prefix)), PACKAGE
 assert compiler_libraries() == [], compiler_libraries()
+# The typed interface came along (the package's every file does).
+for name in ("__init__.pyi", "py.typed"):
+    assert os.path.exists(os.path.join(PACKAGE, name)), name
+
 # A quantize of numpy arrays with the reference quantizer: values e2m1
 # holds exactly, amax 6, so MXFP4's scale is 2^0 (e8m0 code 127) and each
 # code is the value's index in e2m1's table (+8 for a negative), two per

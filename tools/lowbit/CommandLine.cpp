@@ -68,7 +68,10 @@ parseCommandLine(std::string_view command,
       }
       inlineValue = args[++index];
     }
-    parsed.values.emplace(std::string(body), std::string(*inlineValue));
+    if (spec->repeatable)
+      parsed.lists[std::string(body)].emplace_back(*inlineValue);
+    else
+      parsed.values.emplace(std::string(body), std::string(*inlineValue));
   }
   return parsed;
 }

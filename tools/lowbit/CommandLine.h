@@ -25,12 +25,17 @@ namespace lowbit::cli {
 struct OptionSpec {
   std::string_view name; ///< without the leading "--"
   bool takesValue;
+  /// May be given more than once (each value kept, in order, in
+  /// ParsedCommandLine::lists); other options may not.
+  bool repeatable = false;
 };
 
 struct ParsedCommandLine {
   bool help = false;
   std::map<std::string, std::string, std::less<>> values;
   std::set<std::string, std::less<>> flags;
+  /// The values of repeatable options, in the order given.
+  std::map<std::string, std::vector<std::string>, std::less<>> lists;
   std::vector<std::string_view> operands;
 
   const std::string *value(std::string_view name) const {
@@ -38,6 +43,10 @@ struct ParsedCommandLine {
     return it == values.end() ? nullptr : &it->second;
   }
   bool flag(std::string_view name) const { return flags.contains(name); }
+  std::span<const std::string> list(std::string_view name) const {
+    auto it = lists.find(name);
+    return it == lists.end() ? std::span<const std::string>() : it->second;
+  }
 };
 
 /// Parses `args` (the words after the subcommand). "-h"/"--help" set

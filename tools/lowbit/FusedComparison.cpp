@@ -16,14 +16,26 @@ namespace lowbit::cli {
 
 namespace {
 
+/// A side tensor's seeded values (see FusedComparison.h).
+std::vector<float> sideValues(const std::string &side, int64_t count,
+                              uint64_t seed) {
+  Generator generator(seed);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (float &value : values)
+    value = side == "residual" ? float(generator.normal())
+            : side == "weight" ? float(0.5 + generator.uniform())
+                               : float(0.25 + 3.75 * generator.uniform());
+  return values;
+}
+
+} // namespace
+
 ValueDtype dtypeOf(ValueType type) {
   if (type == ValueType::F32)
     return std::nullopt;
   return type == ValueType::F16 ? HalfType::F16 : HalfType::BF16;
 }
 
-/// `values` in the kernel's dtype: the buffer's bytes, and in `widened`
-/// their exact f32 values (what the reference reads).
 std::vector<uint8_t> toDtype(ValueType type, const std::vector<float> &values,
                              std::vector<float> &widened) {
   std::vector<uint8_t> bytes;
@@ -43,20 +55,6 @@ std::vector<uint8_t> toDtype(ValueType type, const std::vector<float> &values,
   }
   return bytes;
 }
-
-/// A side tensor's seeded values (see FusedComparison.h).
-std::vector<float> sideValues(const std::string &side, int64_t count,
-                              uint64_t seed) {
-  Generator generator(seed);
-  std::vector<float> values(static_cast<size_t>(count));
-  for (float &value : values)
-    value = side == "residual" ? float(generator.normal())
-            : side == "weight" ? float(0.5 + generator.uniform())
-                               : float(0.25 + 3.75 * generator.uniform());
-  return values;
-}
-
-} // namespace
 
 bool sameQuantized(const QuantizedTensor &a, const QuantizedTensor &b) {
   return a.codes == b.codes && a.scaleCodes == b.scaleCodes &&

@@ -19,6 +19,7 @@
 #ifndef LOWBIT_TOOLS_LOWBIT_FUSEDCOMPARISON_H
 #define LOWBIT_TOOLS_LOWBIT_FUSEDCOMPARISON_H
 
+#include "format/Prologue.h"
 #include "format/Quantize.h"
 #include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/JitBackend.h"
@@ -63,6 +64,13 @@ std::optional<FusedComparison> compareFused(const KernelSpec &spec,
                                             int64_t rows, int64_t cols,
                                             uint64_t seed, std::string *error,
                                             const KernelRunner &emulator = {});
+
+/// The reference's dtype (format/Prologue.h) of a kernel's value type.
+ValueDtype dtypeOf(ValueType type);
+/// `values` in the kernel's dtype: the buffer's bytes, and in `widened`
+/// their exact f32 values (what the reference reads).
+std::vector<uint8_t> toDtype(ValueType type, const std::vector<float> &values,
+                             std::vector<float> &widened);
 
 /// Bitwise equality of two quantized tensors' codes, scales, zero points
 /// and global scale.

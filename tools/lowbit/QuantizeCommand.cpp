@@ -18,6 +18,7 @@
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/OutputPaths.h"
+#include "tools/lowbit/QuantizeSpec.h"
 
 #include <array>
 
@@ -53,8 +54,11 @@ constexpr std::string_view kUsage =
     "gpu-emulator runs the GPU kernels of --target (default sm_90a) on the\n"
     "CPU with CUDA's semantics (docs/emulator.md); same bytes again.\n";
 
-constexpr std::array<OptionSpec, 13> kOptions = {{
+constexpr std::array<OptionSpec, 16> kOptions = {{
     {"scheme", true},
+    {"spec", true},
+    {"side", true, /*repeatable=*/true},
+    {"residual-out", true},
     {"input", true},
     {"out", true},
     {"from", true},
@@ -263,6 +267,13 @@ CommandPaths quantizePaths(const ParsedCommandLine &parsed) {
   for (const char *input :
        {"input", "scale-file", "zero-file", "global-scale-file"})
     paths.reads(input, parsed.value(input));
+  // --side NAME=FILE: the prologue's side tensors are inputs too.
+  std::vector<std::string> sideFiles;
+  for (const std::string &side : parsed.list("side"))
+    sideFiles.push_back(side.substr(side.find('=') + 1));
+  for (const std::string &file : sideFiles)
+    paths.reads("side", &file);
+  paths.writes("residual-out", parsed.value("residual-out"));
   return paths.writes("out", parsed.value("out"));
 }
 
@@ -271,22 +282,33 @@ CommandPaths quantizePaths(const ParsedCommandLine &parsed) {
 CommandResult runQuantize(Arguments args) {
   std::string error;
   CommandResult done;
-  auto parsed =
-      parseCommandLineOrHelp("quantize", args, kOptions, kUsage, &done);
+  auto parsed = parseCommandLineOrHelp(
+      "quantize", args, kOptions,
+      fmt::format("{}{}", kUsage, quantizeSpecUsage()), &done);
   if (!parsed)
     return done;
   if (!parsed->operands.empty())
     return fail(fmt::format("'quantize' takes no operands, got '{}'",
                             parsed->operands.front()));
-  for (const char *required : {"scheme", "input", "out"})
+  bool withSpec = parsed->value("spec");
+  if (withSpec && parsed->value("scheme"))
+    return fail("give --scheme or --spec, not both");
+  for (const char *required : {withSpec ? "spec" : "scheme", "input", "out"})
     if (!parsed->value(required))
       return fail(fmt::format("'quantize' needs --{}", required));
+  if (!withSpec &&
+      (!parsed->list("side").empty() || parsed->value("residual-out")))
+    return fail(
+        fmt::format("--{} goes with --spec",
+                    parsed->value("residual-out") ? "residual-out" : "side"));
   if (CommandResult aliased = quantizePaths(*parsed).check())
     return aliased;
   std::optional<BackendChoice> choice = parseBackendOptions(
       parsed->value("backend"), parsed->value("target"), &error);
   if (!choice)
     return fail(error);
+  if (withSpec)
+    return runQuantizeSpec(*parsed, *choice);
   std::string backend = choice->name;
 
   std::optional<Scheme> scheme = lookupScheme(*parsed->value("scheme"), &error);
