@@ -217,8 +217,8 @@ def _quantize_static_op(x: Tensor, scheme: str, scales: Tensor,
     codes_dtype, _ = storage_dtypes(scheme)
     if x.is_cuda:
         spec = f"quantize {scheme} from={_FROM[x.dtype]} scale=static"
-        inputs = [x, _bytes(scales)]
-        inputs += [] if zeros is None else [zeros]
+        inputs = [x, _bytes(scales).contiguous()]
+        inputs += [] if zeros is None else [zeros.contiguous()]
         inputs += [] if global_scale is None else [global_scale.reshape(1, 1)]
         (codes,) = _launch(_kernel(spec, _target(x.device)), inputs)
     else:
@@ -254,7 +254,9 @@ def _dequantize_op(codes: Tensor, scales: Tensor, zeros: Optional[Tensor],
     rows, cols = _rows_cols(shape)
     output = torch.empty(shape, dtype=dtype, device=codes.device)
     spec = f"dequantize {scheme} to={_FROM[dtype]}"
-    arrays = [codes, scales] + ([] if zeros is None else [zeros])
+    # A launch takes compact row-major buffers (docs/kernel-abi.md).
+    arrays = [codes.contiguous(), scales.contiguous()]
+    arrays += [] if zeros is None else [zeros.contiguous()]
     arrays += [] if global_scale is None else [global_scale.reshape(1, 1)]
     _launch(_kernel(spec, _target(codes.device)),
             arrays + [output.view(rows, cols)])
