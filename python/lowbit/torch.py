@@ -402,18 +402,25 @@ for _kind in ("append", "dequantize", "attend"):
     _make(_kind)
 
 
+@torch.compiler.assume_constant_result
+def _kv_written(spec, device):
+    """Whether the KV kernel of `spec` writes each of its parameters, in
+    order: a constant to torch.compile, so the wrappers trace."""
+    target = _target(device) if device.type == "cuda" else "cpu"
+    return tuple(param["is_output"]
+                 for param in _kv_kernel(spec, target).params())
+
+
 def _kv_call(kind, spec, arrays):
     """Splits `arrays` (one per parameter, docs/kv-kernels.md's order) into
     what the kernel reads and what it writes, and calls the op."""
-    target = _device_target(arrays[0])
-    params = _kv_kernel(spec, target).params()
-    if len(arrays) != len(params):
+    written = _kv_written(spec, arrays[0].device)
+    if len(arrays) != len(written):
         raise LowbitError("invalid-argument",
-                          f"'{spec}' takes {len(params)} tensors "
-                          f"({', '.join(p['name'] for p in params)}), got "
+                          f"'{spec}' takes {len(written)} tensors, got "
                           f"{len(arrays)}")
-    inputs = [a for a, p in zip(arrays, params) if not p["is_output"]]
-    outputs = [a for a, p in zip(arrays, params) if p["is_output"]]
+    inputs = [a for a, w in zip(arrays, written) if not w]
+    outputs = [a for a, w in zip(arrays, written) if w]
     getattr(torch.ops.lowbit, f"kv_{kind}")(spec, inputs, outputs)
 
 
