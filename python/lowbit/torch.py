@@ -217,8 +217,8 @@ def _quantize_static_op(x: Tensor, scheme: str, scales: Tensor,
     codes_dtype, _ = storage_dtypes(scheme)
     if x.is_cuda:
         spec = f"quantize {scheme} from={_FROM[x.dtype]} scale=static"
-        inputs = [x, _bytes(scales)]
-        inputs += [] if zeros is None else [zeros]
+        inputs = [x, _bytes(scales).contiguous()]
+        inputs += [] if zeros is None else [zeros.contiguous()]
         inputs += [] if global_scale is None else [global_scale.reshape(1, 1)]
         (codes,) = _launch(_kernel(spec, _target(x.device)), inputs)
     else:
@@ -254,7 +254,9 @@ def _dequantize_op(codes: Tensor, scales: Tensor, zeros: Optional[Tensor],
     rows, cols = _rows_cols(shape)
     output = torch.empty(shape, dtype=dtype, device=codes.device)
     spec = f"dequantize {scheme} to={_FROM[dtype]}"
-    arrays = [codes, scales] + ([] if zeros is None else [zeros])
+    # A launch takes compact row-major buffers (docs/kernel-abi.md).
+    arrays = [codes.contiguous(), scales.contiguous()]
+    arrays += [] if zeros is None else [zeros.contiguous()]
     arrays += [] if global_scale is None else [global_scale.reshape(1, 1)]
     _launch(_kernel(spec, _target(codes.device)),
             arrays + [output.view(rows, cols)])
@@ -400,18 +402,25 @@ for _kind in ("append", "dequantize", "attend"):
     _make(_kind)
 
 
+@torch.compiler.assume_constant_result
+def _kv_written(spec, device):
+    """Whether the KV kernel of `spec` writes each of its parameters, in
+    order: a constant to torch.compile, so the wrappers trace."""
+    target = _target(device) if device.type == "cuda" else "cpu"
+    return tuple(param["is_output"]
+                 for param in _kv_kernel(spec, target).params())
+
+
 def _kv_call(kind, spec, arrays):
     """Splits `arrays` (one per parameter, docs/kv-kernels.md's order) into
     what the kernel reads and what it writes, and calls the op."""
-    target = _device_target(arrays[0])
-    params = _kv_kernel(spec, target).params()
-    if len(arrays) != len(params):
+    written = _kv_written(spec, arrays[0].device)
+    if len(arrays) != len(written):
         raise LowbitError("invalid-argument",
-                          f"'{spec}' takes {len(params)} tensors "
-                          f"({', '.join(p['name'] for p in params)}), got "
+                          f"'{spec}' takes {len(written)} tensors, got "
                           f"{len(arrays)}")
-    inputs = [a for a, p in zip(arrays, params) if not p["is_output"]]
-    outputs = [a for a, p in zip(arrays, params) if p["is_output"]]
+    inputs = [a for a, w in zip(arrays, written) if not w]
+    outputs = [a for a, w in zip(arrays, written) if w]
     getattr(torch.ops.lowbit, f"kv_{kind}")(spec, inputs, outputs)
 
 

@@ -112,3 +112,28 @@ def test_plain_module_call_would_break_the_graph():
     explanation = torch._dynamo.explain(
         lambda t: lowbit.quantize(t * 2, "mxfp4").codes)(torch.randn(2, 32))
     assert explanation.graph_break_count > 0
+
+
+def test_kv_append_compiles_without_breaks_same_cache():
+    """The KV ops mutate the caches they are given: compiled, the append
+    writes the same codes as eager."""
+    torch._dynamo.reset()
+    spec = "kv_append kv_fp8_e4m3 from=f16 heads=2 head_dim=16"
+
+    def step(keys, codes, scales, positions):
+        lt.kv_append(spec, keys, codes, scales, positions)
+        return codes.float().sum()
+
+    keys = torch.randn(1, 2, 3, 16, generator=torch.Generator()
+                       .manual_seed(4)).half()
+    positions = torch.tensor([1], dtype=torch.int32)
+    eager_codes = torch.zeros(1, 2, 8, 16, dtype=torch.int8)
+    compiled_codes = eager_codes.clone()
+    explanation = torch._dynamo.explain(step)(
+        keys, eager_codes.clone(), torch.full((1,), 0.05), positions)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    step(keys, eager_codes, torch.full((1,), 0.05), positions)
+    torch.compile(step, fullgraph=True)(keys, compiled_codes,
+                                        torch.full((1,), 0.05), positions)
+    assert eager_codes.abs().sum() > 0
+    assert torch.equal(compiled_codes, eager_codes)

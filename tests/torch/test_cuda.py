@@ -1,7 +1,12 @@
-"""The CUDA path. Without a GPU only the capture guard runs (against
-stand-ins for torch.cuda's stream queries); with one, the ops run on CUDA
-tensors bit for bit against the CPU path and inside a CUDA graph."""
+"""The CUDA path. Without a GPU: the capture guard (against stand-ins for
+torch.cuda's stream queries) and a launch through tests/jit's driver stub;
+with one, the ops run on CUDA tensors bit for bit against the CPU path and
+inside a CUDA graph."""
 
+import os
+import pathlib
+import subprocess
+import sys
 import types
 
 import pytest
@@ -101,3 +106,26 @@ def test_cuda_compile_fullgraph():
                              fullgraph=True)(x, w)
     for a, b in zip(eager, compiled):
         assert torch.equal(_bits(a), _bits(b))
+
+
+@pytest.mark.skipif("LOWBIT_CUDA_STUB" not in os.environ,
+                    reason="LOWBIT_CUDA_STUB (tests/jit's driver stub) not "
+                    "set; tools/run-torch-tests sets it")
+def test_launch_reaches_the_driver_stub_on_torchs_stream():
+    """stub_launch.py in its own process (lowbit loads its driver once per
+    process): a real sm_90a fp8_e4m3 kernel (two launches: amax, then
+    codes) launched by lowbit.torch on torch's current stream."""
+    environment = dict(os.environ,
+                       LOWBIT_LIBCUDA=os.environ["LOWBIT_CUDA_STUB"],
+                       LOWBIT_LIBNVJITLINK="/nonexistent/libnvJitLink.so")
+    result = subprocess.run(
+        [sys.executable, str(pathlib.Path(__file__).with_name(
+            "stub_launch.py"))],
+        env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "capture before a launch: refused unsupported",
+        "launches after the refusal: 0",
+        "launches: 2 streams: ['0x5eed']",
+        "launches after a captured launch: 4",
+    ]

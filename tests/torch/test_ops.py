@@ -134,7 +134,8 @@ def test_fused_matches_numpy_kernel(spec, sides, dtype):
     assert len(outputs) == len(expected)
     for got, want in zip(outputs, expected):
         assert _raw(got).tobytes() == np.ascontiguousarray(want).tobytes()
-    codes_dtype, scales_dtype = lt.storage_dtypes(spec.split("|")[-1].split()[1])
+    scheme = spec.split("|")[-1].split()[1]
+    codes_dtype, scales_dtype = lt.storage_dtypes(scheme)
     assert outputs[0].dtype == codes_dtype
     assert outputs[1].dtype == scales_dtype
 
@@ -187,7 +188,8 @@ def test_errors_are_lowbit_errors():
         lt.quantize(torch.zeros(2, 32), "mxfp9")
     with pytest.raises(lowbit.LowbitError, match="torch.int32"):
         lt.quantize(torch.zeros(2, 32, dtype=torch.int32), "mxfp4")
-    with pytest.raises(lowbit.LowbitError, match="not a kv_append or kivi_append kernel"):
+    with pytest.raises(lowbit.LowbitError,
+                       match="not a kv_append or kivi_append kernel"):
         lt.kv_append("kv_dequantize kv_fp8_e4m3 to=f32 heads=1 head_dim=4",
                      torch.zeros(1, 1, 4, 4, dtype=torch.int8),
                      torch.ones(1), torch.zeros(1, dtype=torch.int32),

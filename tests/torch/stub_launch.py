@@ -1,0 +1,103 @@
+"""Run by test_cuda.py in a process of its own, with LOWBIT_LIBCUDA naming
+tests/jit's driver stub (a libcuda stand-in whose device memory is host
+memory): lowbit.torch's launch of a real sm_90a kernel, on "CUDA tensors"
+that are host buffers handed over through DLPack as kDLCUDA, reaches
+cuLaunchKernel on torch's current stream. Prints one line per check."""
+
+import ctypes
+import os
+import types
+
+import numpy as np
+import torch
+
+import lowbit
+import lowbit.torch as lt
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice),
+                ("ndim", ctypes.c_int32), ("dtype", DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+K_DL_CUDA = 2
+
+
+class StubCudaTensor:
+    """A host array that says it is on CUDA device 0 (the stub's device
+    memory is host memory), with the torch.device lowbit.torch reads."""
+
+    device = torch.device("cuda", 0)
+
+    def __init__(self, array):
+        self.array = array
+        self.shape = (ctypes.c_int64 * array.ndim)(*array.shape)
+        kind = {"f": 2, "u": 1, "i": 0}[array.dtype.kind]
+        self.managed = DLManagedTensor(DLTensor(
+            array.ctypes.data, DLDevice(K_DL_CUDA, 0), array.ndim,
+            DLDataType(kind, array.dtype.itemsize * 8, 1), self.shape, None,
+            0), None, None)
+
+    def __dlpack_device__(self):
+        return (K_DL_CUDA, 0)
+
+    def __dlpack__(self, **kwargs):
+        return _capsule_new(ctypes.addressof(self.managed), b"dltensor", None)
+
+
+class LaunchRecord(ctypes.Structure):
+    _fields_ = [("stream", ctypes.c_void_p), ("params", ctypes.c_int)]
+
+
+stub = ctypes.CDLL(os.environ["LOWBIT_LIBCUDA"])
+stub.stub_launch_at.restype = ctypes.POINTER(LaunchRecord)
+stub.stub_launch_count.restype = ctypes.c_long
+
+capturing = [False]
+stream = types.SimpleNamespace(cuda_stream=0x5EED)
+torch.cuda.current_stream = lambda device: stream
+torch.cuda.is_current_stream_capturing = lambda: capturing[0]
+
+kernel = lowbit.jit("quantize fp8_e4m3 from=f32 scale=dynamic", "sm_90a")
+x = np.linspace(-3, 3, 4 * 64, dtype=np.float32).reshape(4, 64)
+arrays = [x] + [np.zeros(info["shape"], np.uint8 if info["dtype"]["bits"] == 8
+                         else np.float32)
+                for info in kernel.args(4, 64) if info["is_output"]]
+tensors = [StubCudaTensor(array) for array in arrays]
+
+capturing[0] = True
+try:
+    lt._launch(kernel, tensors)
+    print("capture before a launch: not refused")
+except lowbit.LowbitError as error:
+    print("capture before a launch: refused", error.code)
+print("launches after the refusal:", stub.stub_launch_count())
+
+capturing[0] = False
+lt._launch(kernel, tensors)
+count = stub.stub_launch_count()
+streams = {stub.stub_launch_at(i).contents.stream for i in range(count)}
+print("launches:", count, "streams:", sorted(hex(s) for s in streams))
+capturing[0] = True
+lt._launch(kernel, tensors)
+print("launches after a captured launch:", stub.stub_launch_count())
