@@ -373,6 +373,13 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
       return makeError(ErrorCode::InvalidArgument,
                        "report: launch of '" + launch.kernel +
                            "', which the PTX does not define");
+    for (int buffer : launch.bufferOfParameter)
+      if (buffer >= int(input.buffers.size()))
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("report: a parameter of '{}' names "
+                                     "buffer {}, but the spec has {}",
+                                     launch.kernel, buffer,
+                                     input.buffers.size()));
     LaunchReport out;
     out.launch = launch;
     out.ptx = *ptx;

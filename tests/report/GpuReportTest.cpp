@@ -696,3 +696,14 @@ TEST_CASE("the report names the assumptions its estimate rests on",
             "  assumes   launch overhead 1.5 us, contended atomic 0.5 ns "
             "(ASSUMED in the chip table") != std::string::npos);
 }
+
+TEST_CASE("a launch naming a buffer the spec lacks is an error", "[report]") {
+  // The per-tensor amax's workspace was once left out of the buffers, and
+  // the model read past their end.
+  SpecInput input = guardedInput();
+  input.launches[0].bufferOfParameter = {1};
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE_FALSE(report);
+  CHECK(report.error().message.find("names buffer 1, but the spec has 1") !=
+        std::string::npos);
+}

@@ -187,6 +187,12 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
         (spec.op == KernelOp::Quantize ? Role::Input : Role::Output))
       input.valueBytes = int(elementBytes);
   }
+  // The workspace the JIT appends after the spec's buffers (the per-tensor
+  // amax's words, docs/gpu.md): written by atomics, never read as data.
+  if (build->workspaceWords > 0) {
+    input.buffers.push_back({"workspace", build->workspaceWords * 4, true});
+    planShapes.push_back({1, build->workspaceWords});
+  }
   input.minimumBytes = report::minimumBytes(spec.scheme, input.valueBytes,
                                             options.rows, options.cols);
   if (!spec.prologues.empty()) {
@@ -207,6 +213,9 @@ Expected<report::SpecReport> reportLowbit(const KernelSpec &spec,
     for (const Shape2D &shape : compiler::bufferShapes(
              spec, probeSizes[p].first, probeSizes[p].second))
       probes[p].push_back({shape.rows, shape.cols});
+  for (jit::ParamShapes &probe : probes)
+    if (build->workspaceWords > 0)
+      probe.push_back({1, build->workspaceWords});
   for (const jit::LaunchStep &step : build->plan.steps) {
     Expected<report::KernelLaunch> launch =
         launchOfStep(step, planShapes, probes[1]);
