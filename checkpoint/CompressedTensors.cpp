@@ -240,7 +240,10 @@ importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
   Expected<Scheme> scheme = fp8Scheme(config, *scaleType);
   if (!scheme)
     return std::move(scheme).takeError();
-  int64_t n = codes->info->shape[0], k = codes->info->shape[1];
+  Expected<Shape2D> extents = unpackedShape(*codes->info, 1, 1);
+  if (!extents)
+    return std::move(extents).takeError();
+  int64_t n = extents->rows, k = extents->cols;
   Shape2D grid = scaleShape(*scheme, n, k);
   // A per-tensor scale may be stored [1] or 0-d; the others are 2-D.
   bool perTensorShape = grid.rows == 1 && grid.cols == 1 &&

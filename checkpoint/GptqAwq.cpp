@@ -67,6 +67,15 @@ Status importGroups(const Checkpoint &checkpoint, const std::string &prefix,
   return Status::success();
 }
 
+/// Before a word's field count (32 / bits) is used: 4 or 8.
+Status checkBits(int bits) {
+  if (bits == 4 || bits == 8)
+    return Status::success();
+  return makeError(ErrorCode::Unsupported,
+                   "GPTQ with " + std::to_string(bits) +
+                       "-bit codes: lowbit packs integer codes of 4 or 8 bits");
+}
+
 /// The permutation that sorts input channels by g_idx, when it is not the
 /// identity; an error when the groups are not g channels each (the last
 /// one shorter), the only grouping lowbit's layout holds.
@@ -170,15 +179,20 @@ Expected<std::vector<OwnedTensor>> exportGroups(const QuantizedTensor &tensor,
 Expected<ImportedWeight> importGptq(const Checkpoint &checkpoint,
                                     const std::string &prefix,
                                     const GptqConfig &config) {
+  if (Status status = checkBits(config.bits); !status)
+    return std::move(status).takeError();
   WordPacking packing{config.bits, kInOrder};
   Expected<Checkpoint::Entry> qweight =
       requireTensor(checkpoint, prefix + ".qweight", {DType::I32}, 2);
   if (!qweight)
     return std::move(qweight).takeError();
-  int64_t k = qweight->info->shape[0] * (32 / std::max(config.bits, 1));
-  int64_t n = qweight->info->shape[1];
+  Expected<Shape2D> extents =
+      unpackedShape(*qweight->info, packing.perWord(), 1);
+  if (!extents)
+    return std::move(extents).takeError();
+  int64_t k = extents->rows, n = extents->cols;
   int64_t groupSize = config.groupSize == -1 ? k : config.groupSize;
-  if (groupSize <= 0 || n % (32 / std::max(config.bits, 1)) != 0)
+  if (groupSize <= 0 || n % packing.perWord() != 0)
     return invalid("GPTQ '" + prefix + "': group size " +
                    std::to_string(config.groupSize) +
                    " or N = " + std::to_string(n) + " does not fit the layout");
@@ -226,6 +240,8 @@ Expected<ImportedWeight> importGptq(const Checkpoint &checkpoint,
 Expected<std::vector<OwnedTensor>> exportGptq(const ImportedWeight &weight,
                                               const std::string &prefix,
                                               const GptqConfig &config) {
+  if (Status status = checkBits(config.bits); !status)
+    return std::move(status).takeError();
   if (Status status = checkExportable(weight, config.bits, "GPTQ"); !status)
     return std::move(status).takeError();
   const QuantizedTensor &tensor = weight.tensor;
@@ -279,8 +295,11 @@ Expected<ImportedWeight> importAwq(const Checkpoint &checkpoint,
       requireTensor(checkpoint, prefix + ".qweight", {DType::I32}, 2);
   if (!qweight)
     return std::move(qweight).takeError();
-  int64_t k = qweight->info->shape[0];
-  int64_t n = qweight->info->shape[1] * packing.perWord();
+  Expected<Shape2D> extents =
+      unpackedShape(*qweight->info, 1, packing.perWord());
+  if (!extents)
+    return std::move(extents).takeError();
+  int64_t k = extents->rows, n = extents->cols;
   if (groupSize <= 0)
     return invalid("AWQ '" + prefix + "': group size " +
                    std::to_string(groupSize) + " is not positive");

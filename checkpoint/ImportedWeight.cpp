@@ -33,6 +33,26 @@ Expected<Checkpoint::Entry> requireTensor(const Checkpoint &checkpoint,
   return entry;
 }
 
+Expected<Shape2D> unpackedShape(const TensorInfo &packed, int64_t rowFactor,
+                                int64_t colFactor) {
+  auto tooLarge = [&] {
+    return makeError(ErrorCode::InvalidArgument,
+                     "tensor '" + packed.name +
+                         "': its shape is empty or past lowbit's bounds");
+  };
+  if (packed.shape.size() != 2)
+    return tooLarge();
+  for (int64_t extent : packed.shape)
+    if (extent < 1 || extent > kMaxDimension)
+      return tooLarge();
+  Shape2D shape{packed.shape[0] * rowFactor, packed.shape[1] * colFactor};
+  std::string error;
+  if (!validateShape(shape.rows, shape.cols, &error))
+    return makeError(ErrorCode::InvalidArgument,
+                     "tensor '" + packed.name + "': " + error);
+  return shape;
+}
+
 uint32_t loadWord(std::span<const std::byte> bytes, size_t index) {
   uint32_t word = 0;
   std::memcpy(&word, bytes.data() + 4 * index, 4);

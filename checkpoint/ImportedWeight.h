@@ -47,6 +47,13 @@ Expected<Checkpoint::Entry> requireTensor(const Checkpoint &checkpoint,
                                           std::initializer_list<DType> dtypes,
                                           size_t rank);
 
+/// A packed 2-D tensor's unpacked extents, [rows * rowFactor, cols *
+/// colFactor], each checked against lowbit's size bounds (validateShape)
+/// before it is multiplied: a file's shape can be anything its byte count
+/// allows, e.g. [2^62, 0].
+Expected<Shape2D> unpackedShape(const TensorInfo &packed, int64_t rowFactor,
+                                int64_t colFactor);
+
 /// Little-endian 32-bit word `index` of `bytes` (the caller checked the
 /// size).
 uint32_t loadWord(std::span<const std::byte> bytes, size_t index);
