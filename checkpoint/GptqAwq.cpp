@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <numeric>
 
 namespace lowbit::checkpoint {
 
@@ -74,40 +73,6 @@ Status checkBits(int bits) {
   return makeError(ErrorCode::Unsupported,
                    "GPTQ with " + std::to_string(bits) +
                        "-bit codes: lowbit packs integer codes of 4 or 8 bits");
-}
-
-/// The permutation that sorts input channels by g_idx, when it is not the
-/// identity; an error when the groups are not g channels each (the last
-/// one shorter), the only grouping lowbit's layout holds.
-Expected<std::vector<int32_t>>
-orderFromGroupIndex(std::span<const std::byte> gIdx, int64_t k,
-                    int64_t groupSize, int64_t groups,
-                    const std::string &prefix) {
-  std::vector<int32_t> group(static_cast<size_t>(k));
-  bool identity = true;
-  for (int64_t channel = 0; channel < k; ++channel) {
-    int32_t value = int32_t(loadWord(gIdx, size_t(channel)));
-    if (value < 0 || value >= groups)
-      return invalid("GPTQ '" + prefix + "': g_idx[" + std::to_string(channel) +
-                     "] = " + std::to_string(value) + " is not a group (0.." +
-                     std::to_string(groups - 1) + ")");
-    group[size_t(channel)] = value;
-    identity &= value == channel / groupSize;
-  }
-  if (identity)
-    return std::vector<int32_t>{};
-  std::vector<int32_t> order(static_cast<size_t>(k));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return group[size_t(a)] < group[size_t(b)];
-  });
-  for (int64_t column = 0; column < k; ++column)
-    if (group[size_t(order[size_t(column)])] != column / groupSize)
-      return invalid(
-          "GPTQ '" + prefix + "': g_idx does not put " +
-          std::to_string(groupSize) + " channels in each group (group " +
-          std::to_string(column / groupSize) + "), which lowbit's groups need");
-  return order;
 }
 
 /// Checks that `weight` has the integer group scheme a layout stores.
@@ -216,7 +181,7 @@ Expected<ImportedWeight> importGptq(const Checkpoint &checkpoint,
       return invalid("GPTQ '" + prefix + "': g_idx should be I32 [" +
                      std::to_string(k) + "]");
     Expected<std::vector<int32_t>> order =
-        orderFromGroupIndex(gIdx->data(), k, groupSize, groups, prefix);
+        inputOrderFromGroupIndex(gIdx->data(), k, groupSize, prefix + ".g_idx");
     if (!order)
       return std::move(order).takeError();
     weight.inputOrder = std::move(*order);
@@ -264,11 +229,7 @@ Expected<std::vector<OwnedTensor>> exportGptq(const ImportedWeight &weight,
     return out;
   // Column c of the tensor is input channel order[c]; the file is in
   // channel order, with g_idx[channel] = the group of its column.
-  std::vector<int64_t> columnOf(static_cast<size_t>(k));
-  for (int64_t column = 0; column < k; ++column)
-    columnOf[size_t(weight.inputOrder.empty()
-                        ? column
-                        : weight.inputOrder[size_t(column)])] = column;
+  std::vector<int64_t> columnOf = columnOfChannel(weight);
   OwnedTensor qweight{
       prefix + ".qweight", DType::I32, {k / packing.perWord(), n}, {}};
   OwnedTensor gIdx{prefix + ".g_idx", DType::I32, {k}, {}};

@@ -89,6 +89,20 @@ struct WordPacking {
 /// points (none without a zero point), for an importer to fill.
 QuantizedTensor emptyTensor(const Scheme &scheme, int64_t n, int64_t k);
 
+/// An act-order group index (GPTQ's g_idx, compressed-tensors'
+/// weight_g_idx: I32 [K], the group of each input channel) as an input
+/// order: the channels sorted by group (stable), or empty when that is the
+/// identity. An error naming `tensorName` when a value is not a group or
+/// the groups are not `groupSize` channels each (the last one shorter),
+/// the only grouping lowbit's layout holds.
+Expected<std::vector<int32_t>>
+inputOrderFromGroupIndex(std::span<const std::byte> gIdx, int64_t k,
+                         int64_t groupSize, const std::string &tensorName);
+/// The column of each input channel: the inverse of weight.inputOrder (the
+/// identity when it is empty). An exporter writes channel k from column
+/// columnOf[k], and its group index as columnOf[k] / groupSize.
+std::vector<int64_t> columnOfChannel(const ImportedWeight &weight);
+
 /// Stores the code of element (row, col) in lowbit's packing (nibbles:
 /// element 0 low); format/Quantize.h's codeAt reads it.
 void setCode(QuantizedTensor &tensor, int64_t row, int64_t col, uint8_t code);
