@@ -41,11 +41,6 @@ readWeightShape(const Checkpoint &checkpoint, const std::string &prefix) {
 Expected<ImportedWeight>
 importPackQuantized(const Checkpoint &checkpoint, const std::string &prefix,
                     const PackQuantizedConfig &config) {
-  if (checkpoint.find(prefix + ".weight_g_idx"))
-    return makeError(ErrorCode::Unsupported,
-                     "'" + prefix +
-                         "': activation ordering (weight_g_idx) is not "
-                         "imported from compressed-tensors yet");
   Expected<std::pair<int64_t, int64_t>> shape =
       readWeightShape(checkpoint, prefix);
   if (!shape)
@@ -86,18 +81,33 @@ importPackQuantized(const Checkpoint &checkpoint, const std::string &prefix,
 
   ImportedWeight weight{emptyTensor(*scheme, n, k), {}};
   QuantizedTensor &tensor = weight.tensor;
+  // Activation ordering: weight_g_idx, as GPTQ's g_idx.
+  if (const Checkpoint::Entry *gIdx =
+          checkpoint.find(prefix + ".weight_g_idx")) {
+    if (gIdx->info->dtype != DType::I32 ||
+        gIdx->info->shape != std::vector<int64_t>{k})
+      return invalid("'" + prefix + ".weight_g_idx' should be I32 [" +
+                     std::to_string(k) + "]");
+    Expected<std::vector<int32_t>> order = inputOrderFromGroupIndex(
+        gIdx->data(), k, groupSize, prefix + ".weight_g_idx");
+    if (!order)
+      return std::move(order).takeError();
+    weight.inputOrder = std::move(*order);
+  }
   // Symmetric: lowbit's two's complement code is the offset field with
   // its top bit flipped; asymmetric: the offset field is the unsigned code.
   uint32_t flip = zeroPoint ? 0 : uint32_t(1) << (config.bits - 1);
   std::span<const std::byte> words = packed->data();
   for (int64_t row = 0; row < n; ++row)
-    for (int64_t column = 0; column < k; ++column)
+    for (int64_t column = 0; column < k; ++column) {
+      int64_t channel = weight.inputOrder.empty()
+                            ? column
+                            : weight.inputOrder[size_t(column)];
+      uint32_t word = loadWord(
+          words, size_t(row * wordsPerRow + channel / packing.perWord()));
       setCode(tensor, row, column,
-              uint8_t(packing.field(
-                          loadWord(words, size_t(row * wordsPerRow +
-                                                 column / packing.perWord())),
-                          column) ^
-                      flip));
+              uint8_t(packing.field(word, channel) ^ flip));
+    }
   std::span<const std::byte> scaleBytes = scales->data();
   for (size_t index = 0; index < tensor.scaleCodes.size(); ++index)
     tensor.scaleCodes[index] =
@@ -135,10 +145,11 @@ exportPackQuantized(const ImportedWeight &weight, const std::string &prefix) {
     return invalid("pack-quantized holds 4- or 8-bit integer codes (signed, "
                    "or unsigned with zero points) with F16/BF16/F32 scales in "
                    "groups along K; this weight's scheme is another");
-  if (!weight.inputOrder.empty())
-    return makeError(ErrorCode::Unsupported,
-                     "a weight with an input order (act-order) is not "
-                     "exported to compressed-tensors yet");
+  if (!weight.inputOrder.empty() &&
+      weight.inputOrder.size() != size_t(tensor.cols))
+    return invalid("the input order has " +
+                   std::to_string(weight.inputOrder.size()) +
+                   " entries for K = " + std::to_string(tensor.cols));
   if (Status status = checkImported(tensor, "compressed-tensors"); !status)
     return std::move(status).takeError();
   Expected<DType> scaleType = scaleDType(scheme.scale.type);
@@ -154,13 +165,25 @@ exportPackQuantized(const ImportedWeight &weight, const std::string &prefix) {
   OwnedTensor packed{
       prefix + ".weight_packed", DType::I32, {n, wordsPerRow}, {}};
   packed.bytes.assign(size_t(n * wordsPerRow * 4), std::byte{0});
+  // The file is in channel order (weight_g_idx says each one's group).
+  std::vector<int64_t> columnOf = columnOfChannel(weight);
   for (int64_t row = 0; row < n; ++row)
-    for (int64_t column = 0; column < k; ++column) {
-      size_t word = size_t(row * wordsPerRow + column / packing.perWord());
-      orWord(packed.bytes, word,
-             packing.place(codeAt(tensor, row, column) ^ flip, column));
+    for (int64_t channel = 0; channel < k; ++channel) {
+      size_t word = size_t(row * wordsPerRow + channel / packing.perWord());
+      orWord(
+          packed.bytes, word,
+          packing.place(codeAt(tensor, row, columnOf[size_t(channel)]) ^ flip,
+                        channel));
     }
   out.push_back(std::move(packed));
+  if (!weight.inputOrder.empty()) {
+    OwnedTensor gIdx{prefix + ".weight_g_idx", DType::I32, {k}, {}};
+    gIdx.bytes.assign(size_t(k * 4), std::byte{0});
+    for (int64_t channel = 0; channel < k; ++channel)
+      storeWord(gIdx.bytes, size_t(channel),
+                uint32_t(columnOf[size_t(channel)] / scheme.scale.groupSize));
+    out.push_back(std::move(gIdx));
+  }
 
   OwnedTensor scales{prefix + ".weight_scale", *scaleType, {n, groups}, {}};
   scales.bytes.assign(size_t(n * groups * dtypeBits(*scaleType) / 8),
@@ -240,7 +263,10 @@ importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
   Expected<Scheme> scheme = fp8Scheme(config, *scaleType);
   if (!scheme)
     return std::move(scheme).takeError();
-  int64_t n = codes->info->shape[0], k = codes->info->shape[1];
+  Expected<Shape2D> extents = unpackedShape(*codes->info, 1, 1);
+  if (!extents)
+    return std::move(extents).takeError();
+  int64_t n = extents->rows, k = extents->cols;
   Shape2D grid = scaleShape(*scheme, n, k);
   // A per-tensor scale may be stored [1] or 0-d; the others are 2-D.
   bool perTensorShape = grid.rows == 1 && grid.cols == 1 &&

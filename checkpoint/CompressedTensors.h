@@ -12,6 +12,7 @@
 //                      (dim 0), field j of word (i, t) = zp[pf*i + j][t] +
 //                      2^(bits-1)
 //   weight_shape       I64 (or I32) [2] = [N, K]
+//   weight_g_idx       I32 [K], activation ordering: the group of channel k
 //
 // with W[n, k] = (q - zp) * s for the group of k (zp = 0 when symmetric).
 // Symmetric weights become lowbit's signed int4/int8 (two's complement
@@ -34,13 +35,13 @@ struct PackQuantizedConfig {
 };
 
 /// Reads `<prefix>.weight_packed`, `.weight_scale`, `.weight_shape` and,
-/// when present, `.weight_zero_point` (asymmetric). A `.weight_g_idx`
-/// (activation ordering) is refused for now.
+/// when present, `.weight_zero_point` (asymmetric) and `.weight_g_idx`
+/// (activation ordering, read as GPTQ's g_idx into the input order).
 Expected<ImportedWeight> importPackQuantized(const Checkpoint &checkpoint,
                                              const std::string &prefix,
                                              const PackQuantizedConfig &config);
 /// The tensors compressed-tensors writes for `weight` (a zero point only
-/// when the scheme has one).
+/// when the scheme has one, weight_g_idx only with an input order).
 Expected<std::vector<OwnedTensor>>
 exportPackQuantized(const ImportedWeight &weight, const std::string &prefix);
 

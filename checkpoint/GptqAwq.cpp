@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <numeric>
 
 namespace lowbit::checkpoint {
 
@@ -67,38 +66,13 @@ Status importGroups(const Checkpoint &checkpoint, const std::string &prefix,
   return Status::success();
 }
 
-/// The permutation that sorts input channels by g_idx, when it is not the
-/// identity; an error when the groups are not g channels each (the last
-/// one shorter), the only grouping lowbit's layout holds.
-Expected<std::vector<int32_t>>
-orderFromGroupIndex(std::span<const std::byte> gIdx, int64_t k,
-                    int64_t groupSize, int64_t groups,
-                    const std::string &prefix) {
-  std::vector<int32_t> group(static_cast<size_t>(k));
-  bool identity = true;
-  for (int64_t channel = 0; channel < k; ++channel) {
-    int32_t value = int32_t(loadWord(gIdx, size_t(channel)));
-    if (value < 0 || value >= groups)
-      return invalid("GPTQ '" + prefix + "': g_idx[" + std::to_string(channel) +
-                     "] = " + std::to_string(value) + " is not a group (0.." +
-                     std::to_string(groups - 1) + ")");
-    group[size_t(channel)] = value;
-    identity &= value == channel / groupSize;
-  }
-  if (identity)
-    return std::vector<int32_t>{};
-  std::vector<int32_t> order(static_cast<size_t>(k));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return group[size_t(a)] < group[size_t(b)];
-  });
-  for (int64_t column = 0; column < k; ++column)
-    if (group[size_t(order[size_t(column)])] != column / groupSize)
-      return invalid(
-          "GPTQ '" + prefix + "': g_idx does not put " +
-          std::to_string(groupSize) + " channels in each group (group " +
-          std::to_string(column / groupSize) + "), which lowbit's groups need");
-  return order;
+/// Before a word's field count (32 / bits) is used: 4 or 8.
+Status checkBits(int bits) {
+  if (bits == 4 || bits == 8)
+    return Status::success();
+  return makeError(ErrorCode::Unsupported,
+                   "GPTQ with " + std::to_string(bits) +
+                       "-bit codes: lowbit packs integer codes of 4 or 8 bits");
 }
 
 /// Checks that `weight` has the integer group scheme a layout stores.
@@ -170,15 +144,20 @@ Expected<std::vector<OwnedTensor>> exportGroups(const QuantizedTensor &tensor,
 Expected<ImportedWeight> importGptq(const Checkpoint &checkpoint,
                                     const std::string &prefix,
                                     const GptqConfig &config) {
+  if (Status status = checkBits(config.bits); !status)
+    return std::move(status).takeError();
   WordPacking packing{config.bits, kInOrder};
   Expected<Checkpoint::Entry> qweight =
       requireTensor(checkpoint, prefix + ".qweight", {DType::I32}, 2);
   if (!qweight)
     return std::move(qweight).takeError();
-  int64_t k = qweight->info->shape[0] * (32 / std::max(config.bits, 1));
-  int64_t n = qweight->info->shape[1];
+  Expected<Shape2D> extents =
+      unpackedShape(*qweight->info, packing.perWord(), 1);
+  if (!extents)
+    return std::move(extents).takeError();
+  int64_t k = extents->rows, n = extents->cols;
   int64_t groupSize = config.groupSize == -1 ? k : config.groupSize;
-  if (groupSize <= 0 || n % (32 / std::max(config.bits, 1)) != 0)
+  if (groupSize <= 0 || n % packing.perWord() != 0)
     return invalid("GPTQ '" + prefix + "': group size " +
                    std::to_string(config.groupSize) +
                    " or N = " + std::to_string(n) + " does not fit the layout");
@@ -202,7 +181,7 @@ Expected<ImportedWeight> importGptq(const Checkpoint &checkpoint,
       return invalid("GPTQ '" + prefix + "': g_idx should be I32 [" +
                      std::to_string(k) + "]");
     Expected<std::vector<int32_t>> order =
-        orderFromGroupIndex(gIdx->data(), k, groupSize, groups, prefix);
+        inputOrderFromGroupIndex(gIdx->data(), k, groupSize, prefix + ".g_idx");
     if (!order)
       return std::move(order).takeError();
     weight.inputOrder = std::move(*order);
@@ -226,6 +205,8 @@ Expected<ImportedWeight> importGptq(const Checkpoint &checkpoint,
 Expected<std::vector<OwnedTensor>> exportGptq(const ImportedWeight &weight,
                                               const std::string &prefix,
                                               const GptqConfig &config) {
+  if (Status status = checkBits(config.bits); !status)
+    return std::move(status).takeError();
   if (Status status = checkExportable(weight, config.bits, "GPTQ"); !status)
     return std::move(status).takeError();
   const QuantizedTensor &tensor = weight.tensor;
@@ -248,11 +229,7 @@ Expected<std::vector<OwnedTensor>> exportGptq(const ImportedWeight &weight,
     return out;
   // Column c of the tensor is input channel order[c]; the file is in
   // channel order, with g_idx[channel] = the group of its column.
-  std::vector<int64_t> columnOf(static_cast<size_t>(k));
-  for (int64_t column = 0; column < k; ++column)
-    columnOf[size_t(weight.inputOrder.empty()
-                        ? column
-                        : weight.inputOrder[size_t(column)])] = column;
+  std::vector<int64_t> columnOf = columnOfChannel(weight);
   OwnedTensor qweight{
       prefix + ".qweight", DType::I32, {k / packing.perWord(), n}, {}};
   OwnedTensor gIdx{prefix + ".g_idx", DType::I32, {k}, {}};
@@ -279,8 +256,11 @@ Expected<ImportedWeight> importAwq(const Checkpoint &checkpoint,
       requireTensor(checkpoint, prefix + ".qweight", {DType::I32}, 2);
   if (!qweight)
     return std::move(qweight).takeError();
-  int64_t k = qweight->info->shape[0];
-  int64_t n = qweight->info->shape[1] * packing.perWord();
+  Expected<Shape2D> extents =
+      unpackedShape(*qweight->info, 1, packing.perWord());
+  if (!extents)
+    return std::move(extents).takeError();
+  int64_t k = extents->rows, n = extents->cols;
   if (groupSize <= 0)
     return invalid("AWQ '" + prefix + "': group size " +
                    std::to_string(groupSize) + " is not positive");

@@ -2,7 +2,9 @@
 
 #include "checkpoint/ImportedWeight.h"
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
 
 namespace lowbit::checkpoint {
 
@@ -31,6 +33,26 @@ Expected<Checkpoint::Entry> requireTensor(const Checkpoint &checkpoint,
                          std::to_string(entry->info->shape.size()) +
                          ", expected " + std::to_string(rank));
   return entry;
+}
+
+Expected<Shape2D> unpackedShape(const TensorInfo &packed, int64_t rowFactor,
+                                int64_t colFactor) {
+  auto tooLarge = [&] {
+    return makeError(ErrorCode::InvalidArgument,
+                     "tensor '" + packed.name +
+                         "': its shape is empty or past lowbit's bounds");
+  };
+  if (packed.shape.size() != 2)
+    return tooLarge();
+  for (int64_t extent : packed.shape)
+    if (extent < 1 || extent > kMaxDimension)
+      return tooLarge();
+  Shape2D shape{packed.shape[0] * rowFactor, packed.shape[1] * colFactor};
+  std::string error;
+  if (!validateShape(shape.rows, shape.cols, &error))
+    return makeError(ErrorCode::InvalidArgument,
+                     "tensor '" + packed.name + "': " + error);
+  return shape;
 }
 
 uint32_t loadWord(std::span<const std::byte> bytes, size_t index) {
@@ -64,6 +86,51 @@ QuantizedTensor emptyTensor(const Scheme &scheme, int64_t n, int64_t k) {
   if (scheme.scale.zeroPoint)
     tensor.zeros.assign(size_t(scales.rows * scales.cols), 0);
   return tensor;
+}
+
+Expected<std::vector<int32_t>>
+inputOrderFromGroupIndex(std::span<const std::byte> gIdx, int64_t k,
+                         int64_t groupSize, const std::string &tensorName) {
+  int64_t groups = (k + groupSize - 1) / groupSize;
+  std::vector<int32_t> group(static_cast<size_t>(k));
+  bool identity = true;
+  for (int64_t channel = 0; channel < k; ++channel) {
+    int32_t value = int32_t(loadWord(gIdx, size_t(channel)));
+    if (value < 0 || value >= groups)
+      return makeError(ErrorCode::InvalidArgument,
+                       "'" + tensorName + "'[" + std::to_string(channel) +
+                           "] = " + std::to_string(value) +
+                           " is not a group (0.." + std::to_string(groups - 1) +
+                           ")");
+    group[size_t(channel)] = value;
+    identity &= value == channel / groupSize;
+  }
+  if (identity)
+    return std::vector<int32_t>{};
+  std::vector<int32_t> order(static_cast<size_t>(k));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return group[size_t(a)] < group[size_t(b)];
+  });
+  for (int64_t column = 0; column < k; ++column)
+    if (group[size_t(order[size_t(column)])] != column / groupSize)
+      return makeError(ErrorCode::InvalidArgument,
+                       "'" + tensorName + "' does not put " +
+                           std::to_string(groupSize) +
+                           " channels in each group (group " +
+                           std::to_string(column / groupSize) +
+                           "), which lowbit's groups need");
+  return order;
+}
+
+std::vector<int64_t> columnOfChannel(const ImportedWeight &weight) {
+  int64_t k = weight.tensor.cols;
+  std::vector<int64_t> columnOf(static_cast<size_t>(k));
+  for (int64_t column = 0; column < k; ++column)
+    columnOf[size_t(weight.inputOrder.empty()
+                        ? column
+                        : weight.inputOrder[size_t(column)])] = column;
+  return columnOf;
 }
 
 void setCode(QuantizedTensor &tensor, int64_t row, int64_t col, uint8_t code) {

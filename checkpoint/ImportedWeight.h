@@ -47,6 +47,13 @@ Expected<Checkpoint::Entry> requireTensor(const Checkpoint &checkpoint,
                                           std::initializer_list<DType> dtypes,
                                           size_t rank);
 
+/// A packed 2-D tensor's unpacked extents, [rows * rowFactor, cols *
+/// colFactor], each checked against lowbit's size bounds (validateShape)
+/// before it is multiplied: a file's shape can be anything its byte count
+/// allows, e.g. [2^62, 0].
+Expected<Shape2D> unpackedShape(const TensorInfo &packed, int64_t rowFactor,
+                                int64_t colFactor);
+
 /// Little-endian 32-bit word `index` of `bytes` (the caller checked the
 /// size).
 uint32_t loadWord(std::span<const std::byte> bytes, size_t index);
@@ -81,6 +88,20 @@ struct WordPacking {
 /// A tensor of `scheme` for W [n, k] with zero codes, scales and zero
 /// points (none without a zero point), for an importer to fill.
 QuantizedTensor emptyTensor(const Scheme &scheme, int64_t n, int64_t k);
+
+/// An act-order group index (GPTQ's g_idx, compressed-tensors'
+/// weight_g_idx: I32 [K], the group of each input channel) as an input
+/// order: the channels sorted by group (stable), or empty when that is the
+/// identity. An error naming `tensorName` when a value is not a group or
+/// the groups are not `groupSize` channels each (the last one shorter),
+/// the only grouping lowbit's layout holds.
+Expected<std::vector<int32_t>>
+inputOrderFromGroupIndex(std::span<const std::byte> gIdx, int64_t k,
+                         int64_t groupSize, const std::string &tensorName);
+/// The column of each input channel: the inverse of weight.inputOrder (the
+/// identity when it is empty). An exporter writes channel k from column
+/// columnOf[k], and its group index as columnOf[k] / groupSize.
+std::vector<int64_t> columnOfChannel(const ImportedWeight &weight);
 
 /// Stores the code of element (row, col) in lowbit's packing (nibbles:
 /// element 0 low); format/Quantize.h's codeAt reads it.

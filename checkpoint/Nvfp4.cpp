@@ -80,7 +80,10 @@ Expected<Nvfp4Layer> importNvfp4(const Checkpoint &checkpoint,
     return std::move(inputGlobal).takeError();
 
   Scheme scheme = nvfp4Scheme(names.convention);
-  int64_t n = codes->info->shape[0], k = codes->info->shape[1] * 2;
+  Expected<Shape2D> extents = unpackedShape(*codes->info, 1, 2);
+  if (!extents)
+    return std::move(extents).takeError();
+  int64_t n = extents->rows, k = extents->cols;
   Shape2D scaleGrid = scaleShape(scheme, n, k);
   if (scales->info->shape !=
       std::vector<int64_t>{scaleGrid.rows, scaleGrid.cols})

@@ -195,10 +195,12 @@ std::optional<DType> dtypeFromName(std::string_view name) {
 int dtypeBits(DType dtype) { return entryOf(dtype).bits; }
 
 int64_t TensorInfo::elementCount() const {
-  int64_t count = 1;
+  // Unsigned: the running product of a checked shape fits 64 bits, not
+  // always 63 ([2^62, 2, 0]); the result is at most 2^63 / 4.
+  uint64_t count = 1;
   for (int64_t extent : shape)
-    count *= extent;
-  return count;
+    count *= static_cast<uint64_t>(extent);
+  return static_cast<int64_t>(count);
 }
 
 const TensorInfo *Header::find(std::string_view name) const {
@@ -210,18 +212,24 @@ const TensorInfo *Header::find(std::string_view name) const {
 
 Expected<uint64_t> tensorByteSize(DType dtype, std::span<const int64_t> shape,
                                   std::string_view name) {
-  // Bits, so that F4 and F6 are exact; any product past 2^63 is refused
-  // before it can wrap.
-  uint64_t bits = static_cast<uint64_t>(dtypeBits(dtype));
+  // The element count first, then bits (so that F4 and F6 are exact),
+  // each product refused before it can wrap, as the reference does: an
+  // empty tensor may have any extents whose running product fits.
+  uint64_t elements = 1, bits = 0;
   for (int64_t extent : shape) {
     if (extent < 0)
       return invalid("tensor '" + std::string(name) + "': negative extent " +
                      std::to_string(extent));
-    if (__builtin_mul_overflow(bits, static_cast<uint64_t>(extent), &bits) ||
-        bits > (uint64_t(1) << 63))
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(extent),
+                               &elements))
       return invalid("tensor '" + std::string(name) +
                      "': its shape's size overflows");
   }
+  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dtypeBits(dtype)),
+                             &bits) ||
+      bits > (uint64_t(1) << 63))
+    return invalid("tensor '" + std::string(name) +
+                   "': its shape's size overflows");
   if (bits % 8 != 0)
     return invalid("tensor '" + std::string(name) +
                    "': " + std::to_string(bits) + " bits of " +

@@ -32,7 +32,8 @@ std::vector<std::byte> bytesOf(const std::vector<T> &values) {
   return out;
 }
 
-/// `tensors` written as a checkpoint in a scratch directory, opened.
+/// `tensors` written as a checkpoint in a scratch directory, opened, and
+/// the directory removed.
 inline Checkpoint writeAndOpen(const std::string &test,
                                const std::vector<OwnedTensor> &tensors) {
   std::filesystem::path directory = scratchDirectory(test);
@@ -42,6 +43,9 @@ inline Checkpoint writeAndOpen(const std::string &test,
   REQUIRE(writeCheckpoint(directory.string(), views, 1 << 30).ok());
   Expected<Checkpoint> checkpoint = Checkpoint::open(directory.string());
   REQUIRE(checkpoint.ok());
+  // The mappings outlive the names: nothing is left in the temporary
+  // directory.
+  std::filesystem::remove_all(directory);
   return std::move(checkpoint).value();
 }
 

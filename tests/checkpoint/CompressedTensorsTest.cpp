@@ -13,7 +13,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <random>
 
 using namespace lowbit;
@@ -85,6 +87,17 @@ struct Case {
   Checkpoint write(const std::string &test) const {
     return writeAndOpen(test, tensors);
   }
+
+  /// Activation ordering: channel permutation[p] is in group p / g.
+  void addActOrder(unsigned seed) {
+    std::vector<int32_t> permutation(static_cast<size_t>(k));
+    std::iota(permutation.begin(), permutation.end(), 0);
+    std::shuffle(permutation.begin(), permutation.end(), std::mt19937(seed));
+    std::vector<int32_t> gIdx(static_cast<size_t>(k));
+    for (int64_t p = 0; p < k; ++p)
+      gIdx[size_t(permutation[size_t(p)])] = int32_t(p / groupSize);
+    tensors.push_back({"l.weight_g_idx", DType::I32, {k}, bytesOf(gIdx)});
+  }
 };
 
 void roundTrip(const Case &layer, const std::string &test) {
@@ -102,7 +115,10 @@ void roundTrip(const Case &layer, const std::string &test) {
       int64_t group = column / layer.groupSize;
       float scale =
           bfloat16ToFloat(layer.scales[size_t(row * layer.groups + group)]);
-      float expected = float(layer.q[size_t(row)][size_t(column)] -
+      int64_t channel = weight->inputOrder.empty()
+                            ? column
+                            : weight->inputOrder[size_t(column)];
+      float expected = float(layer.q[size_t(row)][size_t(channel)] -
                              layer.zp[size_t(row)][size_t(group)]) *
                        scale;
       mismatches += (*values)[size_t(row * layer.k + column)] != expected;
@@ -133,6 +149,16 @@ TEST_CASE("pack-quantized asymmetric with packed zero points in and out",
   roundTrip(Case(8, 32, 32, 8, true), "ct-uint8");
 }
 
+TEST_CASE("pack-quantized activation ordering (weight_g_idx) in and out",
+          "[compressed-tensors]") {
+  Case symmetric(16, 128, 32, 4, false);
+  symmetric.addActOrder(3);
+  roundTrip(symmetric, "ct-actorder");
+  Case asymmetric(8, 64, 16, 4, true);
+  asymmetric.addActOrder(4);
+  roundTrip(asymmetric, "ct-actorder-asym");
+}
+
 TEST_CASE("pack-quantized files that disagree are refused",
           "[compressed-tensors]") {
   Case layer(16, 256, 128, 4, false);
@@ -148,10 +174,12 @@ TEST_CASE("pack-quantized files that disagree are refused",
 
   layer.tensors.push_back(
       {"l.weight_g_idx", DType::I32, {256}, std::vector<std::byte>(1024)});
-  Expected<ImportedWeight> actOrder =
+  // Groups of unequal size (every channel in group 0) are refused.
+  Expected<ImportedWeight> uneven =
       importPackQuantized(layer.write("ct-gidx"), "l", {4, 128});
-  REQUIRE_FALSE(actOrder.ok());
-  CHECK_THAT(actOrder.error().message, Contains("weight_g_idx"));
+  REQUIRE_FALSE(uneven.ok());
+  CHECK_THAT(uneven.error().message,
+             Contains("'l.weight_g_idx' does not put 128 channels"));
 }
 
 namespace {

@@ -247,6 +247,18 @@ TEST_CASE("GPTQ 8-bit, one group over K, and bad shapes", "[gptq]") {
       importGptq(checkpoint, "l", {3, -1, GptqZeroFormat::V1});
   REQUIRE_FALSE(threeBit.ok());
   CHECK_FALSE(importGptq(checkpoint, "absent", config).ok());
+  // 32 / bits is never taken of a width lowbit does not pack.
+  CHECK_FALSE(importGptq(checkpoint, "l", {64, -1, GptqZeroFormat::V1}).ok());
+  CHECK_FALSE(exportGptq(*weight, "l", {0, -1, GptqZeroFormat::V1}).ok());
+
+  // An empty tensor may claim any extent; it is refused before an extent
+  // is multiplied.
+  Files empty;
+  empty.add("l.qweight", DType::I32, {int64_t(1) << 62, 0}, {});
+  Expected<ImportedWeight> huge =
+      importGptq(empty.write("gptq-huge"), "l", {4, 128, GptqZeroFormat::V1});
+  REQUIRE_FALSE(huge.ok());
+  CHECK_THAT(huge.error().message, Contains("past lowbit's bounds"));
 }
 
 TEST_CASE("AWQ imports exactly and exports the same bytes", "[awq]") {

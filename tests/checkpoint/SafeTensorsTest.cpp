@@ -206,6 +206,15 @@ TEST_CASE("malformed files are refused with a message", "[safetensors]") {
         parseError(fileBytes(
             oneTensor("F64", "[4294967296,4294967296]", "[0,8]"), eight)),
         Contains("overflows"));
+    // As the reference: the running product of the extents must fit, so
+    // an empty tensor may have a huge extent before its zero, not after.
+    CHECK(parseFileBytes(
+              asBytes(fileBytes(
+                  oneTensor("I32", "[4611686018427387904,0]", "[0,0]"), "")))
+              .ok());
+    CHECK_THAT(parseError(fileBytes(
+                   oneTensor("I32", "[4611686018427387904,4,0]", "[0,0]"), "")),
+               Contains("overflows"));
   }
   SECTION("malformed fields") {
     CHECK_THAT(parseError(fileBytes(oneTensor("F32", "[-2]", "[0,8]"), eight)),

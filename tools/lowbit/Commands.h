@@ -37,6 +37,8 @@ CommandResult runAot(Arguments args);
 CommandResult runCache(Arguments args);
 CommandResult runReport(Arguments args);
 CommandResult runKv(Arguments args);
+/// `lowbit checkpoint ls`: a safetensors checkpoint's tensors.
+CommandResult runCheckpoint(Arguments args);
 /// `lowbit eval --kv`: the KV schemes' error table.
 CommandResult runEvalKv(Arguments args);
 /// `lowbit eval --fused`: fused kernels against the unfused pair (in the

@@ -68,6 +68,8 @@ constexpr Subcommand kSubcommands[] = {
      "a quantized KV cache on .npy files: init, append, dequantize, "
      "attend",
      runKv, CacheUse::None},
+    {"checkpoint", "list the tensors of a safetensors checkpoint",
+     runCheckpoint, CacheUse::None},
 };
 
 bool asksForHelp(Arguments args) {

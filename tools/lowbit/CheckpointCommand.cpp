@@ -1,0 +1,69 @@
+//===- CheckpointCommand.cpp - `lowbit checkpoint ls` ---------------------===//
+//
+// Lists a safetensors checkpoint's tensors (a file, or a directory with
+// model.safetensors or an index): name, dtype, shape, shard file and byte
+// range, sorted by name. Opening the checkpoint runs every check of
+// checkpoint/ (docs/checkpoints.md), so a malformed file is an error here
+// too, with the library's message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "checkpoint/Checkpoint.h"
+#include "tools/lowbit/CommandLine.h"
+#include "tools/lowbit/Commands.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: lowbit checkpoint ls PATH\n\n"
+    "Lists the tensors of a safetensors checkpoint: PATH is a .safetensors\n"
+    "file, or a directory holding model.safetensors or\n"
+    "model.safetensors.index.json and its shards. One line a tensor, by\n"
+    "name: name, dtype, shape, file, and [begin, end) in the file's data\n"
+    "buffer. The file and its header are checked first (docs/checkpoints.md).\n";
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+} // namespace
+
+CommandResult runCheckpoint(Arguments args) {
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("checkpoint", args, {}, kUsage, &done);
+  if (!parsed)
+    return done;
+  if (parsed->operands.size() != 2 || parsed->operands[0] != "ls")
+    return fail("usage: lowbit checkpoint ls PATH");
+  std::string path(parsed->operands[1]);
+  Expected<checkpoint::Checkpoint> opened = checkpoint::Checkpoint::open(path);
+  if (!opened)
+    return fail(opened.error().message);
+
+  auto fileName = [](const checkpoint::Checkpoint::Entry &entry) {
+    return std::filesystem::path(entry.file->path()).filename().string();
+  };
+  size_t nameWidth = 4, shapeWidth = 5, fileWidth = 4;
+  for (const auto &[name, entry] : opened->tensors()) {
+    nameWidth = std::max(nameWidth, name.size());
+    shapeWidth = std::max(shapeWidth, shapeText(entry.info->shape).size());
+    fileWidth = std::max(fileWidth, fileName(entry).size());
+  }
+  fmt::print("{:<{}}  {:<7}  {:<{}}  {:<{}}  {}\n", "name", nameWidth, "dtype",
+             "shape", shapeWidth, "file", fileWidth, "bytes");
+  for (const auto &[name, entry] : opened->tensors())
+    fmt::print("{:<{}}  {:<7}  {:<{}}  {:<{}}  [{}, {})\n", name, nameWidth,
+               checkpoint::dtypeName(entry.info->dtype),
+               shapeText(entry.info->shape), shapeWidth, fileName(entry),
+               fileWidth, entry.info->begin, entry.info->end);
+  return std::nullopt;
+}
+
+} // namespace lowbit::cli
