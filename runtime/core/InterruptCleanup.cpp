@@ -73,8 +73,7 @@ void onSignal(int signal) {
   errno = saved;
   // Die of the signal as before (the shell sees 130 / 143), or run the
   // handler that was there.
-  ::sigaction(signal, signal == SIGINT ? &previousInt : &previousTerm,
-              nullptr);
+  ::sigaction(signal, signal == SIGINT ? &previousInt : &previousTerm, nullptr);
   ::raise(signal);
 }
 

@@ -1,4 +1,4 @@
-//===- InterruptCleanup.h - Temporaries removed on SIGINT/SIGTERM -*- C++ -*-===//
+//===- InterruptCleanup.h - Temporaries gone on SIGINT/SIGTERM -*- C++ -*-===//
 //
 // A write in progress keeps its files in a temporary beside the target
 // (AtomicDirectory, AtomicFile). Ctrl-C or SIGTERM used to leave it there

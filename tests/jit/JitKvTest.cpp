@@ -326,13 +326,12 @@ TEST_CASE("getKv: a block table naming one page twice is refused before "
   REQUIRE(append.ok());
   KvTestBuffer input = scenario.input(1), codes = scenario.emptyCodes(),
                scales = scenario.emptyScales(0),
-               positions = scenario.positions(),
-               table = scenario.blockTable();
+               positions = scenario.positions(), table = scenario.blockTable();
   // Both sequences on page 0: each append would overwrite the other's.
   table.as<int32_t>()[0] = 0;
-  Status status = append->run(std::vector<KvTensor>{
-      input.tensor(), codes.tensor(), scales.tensor(), positions.tensor(),
-      table.tensor()});
+  Status status = append->run(
+      std::vector<KvTensor>{input.tensor(), codes.tensor(), scales.tensor(),
+                            positions.tensor(), table.tensor()});
   REQUIRE_FALSE(status.ok());
   INFO(status.error().message);
   CHECK(status.error().message.find(
