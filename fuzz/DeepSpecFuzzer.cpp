@@ -23,9 +23,8 @@
 namespace {
 
 constexpr std::array<std::string_view, 16> kFragments = {
-    "(",     ")",    "-",    "x",        "+",         "*",
-    "/",     "1.5",  "abs(", "min(x, ",  "max(",      ", ",
-    "exp(",  "map(", ") | ", "rmsnorm | "};
+    "(",    ")",       "-",    "x",  "+",    "*",    "/",    "1.5",
+    "abs(", "min(x, ", "max(", ", ", "exp(", "map(", ") | ", "rmsnorm | "};
 
 /// Up to 15,361 repeats of a fragment per pair: 10,000 levels in 2 bytes.
 /// The text stops growing at 1 MiB.

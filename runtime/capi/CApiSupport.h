@@ -100,9 +100,9 @@ inline std::string dtypeText(DLDataType dtype) {
   // Codes with a bit count in the name: the bits follow; the narrow float
   // formats name their width themselves.
   static constexpr std::pair<uint8_t, const char *> kSized[] = {
-      {kDLInt, "int"},         {kDLUInt, "uint"},
-      {kDLFloat, "float"},     {kDLOpaqueHandle, "opaque-handle"},
-      {kDLBfloat, "bfloat"},   {kDLComplex, "complex"}};
+      {kDLInt, "int"},       {kDLUInt, "uint"},
+      {kDLFloat, "float"},   {kDLOpaqueHandle, "opaque-handle"},
+      {kDLBfloat, "bfloat"}, {kDLComplex, "complex"}};
   static constexpr std::pair<uint8_t, const char *> kNamed[] = {
       {kDLBool, "bool"},
       {kDLFloat8_e3m4, "float8_e3m4"},

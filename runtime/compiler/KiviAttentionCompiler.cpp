@@ -146,9 +146,9 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
       spec.paged() ? static_cast<const int32_t *>(buffers[BlockTable].data)
                    : nullptr;
   std::string shared;
-  if (table && !kv::checkPagesUnshared(
-                   {table, size_t(batch * size(BlockTable, 1))},
-                   size(BlockTable, 1), size(KeyCodes, 0), &shared))
+  if (table &&
+      !kv::checkPagesUnshared({table, size_t(batch * size(BlockTable, 1))},
+                              size(BlockTable, 1), size(KeyCodes, 0), &shared))
     return compileError(shared);
   for (int64_t b = 0; b < batch; ++b) {
     if (lengths[b] < 0 || lengths[b] > maxTokens)

@@ -2,6 +2,7 @@
 
 #include "runtime/core/AtomicDirectory.h"
 #include "runtime/core/FileIo.h"
+#include "runtime/core/InterruptCleanup.h"
 
 #include <algorithm>
 #include <atomic>
@@ -197,6 +198,9 @@ bool replaceDirectory(
     return cleanUp();
 
   fs::path temporary = temporaryFor(target);
+  // Registered before it exists: an interrupt removes the staged set (and,
+  // once swapped, the old set that takes its name).
+  InterruptTemporary stagedOnInterrupt(temporary.string(), true);
   if (!makeDirectory(temporary.string(), error))
     return cleanUp();
   staged = temporary;
@@ -217,6 +221,10 @@ bool replaceDirectory(
   fs::path old;
   if (!swapIntoPlace(staged, target, old, error))
     return cleanUp();
+  // The new set is in place: the old one, wherever the swap left it, may go.
+  std::optional<InterruptTemporary> oldOnInterrupt;
+  if (!old.empty() && old != staged)
+    oldOnInterrupt.emplace(old.string(), true);
   // The new set is in place and is the result: a failure from here on
   // cannot undo it, so the parent's fsync is best effort and a leftover
   // old set is swept by the next run.

@@ -2,6 +2,7 @@
 
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/FileIo.h"
+#include "runtime/core/InterruptCleanup.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <system_error>
 
 #include <fcntl.h>
@@ -29,6 +33,21 @@ std::string temporaryNameFor(const std::string &path) {
   static std::atomic<unsigned> counter{0};
   return path + ".tmp." + std::to_string(::getpid()) + "." +
          std::to_string(counter++);
+}
+
+/// The staged files' interrupt registrations (InterruptCleanup.h), by
+/// temporary path: kept here so that StagedFiles' header stays as it is.
+std::mutex trackedMutex;
+std::map<std::string, std::unique_ptr<InterruptTemporary>> tracked;
+
+void trackTemporary(const std::string &temporary) {
+  std::lock_guard<std::mutex> lock(trackedMutex);
+  tracked[temporary] = std::make_unique<InterruptTemporary>(temporary, false);
+}
+
+void untrackTemporary(const std::string &temporary) {
+  std::lock_guard<std::mutex> lock(trackedMutex);
+  tracked.erase(temporary);
 }
 
 std::string parentOf(const std::string &path) {
@@ -61,6 +80,7 @@ StagedFiles::~StagedFiles() {
   for (const Entry &entry : entries) {
     std::error_code ignored;
     std::filesystem::remove(entry.temporary, ignored);
+    untrackTemporary(entry.temporary);
   }
 }
 
@@ -68,8 +88,12 @@ bool StagedFiles::stage(const std::string &path, std::string_view bytes,
                         std::string *error) {
   sweepStaleTemporaries(path);
   std::string temporary = temporaryNameFor(path);
-  if (!writeNewFile(AT_FDCWD, temporary, bytes, temporary, error))
+  // Registered before it exists: an interrupt during the write removes it.
+  trackTemporary(temporary);
+  if (!writeNewFile(AT_FDCWD, temporary, bytes, temporary, error)) {
+    untrackTemporary(temporary);
     return false;
+  }
   entries.push_back({temporary, path});
   return true;
 }
@@ -80,6 +104,7 @@ bool StagedFiles::commit(std::string *error) {
     const Entry &entry = entries.front();
     if (!renamePath(entry.temporary, entry.destination, error))
       return false; // the destructor removes the rest
+    untrackTemporary(entry.temporary);
     directories.push_back(parentOf(entry.destination));
     entries.erase(entries.begin());
   }

@@ -27,7 +27,9 @@ void setError(std::string *error, std::string message) {
 struct FaultPlan {
   long step = 0; ///< 0: no fault
   int code = EIO;
-  bool kill = false;
+  /// A signal the process sends itself at the step instead (kill: SIGKILL;
+  /// SIGINT and SIGTERM test the interrupt cleanup).
+  int signal = 0;
 };
 
 std::optional<int> errnoNamed(std::string_view name) {
@@ -55,17 +57,22 @@ FaultPlan readFaultPlan() {
   auto [end, status] =
       std::from_chars(value.data(), value.data() + value.size(), plan.step);
   std::optional<int> code = what.empty() ? EIO : errnoNamed(what);
+  static constexpr std::pair<std::string_view, int> kSignals[] = {
+      {"kill", SIGKILL}, {"SIGINT", SIGINT}, {"SIGTERM", SIGTERM}};
+  for (auto [name, number] : kSignals)
+    if (what == name)
+      plan.signal = number;
   if (status != std::errc() || end != value.data() + value.size() ||
-      plan.step < 1 || (!code && what != "kill")) {
+      plan.step < 1 || (!code && !plan.signal)) {
     // A mistyped hook must not look like a passing test: fail every step.
     std::fprintf(stderr,
-                 "lowbit: LOWBIT_TEST_FAIL_AT='%s' is not N[:ERRNO|:kill]\n",
+                 "lowbit: LOWBIT_TEST_FAIL_AT='%s' is not "
+                 "N[:ERRNO|:kill|:SIGINT|:SIGTERM]\n",
                  text);
     plan.step = -1;
     plan.code = EINVAL;
     return plan;
   }
-  plan.kill = what == "kill";
   plan.code = code.value_or(EIO);
   return plan;
 }
@@ -90,8 +97,8 @@ int faultStep(std::string_view what) {
                  what.data());
   if (plan.step != -1 && step != plan.step)
     return 0;
-  if (plan.kill)
-    ::kill(::getpid(), SIGKILL);
+  if (plan.signal)
+    ::kill(::getpid(), plan.signal);
   lastFaultInjected = true;
   return plan.code;
 }

@@ -11,7 +11,9 @@
 // Steps are counted from 1 in the order they run; WHAT is an errno name
 // (EIO, the default, ENOSPC, EDQUOT, EACCES, EROFS, EINVAL, EXDEV) that the
 // step fails with, or `kill` (the process kills itself with SIGKILL at that
-// step, as a crash or kill -9 would). LOWBIT_TEST_TRACE_IO=1 prints each
+// step, as a crash or kill -9 would), or SIGINT or SIGTERM (it sends itself
+// that signal, for the interrupt cleanup of InterruptCleanup.h).
+// LOWBIT_TEST_TRACE_IO=1 prints each
 // step ("lowbit: io step 3: rename ...") on stderr, so a test can count
 // them. Neither variable changes anything when unset.
 //

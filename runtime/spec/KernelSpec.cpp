@@ -464,11 +464,11 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
     } else if (key == "from" || key == "to") {
       // The other op's dtype key: a quantize reads its values, a
       // dequantize writes them.
-      fail(error, "unknown key '" + std::string(key) + "': " +
-                      (spec.op == KernelOp::Quantize ? "quantize"
-                                                     : "dequantize") +
-                      std::string(" names its value type with ") + dtypeKey + "= (" +
-                      dtypeKey + "=" + valueText + ")");
+      fail(error,
+           "unknown key '" + std::string(key) + "': " +
+               (spec.op == KernelOp::Quantize ? "quantize" : "dequantize") +
+               std::string(" names its value type with ") + dtypeKey + "= (" +
+               dtypeKey + "=" + valueText + ")");
       return std::nullopt;
     } else {
       fail(error, "unknown key '" + std::string(key) + "'");

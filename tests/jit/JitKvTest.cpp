@@ -317,6 +317,29 @@ TEST_CASE("getKv: the GPU payload is on disk for the next Jit",
   std::filesystem::remove_all(directory);
 }
 
+TEST_CASE("getKv: a block table naming one page twice is refused before "
+          "the kernel runs",
+          "[kv][errors]") {
+  auto jit = makeJit(runtime::CacheMode::Off);
+  KvScenario scenario{"kv_int8_g32", true};
+  auto append = jit->getKv(scenario.appendSpec(), cpu());
+  REQUIRE(append.ok());
+  KvTestBuffer input = scenario.input(1), codes = scenario.emptyCodes(),
+               scales = scenario.emptyScales(0),
+               positions = scenario.positions(), table = scenario.blockTable();
+  // Both sequences on page 0: each append would overwrite the other's.
+  table.as<int32_t>()[0] = 0;
+  Status status = append->run(
+      std::vector<KvTensor>{input.tensor(), codes.tensor(), scales.tensor(),
+                            positions.tensor(), table.tensor()});
+  REQUIRE_FALSE(status.ok());
+  INFO(status.error().message);
+  CHECK(status.error().message.find(
+            "block table [0, 0] and [1, 0] both name page 0") !=
+        std::string::npos);
+  CHECK(codes.bytes == scenario.emptyCodes().bytes);
+}
+
 TEST_CASE("getKv: bad specs, buffers and targets are errors", "[kv][errors]") {
   auto jit = makeJit(runtime::CacheMode::Off);
   auto unknown =

@@ -273,9 +273,8 @@ TEST_CASE("map: deep and long expressions are refused, not a stack overflow",
     CHECK(parseError(hostile.c_str()).find("more than the limit of 65536") !=
           std::string::npos);
   // Under the length limit, past the parser's nesting limit.
-  for (const std::string &deep :
-       {nested("(", kMaxExprNesting + 1, ")"),
-        nested("-(", kMaxExprNesting / 2 + 1, ")")})
+  for (const std::string &deep : {nested("(", kMaxExprNesting + 1, ")"),
+                                  nested("-(", kMaxExprNesting / 2 + 1, ")")})
     CHECK(parseError(deep.c_str())
               .find("nests deeper than the limit of 256 levels") !=
           std::string::npos);

@@ -59,8 +59,8 @@ std::string compileUsage() {
     names.push_back(chip.name);
   std::string targets, line = " ";
   for (size_t index = 0; index < names.size(); ++index) {
-    std::string word = " " + std::string(names[index]) +
-                       (index + 1 < names.size() ? "," : "");
+    std::string word =
+        " " + std::string(names[index]) + (index + 1 < names.size() ? "," : "");
     if (line.size() + word.size() > 76) {
       targets += line + "\n";
       line = " ";
@@ -223,9 +223,8 @@ std::optional<std::string> compileStages(const KernelSpec &spec,
 CommandResult runCompile(Arguments args) {
   std::string error;
   CommandResult done;
-  auto parsed =
-      parseCommandLineOrHelp("compile", args, kCompileOptions, compileUsage(),
-                             &done);
+  auto parsed = parseCommandLineOrHelp("compile", args, kCompileOptions,
+                                       compileUsage(), &done);
   if (!parsed)
     return done;
   if (parsed->operands.size() != 1)

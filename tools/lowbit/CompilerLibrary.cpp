@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cache/KernelKey.h"
+#include "runtime/core/InterruptCleanup.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/CompilerBackend.h"
 #include "tools/lowbit/Commands.h"
@@ -81,6 +82,10 @@ extern "C" __attribute__((visibility("default"))) int
 lowbit_compiler_run_command(int argc, const char *const *argv) {
   using namespace lowbit::cli;
   std::vector<std::string_view> args(argv, argv + argc);
+  // This library holds its own copy of the runtime's write registry, so it
+  // installs its own handlers too; they chain to the front end's
+  // (runtime/core/InterruptCleanup.h).
+  lowbit::runtime::installInterruptCleanup();
   // A last resort only (e.g. out of memory): commands report every expected
   // failure as a value, but the tool must still never abort.
   int exitCode = 0;

@@ -53,9 +53,9 @@ CommandResult runDequantize(Arguments args) {
     if (!parsed->value(required))
       return fail(fmt::format("'dequantize' needs --{}", required));
   if (CommandResult aliased = CommandPaths()
-                                 .reads("in", parsed->value("in"))
-                                 .writes("out", parsed->value("out"))
-                                 .check())
+                                  .reads("in", parsed->value("in"))
+                                  .writes("out", parsed->value("out"))
+                                  .check())
     return aliased;
   std::string to = "f32";
   if (const std::string *value = parsed->value("to"))

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/InterruptCleanup.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/Diagnostics.h"
@@ -153,6 +154,8 @@ std::optional<int> dispatch(Arguments args, CommandResult &result) {
 int main(int argc, char **argv) {
   using namespace lowbit::cli;
   std::vector<std::string_view> args(argv + 1, argv + argc);
+  // Ctrl-C or SIGTERM during a write removes its temporaries.
+  lowbit::runtime::installInterruptCleanup();
   // A last resort only (e.g. out of memory): commands report every expected
   // failure as a value, but the tool must still never abort.
   int exitCode = 0;

@@ -11,6 +11,10 @@ FileCheck:
   kills       LOWBIT_TEST_FAIL_AT=N:kill kills the writer at each step:
               DIR holds the old or the new set, whole, and the next run
               sweeps the dead writer's temporary directory.
+  interrupts  LOWBIT_TEST_FAIL_AT=N:SIGINT and N:SIGTERM interrupt quantize
+              (a directory) and dequantize (a file) at each step: the
+              process dies of the signal, leaves no temporary, DIR holds
+              a whole set, and the next run of each command succeeds.
   concurrent  writers of different sets into one DIR at once, with
               readers: DIR always ends as one whole set, and no reader
               exits 0 with a result that is not one of the sets'.
@@ -28,11 +32,18 @@ SET_FILES = ["q.npy", "scales.npy", "zeros.npy", "global_scale.npy", "meta.json"
              "manifest.json"]
 
 
+def default_signals():
+    """lit starts tests with SIGINT ignored, which a child inherits (and
+    lowbit then keeps ignoring, as a background job must)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run(args, env=None, check=False):
     full_env = dict(os.environ)
     full_env.update(env or {})
     result = subprocess.run(["lowbit"] + args, capture_output=True, text=True,
-                            env=full_env)
+                            env=full_env, preexec_fn=default_signals)
     if check and result.returncode != 0:
         sys.exit(f"lowbit {' '.join(args)} failed: {result.stderr}")
     return result
@@ -186,6 +197,32 @@ def kills(work):
     print(f"temporaries after the next run: {leftovers(work)}")
 
 
+def interrupts(work):
+    import signal
+    x0, x1 = make_inputs(work, 2)
+    out = os.path.join(work, "out")
+    y = os.path.join(work, "y.npy")
+    run(quantize_args("nvfp4", x0, out), check=True)
+    dequantize = ["dequantize", "--in", out, "--out", y, "--backend", "reference"]
+    commands = {"quantize": quantize_args("nvfp4", x1, out),
+                "dequantize": dequantize}
+    for name, args in commands.items():
+        steps = len(count_steps(args))
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            died = clean = whole = 0
+            for step in range(1, steps + 1):
+                result = run(args, env={"LOWBIT_TEST_FAIL_AT":
+                                        f"{step}:{sig.name}"})
+                died += result.returncode == -sig
+                clean += not leftovers(work)
+                whole += run(dequantize).returncode == 0
+            print(f"{name} {sig.name}: died of the signal {died}/{steps}, "
+                  f"no temporaries {clean}/{steps}, readable set {whole}/{steps}")
+    for name, args in commands.items():
+        print(f"next {name}: exit {run(args).returncode}")
+    print(f"temporaries at the end: {leftovers(work)}")
+
+
 def concurrent(work, trials=8, writers=8, readers=3):
     inputs = make_inputs(work, writers)
     schemes = ["int8", "nvfp4", "mxfp4", "int4_g128", "fp8_e4m3", "mxfp6_e2m3",
@@ -263,7 +300,8 @@ def main():
     mode, work = sys.argv[1], sys.argv[2]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    {"faults": faults, "kills": kills, "concurrent": concurrent,
+    {"faults": faults, "kills": kills, "interrupts": interrupts,
+     "concurrent": concurrent,
      "mixed": mixed}[mode](work)
 
 
