@@ -60,6 +60,7 @@
 #include "lowering/PassVerification.h"
 #include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/driver/Nvrtc.h"
 #include "runtime/jit/CompilerBackend.h"
@@ -146,7 +147,7 @@ std::vector<std::string> splitCommas(const std::string &text) {
 bool compileOnce(const KernelSpec &spec, const Target &target, bool cubin,
                  std::string &reason) {
   if (!cubin) {
-    llvm::Expected<PtxModule> ptx = compiler::compileToPtx(spec, target);
+    auto ptx = compiler::compileToPtx(spec, target);
     if (!ptx) {
       reason = llvm::toString(ptx.takeError());
       return false;

@@ -5,7 +5,6 @@
 #include "dialect/LowbitOps.h"
 #include "lowering/CpuTail.h"
 #include "lowering/GpuTailWarmup.h"
-#include "lowering/GpuTensorReduce.h"
 #include "lowering/LowbitFusion.h"
 #include "lowering/LowbitFusionBody.h"
 #include "lowering/PassVerification.h"
@@ -392,35 +391,6 @@ llvm::Error lowerForGpu(ModuleOp module) {
   return llvm::Error::success();
 }
 
-int64_t workspaceWordsOf(ModuleOp module) {
-  return gpu_mapping::workspaceWordsOf(
-      module.lookupSymbol<func::FuncOp>(kKernelName));
-}
-
-int64_t workspaceWords(const KernelSpec &spec, const Target &target) {
-  if (!target.isNvidia())
-    return 0;
-  // The lowering decides which kernels reduce through a workspace; asking
-  // it keeps one source of truth.
-  std::unique_ptr<MLIRContext> context = makeContext();
-  DiagnosticCollector diagnostics(*context);
-  auto module = buildKernelModule(*context, spec);
-  if (!module) {
-    llvm::consumeError(module.takeError());
-    return 0;
-  }
-  if (llvm::Error error = lowerForGpu(**module)) {
-    llvm::consumeError(std::move(error));
-    return 0;
-  }
-  return workspaceWordsOf(**module);
-}
-
-int64_t workspaceWords(const KernelSpec &spec, std::string_view target) {
-  std::optional<Target> parsed = parseTarget(target, nullptr);
-  return parsed ? workspaceWords(spec, *parsed) : 0;
-}
-
 std::optional<Stage> parseStage(std::string_view name) {
   if (name == "mlir")
     return Stage::Mlir;
@@ -453,9 +423,9 @@ llvm::Expected<std::string> emit(const KernelSpec &spec, Stage stage) {
   return translateToLlvmIr(**module);
 }
 
-llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
-                                       const Target &target,
-                                       const PtxOptions &options) {
+llvm::Expected<GpuCompilation> compileToPtx(const KernelSpec &spec,
+                                            const Target &target,
+                                            const PtxOptions &options) {
   if (!target.isNvidia())
     return makeError("compileToPtx needs an NVIDIA target, got '" +
                      target.str() + "'");
@@ -465,14 +435,9 @@ llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
   auto module = buildKernelModule(*context, spec);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = lowerForGpu(**module))
-    return std::move(error);
-  DiagnosticCollector diagnostics(*context);
-  std::string error;
-  FailureOr<PtxModule> ptx = lowerToPtx(**module, target, error, options);
-  if (failed(ptx))
-    return makeError(error.empty() ? diagnostics.message() : error);
-  return std::move(*ptx);
+  GpuCompileOptions compileOptions;
+  compileOptions.ptx = options;
+  return compileModuleForGpu(**module, lowerForGpu, target, compileOptions);
 }
 
 CpuKernel::~CpuKernel() = default;

@@ -17,6 +17,7 @@
 
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/spec/KernelAbi.h"
 #include "runtime/spec/KernelSpec.h"
 
@@ -75,7 +76,8 @@ ContextLease borrowContext();
 
 /// One kernel parameter of the ABI, in order.
 struct KernelParam {
-  /// Workspace is never listed by kernelParams (see workspaceWords).
+  /// Workspace is never listed by kernelParams (see GpuCompilation::
+  /// workspaceWords).
   using Role = KernelParamRole;
   Role role;
   bool isResult;           ///< written by the kernel
@@ -88,19 +90,6 @@ struct KernelParam {
 /// The parameter list of a spec's kernel (docs/kernel-abi.md):
 /// runtime/spec/KernelAbi.h with MLIR's type names.
 std::vector<KernelParam> kernelParams(const KernelSpec &spec);
-
-/// 32-bit words of the scratch buffer that the GPU kernels of `spec` for
-/// `target` take as one extra, last parameter after kernelParams' (a
-/// memref<1 x words x i32>, all zero before the first launch; the kernels
-/// leave it all zero): docs/kernel-abi.md, "Workspace". 0: no such
-/// parameter, always so for the cpu target and for a spec that does not
-/// compile. It runs lowerForGpu (a few milliseconds): keep the result with
-/// the compiled kernel.
-int64_t workspaceWords(const KernelSpec &spec, const Target &target);
-/// The same for a target given by name ("sm_90a"); 0 for an unknown one.
-int64_t workspaceWords(const KernelSpec &spec, std::string_view target);
-/// The workspace words of a module after lowerForGpu (or the GPU tail).
-int64_t workspaceWordsOf(mlir::ModuleOp module);
 
 /// The module with one kernel function, verified.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
@@ -123,12 +112,13 @@ std::optional<Stage> parseStage(std::string_view name);
 /// dialect (mlir), scf loops (loops), or LLVM IR (llvm).
 llvm::Expected<std::string> emit(const KernelSpec &spec, Stage stage);
 
-/// PTX of `spec`'s kernel for an NVIDIA `target`: buildKernelModule,
-/// lowerToLoops, then the GPU tail's lowerToPtx (lowering/GpuTail.h), which
-/// validates the target first and refuses loop nests it cannot map yet.
-llvm::Expected<PtxModule> compileToPtx(const KernelSpec &spec,
-                                       const Target &target,
-                                       const PtxOptions &options = {});
+/// `spec`'s kernel compiled for an NVIDIA `target` (PTX, launch plan,
+/// workspace words): buildKernelModule, then compileModuleForGpu with
+/// lowerForGpu (runtime/compiler/GpuCompile.h). The GPU tail validates the
+/// target first and refuses loop nests it cannot map yet.
+llvm::Expected<GpuCompilation> compileToPtx(const KernelSpec &spec,
+                                            const Target &target,
+                                            const PtxOptions &options = {});
 
 /// A 2-D row-major host buffer: `data` points at rows x cols elements of
 /// the parameter's element type (the global scale is 1 x 1).

@@ -36,16 +36,6 @@ llvm::Error runLoweringPasses(ModuleOp module, ArrayRef<PassFactory> passes,
   return llvm::Error::success();
 }
 
-llvm::Expected<PtxModule> gpuModuleToPtx(ModuleOp module, const Target &target,
-                                         const PtxOptions &options) {
-  DiagnosticText diagnostics(*module.getContext());
-  std::string error;
-  FailureOr<PtxModule> ptx = lowerToPtx(module, target, error, options);
-  if (failed(ptx))
-    return compileError(error.empty() ? diagnostics.str() : error);
-  return std::move(*ptx);
-}
-
 llvm::Expected<std::unique_ptr<HostExecutable>>
 loopsModuleToHost(ModuleOp module) {
   if (llvm::Error error = lowerLoopsToLlvm(module))
@@ -123,10 +113,10 @@ loopsToHost(LoopsModuleBuilder build) {
   return loopsModuleToHost(**module);
 }
 
-llvm::Expected<PtxModule>
-loopsToPtx(LoopsModuleBuilder build, const Target &target,
-           const PtxOptions &options, const std::string &entry,
-           llvm::function_ref<void(ModuleOp)> lowered) {
+llvm::Expected<GpuCompilation> loopsToGpu(LoopsModuleBuilder build,
+                                          const Target &target,
+                                          const PtxOptions &options,
+                                          const std::string &entry) {
   if (!target.isNvidia())
     return compileError(entry + " needs an NVIDIA target, got '" +
                         target.str() + "'");
@@ -134,10 +124,10 @@ loopsToPtx(LoopsModuleBuilder build, const Target &target,
   auto module = build(*context);
   if (!module)
     return module.takeError();
-  auto ptx = gpuModuleToPtx(**module, target, options);
-  if (ptx && lowered)
-    lowered(**module);
-  return ptx;
+  GpuCompileOptions compileOptions;
+  compileOptions.ptx = options;
+  return compileModuleForGpu(**module, /*lowerToLoops=*/nullptr, target,
+                             compileOptions);
 }
 
 } // namespace lowbit::compiler

@@ -14,6 +14,7 @@
 #include "lowering/CpuTail.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/compiler/KvKernelSignature.h"
 
 #include "mlir/IR/Builders.h"
@@ -54,12 +55,6 @@ llvm::Error runLoweringPasses(mlir::ModuleOp module,
                               llvm::ArrayRef<PassFactory> passes,
                               const std::string &what);
 
-/// A module already lowered for the GPU, to PTX. The error is lowerToPtx's,
-/// or the diagnostics where it gave none.
-llvm::Expected<PtxModule> gpuModuleToPtx(mlir::ModuleOp module,
-                                         const Target &target,
-                                         const PtxOptions &options = {});
-
 /// A module already lowered to loops, through the CPU tail to a loaded
 /// executable.
 llvm::Expected<std::unique_ptr<HostExecutable>>
@@ -97,13 +92,13 @@ using LoopsModuleBuilder =
 llvm::Expected<std::unique_ptr<HostExecutable>>
 loopsToHost(LoopsModuleBuilder build);
 
-/// `build`'s module, in a borrowed context, through the GPU tail to PTX
-/// for the NVIDIA `target`; `entry` names the caller in the error;
-/// `lowered`, when given, sees the module after the GPU tail.
-llvm::Expected<PtxModule>
-loopsToPtx(LoopsModuleBuilder build, const Target &target,
-           const PtxOptions &options, const std::string &entry,
-           llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
+/// `build`'s module, in a borrowed context, through the one GPU compile
+/// (runtime/compiler/GpuCompile.h) for the NVIDIA `target`; `entry` names
+/// the caller in the error.
+llvm::Expected<GpuCompilation> loopsToGpu(LoopsModuleBuilder build,
+                                          const Target &target,
+                                          const PtxOptions &options,
+                                          const std::string &entry);
 
 } // namespace lowbit::compiler
 

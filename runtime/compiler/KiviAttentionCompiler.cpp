@@ -175,15 +175,14 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
   return llvm::Error::success();
 }
 
-llvm::Expected<PtxModule>
+llvm::Expected<GpuCompilation>
 compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
-                          const Target &target, const PtxOptions &options,
-                          llvm::function_ref<void(mlir::ModuleOp)> lowered) {
-  return loopsToPtx(
+                          const Target &target, const PtxOptions &options) {
+  return loopsToGpu(
       [&](MLIRContext &context) {
         return buildKiviAttentionLoops(context, spec);
       },
-      target, options, "compileKiviAttentionToPtx", lowered);
+      target, options, "compileKiviAttentionToPtx");
 }
 
 llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>

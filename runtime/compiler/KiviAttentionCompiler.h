@@ -58,15 +58,12 @@ buildKiviAttentionLoops(mlir::MLIRContext &context,
 llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
                                       const std::vector<KvBuffer> &buffers);
 
-/// PTX for an NVIDIA `target`: buildKiviAttentionModule, lowerKiviToLoops,
-/// lowerToPtx. `lowered`, when given, sees the module after the GPU tail
-/// (the host function with its gpu.launch_func ops), to read the launch
-/// plan off it (jit::describeGpuLaunches), as compileKvAttentionToPtx's
-/// callers do.
-llvm::Expected<PtxModule> compileKiviAttentionToPtx(
-    const kv::KiviAttentionSpec &spec, const Target &target,
-    const PtxOptions &options = {},
-    llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
+/// The kernels for an NVIDIA `target` (PTX, launch plan, workspace words):
+/// buildKiviAttentionModule, lowerKiviToLoops, the one GPU compile
+/// (runtime/compiler/GpuCompile.h).
+llvm::Expected<GpuCompilation>
+compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
+                          const Target &target, const PtxOptions &options = {});
 
 /// A KIVI decode-attention kernel JIT-compiled for the host CPU. run()
 /// takes one buffer per parameter, in ABI order (checkKiviAttentionBuffers

@@ -52,13 +52,12 @@ buildKiviLoops(MLIRContext &context, const kv::KiviKernelSpec &spec) {
   return lowerModule(buildKiviModule(context, spec), lowerKiviToLoops);
 }
 
-llvm::Expected<PtxModule>
-compileKiviToPtx(const kv::KiviKernelSpec &spec, const Target &target,
-                 const PtxOptions &options,
-                 llvm::function_ref<void(ModuleOp)> lowered) {
-  return loopsToPtx(
+llvm::Expected<GpuCompilation> compileKiviToPtx(const kv::KiviKernelSpec &spec,
+                                                const Target &target,
+                                                const PtxOptions &options) {
+  return loopsToGpu(
       [&](MLIRContext &context) { return buildKiviLoops(context, spec); },
-      target, options, "compileKiviToPtx", lowered);
+      target, options, "compileKiviToPtx");
 }
 
 llvm::Expected<std::unique_ptr<KiviCpuKernel>>

@@ -49,13 +49,12 @@ llvm::Error lowerKiviToLoops(mlir::ModuleOp module);
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildKiviLoops(mlir::MLIRContext &context, const kv::KiviKernelSpec &spec);
 
-/// PTX for an NVIDIA `target`: buildKiviModule, lowerKiviToLoops,
-/// lowerToPtx. `lowered`, when given, sees the module after the GPU tail
-/// (as compileKvToPtx's: `lowbit aot` reads the launch plan there).
-llvm::Expected<PtxModule>
-compileKiviToPtx(const kv::KiviKernelSpec &spec, const Target &target,
-                 const PtxOptions &options = {},
-                 llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
+/// The kernels for an NVIDIA `target` (PTX, launch plan, workspace words):
+/// buildKiviModule, lowerKiviToLoops, the one GPU compile
+/// (runtime/compiler/GpuCompile.h).
+llvm::Expected<GpuCompilation> compileKiviToPtx(const kv::KiviKernelSpec &spec,
+                                                const Target &target,
+                                                const PtxOptions &options = {});
 
 /// A KIVI kernel JIT-compiled for the host CPU. run() takes one buffer per
 /// parameter, in ABI order; ranks and static dimensions are checked.

@@ -316,20 +316,14 @@ kvAttentionGpuText(const kv::KvAttentionSpec &spec) {
   return loweredText(spec, lowerKvAttentionForGpu);
 }
 
-llvm::Expected<PtxModule>
+llvm::Expected<GpuCompilation>
 compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
-                        llvm::function_ref<void(mlir::ModuleOp)> lowered) {
-  if (!target.isNvidia())
-    return compileError("decode attention PTX needs an NVIDIA target, got '" +
-                        target.str() + "'");
-  ContextLease context = borrowContext();
-  auto module = buildLoweredModule(*context, spec, lowerKvAttentionForGpu);
-  if (!module)
-    return module.takeError();
-  auto ptx = gpuModuleToPtx(**module, target);
-  if (ptx && lowered)
-    lowered(**module);
-  return ptx;
+                        const PtxOptions &options) {
+  return loopsToGpu(
+      [&](MLIRContext &context) {
+        return buildLoweredModule(context, spec, lowerKvAttentionForGpu);
+      },
+      target, options, "decode attention PTX");
 }
 
 llvm::Expected<std::unique_ptr<KvAttentionCpuKernel>>

@@ -32,6 +32,7 @@
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/compiler/HostKernel.h"
 #include "runtime/compiler/KvKernelSignature.h"
 
@@ -72,12 +73,12 @@ llvm::Error lowerKvAttentionForGpu(mlir::ModuleOp module);
 /// The GPU form as text (what the GPU tail and the emulator take).
 llvm::Expected<std::string> kvAttentionGpuText(const kv::KvAttentionSpec &spec);
 
-/// The kernels as PTX. `lowered`, when given, sees the module after the GPU
-/// tail (host function with the gpu.launch_func ops), e.g. to read the
-/// launch plan off it (jit::describeGpuLaunches, as `lowbit report` does).
-llvm::Expected<PtxModule> compileKvAttentionToPtx(
-    const kv::KvAttentionSpec &spec, const Target &target,
-    llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
+/// The kernels for an NVIDIA `target` (PTX, launch plan, workspace words):
+/// buildKvAttentionModule, lowerKvAttentionForGpu, the one GPU compile
+/// (runtime/compiler/GpuCompile.h).
+llvm::Expected<GpuCompilation>
+compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
+                        const PtxOptions &options = {});
 
 /// The kernel JIT-compiled for the host; run() takes one HostBuffer per
 /// kvAttentionParams entry and checks them (kvAttentionSizesOf).

@@ -80,15 +80,14 @@ llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
   return text;
 }
 
-llvm::Expected<PtxModule>
-compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
-               const PtxOptions &options,
-               llvm::function_ref<void(ModuleOp)> lowered) {
-  return loopsToPtx(
+llvm::Expected<GpuCompilation> compileKvToPtx(const kv::KvKernelSpec &spec,
+                                              const Target &target,
+                                              const PtxOptions &options) {
+  return loopsToGpu(
       [&](MLIRContext &context) {
         return lowerModule(buildKvModule(context, spec), lowerKvForGpu);
       },
-      target, options, "compileKvToPtx", lowered);
+      target, options, "compileKvToPtx");
 }
 
 /// A paged kernel's block table names each page at most once (kv/KvPaged.h):

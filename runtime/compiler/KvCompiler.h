@@ -28,6 +28,7 @@
 #include "kv/KvKernelSpec.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/compiler/HostKernel.h"
 #include "runtime/compiler/KvKernelSignature.h"
 
@@ -64,14 +65,12 @@ llvm::Error lowerKvForGpu(mlir::ModuleOp module);
 llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
                                    std::string_view stage);
 
-/// PTX for an NVIDIA `target`: buildKvModule, lowerKvForGpu, lowerToPtx.
-/// `lowered`, when given, sees the module after the GPU tail (the host
-/// function with its gpu.launch_func ops), e.g. to read the launch plan
-/// off it (jit::describeGpuLaunches, as `lowbit report` does).
-llvm::Expected<PtxModule>
-compileKvToPtx(const kv::KvKernelSpec &spec, const Target &target,
-               const PtxOptions &options = {},
-               llvm::function_ref<void(mlir::ModuleOp)> lowered = nullptr);
+/// The kernels for an NVIDIA `target` (PTX, launch plan, workspace words):
+/// buildKvModule, lowerKvForGpu, the one GPU compile
+/// (runtime/compiler/GpuCompile.h).
+llvm::Expected<GpuCompilation> compileKvToPtx(const kv::KvKernelSpec &spec,
+                                              const Target &target,
+                                              const PtxOptions &options = {});
 
 /// One kernel parameter's host buffer: C-order `shape`, element type as
 /// the ABI above says.

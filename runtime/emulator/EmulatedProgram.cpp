@@ -5,6 +5,7 @@
 #include "lowering/GpuEmulator.h"
 #include "lowering/GpuTail.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -29,25 +30,21 @@ Error compileError(std::string message) {
   return makeError(ErrorCode::CompileFailed, std::move(message));
 }
 
-/// lowerToNvvm, the plan, then the host module: shared by both entries.
+/// compileForEmulation, then the plan checked: shared by both entries.
 /// The module must die before the program that owns its context.
 Status lowerAndLoad(EmulatedProgram::State &state, jit::LaunchPlan &plan,
-                    mlir::ModuleOp module, const Target &target,
-                    const ModuleMutation &mutate,
-                    const std::string &diagnostics) {
-  std::string error;
-  if (mlir::failed(lowerToNvvm(module, target, error)))
-    return compileError(error.empty() ? diagnostics : error);
-  if (mutate)
-    mutate(module);
-  auto emulated = compileForEmulator(module);
-  if (!emulated)
-    return compileError(llvm::toString(emulated.takeError()));
-  plan = jit::describeGpuLaunches(module);
+                    mlir::ModuleOp module,
+                    compiler::GpuLoopsLowering lowerToLoops,
+                    const Target &target, const ModuleMutation &mutate) {
+  llvm::Expected<compiler::GpuCompilation> compiled =
+      compileForEmulation(module, lowerToLoops, target, state.module, mutate);
+  if (!compiled)
+    return compileError(llvm::toString(compiled.takeError()));
+  state.workspaceWords = compiled->workspaceWords;
+  plan = std::move(compiled->plan);
   if (!plan.unsupported.empty())
     return makeError(ErrorCode::Unsupported,
                      "launch plan: " + plan.unsupported);
-  state.module = std::move(*emulated);
   return Status::success();
 }
 
@@ -69,6 +66,29 @@ size_t elementBytesOf(const std::string &type) {
 
 } // namespace
 
+llvm::Expected<compiler::GpuCompilation>
+compileForEmulation(mlir::ModuleOp module,
+                    llvm::Error (*lowerToLoops)(mlir::ModuleOp),
+                    const Target &target,
+                    std::unique_ptr<EmulatedModule> &loaded,
+                    const ModuleMutation &mutate) {
+  compiler::GpuCompileOptions options;
+  options.last = compiler::GpuStage::Nvvm;
+  options.observe = [&](compiler::GpuStage stage,
+                        mlir::ModuleOp lowered) -> llvm::Error {
+    if (stage != compiler::GpuStage::Nvvm)
+      return llvm::Error::success();
+    if (mutate)
+      mutate(lowered);
+    auto emulated = compileForEmulator(lowered);
+    if (!emulated)
+      return emulated.takeError();
+    loaded = std::move(*emulated);
+    return llvm::Error::success();
+  };
+  return compiler::compileModuleForGpu(module, lowerToLoops, target, options);
+}
+
 Expected<std::unique_ptr<EmulatedProgram>>
 EmulatedProgram::compile(const KernelSpec &spec, const Target &target,
                          const ModuleMutation &mutate) {
@@ -84,11 +104,8 @@ EmulatedProgram::compile(const KernelSpec &spec, const Target &target,
   auto module = compiler::buildKernelModule(*state.context, spec);
   if (!module)
     return compileError(llvm::toString(module.takeError()));
-  if (llvm::Error error = compiler::lowerForGpu(**module))
-    return compileError(llvm::toString(std::move(error)));
-  state.workspaceWords = compiler::workspaceWordsOf(**module);
-  Status status = lowerAndLoad(state, program->launchPlan, **module, target,
-                               mutate, diagnostics);
+  Status status = lowerAndLoad(state, program->launchPlan, **module,
+                               compiler::lowerForGpu, target, mutate);
   *module = nullptr;
   if (!status)
     return std::move(status).takeError();
@@ -107,12 +124,16 @@ EmulatedProgram::compileText(std::string_view text, const Target &target,
           llvm::StringRef(text.data(), text.size()), state.context.get());
   if (!module)
     return compileError("parsing the module: " + diagnostics);
-  Status status = lowerAndLoad(state, program->launchPlan, *module, target,
-                               mutate, diagnostics);
+  Status status = lowerAndLoad(state, program->launchPlan, *module,
+                               /*lowerToLoops=*/nullptr, target, mutate);
   module = nullptr;
   if (!status)
     return std::move(status).takeError();
   return program;
+}
+
+int64_t EmulatedProgram::workspaceWords() const {
+  return state->workspaceWords;
 }
 
 Status EmulatedProgram::runSpec(Device &device,

@@ -4,7 +4,7 @@
 // The launcher of the GPU emulator (docs/emulator.md). It compiles a spec
 // the way the GPU JIT does (build, lowbit-to-loops, the GPU tail's
 // lowerToNvvm), derives the launch plan with the JIT's own code
-// (jit::describeGpuLaunches) and evaluates it per call with the JIT's own
+// (compiler::describeGpuLaunches) and evaluates it per call with the JIT's own
 // packing (jit::resolveLaunch), so a wrong plan fails here as it would on
 // the GPU. The kernels run on an emulator::Device.
 //
@@ -18,6 +18,8 @@
 #include "runtime/emulator/Simt.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/spec/KernelSpec.h"
+
+#include "llvm/Support/Error.h"
 
 #include <array>
 #include <functional>
@@ -33,6 +35,9 @@ class ModuleOp;
 
 namespace lowbit {
 class EmulatedModule;
+namespace compiler {
+struct GpuCompilation;
+} // namespace compiler
 } // namespace lowbit
 
 namespace lowbit::emulator {
@@ -49,6 +54,18 @@ struct EmulatorBuffer {
 
 /// Edits the module after lowerToNvvm (the broken-kernel tests).
 using ModuleMutation = std::function<void(mlir::ModuleOp)>;
+
+/// The one GPU compile (compiler::compileModuleForGpu) of `module` up to
+/// NVVM: `lowerToLoops` first (none: the module is at the loops level),
+/// then the kernels edited by `mutate` and compiled for the emulator into
+/// `loaded`. The result carries the launch plan and the workspace words.
+/// EmulatedProgram's entries and the KV tests' emulated kernels use it.
+llvm::Expected<compiler::GpuCompilation>
+compileForEmulation(mlir::ModuleOp module,
+                    llvm::Error (*lowerToLoops)(mlir::ModuleOp),
+                    const Target &target,
+                    std::unique_ptr<EmulatedModule> &loaded,
+                    const ModuleMutation &mutate = {});
 
 /// A host buffer and its [rows, cols] shape.
 struct ShapedBuffer {
@@ -91,6 +108,8 @@ public:
   Status runSpec(Device &device, std::span<const ShapedBuffer> buffers) const;
 
   const jit::LaunchPlan &plan() const { return launchPlan; }
+  /// The workspace words the compile gave (docs/kernel-abi.md); 0: none.
+  int64_t workspaceWords() const;
 
   struct State;
 

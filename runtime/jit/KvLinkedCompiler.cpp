@@ -69,6 +69,21 @@ wrap(llvm::Expected<std::unique_ptr<CpuKernel>> compiled) {
 
 } // namespace
 
+llvm::Expected<compiler::GpuCompilation>
+compileKvSpecForGpu(const KvJitSpec &spec, const Target &target) {
+  switch (spec.kind) {
+  case KvJitSpec::Kind::Attention:
+    return compiler::compileKvAttentionToPtx(spec.decode, target);
+  case KvJitSpec::Kind::Kivi:
+    return compiler::compileKiviToPtx(spec.kivi, target);
+  case KvJitSpec::Kind::KiviAttention:
+    return compiler::compileKiviAttentionToPtx(spec.kiviDecode, target);
+  case KvJitSpec::Kind::Cache:
+    break;
+  }
+  return compiler::compileKvToPtx(spec.cache, target);
+}
+
 Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
                                         const Target &target,
                                         bool startLinker) {
@@ -79,33 +94,20 @@ Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
           runtime::cubinMakerFromEnvironment();
       startLinker && maker && *maker == runtime::CubinMaker::NvJitLink)
     runtime::startNvJitLinkWarmup(target.chip);
-  LaunchPlan plan;
-  int64_t workspaceWords = 0;
-  auto describe = [&](mlir::ModuleOp module) {
-    plan = describeGpuLaunches(module);
-    workspaceWords = compiler::workspaceWordsOf(module);
-  };
-  llvm::Expected<PtxModule> ptx =
-      spec->kind == KvJitSpec::Kind::Attention
-          ? compiler::compileKvAttentionToPtx(spec->decode, target, describe)
-      : spec->kind == KvJitSpec::Kind::Kivi
-          ? compiler::compileKiviToPtx(spec->kivi, target, {}, describe)
-      : spec->kind == KvJitSpec::Kind::KiviAttention
-          ? compiler::compileKiviAttentionToPtx(spec->kiviDecode, target, {},
-                                                describe)
-          : compiler::compileKvToPtx(spec->cache, target, {}, describe);
-  if (!ptx) {
+  llvm::Expected<compiler::GpuCompilation> build =
+      compileKvSpecForGpu(*spec, target);
+  if (!build) {
     // Nothing links this build: the warm-up must not outlive it
     // (buildGpuKernel's failure path waits the same way).
     if (startLinker)
       (void)runtime::waitForNvJitLinkWarmup();
-    return compileFailed(ptx.takeError());
+    return compileFailed(build.takeError());
   }
   GpuCompileResult result;
-  result.ptx = std::move(ptx->ptx);
-  result.kernelNames = std::move(ptx->kernelNames);
-  result.plan = plan.serialize();
-  result.workspaceWords = overriddenWorkspaceWords(workspaceWords);
+  result.ptx = std::move(build->ptx);
+  result.kernelNames = std::move(build->kernelNames);
+  result.plan = build->plan.serialize();
+  result.workspaceWords = overriddenWorkspaceWords(build->workspaceWords);
   return result;
 }
 

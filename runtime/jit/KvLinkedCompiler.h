@@ -9,9 +9,17 @@
 #ifndef LOWBIT_RUNTIME_JIT_KVLINKEDCOMPILER_H
 #define LOWBIT_RUNTIME_JIT_KVLINKEDCOMPILER_H
 
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/jit/CompilerBackend.h"
+#include "runtime/jit/KvJitSpec.h"
 
 namespace lowbit::jit {
+
+/// A KV, KIVI or decode-attention spec's kernels compiled for an NVIDIA
+/// `target` by its family's compiler (the one GPU compile underneath):
+/// what getKv and `lowbit aot` both build.
+llvm::Expected<compiler::GpuCompilation>
+compileKvSpecForGpu(const KvJitSpec &spec, const Target &target);
 
 Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
                                         const Target &target, bool startLinker);

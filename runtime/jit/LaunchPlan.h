@@ -1,17 +1,17 @@
 //===- LaunchPlan.h - How to launch a spec's GPU kernels ---------*- C++
 //-*-===//
 //
-// lowerToPtx leaves the host function holding the gpu.launch_func ops, in
+// The GPU tail leaves the host function holding the gpu.launch_func ops, in
 // launch order, with grid/block sizes computed from the memref sizes
-// (memref.dim of the kernel's parameters) and the kernel operands. The JIT
-// records that as a LaunchPlan, a small text form stored next to the
-// PTX/cubin in the cache (and, in the same syntax, in AOT manifests).
+// (memref.dim of the kernel's parameters) and the kernel operands. The one
+// GPU compile (runtime/compiler/GpuCompile.h) records that as a LaunchPlan,
+// a small text form the JIT stores next to the PTX/cubin in the cache
+// (and, in the same syntax, in AOT manifests).
 //
 // The text form, its compiled form and its evaluation live in the
 // MLIR-free launch module (runtime/aot/LaunchProgram.h), which the JIT, the
-// AOT runner and the GPU emulator share; this header adds what needs MLIR
-// (deriving a plan from a module) and keeps the one-shot helpers the
-// emulator and the report use.
+// AOT runner and the GPU emulator share; this header adds the JIT's build
+// and keeps the one-shot helpers the emulator and the report use.
 //
 // A host function the JIT cannot describe gives a plan that is
 // `unsupported: REASON`; launch() then returns that reason (Unsupported).
@@ -34,9 +34,9 @@
 #include <utility>
 #include <vector>
 
-namespace mlir {
-class ModuleOp;
-} // namespace mlir
+namespace lowbit::compiler {
+struct GpuCompilation;
+} // namespace lowbit::compiler
 
 namespace lowbit::jit {
 
@@ -70,19 +70,10 @@ Expected<ResolvedLaunch> resolveLaunch(const LaunchStep &step,
                                        uint64_t workspace = 0,
                                        int64_t workspaceWords = 0);
 
-/// The plan of a module after the GPU tail (lowerToNvvm or lowerToPtx):
-/// lower-affine on its host function, then its gpu.launch_func ops. The JIT
-/// and the GPU emulator both derive their plans here. MLIR inside.
-LaunchPlan describeGpuLaunches(mlir::ModuleOp module);
-
-/// PTX for `spec` on `target` plus its launch plan. MLIR inside.
-struct GpuBuild {
-  std::string ptx;
-  std::vector<std::string> kernelNames;
-  LaunchPlan plan;
-  /// compiler::workspaceWordsOf the lowered module.
-  int64_t workspaceWords = 0;
-};
+/// PTX for `spec` on `target` plus its launch plan and workspace words:
+/// the one GPU compile's result (runtime/compiler/GpuCompile.h, which its
+/// users include: it needs MLIR, this header does not).
+using GpuBuild = compiler::GpuCompilation;
 /// Milliseconds of buildGpuKernel's phases, in order, for
 /// lowbit-bench-latency --phases: "context" (borrowing a pooled context, or
 /// making one), "module" (buildKernelModule), "gpu loops" (lowerForGpu),

@@ -12,6 +12,7 @@
 
 #include "runtime/cache/Hash.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/jit/Workspace.h"

@@ -108,7 +108,7 @@ TEST_CASE("fusion: a CPU fused kernel on a pooled context that compiled GPU "
   std::string error;
   std::optional<Target> target = parseTarget("sm_90a", &error);
   REQUIRE(target);
-  llvm::Expected<PtxModule> ptx = compileToPtx(*gpuSpec, *target);
+  auto ptx = compileToPtx(*gpuSpec, *target);
   REQUIRE(static_cast<bool>(ptx));
   std::optional<KernelSpec> cpuSpec =
       parseKernelSpec("add_rmsnorm(eps=1e-6) | quantize nvfp4 from=f16 "

@@ -53,8 +53,7 @@ TEST_CASE("the GPU tail warm-up runs once, for valid NVIDIA targets only",
   // caller's is the pool's) works and names its kernels.
   std::optional<KernelSpec> spec = parseKernelSpec("quantize mxfp4", nullptr);
   REQUIRE(spec);
-  llvm::Expected<PtxModule> ptx =
-      compiler::compileToPtx(*spec, targetOf("sm_90a"));
+  auto ptx = compiler::compileToPtx(*spec, targetOf("sm_90a"));
   REQUIRE(bool(ptx));
   CHECK(ptx->ptx.find(".entry") != std::string::npos);
   CHECK_FALSE(ptx->kernelNames.empty());

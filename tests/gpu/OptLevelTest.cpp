@@ -70,10 +70,10 @@ void checkSameAsO3(const std::string &what, Compile compile) {
   INFO(what);
   PtxOptions o3;
   o3.optLevel = 3;
-  llvm::Expected<PtxModule> listed = compile(PtxOptions());
+  auto listed = compile(PtxOptions());
   if (!listed)
     FAIL(llvm::toString(listed.takeError()));
-  llvm::Expected<PtxModule> reference = compile(o3);
+  auto reference = compile(o3);
   if (!reference)
     FAIL(llvm::toString(reference.takeError()));
   CHECK(listed->ptx == reference->ptx);

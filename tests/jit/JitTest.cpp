@@ -3,6 +3,7 @@
 #include "lowbit/Jit.h"
 #include "format/Quantize.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/jit/LaunchPlan.h"
 
 #include <catch2/catch.hpp>

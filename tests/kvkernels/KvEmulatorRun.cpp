@@ -6,6 +6,7 @@
 #include "lowering/GpuTail.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/emulator/EmulatedProgram.h"
 
@@ -83,24 +84,14 @@ std::unique_ptr<KvEmulatedKernel>
 KvEmulatedKernel::finish(std::unique_ptr<KvEmulatedKernel> kernel,
                          mlir::ModuleOp module, const Target &target,
                          std::string &error) {
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(
-      kernel->context.get(), [&diagnostics](mlir::Diagnostic &diagnostic) {
-        diagnostics += diagnostic.str() + "\n";
-        return mlir::success();
-      });
-  if (mlir::failed(lowerToNvvm(module, target, error))) {
-    if (error.empty())
-      error = diagnostics;
+  llvm::Expected<compiler::GpuCompilation> compiled =
+      emulator::compileForEmulation(module, /*lowerToLoops=*/nullptr, target,
+                                    kernel->module);
+  if (!compiled) {
+    error = llvm::toString(compiled.takeError());
     return nullptr;
   }
-  auto emulated = compileForEmulator(module);
-  if (!emulated) {
-    error = llvm::toString(emulated.takeError());
-    return nullptr;
-  }
-  kernel->module = std::move(*emulated);
-  kernel->launchPlan = jit::describeGpuLaunches(module);
+  kernel->launchPlan = std::move(compiled->plan);
   if (!kernel->launchPlan.unsupported.empty()) {
     error = "launch plan: " + kernel->launchPlan.unsupported;
     return nullptr;

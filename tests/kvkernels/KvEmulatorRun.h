@@ -3,11 +3,11 @@
 //
 // Runs a KV kernel spec's GPU module (buildKvModule, lowerKvToLoops, the GPU
 // tail's lowerToNvvm) in the GPU emulator (docs/emulator.md). The launch
-// plan is the JIT's own (jit::describeGpuLaunches), and each call resolves
-// it as the JIT's KV kernels and the AOT runner do (aot::resolveLaunchFor,
-// an aot::RankedLaunch: `dim:P:D` is size D of buffer P, a memref operand
-// MLIR's expanded rank-N descriptor), so a wrong size or descriptor there
-// fails these tests too.
+// plan is the JIT's own (compiler::describeGpuLaunches), and each call
+// resolves it as the JIT's KV kernels and the AOT runner do
+// (aot::resolveLaunchFor, an aot::RankedLaunch: `dim:P:D` is size D of buffer
+// P, a memref operand MLIR's expanded rank-N descriptor), so a wrong size or
+// descriptor there fails these tests too.
 //
 //===----------------------------------------------------------------------===//
 

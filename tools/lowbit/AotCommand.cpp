@@ -22,6 +22,7 @@
 #include "runtime/cache/KernelCache.h"
 #include "runtime/cache/KernelKey.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/Npy.h"
 #include "runtime/driver/NvJitLink.h"
@@ -315,7 +316,8 @@ std::optional<BundleEntry> buildEntry(const KernelSpec &spec,
     error = build.error().message;
     return std::nullopt;
   }
-  int64_t workspaceWords = jit::kernelWorkspaceWords(spec, options.target);
+  // The build's own count: the same lowering decided it.
+  int64_t workspaceWords = jit::overriddenWorkspaceWords(build->workspaceWords);
   const std::string &ptx = build->ptx;
   std::optional<std::vector<Launch>> launches = checkedLaunchesFromPlan(
       build->plan, ptx, [](int) { return size_t(7); }, error);

@@ -12,6 +12,7 @@
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
+#include "runtime/jit/KvLinkedCompiler.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "tools/lowbit/AotKvData.h"
 
@@ -66,10 +67,6 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
                 std::string &error) {
   aot::BundleEntry entry;
   entry.spec = spec.text();
-  jit::LaunchPlan plan;
-  auto describe = [&](mlir::ModuleOp module) {
-    plan = jit::describeGpuLaunches(module);
-  };
   const bool attention = spec.kind == KvAotSpec::Kind::Attention;
   const bool kivi = spec.kind == KvAotSpec::Kind::Kivi;
   const bool kiviAttention = spec.kind == KvAotSpec::Kind::KiviAttention;
@@ -78,19 +75,13 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
             "sizes only)";
     return std::nullopt;
   }
-  llvm::Expected<PtxModule> ptx =
-      attention ? compiler::compileKvAttentionToPtx(spec.decode, options.target,
-                                                    describe)
-      : kivi
-          ? compiler::compileKiviToPtx(spec.kivi, options.target, {}, describe)
-      : kiviAttention
-          ? compiler::compileKiviAttentionToPtx(spec.kiviDecode, options.target,
-                                                {}, describe)
-          : compiler::compileKvToPtx(spec.cache, options.target, {}, describe);
+  llvm::Expected<compiler::GpuCompilation> ptx =
+      jit::compileKvSpecForGpu(spec, options.target);
   if (!ptx) {
     error = llvm::toString(ptx.takeError());
     return std::nullopt;
   }
+  const jit::LaunchPlan &plan = ptx->plan;
   std::string stem;
   Dims benchDims;
   KvGeometry benchGeometry;

@@ -1,7 +1,8 @@
 //===- CompileCommand.cpp - `lowbit compile`: a spec's kernel at a stage --===//
 //
 // Runs the compiler's stages one by one (rather than compiler::emit or
-// compileToPtx) so that LOWBIT_DUMP_DIR can receive every stage the
+// compileToPtx; PTX through the one GPU compile, compileModuleForGpu,
+// observing its stages) so that LOWBIT_DUMP_DIR can receive every stage the
 // compile went through, as Triton's TRITON_DUMP_DIR does; a compile that
 // fails at a later stage still leaves the earlier ones there to look at.
 //
@@ -12,11 +13,11 @@
 
 #include "lowbit/Jit.h"
 #include "lowering/CpuTail.h"
-#include "lowering/GpuTail.h"
 #include "lowering/Target.h"
 #include "runtime/cache/Hash.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/spec/KernelSpec.h"
 #include "tools/lowbit/CommandLine.h"
@@ -177,11 +178,42 @@ std::optional<std::string> compileStages(const KernelSpec &spec,
   if (last == EmitStage::Mlir)
     return text;
 
-  // PTX goes through the GPU mapping (lowbit-to-gpu, then loops for the
-  // rest); the loops stage itself stays target independent.
-  if (llvm::Error lowerError = target.isNvidia() && last == EmitStage::Ptx
-                                   ? compiler::lowerForGpu(**module)
-                                   : compiler::lowerToLoops(**module)) {
+  // PTX is the one GPU compile (compiler::compileModuleForGpu: the GPU
+  // mapping, lowbit-to-gpu then loops for the rest, and the GPU tail); the
+  // loops stage itself stays target independent.
+  if (target.isNvidia() && last == EmitStage::Ptx) {
+    bool lowered = false, dumpFailed = false;
+    compiler::GpuCompileOptions options;
+    options.last = compiler::GpuStage::Ptx;
+    options.observe = [&](compiler::GpuStage stage,
+                          mlir::ModuleOp module) -> llvm::Error {
+      if (stage != compiler::GpuStage::Loops)
+        return llvm::Error::success();
+      lowered = true;
+      std::string dumpError;
+      if (dumper.record("loops", "mlir", printModule(module), &dumpError))
+        return llvm::Error::success();
+      dumpFailed = true;
+      return llvm::createStringError(dumpError);
+    };
+    llvm::Expected<compiler::GpuCompilation> compiled =
+        compiler::compileModuleForGpu(**module, compiler::lowerForGpu, target,
+                                      options);
+    if (!compiled) {
+      std::string reason = llvm::toString(compiled.takeError());
+      // The GPU tail's refusals name the target; the lowering's and the
+      // dump's errors stand alone.
+      *error = lowered && !dumpFailed ? fmt::format("cannot compile for {}: {}",
+                                                    target.chip, reason)
+                                      : reason;
+      return std::nullopt;
+    }
+    if (!dumper.record("ptx", "ptx", compiled->ptx, error))
+      return std::nullopt;
+    return std::move(compiled->ptx);
+  }
+
+  if (llvm::Error lowerError = compiler::lowerToLoops(**module)) {
     *error = llvm::toString(std::move(lowerError));
     return std::nullopt;
   }
@@ -190,19 +222,6 @@ std::optional<std::string> compileStages(const KernelSpec &spec,
     return std::nullopt;
   if (last == EmitStage::Loops)
     return text;
-
-  if (last == EmitStage::Ptx) {
-    std::string reason;
-    mlir::FailureOr<PtxModule> ptx = lowerToPtx(**module, target, reason);
-    if (mlir::failed(ptx)) {
-      *error = fmt::format("cannot compile for {}: {}", target.chip,
-                           reason.empty() ? diagnostics : reason);
-      return std::nullopt;
-    }
-    if (!dumper.record("ptx", "ptx", ptx->ptx, error))
-      return std::nullopt;
-    return ptx->ptx;
-  }
 
   if (llvm::Error lowerError = lowerLoopsToLlvm(**module)) {
     *error = llvm::toString(std::move(lowerError));

@@ -98,15 +98,16 @@ Expected<report::KernelLaunch> kvLaunch(const jit::LaunchStep &step,
 
 } // namespace
 
-Expected<runtime::Cubin> linkKvReportPtx(llvm::Expected<PtxModule> &ptx,
-                                         const jit::LaunchPlan &plan,
-                                         const Target &target) {
-  if (!ptx)
-    return makeError(ErrorCode::CompileFailed, llvm::toString(ptx.takeError()));
-  if (!plan.unsupported.empty())
+Expected<runtime::Cubin>
+linkKvReportPtx(llvm::Expected<compiler::GpuCompilation> &compiled,
+                const Target &target) {
+  if (!compiled)
+    return makeError(ErrorCode::CompileFailed,
+                     llvm::toString(compiled.takeError()));
+  if (!compiled->plan.unsupported.empty())
     return makeError(ErrorCode::Unsupported,
-                     "no launch plan: " + plan.unsupported);
-  Expected<runtime::Cubin> cubin = runtime::linkPtx(ptx->ptx, target.chip);
+                     "no launch plan: " + compiled->plan.unsupported);
+  Expected<runtime::Cubin> cubin = runtime::linkPtx(compiled->ptx, target.chip);
   if (!cubin)
     return makeError(cubin.error().code, "nvJitLink (registers and spills): " +
                                              cubin.error().message);
@@ -116,14 +117,11 @@ Expected<runtime::Cubin> linkKvReportPtx(llvm::Expected<PtxModule> &ptx,
 Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
                                            int64_t tokens, const Target &target,
                                            const report::ChipModel &chip) {
-  jit::LaunchPlan plan;
-  auto ptx =
-      compiler::compileKvToPtx(spec, target, {}, [&](mlir::ModuleOp module) {
-        plan = jit::describeGpuLaunches(module);
-      });
-  Expected<runtime::Cubin> cubin = linkKvReportPtx(ptx, plan, target);
+  auto ptx = compiler::compileKvToPtx(spec, target);
+  Expected<runtime::Cubin> cubin = linkKvReportPtx(ptx, target);
   if (!cubin)
     return cubin.error();
+  const jit::LaunchPlan &plan = ptx->plan;
   int64_t batch = kKvCacheReportBatch;
   bool append = spec.op == kv::KvKernelOp::Append;
   report::SpecInput input;

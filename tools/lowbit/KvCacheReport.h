@@ -11,8 +11,8 @@
 #define LOWBIT_TOOLS_LOWBIT_KVCACHEREPORT_H
 
 #include "kv/KvKernelSpec.h"
-#include "lowering/GpuTail.h"
 #include "lowering/Target.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/report/GpuReport.h"
@@ -34,11 +34,11 @@ constexpr std::array<int64_t, 2> kKvCacheReportTokens = {1, 256};
 /// the codes and int8 scales of the rows it touches, the static FP8
 /// scales, the positions and the block-table entries of those rows, once.
 /// The cubin a KV report row (cache or attention) reads registers and
-/// spills from: the compile's `ptx` linked for `target`. Refused when the
-/// compile failed or `plan` has a launch it cannot describe.
-Expected<runtime::Cubin> linkKvReportPtx(llvm::Expected<PtxModule> &ptx,
-                                         const jit::LaunchPlan &plan,
-                                         const Target &target);
+/// spills from: the compile's PTX linked for `target`. Refused when the
+/// compile failed or its plan has a launch it cannot describe.
+Expected<runtime::Cubin>
+linkKvReportPtx(llvm::Expected<compiler::GpuCompilation> &compiled,
+                const Target &target);
 
 Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
                                            int64_t tokens, const Target &target,

@@ -13,6 +13,7 @@
 #include "kv/KvPaged.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/compiler/Compiler.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/driver/Nvrtc.h"
@@ -245,13 +246,11 @@ constexpr int64_t kKvReportTokens = 32768;
 Expected<report::SpecReport> reportKvAttention(const kv::KvAttentionSpec &spec,
                                                const Target &target,
                                                const report::ChipModel &chip) {
-  jit::LaunchPlan plan;
-  auto ptx = compiler::compileKvAttentionToPtx(
-      spec, target,
-      [&](mlir::ModuleOp module) { plan = jit::describeGpuLaunches(module); });
-  Expected<runtime::Cubin> cubin = linkKvReportPtx(ptx, plan, target);
+  auto ptx = compiler::compileKvAttentionToPtx(spec, target);
+  Expected<runtime::Cubin> cubin = linkKvReportPtx(ptx, target);
   if (!cubin)
     return cubin.error();
+  const jit::LaunchPlan &plan = ptx->plan;
   report::SpecInput input;
   input.title = fmt::format("{} at {} tokens", kv::printKvAttentionSpec(spec),
                             kKvReportTokens);

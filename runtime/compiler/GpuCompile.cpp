@@ -1,0 +1,86 @@
+//===- GpuCompile.cpp - One GPU compile: module -> PTX, plan, workspace ---===//
+
+#include "runtime/compiler/GpuCompile.h"
+
+#include "lowering/GpuTensorReduce.h"
+#include "runtime/compiler/Compiler.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+namespace lowbit::compiler {
+
+using namespace mlir;
+
+namespace {
+
+llvm::Error compileError(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+} // namespace
+
+int64_t workspaceWordsOf(ModuleOp module) {
+  return gpu_mapping::workspaceWordsOf(
+      module.lookupSymbol<func::FuncOp>(kKernelName));
+}
+
+llvm::Expected<GpuCompilation>
+compileModuleForGpu(ModuleOp module, GpuLoopsLowering lowerToLoops,
+                    const Target &target, const GpuCompileOptions &options) {
+  if (!target.isNvidia())
+    return compileError("the GPU compile needs an NVIDIA target, got '" +
+                        target.str() + "'");
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (!diagnostics.empty())
+      diagnostics += "\n";
+    diagnostics += diag.str();
+    return success();
+  });
+  auto observe = [&](GpuStage stage) -> llvm::Error {
+    return options.observe ? options.observe(stage, module)
+                           : llvm::Error::success();
+  };
+  auto failedWith = [&](const std::string &error) {
+    return compileError(error.empty() ? diagnostics : error);
+  };
+
+  GpuCompilation result;
+  if (lowerToLoops)
+    if (llvm::Error error = lowerToLoops(module))
+      return std::move(error);
+  // The lowering decided which kernels reduce through a workspace; it is
+  // read here, once, for every consumer.
+  result.workspaceWords = workspaceWordsOf(module);
+  if (llvm::Error error = observe(GpuStage::Loops))
+    return std::move(error);
+  if (options.last == GpuStage::Loops)
+    return result;
+
+  std::string error;
+  if (failed(lowerToNvvm(module, target, error, options.ptx)))
+    return failedWith(error);
+  if (llvm::Error observed = observe(GpuStage::Nvvm))
+    return std::move(observed);
+
+  if (options.last != GpuStage::Nvvm) {
+    FailureOr<PtxModule> ptx = serializeToPtx(module, error);
+    if (failed(ptx))
+      return failedWith(error);
+    result.ptx = std::move(ptx->ptx);
+    result.kernelNames = std::move(ptx->kernelNames);
+    result.optLevel = ptx->optLevel;
+    if (llvm::Error observed = observe(GpuStage::Ptx))
+      return std::move(observed);
+    if (options.last == GpuStage::Ptx)
+      return result;
+  }
+  result.plan = describeGpuLaunches(module);
+  if (llvm::Error observed = observe(GpuStage::Plan))
+    return std::move(observed);
+  return result;
+}
+
+} // namespace lowbit::compiler
