@@ -42,7 +42,7 @@ set(LOWBIT_CORE_HEADERS
   runtime/driver/Nvrtc.h)
 set(LOWBIT_JIT_HEADERS
   runtime/include/lowbit/Jit.h
-  lowering/Target.h)
+  target/Target.h)
 
 function(lowbit_install_headers component)
   foreach(header ${ARGN})

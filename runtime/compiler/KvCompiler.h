@@ -27,9 +27,9 @@
 
 #include "kv/KvKernelSpec.h"
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/HostKernel.h"
 #include "runtime/compiler/KvKernelSignature.h"
+#include "target/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

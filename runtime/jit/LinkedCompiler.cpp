@@ -14,7 +14,7 @@
 #include "runtime/compiler/Compiler.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
-#include "runtime/jit/Workspace.h"
+#include "runtime/jit/WorkspaceWords.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/TargetParser/Host.h"

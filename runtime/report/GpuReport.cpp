@@ -12,6 +12,7 @@
 #include "runtime/report/GpuReport.h"
 
 #include "format/Quantize.h"
+#include "target/ChipCapabilities.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,18 +24,22 @@
 namespace lowbit::report {
 
 std::optional<ChipModel> chipModel(std::string_view chip) {
+  const ChipInfo *info = lookupChip(chip);
+  std::optional<ChipResources> resources =
+      info ? chipResources(*info) : std::nullopt;
+  if (!resources)
+    return std::nullopt;
   ChipModel model;
   model.chip = std::string(chip);
-  // CUDA C++ Programming Guide, "Technical Specifications per Compute
-  // Capability": compute capability 9.0 and 10.0 alike have 64K 32-bit
-  // registers, 2048 resident threads (64 warps), 32 resident blocks and
-  // 228 KB of shared memory per SM; registers are allocated per warp in
-  // units of 256 (the CUDA Occupancy Calculator's allocation unit).
-  model.registersPerSm = 65536;
-  model.maxThreadsPerSm = 2048;
-  model.maxBlocksPerSm = 32;
-  model.sharedBytesPerSm = 228 * 1024;
-  model.registerAllocationUnit = 256;
+  // The per-SM limits are the target floor's (target/ChipCapabilities.h):
+  // compute capability 9.0 and 10.0 alike have 64K 32-bit registers, 2048
+  // resident threads (64 warps), 32 resident blocks and 228 KB of shared
+  // memory per SM, registers allocated per warp in units of 256.
+  model.registersPerSm = resources->registersPerSm;
+  model.maxThreadsPerSm = resources->maxThreadsPerSm;
+  model.maxBlocksPerSm = resources->maxBlocksPerSm;
+  model.sharedBytesPerSm = resources->sharedBytesPerSm;
+  model.registerAllocationUnit = resources->registerAllocationUnit;
   // Four warp schedulers per SM, one instruction each per clock (Hopper and
   // Blackwell architecture whitepapers).
   model.issuePerSmPerClock = 4;

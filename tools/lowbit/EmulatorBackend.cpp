@@ -2,8 +2,8 @@
 
 #include "tools/lowbit/EmulatorBackend.h"
 
-#include "lowering/Target.h"
 #include "runtime/emulator/EmulatedProgram.h"
+#include "target/Target.h"
 
 #include <map>
 #include <memory>

@@ -12,10 +12,10 @@
 
 #include "kv/KvKernelSpec.h"
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/report/GpuReport.h"
+#include "target/Target.h"
 
 #include "llvm/Support/Error.h"
 

@@ -1,18 +1,18 @@
-//===- Workspace.h - How much workspace a spec's GPU kernels need -*- C++
-//-*-===//
+//===- WorkspaceWords.h - A spec's GPU workspace size -----------*- C++ -*-===//
 //
 // The number of 32-bit words of scratch a spec's GPU kernels take as their
-// trailing workspace parameter (0: none; runtime/aot/Workspace.h holds the
-// buffers). The JIT records it in its kernel object at get(), `lowbit aot`
-// in the manifest; neither recomputes it per launch.
+// trailing workspace parameter (0: none; target/Workspace.h is the ABI,
+// runtime/aot/WorkspacePool.h holds the buffers). The JIT records it in
+// its kernel object at get(), `lowbit aot` in the manifest; neither
+// recomputes it per launch.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOWBIT_RUNTIME_JIT_WORKSPACE_H
-#define LOWBIT_RUNTIME_JIT_WORKSPACE_H
+#ifndef LOWBIT_RUNTIME_JIT_WORKSPACEWORDS_H
+#define LOWBIT_RUNTIME_JIT_WORKSPACEWORDS_H
 
-#include "lowering/Target.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include <cstdint>
 #include <optional>
@@ -33,4 +33,4 @@ void overrideWorkspaceWordsForTesting(std::optional<int64_t> words);
 
 } // namespace lowbit::jit
 
-#endif // LOWBIT_RUNTIME_JIT_WORKSPACE_H
+#endif // LOWBIT_RUNTIME_JIT_WORKSPACEWORDS_H
