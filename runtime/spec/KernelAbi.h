@@ -28,7 +28,7 @@ struct KernelAbiParam {
   Shape2D shape; ///< from the spec's sizes (kDynamic where they are)
   /// A fused prologue's side tensor ("weight", "smooth", "residual", and
   /// the written "residual"); empty for the quantizer's own parameters.
-  std::string side;
+  std::string side = {};
 };
 
 /// The parameters of `spec`'s kernel, in ABI order: dequantize reads codes,
