@@ -58,7 +58,6 @@
 #include "format/Scheme.h"
 #include "lowering/GpuTail.h"
 #include "lowering/PassVerification.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/GpuCompile.h"
 #include "runtime/driver/NvJitLink.h"
@@ -67,6 +66,7 @@
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/nvrtc/ReferenceKernels.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include "mlir/IR/MLIRContext.h"
 

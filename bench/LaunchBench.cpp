@@ -15,7 +15,7 @@
 
 #include "bench/BenchTiming.h"
 #include "lowbit/Jit.h"
-#include "runtime/jit/Workspace.h"
+#include "runtime/jit/WorkspaceWords.h"
 
 #include <dlfcn.h>
 

@@ -20,10 +20,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/nvrtc/ReferenceKernels.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -42,7 +42,13 @@ set(LOWBIT_CORE_HEADERS
   runtime/driver/Nvrtc.h)
 set(LOWBIT_JIT_HEADERS
   runtime/include/lowbit/Jit.h
-  lowering/Target.h)
+  target/Target.h)
+# Every public header, as a source path, for tests/install's check that
+# none includes lowering/, dialect/ or MLIR.
+string(REPLACE ";" "\n" lowbit_public_header_lines
+  "${LOWBIT_CORE_HEADERS};runtime/driver/CudaDriverTiming.h;${LOWBIT_JIT_HEADERS}")
+file(WRITE ${PROJECT_BINARY_DIR}/cmake/PublicHeaders.txt
+  "${lowbit_public_header_lines}\n")
 
 function(lowbit_install_headers component)
   foreach(header ${ARGN})

@@ -121,6 +121,13 @@ std::optional<KvAttentionSpec> parseKvAttentionSpec(std::string_view text,
                     "kv_fp8_e4m3, kv_fp8_e5m2)");
     return std::nullopt;
   }
+  // A KIVI cache has its own layout and kernel (kv/KiviAttentionSpec.h).
+  if (isKivi(spec.scheme)) {
+    fail(error, "'" + std::string(words[1]) +
+                    "' is a KIVI scheme: kivi_attend takes it, kv_attend "
+                    "takes kv_int8_g<G>, kv_int8, kv_fp8_e4m3, kv_fp8_e5m2");
+    return std::nullopt;
+  }
   bool seenSoftmax = false, seenSplit = false, seenDot = false;
   bool seenQ = false, seenKv = false, seenDim = false;
   for (size_t index = 2; index < words.size(); ++index) {

@@ -69,7 +69,9 @@ struct KvAttentionSpec {
   /// applies, else fma.
   DotKind dot = DotKind::Fma;
 
-  bool isFp8() const { return scheme != KvScheme::Int8Groups; }
+  bool isFp8() const {
+    return scheme == KvScheme::Fp8E4M3 || scheme == KvScheme::Fp8E5M2;
+  }
   int64_t groupHeads() const { return qHeads / kvHeads; }
   /// Scale entries per cache row for int8 groups (ceil(head_dim / G)).
   int64_t scaleWidth() const { return (headDim + groupSize - 1) / groupSize; }

@@ -27,7 +27,7 @@
 
 #include "lowering/GpuDecodeAttention.h"
 #include "lowering/DecodeAttentionEmitter.h"
-#include "lowering/NativeConversionTable.h"
+#include "target/NativeConversionTable.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -28,7 +28,7 @@
 
 #include "lowering/DecodeAttentionEmitter.h"
 #include "lowering/GpuMma.h"
-#include "lowering/NativeConversionTable.h"
+#include "target/NativeConversionTable.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

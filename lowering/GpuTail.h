@@ -35,7 +35,7 @@
 #ifndef LOWBIT_LOWERING_GPUTAIL_H
 #define LOWBIT_LOWERING_GPUTAIL_H
 
-#include "lowering/Target.h"
+#include "target/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"

@@ -20,7 +20,7 @@
 #ifndef LOWBIT_LOWERING_GPUTAILWARMUP_H
 #define LOWBIT_LOWERING_GPUTAILWARMUP_H
 
-#include "lowering/Target.h"
+#include "target/Target.h"
 
 namespace lowbit {
 

@@ -60,7 +60,7 @@ public:
                        function_ref<void(const lowbit::Stats &)> storeResults) {
     Type inputType = cast<MemRefType>(input.getType()).getElementType();
     int64_t width = kVectorBytes / bytesOf(inputType);
-    int64_t statCount = withMinMax ? 3 : 1;
+    int64_t statCount = workspace_abi::statisticWords(withMinMax);
     int64_t warps = threadsPerBlock / kWarpSize;
 
     Value count =
@@ -124,7 +124,7 @@ public:
   foldIntoWorkspace(gpu::LaunchOp launch, Value shared, SmallVector<Value> acc,
                     Value workspace, bool withMinMax,
                     function_ref<void(const lowbit::Stats &)> storeResults) {
-    int64_t statCount = withMinMax ? 3 : 1;
+    int64_t statCount = workspace_abi::statisticWords(withMinMax);
     int64_t warps = threadsPerBlock / kWarpSize;
     Value gridSize = launch.getGridSize().x;
     // The warp, then the block: lane 0 of each warp leaves its warp's
@@ -179,9 +179,10 @@ public:
                                   toOrderedBits(blockAcc[position], position),
                                   workspace, ValueRange{idx(0), idx(position)});
     NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
+    int64_t ticketWord = workspace_abi::ticketWord(withMinMax);
     Value ticket = memref::AtomicRMWOp::create(
         b, arith::AtomicRMWKind::addi, i32(1), workspace,
-        ValueRange{idx(0), idx(statCount)});
+        ValueRange{idx(0), idx(ticketWord)});
     Value lastTicket = arith::IndexCastUIOp::create(
         b, b.getI32Type(), arith::SubIOp::create(b, gridSize, idx(1)));
     auto lastBlock = scf::IfOp::create(
@@ -200,7 +201,7 @@ public:
       totals.push_back(fromOrderedBits(bits, position));
     }
     memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::assign, i32(0),
-                                workspace, ValueRange{idx(0), idx(statCount)});
+                                workspace, ValueRange{idx(0), idx(ticketWord)});
     storeResults(toStats(totals, withMinMax));
   }
 
@@ -349,7 +350,7 @@ struct QuantizePerTensorToGpu : OpRewritePattern<ld::QuantizeOp> {
     if (failed(destinations))
       return rewriter.notifyMatchFailure(op, "results not materialized");
     bool withMinMax = scale.rule == lowbit::ScaleRule::MinMax;
-    int64_t words = (withMinMax ? 3 : 1) + 1;
+    int64_t words = workspace_abi::reductionWords(withMinMax);
     auto function = op->getParentOfType<FunctionOpInterface>();
     int64_t existing = workspaceWordsOf(function);
     if (!function || (existing > 0 && existing < words))
@@ -422,7 +423,8 @@ void emitTensorGlobalLaunch(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
                             Operation *op, const Scheme &scheme, Value input,
                             Value global, int64_t threadsPerBlock) {
   // Two words (amax, ticket), the least any workspace has.
-  Value workspace = workspaceArgument(rewriter, op, 2);
+  Value workspace = workspaceArgument(
+      rewriter, op, workspace_abi::reductionWords(/*withMinMax=*/false));
   TensorReduceEmitter emitter(b, scheme, threadsPerBlock);
   emitter.emitStatsLaunch(
       input, workspace, /*withMinMax=*/false, [&](const lowbit::Stats &stats) {

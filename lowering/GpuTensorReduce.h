@@ -15,6 +15,7 @@
 
 #include "format/Scheme.h"
 #include "lowering/ScaleMath.h"
+#include "target/Workspace.h"
 
 // The launches fence with nvvm.memory.barrier: a pass that emits them
 // lists the NVVM dialect among its dependent dialects.
@@ -26,7 +27,7 @@
 namespace lowbit::gpu_mapping {
 
 /// The function argument attribute that marks the workspace parameter.
-inline constexpr const char *kWorkspaceAttrName = "lowbit.workspace";
+inline constexpr const char *kWorkspaceAttrName = workspace_abi::kArgumentAttr;
 
 /// The workspace argument of `op`'s function, appended as its last argument
 /// (memref<1 x words x i32>) when the function has none yet; an existing

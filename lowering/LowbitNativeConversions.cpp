@@ -21,8 +21,8 @@
 #include "lowering/Passes.h"
 
 #include "dialect/LowbitOps.h"
-#include "lowering/NativeConversionTable.h"
-#include "lowering/Target.h"
+#include "target/NativeConversionTable.h"
+#include "target/Target.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -5,7 +5,7 @@
 #include "lowering/CpuTail.h"
 #include "lowering/GpuTail.h"
 #include "lowering/Passes.h"
-#include "lowering/Target.h"
+#include "target/Target.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"

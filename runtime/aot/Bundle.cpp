@@ -4,6 +4,7 @@
 
 #include "runtime/aot/RankedLaunch.h"
 #include "runtime/core/AtomicFile.h"
+#include "target/Workspace.h"
 
 #include <algorithm>
 #include <charconv>
@@ -360,7 +361,7 @@ std::optional<Manifest> manifestFromJson(const JsonValue &json,
                                 written && written->asBool()});
       }
     entry.workspaceWords = read.integer(object, "workspace_words", where, 0,
-                                        launch::kMaxWorkspaceWords);
+                                        workspace_abi::kMaxWords);
     if (const JsonValue *launches = read.field(object, "launches", where))
       for (const JsonValue &l : launches->items()) {
         std::string at = where + ".launches";

@@ -152,7 +152,7 @@ struct BundleEntry {
   std::string ptxFile, cubinFile; ///< cubinFile empty: PTX only
   std::vector<ParamInfo> params;
   /// i32 words of the per-stream workspace each launch gets as its trailing
-  /// parameter (0: none; runtime/aot/Workspace.h).
+  /// parameter (0: none; runtime/aot/WorkspacePool.h).
   int64_t workspaceWords = 0;
   std::vector<Launch> launches; ///< in launch order
   std::optional<BundleData> data;

@@ -2,6 +2,9 @@
 
 #include "runtime/aot/LaunchProgram.h"
 
+#include "target/KernelAbi.h"
+#include "target/Workspace.h"
+
 #include <charconv>
 #include <limits>
 
@@ -373,11 +376,11 @@ Expected<CompiledStep> compileStep(const LaunchStep &step, size_t paramCount,
     error.message = step.kernelName + ": " + error.message;
     return error;
   };
-  if (workspaceWords < 0 || workspaceWords > kMaxWorkspaceWords)
+  if (workspaceWords < 0 || workspaceWords > workspace_abi::kMaxWords)
     return makeError(ErrorCode::InvalidArgument,
                      "workspace of " + std::to_string(workspaceWords) +
                          " words is outside [0, " +
-                         std::to_string(kMaxWorkspaceWords) + "]");
+                         std::to_string(workspace_abi::kMaxWords) + "]");
   CompiledStep compiled;
   compiled.kernelName = step.kernelName;
   for (size_t i = 0; i < 7; ++i) {
@@ -400,7 +403,8 @@ Expected<CompiledStep> compileStep(const LaunchStep &step, size_t paramCount,
                                     std::to_string(paramCount)));
       argument.kind = argument.param == paramCount ? Argument::Kind::Workspace
                                                    : Argument::Kind::Memref;
-      compiled.slotCount += 7;
+      // Every ABI parameter, the workspace too, is a rank-2 memref.
+      compiled.slotCount += abi::memrefDescriptorSlots(2);
     } else if (body.starts_with("s32:") || body.starts_with("s64:")) {
       argument.kind =
           body[1] == '3' ? Argument::Kind::Scalar32 : Argument::Kind::Scalar64;

@@ -121,9 +121,6 @@ struct LaunchProgram {
   int64_t workspaceWords = 0;
 };
 
-/// Every workspace is at most this many words (a 4 GiB buffer).
-inline constexpr int64_t kMaxWorkspaceWords = int64_t(1) << 30;
-
 /// Compiles and checks the whole plan: Unsupported for an `unsupported`
 /// plan, InvalidArgument (naming the step and the expression) for text
 /// that does not compile.

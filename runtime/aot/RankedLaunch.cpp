@@ -2,6 +2,8 @@
 
 #include "runtime/aot/RankedLaunch.h"
 
+#include "target/KernelAbi.h"
+
 #include <charconv>
 
 namespace lowbit::aot {
@@ -93,10 +95,10 @@ Expected<RankedLaunch> RankedLaunch::compile(const Launch &launch,
       operand.param = size_t(source.memref);
       if (operand.param < ranks.size()) {
         operand.kind = Kind::Memref;
-        ranked.slotCount += 3 + 2 * ranks[operand.param];
+        ranked.slotCount += abi::memrefDescriptorSlots(ranks[operand.param]);
       } else if (operand.param == ranks.size() && workspaceWords > 0) {
         operand.kind = Kind::Workspace;
-        ranked.slotCount += 7;
+        ranked.slotCount += abi::memrefDescriptorSlots(2);
       } else {
         return corrupt(launch.entry,
                        "operand m:" + std::to_string(operand.param) +

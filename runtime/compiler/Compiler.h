@@ -16,10 +16,11 @@
 #define LOWBIT_RUNTIME_COMPILER_COMPILER_H
 
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/GpuCompile.h"
 #include "runtime/spec/KernelAbi.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/KernelAbi.h"
+#include "target/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -38,7 +39,7 @@ class DialectRegistry;
 namespace lowbit::compiler {
 
 /// The kernel function's name in every module the compiler builds.
-inline constexpr const char *kKernelName = "kernel";
+inline constexpr const char *kKernelName = abi::kKernelFunction;
 
 /// Registers what the compiler's modules use (lowbit, func, arith, math,
 /// memref, scf, bufferization, cf, llvm and their LLVM translations).

@@ -14,7 +14,7 @@
 #define LOWBIT_RUNTIME_COMPILER_GPUCOMPILE_H
 
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
+#include "target/Target.h"
 #include "runtime/aot/LaunchProgram.h"
 
 #include "mlir/IR/BuiltinOps.h"

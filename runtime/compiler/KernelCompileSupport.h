@@ -13,9 +13,9 @@
 #include "kv/KvKernelSpec.h"
 #include "lowering/CpuTail.h"
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/GpuCompile.h"
 #include "runtime/compiler/KvKernelSignature.h"
+#include "target/Target.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -37,9 +37,14 @@ Attribute formatAttr(MLIRContext *context, const kv::KvAttentionSpec &spec) {
     return ld::FloatFormatAttr::get(context,
                                     lookupFormat("e5m2")->floatParams());
   case kv::KvScheme::Int8Groups:
+    return ld::IntFormatAttr::get(context, 8, /*isSigned=*/true);
+  case kv::KvScheme::Kivi4:
+  case kv::KvScheme::Kivi2:
+    // kivi_attend's (KiviAttentionCompiler); buildKvAttentionModule refuses
+    // them before asking.
     break;
   }
-  return ld::IntFormatAttr::get(context, 8, /*isSigned=*/true);
+  return {};
 }
 
 } // namespace
@@ -122,6 +127,12 @@ kvAttentionSizesOf(const kv::KvAttentionSpec &spec,
 
 llvm::Expected<OwningOpRef<ModuleOp>>
 buildKvAttentionModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
+  // A KIVI cache has its own layout and op (kivi_attend); read as kv_attend
+  // it would be taken for int8 codes.
+  if (kv::isKivi(spec.scheme))
+    return compileError("kv_attend does not take the KIVI scheme " +
+                        std::string(kv::kvSchemeName(spec.scheme)) +
+                        "; kivi_attend does");
   context.loadDialect<ld::LowbitDialect, func::FuncDialect,
                       bufferization::BufferizationDialect,
                       memref::MemRefDialect, arith::ArithDialect>();
@@ -138,7 +149,7 @@ buildKvAttentionModule(MLIRContext &context, const kv::KvAttentionSpec &spec) {
   for (const KvKernelParam &param : params)
     argTypes.push_back(memrefTypeOf(b, param));
   auto func =
-      func::FuncOp::create(b, "kernel", b.getFunctionType(argTypes, {}));
+      func::FuncOp::create(b, kKernelName, b.getFunctionType(argTypes, {}));
   func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   b.setInsertionPointToStart(func.addEntryBlock());
   auto arg = [&](StringRef name) -> Value {

@@ -27,10 +27,10 @@
 
 #include "kv/KvKernelSpec.h"
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/GpuCompile.h"
 #include "runtime/compiler/HostKernel.h"
 #include "runtime/compiler/KvKernelSignature.h"
+#include "target/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

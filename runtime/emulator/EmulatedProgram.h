@@ -14,10 +14,10 @@
 #define LOWBIT_RUNTIME_EMULATOR_EMULATEDPROGRAM_H
 
 #include "lowbit/Expected.h"
-#include "lowering/Target.h"
 #include "runtime/emulator/Simt.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include "llvm/Support/Error.h"
 

@@ -880,6 +880,16 @@ float lowbit_emu_widen_to_f32(uint32_t bits, int32_t fromBf16) {
                   : halfToFloat(uint16_t(bits));
 }
 
+/// compiler-rt's __truncsfbf2 (f32 -> bf16), which the host's code
+/// generator calls where a kernel computes in bf16: LLVM promotes the
+/// operation to f32 and rounds back. The GPU's bf16 instruction rounds
+/// once, to nearest even (f32 keeps 2 x 8 + 2 bits, so the f32 result
+/// rounds to the same bf16), and writes the canonical NaN: cvt.rn's
+/// narrowing. x86-64 returns a bf16 in the low half of xmm0, as a _Float16.
+_Float16 lowbit_emu_truncsfbf2(float value) {
+  return std::bit_cast<_Float16>(narrowHalf(value, 1, 0, 0));
+}
+
 } // extern "C"
 
 std::span<const RuntimeSymbol> runtimeSymbols() {
@@ -903,6 +913,8 @@ std::span<const RuntimeSymbol> runtimeSymbols() {
        reinterpret_cast<void *>(&lowbit_emu_narrow_f32)},
       {"lowbit_emu_widen_to_f32",
        reinterpret_cast<void *>(&lowbit_emu_widen_to_f32)},
+      // Not lowbit_emu_*: the host's code generator names it.
+      {"__truncsfbf2", reinterpret_cast<void *>(&lowbit_emu_truncsfbf2)},
   };
   return symbols;
 }

@@ -24,8 +24,8 @@
 #define LOWBIT_RUNTIME_JIT_COMPILERBACKEND_H
 
 #include "lowbit/Expected.h"
-#include "lowering/Target.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include <cstdint>
 #include <memory>

@@ -25,7 +25,7 @@
 #include "format/Scheme.h"
 
 #include "runtime/aot/LaunchProgram.h"
-#include "runtime/aot/Workspace.h"
+#include "runtime/aot/WorkspacePool.h"
 #include "runtime/cache/GpuPayload.h"
 #include "runtime/driver/CudaDriver.h"
 #include "runtime/driver/NvJitLink.h"

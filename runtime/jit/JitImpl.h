@@ -13,7 +13,7 @@
 #include "lowbit/Jit.h"
 
 #include "runtime/aot/LaunchProgram.h"
-#include "runtime/aot/Workspace.h"
+#include "runtime/aot/WorkspacePool.h"
 #include "runtime/driver/CudaDriver.h"
 #include "runtime/jit/CompilerBackend.h"
 #include "runtime/jit/LruMap.h"

@@ -12,9 +12,9 @@
 #ifndef LOWBIT_RUNTIME_JIT_KERNELSIGNATURE_H
 #define LOWBIT_RUNTIME_JIT_KERNELSIGNATURE_H
 
-#include "lowering/Target.h"
 #include "runtime/cache/KernelKey.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include <string>
 #include <string_view>

@@ -16,7 +16,7 @@
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/KvJitSpec.h"
 #include "runtime/jit/LaunchPlan.h"
-#include "runtime/jit/Workspace.h"
+#include "runtime/jit/WorkspaceWords.h"
 
 namespace lowbit::jit {
 

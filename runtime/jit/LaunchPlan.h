@@ -22,9 +22,9 @@
 #define LOWBIT_RUNTIME_JIT_LAUNCHPLAN_H
 
 #include "lowbit/Expected.h"
-#include "lowering/Target.h"
 #include "runtime/aot/LaunchProgram.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include <array>
 #include <cstdint>

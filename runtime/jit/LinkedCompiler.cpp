@@ -15,7 +15,7 @@
 #include "runtime/compiler/GpuCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
-#include "runtime/jit/Workspace.h"
+#include "runtime/jit/WorkspaceWords.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/TargetParser/Host.h"

@@ -1,6 +1,7 @@
 //===- KernelAbi.h - A spec's kernel parameters, without MLIR ---*- C++ -*-===//
 //
-// The kernel ABI (docs/kernel-abi.md) as plain data: each parameter's role,
+// The kernel ABI (docs/kernel-abi.md) of one spec as plain data (the roles
+// and element kinds are target/KernelAbi.h's): each parameter's role,
 // whether the kernel writes it, what its elements are and its [rows, cols].
 // The compiler maps the element kinds to MLIR types; the MLIR-free front
 // end (the cache key's pointer count) and the CLI's buffers read it as is,
@@ -12,29 +13,13 @@
 #define LOWBIT_RUNTIME_SPEC_KERNELABI_H
 
 #include "runtime/spec/KernelSpec.h"
+#include "target/KernelAbi.h"
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
 namespace lowbit {
-
-/// Workspace: the GPU kernels' runtime-owned scratch (docs/kernel-abi.md),
-/// never in kernelAbi()'s list.
-enum class KernelParamRole {
-  Input,
-  Scales,
-  Zeros,
-  Global,
-  Codes,
-  Output,
-  Workspace
-};
-
-/// What a parameter's elements are: the spec's value type (f32, f16,
-/// bf16), the scheme's stored scale type (scaleStorageBits), bytes (codes,
-/// zero points) or f32 (the global scale).
-enum class KernelParamElement { Value, Scale, Byte, F32 };
 
 struct KernelAbiParam {
   KernelParamRole role;
@@ -43,7 +28,7 @@ struct KernelAbiParam {
   Shape2D shape; ///< from the spec's sizes (kDynamic where they are)
   /// A fused prologue's side tensor ("weight", "smooth", "residual", and
   /// the written "residual"); empty for the quantizer's own parameters.
-  std::string side;
+  std::string side = {};
 };
 
 /// The parameters of `spec`'s kernel, in ABI order: dequantize reads codes,

@@ -13,7 +13,7 @@ source_dir=$1 nvcc=$2 out=$3 mode=${4:-quick}
 rm -rf "$out" && mkdir -p "$out"
 sources=(tools/gpu-runner/main.cpp runtime/aot/Bundle.cpp
   runtime/aot/LaunchProgram.cpp runtime/aot/RankedLaunch.cpp
-  runtime/aot/Workspace.cpp
+  runtime/aot/WorkspacePool.cpp
   runtime/core/AtomicFile.cpp runtime/core/FileIo.cpp runtime/core/Json.cpp
   runtime/core/Npy.cpp
   runtime/driver/CudaDriver.cpp runtime/driver/DynamicLibrary.cpp

@@ -4,8 +4,8 @@
 #ifndef LOWBIT_TESTS_EMULATOR_EMULATORTESTSUPPORT_H
 #define LOWBIT_TESTS_EMULATOR_EMULATORTESTSUPPORT_H
 
-#include "lowering/Target.h"
 #include "runtime/emulator/EmulatedProgram.h"
+#include "target/Target.h"
 #include "tests/compiler/BackendCheck.h"
 
 #include <cstdint>

@@ -14,9 +14,9 @@
 
 #include "format/Scheme.h"
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"

@@ -5,8 +5,8 @@
 
 #include "format/Format.h"
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
+#include "target/Target.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"

@@ -22,12 +22,12 @@
 #include "kv/KvKiviKernelSpec.h"
 #include "lowering/GpuTail.h"
 #include "lowering/NvptxCodegen.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/KiviAttentionCompiler.h"
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
+#include "target/Target.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"

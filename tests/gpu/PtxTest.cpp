@@ -10,8 +10,8 @@
 #include "GpuTestSupport.h"
 
 #include "format/Format.h"
-#include "lowering/NativeConversionTable.h"
-#include "lowering/Target.h"
+#include "target/NativeConversionTable.h"
+#include "target/Target.h"
 
 #include "TestTarget.h"
 

@@ -15,8 +15,8 @@
 
 #include "format/Scheme.h"
 #include "lowering/GpuTail.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/Compiler.h"
+#include "target/Target.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"

@@ -8,7 +8,7 @@
 #ifndef LOWBIT_TESTS_GPU_TESTTARGET_H
 #define LOWBIT_TESTS_GPU_TESTTARGET_H
 
-#include "lowering/Target.h"
+#include "target/Target.h"
 
 #include <catch2/catch.hpp>
 

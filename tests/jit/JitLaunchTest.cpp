@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowbit/Jit.h"
-#include "runtime/jit/Workspace.h"
+#include "runtime/jit/WorkspaceWords.h"
 #include "tests/jit/CudaDriverStub.h"
 #include "tests/jit/JitKvSupport.h"
 

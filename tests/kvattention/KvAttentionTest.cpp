@@ -113,6 +113,22 @@ TEST_CASE("CPU tail: buffers of the wrong shape are refused by name") {
              Catch::Contains("partials is ["));
 }
 
+TEST_CASE("a KIVI scheme handed to the kv_attend compiler is refused, not "
+          "compiled as int8") {
+  // The KIVI schemes are kivi_attend's; the kv_attend module builder once
+  // took them for int8 codes with a per-tensor scale.
+  for (kv::KvScheme scheme : {kv::KvScheme::Kivi4, kv::KvScheme::Kivi2}) {
+    kv::KvAttentionSpec spec;
+    spec.scheme = scheme;
+    spec.headDim = 8;
+    INFO(kv::kvSchemeName(scheme));
+    auto text = compiler::kvAttentionLoopsText(spec);
+    REQUIRE_FALSE(bool(text));
+    CHECK_THAT(llvm::toString(text.takeError()),
+               Catch::Contains("kv_attend does not take the KIVI scheme"));
+  }
+}
+
 /// Runs `text`'s GPU kernels in the emulator (sm_90a) and checks them bit
 /// for bit against the CPU tail and within 1e-5 of float64.
 void checkEmulatorAgainstCpu(const std::string &text) {

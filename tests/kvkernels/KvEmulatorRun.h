@@ -18,11 +18,11 @@
 
 #include "kv/KvKernelSpec.h"
 #include "kv/KvKiviKernelSpec.h"
-#include "lowering/Target.h"
 #include "runtime/aot/LaunchProgram.h"
 #include "runtime/compiler/KvCompiler.h"
 #include "runtime/emulator/Simt.h"
 #include "runtime/jit/LaunchPlan.h"
+#include "target/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

@@ -9,7 +9,7 @@
 #include "GpuTestSupport.h"
 #include "KvKernelTestSupport.h"
 
-#include "lowering/Target.h"
+#include "target/Target.h"
 
 #include <catch2/catch.hpp>
 

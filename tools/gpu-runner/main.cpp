@@ -24,7 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/aot/Bundle.h"
-#include "runtime/aot/Workspace.h"
+#include "runtime/aot/WorkspacePool.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/Npy.h"
 #include "runtime/driver/CudaDriver.h"

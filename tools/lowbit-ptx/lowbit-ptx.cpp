@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/GpuTail.h"
-#include "lowering/NativeConversionTable.h"
 #include "lowering/Passes.h"
-#include "lowering/Target.h"
+#include "target/NativeConversionTable.h"
+#include "target/Target.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"

@@ -16,7 +16,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "format/Quantize.h"
-#include "lowering/Target.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/cache/Hash.h"
 #include "runtime/cache/KernelCache.h"
@@ -27,8 +26,9 @@
 #include "runtime/core/Npy.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
-#include "runtime/jit/Workspace.h"
+#include "runtime/jit/WorkspaceWords.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 #include "tools/lowbit/AotKvEntries.h"
 #include "tools/lowbit/AotSupport.h"
 #include "tools/lowbit/Commands.h"

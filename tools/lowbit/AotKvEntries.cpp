@@ -14,6 +14,7 @@
 #include "runtime/compiler/KvCompiler.h"
 #include "runtime/jit/KvLinkedCompiler.h"
 #include "runtime/jit/LaunchPlan.h"
+#include "target/KernelAbi.h"
 #include "tools/lowbit/AotKvData.h"
 
 #include <fmt/format.h>
@@ -160,7 +161,7 @@ buildKvAotEntry(const KvAotSpec &spec, const AotOptions &options,
     size_t rank = size_t(memref) < benchDims.size()
                       ? benchDims[size_t(memref)].size()
                       : 2;
-    return 3 + 2 * rank;
+    return abi::memrefDescriptorSlots(rank);
   };
   std::optional<std::vector<aot::Launch>> launches =
       checkedLaunchesFromPlan(plan, ptx->ptx, slotsOf, error);

@@ -11,11 +11,11 @@
 #ifndef LOWBIT_TOOLS_LOWBIT_AOTSUPPORT_H
 #define LOWBIT_TOOLS_LOWBIT_AOTSUPPORT_H
 
-#include "lowering/Target.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/aot/LaunchProgram.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/Npy.h"
+#include "target/Target.h"
 
 #include <cstdint>
 #include <functional>

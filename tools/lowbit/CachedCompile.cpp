@@ -10,11 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lowering/Target.h"
 #include "runtime/cache/GpuPayload.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/jit/KernelSignature.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 

@@ -13,13 +13,14 @@
 
 #include "lowbit/Jit.h"
 #include "lowering/CpuTail.h"
-#include "lowering/Target.h"
+#include "lowering/GpuTail.h"
 #include "runtime/cache/Hash.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/GpuCompile.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 

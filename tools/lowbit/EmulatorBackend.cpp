@@ -2,9 +2,9 @@
 
 #include "tools/lowbit/EmulatorBackend.h"
 
-#include "lowering/Target.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/emulator/EmulatedProgram.h"
+#include "target/Target.h"
 
 #include <map>
 #include <memory>

@@ -11,11 +11,12 @@
 #define LOWBIT_TOOLS_LOWBIT_KVCACHEREPORT_H
 
 #include "kv/KvKernelSpec.h"
-#include "lowering/Target.h"
 #include "runtime/compiler/GpuCompile.h"
+#include "lowering/GpuTail.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/report/GpuReport.h"
+#include "target/Target.h"
 
 #include "llvm/Support/Error.h"
 

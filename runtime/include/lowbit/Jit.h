@@ -32,10 +32,10 @@
 #define LOWBIT_JIT_H
 
 #include "lowbit/Expected.h"
-#include "lowering/Target.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/Target.h"
 
 #include <array>
 #include <cstdint>

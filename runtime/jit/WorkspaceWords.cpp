@@ -1,6 +1,6 @@
-//===- Workspace.cpp - How much workspace a spec's GPU kernels need -------===//
+//===- WorkspaceWords.cpp - How much workspace a spec's kernels need ------===//
 
-#include "runtime/jit/Workspace.h"
+#include "runtime/jit/WorkspaceWords.h"
 
 #include <atomic>
 

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOWBIT_LOWERING_TARGET_H
-#define LOWBIT_LOWERING_TARGET_H
+#ifndef LOWBIT_TARGET_TARGET_H
+#define LOWBIT_TARGET_TARGET_H
 
 #include <optional>
 #include <string>
@@ -87,4 +87,4 @@ std::string ptxVersionText(unsigned ptxVersion);
 
 } // namespace lowbit
 
-#endif // LOWBIT_LOWERING_TARGET_H
+#endif // LOWBIT_TARGET_TARGET_H

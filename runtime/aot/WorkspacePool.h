@@ -1,10 +1,10 @@
-//===- Workspace.h - Per-stream kernel workspaces, MLIR-free -----*- C++
-//-*-===//
+//===- WorkspacePool.h - Per-stream kernel workspaces -----------*- C++ -*-===//
 //
 // A kernel whose scratch is not a module global (its reduction counters,
 // its amax) takes one extra trailing parameter: a [1, WORDS] i32 buffer
 // that is zero before the first launch of a launch sequence and that the
-// kernels leave zero (docs/runtime.md, "Workspace"). The runtime owns it:
+// kernels leave zero (target/Workspace.h, the ABI; docs/runtime.md,
+// "Workspace"). The runtime owns it:
 // one buffer per stream, zeroed once when allocated, grown (never shrunk)
 // to the largest WORDS asked on that stream. Launches on one stream run in
 // order, so kernels on the same stream may share it; two streams never do.
@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOWBIT_RUNTIME_AOT_WORKSPACE_H
-#define LOWBIT_RUNTIME_AOT_WORKSPACE_H
+#ifndef LOWBIT_RUNTIME_AOT_WORKSPACEPOOL_H
+#define LOWBIT_RUNTIME_AOT_WORKSPACEPOOL_H
 
 #include "lowbit/Expected.h"
 #include "runtime/driver/CudaDriver.h"
@@ -59,4 +59,4 @@ private:
 
 } // namespace lowbit::launch
 
-#endif // LOWBIT_RUNTIME_AOT_WORKSPACE_H
+#endif // LOWBIT_RUNTIME_AOT_WORKSPACEPOOL_H

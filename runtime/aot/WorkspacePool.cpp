@@ -1,8 +1,8 @@
-//===- Workspace.cpp - Per-stream kernel workspaces -----------------------===//
+//===- WorkspacePool.cpp - Per-stream kernel workspaces -------------------===//
 
-#include "runtime/aot/Workspace.h"
+#include "runtime/aot/WorkspacePool.h"
 
-#include "runtime/aot/LaunchProgram.h"
+#include "target/Workspace.h"
 
 #include <string>
 
@@ -25,7 +25,7 @@ size_t WorkspacePool::streamCount() const {
 Expected<uint64_t> WorkspacePool::acquire(const runtime::CudaDriverApi &api,
                                           runtime::CUstream stream,
                                           int64_t words) {
-  if (words <= 0 || words > kMaxWorkspaceWords)
+  if (words <= 0 || words > workspace_abi::kMaxWords)
     return makeError(ErrorCode::InvalidArgument,
                      "workspace of " + std::to_string(words) + " words");
   std::lock_guard<std::mutex> lock(mutex);

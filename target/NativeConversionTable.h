@@ -22,11 +22,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOWBIT_LOWERING_NATIVECONVERSIONTABLE_H
-#define LOWBIT_LOWERING_NATIVECONVERSIONTABLE_H
+#ifndef LOWBIT_TARGET_NATIVECONVERSIONTABLE_H
+#define LOWBIT_TARGET_NATIVECONVERSIONTABLE_H
 
 #include "format/Format.h"
-#include "lowering/Target.h"
+#include "target/ChipCapabilities.h"
+#include "target/Target.h"
 
 #include <string>
 #include <string_view>
@@ -44,17 +45,6 @@ enum class NativeInstruction {
   F8x2ToF16x2, ///< nvvm.convert.f8x2.to.f16x2 (e4m3, e5m2)
   F6x2ToF16x2, ///< nvvm.convert.f6x2.to.f16x2 (e2m3, e3m2)
   F4x2ToF16x2, ///< nvvm.convert.f4x2.to.f16x2 (e2m1)
-};
-
-/// Which chips have an instruction, at which PTX version.
-struct ChipRequirement {
-  unsigned minSmVersion = 0;
-  /// Only the arch- or family-specific feature sets (sm_100a, sm_100f).
-  bool needsAcceleratedFeatures = false;
-  unsigned minPtxVersion = 0;
-  /// When set, only this chip (the sm version and feature set alone do not
-  /// decide: sm_101a is arch-specific Blackwell and lacks the FP4 cvt).
-  std::string_view chip = {};
 };
 
 struct NativeConversion {
@@ -99,4 +89,4 @@ inline constexpr std::string_view kDecodeAnyNanAttr = "lowbit.any_nan_bits";
 
 } // namespace lowbit
 
-#endif // LOWBIT_LOWERING_NATIVECONVERSIONTABLE_H
+#endif // LOWBIT_TARGET_NATIVECONVERSIONTABLE_H

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lowering/NativeConversionTable.h"
+#include "target/NativeConversionTable.h"
 
 namespace lowbit {
 namespace {
@@ -69,23 +69,7 @@ const std::vector<NativeConversion> &nativeConversionTable() {
 }
 
 bool targetHas(const Target &target, const NativeConversion &row) {
-  if (!target.isNvidia())
-    return false;
-  const ChipInfo *chip = lookupChip(target.chip);
-  if (!chip)
-    return false;
-  bool accelerated = chip->featureSet != FeatureSet::Portable;
-  for (const ChipRequirement &requirement : row.anyOf) {
-    if (chip->smVersion < requirement.minSmVersion ||
-        target.ptxVersion < requirement.minPtxVersion)
-      continue;
-    if (requirement.needsAcceleratedFeatures && !accelerated)
-      continue;
-    if (!requirement.chip.empty() && requirement.chip != chip->name)
-      continue;
-    return true;
-  }
-  return false;
+  return targetMeetsAny(target, row.anyOf);
 }
 
 const NativeConversion *findNativeConversion(const Target &target,

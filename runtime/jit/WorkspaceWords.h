@@ -1,17 +1,16 @@
-//===- Workspace.h - How much workspace a spec's GPU kernels need -*- C++
-//-*-===//
+//===- WorkspaceWords.h - A spec's GPU workspace size -----------*- C++ -*-===//
 //
 // The number of 32-bit words of scratch a spec's GPU kernels take as their
-// trailing workspace parameter (0: none; runtime/aot/Workspace.h holds the
-// buffers) comes with the compile (compiler::GpuCompilation::
-// workspaceWords): the JIT records it in its kernel object at get(),
-// `lowbit aot` in the manifest; nothing lowers again to learn it. Tests may
-// override it here.
+// trailing workspace parameter (0: none; target/Workspace.h is the ABI,
+// runtime/aot/WorkspacePool.h holds the buffers) comes with the compile
+// (compiler::GpuCompilation::workspaceWords): the JIT records it in its
+// kernel object at get(), `lowbit aot` in the manifest; nothing lowers
+// again to learn it. Tests may override it here.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOWBIT_RUNTIME_JIT_WORKSPACE_H
-#define LOWBIT_RUNTIME_JIT_WORKSPACE_H
+#ifndef LOWBIT_RUNTIME_JIT_WORKSPACEWORDS_H
+#define LOWBIT_RUNTIME_JIT_WORKSPACEWORDS_H
 
 #include <cstdint>
 #include <optional>
@@ -29,4 +28,4 @@ void overrideWorkspaceWordsForTesting(std::optional<int64_t> words);
 
 } // namespace lowbit::jit
 
-#endif // LOWBIT_RUNTIME_JIT_WORKSPACE_H
+#endif // LOWBIT_RUNTIME_JIT_WORKSPACEWORDS_H

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lowering/Target.h"
+#include "target/Target.h"
 
 #include <algorithm>
 #include <charconv>
