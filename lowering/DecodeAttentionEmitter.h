@@ -6,7 +6,8 @@
 // the same loops) share: the buffers at the bufferization boundary, reads
 // of the 2-D kernel parameters through the op's N-D views, the cache's
 // rows and their dequantization, lowbit's exp and max, and the two stages
-// as loops (docs/decode-attention.md).
+// as loops (docs/decode-attention.md). The index math, launches, shared
+// memory, barriers and shuffles are kit::KernelEmitter's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "lowering/GpuKernelBuilder.h"
 #include "lowering/LowbitFusionBody.h"
 #include "lowering/RunningMax.h"
+#include "lowering/kit/KernelEmitter.h"
 
 #include "dialect/LowbitAttentionOps.h"
 #include "kv/KvDecodeOrder.h"
@@ -47,10 +49,10 @@ inline Value laneTree(ImplicitLocOpBuilder &b, ArrayRef<Value> lanes) {
 }
 
 /// Emits both stages for one op; buffers are memrefs from the boundary.
-class AttentionEmitter {
+class AttentionEmitter : public kit::KernelEmitter {
 public:
   AttentionEmitter(ImplicitLocOpBuilder &b, ld::KvDecodeAttentionOp op)
-      : b(b), op(op) {
+      : KernelEmitter(b), op(op) {
     lowbit::Format format = op.getFormat().getFormat();
     isInt8 = format.isInt();
     multiplier = op.getConvention() == "multiplier";
@@ -92,7 +94,7 @@ protected:
         size = mul(size, sizeOf(collapse.getSrc(), source));
       return size;
     }
-    return lowbit::gpu_mapping::dimOf(b, buffer, dim);
+    return kit::dimOf(b, buffer, dim);
   }
 
   /// The buffer and indices a load or store at `indices` of `buffer`
@@ -138,12 +140,6 @@ protected:
     memref::StoreOp::create(b, value, source, at);
   }
 
-  Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
-  Value f32(float value) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
   Value fma(Value x, Value y, Value z) {
     return math::FmaOp::create(b, x, y, z);
   }
@@ -271,18 +267,6 @@ protected:
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     store(f32(0.0f), buffer, at(loop.getInductionVar()));
-  }
-
-  /// A gpu.launch of `blocks` blocks of `threads` threads along x, with its
-  /// terminator (the caller sets its insertion point inside).
-  gpu::LaunchOp launchBlocks(Value blocks, int64_t threads) {
-    Value one = idx(1);
-    auto launch =
-        gpu::LaunchOp::create(b, blocks, one, one, idx(threads), one, one);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&launch.getBody().front());
-    gpu::TerminatorOp::create(b);
-    return launch;
   }
 
   /// One scf.parallel dimension over `units`: the GPU tail maps it to
@@ -454,7 +438,6 @@ public:
   }
 
 protected:
-  ImplicitLocOpBuilder &b;
   ld::KvDecodeAttentionOp op;
   bool isInt8 = false, multiplier = true, perHead = false;
   int64_t groupSize = 64, splitTokens = 1;

@@ -43,7 +43,7 @@ constexpr int64_t kLanes = kv::kDecodeLanes;
 constexpr int64_t kSliceChannels = kv::kDecodeLaneChannels;
 constexpr int64_t kThreads = kSlots * kLanes;
 constexpr int64_t kRowChannels = kLanes * kSliceChannels;
-constexpr int64_t kWarps = kThreads / gpu_mapping::kWarpSize;
+constexpr int64_t kWarps = kThreads / kit::kWarpSize;
 /// Tokens per slot and trip of the K and V loops: their 16-byte loads are
 /// issued before the first token's math, so a thread has this many loads
 /// in flight (docs/decode-attention.md, "Bytes in flight").
@@ -96,10 +96,10 @@ public:
     auto launch = launchBlocks(mul(mul(batch, kvHeads), splits), kThreads);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
-    logits = shared(launch, shape.splitTokens * shape.group);
-    warpMaxima = shared(launch, kWarps * shape.group);
-    slotSums = shared(launch, kSlots * shape.headDim);
-    slotWeights = shared(launch, kSlots);
+    logits = sharedFloats(launch, shape.splitTokens * shape.group);
+    warpMaxima = sharedFloats(launch, kWarps * shape.group);
+    slotSums = sharedFloats(launch, kSlots * shape.headDim);
+    slotWeights = sharedFloats(launch, kSlots);
 
     Value unit = launch.getBlockIds().x;
     split = arith::RemUIOp::create(b, unit, splits);
@@ -126,32 +126,16 @@ public:
                             end, count, thread, logits, keyScale});
     else
       emitLogits(trips);
-    gpu::BarrierOp::create(b);
+    barrier();
     SmallVector<Value> maxima = emitMaxima();
     emitWeights(maxima);
-    gpu::BarrierOp::create(b);
+    barrier();
     emitValuesAndMerge(trips, maxima);
   }
 
 private:
-  Value shared(gpu::LaunchOp launch, int64_t floats) {
-    auto type =
-        MemRefType::get({floats}, b.getF32Type(), AffineMap(),
-                        gpu::AddressSpaceAttr::get(
-                            b.getContext(), gpu::AddressSpace::Workgroup));
-    return launch.addWorkgroupAttribution(type, b.getLoc());
-  }
   Value cmp(arith::CmpIPredicate predicate, Value x, Value y) {
     return arith::CmpIOp::create(b, predicate, x, y);
-  }
-  Value select(Value condition, Value x, Value y) {
-    return arith::SelectOp::create(b, condition, x, y);
-  }
-  Value shuffleXor(Value value, int64_t offset) {
-    return gpu::ShuffleOp::create(b, value, int32_t(offset),
-                                  int32_t(gpu_mapping::kWarpSize),
-                                  gpu::ShuffleMode::XOR)
-        .getShuffleResult();
   }
   /// Channel i of the lane's slice s.
   Value channelOf(int64_t slice, int64_t i) {
@@ -210,9 +194,8 @@ private:
       SmallVector<Value, 5> at(row);
       at.push_back(start);
       auto [source, indices] = access(codes, at);
-      read.vectors.push_back(vector::LoadOp::create(
-          b, VectorType::get({kSliceChannels}, b.getI8Type()), source, indices,
-          /*nontemporal=*/false, llvm::MaybeAlign(gpu_mapping::kVectorBytes)));
+      read.vectors.push_back(loadVector(
+          VectorType::get({kSliceChannels}, b.getI8Type()), source, indices));
     }
     return read;
   }
@@ -319,8 +302,9 @@ private:
           Value exists = channelExists(s, i);
           dot = exists ? select(exists, next, dot) : next;
         }
-      for (int64_t offset = kLanes / 2; offset >= 1; offset /= 2)
-        dot = arith::AddFOp::create(b, dot, shuffleXor(dot, offset));
+      dot = butterfly(dot, kLanes, [&](Value own, Value other) {
+        return arith::AddFOp::create(b, own, other);
+      });
       results.push_back(scaleLogit(dot, [&] { return keyScale; }));
     }
     Value writer = arith::AndIOp::create(
@@ -336,9 +320,8 @@ private:
 
   /// Each head's max logit over the split, normalized with + 0.
   SmallVector<Value> emitMaxima() {
-    Value warp = arith::DivUIOp::create(b, thread, idx(gpu_mapping::kWarpSize));
-    Value warpLane =
-        arith::RemUIOp::create(b, thread, idx(gpu_mapping::kWarpSize));
+    Value warp = arith::DivUIOp::create(b, thread, idx(kit::kWarpSize));
+    Value warpLane = arith::RemUIOp::create(b, thread, idx(kit::kWarpSize));
     const float negativeInfinity = -std::numeric_limits<float>::infinity();
     for (int64_t member = 0; member < shape.group; ++member) {
       auto loop = scf::ForOp::create(b, thread, count, idx(kThreads),
@@ -352,9 +335,8 @@ private:
         scf::YieldOp::create(b, larger(loop.getRegionIterArg(0), logit));
       }
       Value m = loop.getResult(0);
-      for (int64_t offset = gpu_mapping::kWarpSize / 2; offset >= 1;
-           offset /= 2)
-        m = larger(m, shuffleXor(m, offset));
+      m = butterfly(m, kit::kWarpSize,
+                    [&](Value own, Value other) { return larger(own, other); });
       auto ifOp = scf::IfOp::create(
           b, cmp(arith::CmpIPredicate::eq, warpLane, idx(0)), false);
       OpBuilder::InsertionGuard guard(b);
@@ -363,7 +345,7 @@ private:
           b, m, warpMaxima,
           ValueRange{add(mul(warp, idx(shape.group)), idx(member))});
     }
-    gpu::BarrierOp::create(b);
+    barrier();
     SmallVector<Value> maxima;
     for (int64_t member = 0; member < shape.group; ++member) {
       Value m = f32(negativeInfinity);
@@ -410,7 +392,7 @@ private:
     Value firstLane = cmp(arith::CmpIPredicate::eq, lane, idx(0));
     for (int64_t member = 0; member < shape.group; ++member) {
       // The previous head's readers are done with the shared sums.
-      gpu::BarrierOp::create(b);
+      barrier();
       auto acc = loop.getResults().slice(member * (channels + 1), channels);
       Value slotBase = mul(slot, idx(shape.headDim));
       for (int64_t s = 0, n = 0; s < shape.slicesPerLane(); ++s)
@@ -433,7 +415,7 @@ private:
             b, loop.getResults()[member * (channels + 1) + channels],
             slotWeights, slot);
       }
-      gpu::BarrierOp::create(b);
+      barrier();
       Value memberIndex = idx(member);
       auto at = [&](Value channel) {
         return SmallVector<Value, 5>{sequence, kvHead, split, memberIndex,

@@ -26,7 +26,7 @@
 namespace lowbit::attention {
 namespace {
 
-constexpr int64_t kMergeThreads = gpu_mapping::kWarpSize;
+constexpr int64_t kMergeThreads = kit::kWarpSize;
 constexpr int64_t kSplitsPerTrip = 16;
 
 class MergeKernelEmitter : public AttentionEmitter {

@@ -16,18 +16,21 @@
 //       zero for heads past the group;
 //   C = the 16 tokens' logits of 8 heads: c0, c1 token g, heads 2 t, 2 t
 //       + 1; c2, c3 token g + 8.
-// The dot sums over all channels, so permuting the channels inside a
-// k-step is free as long as A and B agree. A bf16 query is scaled per
-// (sequence, head) by 2^e with max|q| 2^e in [2^14, 2^15), so that every
-// element at or above f16's normal range is exact, and the logit is
-// multiplied by 2^-e with the key scale and softmax_scale (one multiply
-// per token and head). Tokens past the split read the split's last token
-// and store nothing.
+// Which lane holds which fragment element is lowering/GpuMmaLayout.h's
+// model (mma::kM16N8K16F16); the kernel reads it for the register order
+// of A, B and C. The dot sums over all channels, so permuting the channels
+// inside a k-step is free as long as A and B agree (channelInStep). A bf16
+// query is scaled per (sequence, head) by 2^e with max|q| 2^e in [2^14, 2^15),
+// so that every element at or above f16's normal range is exact, and the logit
+// is multiplied by 2^-e with the key scale and softmax_scale (one multiply per
+// token and head). Tokens past the split read the split's last token and store
+// nothing.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lowering/DecodeAttentionEmitter.h"
 #include "lowering/GpuMma.h"
+#include "lowering/GpuMmaLayout.h"
 #include "target/NativeConversionTable.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -36,13 +39,29 @@
 namespace lowbit::attention {
 namespace {
 
-constexpr int64_t kWarps =
-    kv::kDecodeSlots * kv::kDecodeLanes / lowbit::gpu_mapping::kWarpSize;
-/// mma.sync m16n8k16: tokens per tile (M), heads per n-tile (N), channels
-/// per k-step (K); a 16-byte load holds one chunk of 16 channels.
-constexpr int64_t kTileTokens = 16, kTileHeads = 8, kStepChannels = 16;
+constexpr int64_t kWarps = kv::kDecodeSlots * kv::kDecodeLanes / kit::kWarpSize;
+/// mma.sync m16n8k16 with f16 multiplicands (an FP8 code decodes to f16
+/// exactly, and a query is rounded to f16).
+constexpr mma::MmaFragmentShape kShape = mma::kM16N8K16F16;
+/// Tokens per tile (M), heads per n-tile (N), channels per k-step (K); a
+/// 16-byte load holds one chunk of 16 channels.
+constexpr int64_t kTileTokens = mma::kMmaM, kTileHeads = mma::kMmaN,
+                  kStepChannels = 16;
+static_assert(kShape.k == kStepChannels);
 /// Lanes per token row (the quad of a fragment row).
 constexpr int64_t kQuadLanes = 4;
+/// Multiplicand elements per register (an f16 pair).
+constexpr int kPair = kShape.elementsPerRegister();
+
+/// Which of a chunk's channels fragment column (A) or row (B) `k` of
+/// k-step `step` is, for the lane whose quad position t holds the chunk:
+/// the ISA puts columns 2 t + {0, 1} and 2 t + 8 + {0, 1} in that lane
+/// (GpuMmaLayout.h); the kernel gives it channels 4 step .. 4 step + 3,
+/// so `k` (lane 0's column, the offset every lane adds to 2 t) is channel
+/// 4 step + 2 (k / 8) + k % 2.
+constexpr int64_t channelInStep(int64_t step, int k) {
+  return 4 * step + 2 * (k / 8) + k % 2;
+}
 
 class MmaLogitsEmitter : public AttentionEmitter {
 public:
@@ -51,8 +70,8 @@ public:
 
   void emit() {
     Value warpLane =
-        arith::RemUIOp::create(b, args.thread, idx(gpu_mapping::kWarpSize));
-    warp = arith::DivUIOp::create(b, args.thread, idx(gpu_mapping::kWarpSize));
+        arith::RemUIOp::create(b, args.thread, idx(kit::kWarpSize));
+    warp = arith::DivUIOp::create(b, args.thread, idx(kit::kWarpSize));
     quadRow = arith::DivUIOp::create(b, warpLane, idx(kQuadLanes));
     quadLane = arith::RemUIOp::create(b, warpLane, idx(kQuadLanes));
     loadQueryFragments();
@@ -107,9 +126,6 @@ private:
   Value intBitsToFloat(Value bits) {
     return arith::BitcastOp::create(b, b.getF32Type(), bits);
   }
-  Value i32(int32_t value) {
-    return arith::ConstantOp::create(b, b.getI32IntegerAttr(value));
-  }
   /// 2^e for an i32 e in [-126, 127].
   Value powerOfTwo(Value exponent) {
     Value biased = arith::AddIOp::create(b, exponent, i32(127));
@@ -150,8 +166,8 @@ private:
         // max 2^e in [2^14, 2^15) as two factors 2^e1 2^e2 (e in [-113,
         // 141], each factor a normal f32).
         for (int64_t offset = 1; offset < kQuadLanes; offset *= 2)
-          largest = arith::MaximumFOp::create(
-              b, largest, shuffle(largest, offset, gpu::ShuffleMode::XOR));
+          largest = arith::MaximumFOp::create(b, largest,
+                                              shuffleXor(largest, offset));
         Value bits = arith::BitcastOp::create(b, b.getI32Type(), largest);
         Value exponent = arith::SubIOp::create(
             b, arith::ShRUIOp::create(b, bits, i32(23)), i32(127));
@@ -165,20 +181,23 @@ private:
             b, powerOfTwo(arith::SubIOp::create(b, i32(0), e1)),
             powerOfTwo(arith::SubIOp::create(b, i32(0), e2)));
       }
-      // k-step (r, s): channels 16 c + 4 s + {0, 1} (b0b1) and + {2, 3}
-      // (b2b3).
+      // k-step (r, s): B's registers in order, each the f16 pair of its
+      // two rows' channels (16 c + 4 s + {0, 1} for b0b1, + {2, 3} for
+      // b2b3).
       SmallVector<Value> fragments;
       for (int64_t r = 0; r < rounds(); ++r) {
         auto slice =
             ArrayRef<Value>(channels).slice(r * kStepChannels, kStepChannels);
         for (int64_t s = 0; s < kStepChannels / 4; ++s)
-          for (int64_t pair = 0; pair < 2; ++pair) {
-            Value x = arith::TruncFOp::create(b, b.getF16Type(),
-                                              slice[4 * s + 2 * pair]);
-            Value y = arith::TruncFOp::create(b, b.getF16Type(),
-                                              slice[4 * s + 2 * pair + 1]);
+          for (int reg = 0; reg < kShape.bRegisters(); ++reg) {
+            Value pair[kPair];
+            for (int i = 0; i < kPair; ++i)
+              pair[i] = arith::TruncFOp::create(
+                  b, b.getF16Type(),
+                  slice[channelInStep(
+                      s, mma::bElement(kShape, 0, reg * kPair + i).row)]);
             fragments.push_back(
-                vector::FromElementsOp::create(b, f16Pair(), ValueRange{x, y}));
+                vector::FromElementsOp::create(b, f16Pair(), pair));
           }
       }
       queryFragments.push_back(std::move(fragments));
@@ -192,23 +211,13 @@ private:
           Value source = arith::IndexCastOp::create(
               b, b.getI32Type(),
               mul(add(mul(quadLane, idx(2)), idx(j)), idx(kQuadLanes)));
-          Value down =
-              gpu::ShuffleOp::create(b, scaleDown, source,
-                                     i32(int32_t(gpu_mapping::kWarpSize)),
-                                     gpu::ShuffleMode::IDX)
-                  .getShuffleResult();
+          Value down = shuffleIdx(scaleDown, source);
           factor = arith::MulFOp::create(b, base, down);
         }
         factors.push_back(factor);
       }
       logitFactors.push_back(std::move(factors));
     }
-  }
-
-  Value shuffle(Value value, int64_t offset, gpu::ShuffleMode mode) {
-    return gpu::ShuffleOp::create(b, value, int32_t(offset),
-                                  int32_t(gpu_mapping::kWarpSize), mode)
-        .getShuffleResult();
   }
 
   /// The row of split token `token` (the split's last token past its end):
@@ -228,9 +237,7 @@ private:
       SmallVector<Value, 5> at(row.begin(), row.end());
       at.push_back(mul(chunk, idx(kStepChannels)));
       auto [source, indices] = access(keyCodes, at);
-      Value codes = vector::LoadOp::create(
-          b, codesType, source, indices, /*nontemporal=*/false,
-          llvm::MaybeAlign(gpu_mapping::kVectorBytes));
+      Value codes = loadVector(codesType, source, indices);
       if (exists)
         codes = arith::SelectOp::create(
             b, exists, codes,
@@ -261,12 +268,18 @@ private:
     SmallVector<Value, 4> acc(4, f32(0.0f));
     for (int64_t r = 0; r < rounds(); ++r)
       for (int64_t s = 0; s < kStepChannels / 4; ++s) {
-        Value a[4] = {pairOf(chunks[0][r], 4 * s), pairOf(chunks[1][r], 4 * s),
-                      pairOf(chunks[0][r], 4 * s + 2),
-                      pairOf(chunks[1][r], 4 * s + 2)};
+        // A register `reg` holds the pair of row g (chunks[0], token g) or
+        // g + 8 (chunks[1]) at lane 0's first column of the register.
+        Value a[kShape.aRegisters()];
+        for (int reg = 0; reg < kShape.aRegisters(); ++reg) {
+          mma::MatrixCoordinate first = mma::aElement(kShape, 0, reg * kPair);
+          a[reg] = pairOf(chunks[first.row / (kTileTokens / 2)][r],
+                          channelInStep(s, first.col));
+        }
         int64_t step = r * (kStepChannels / 4) + s;
-        Value bFragments[2] = {queryFragments[n][2 * step],
-                               queryFragments[n][2 * step + 1]};
+        auto bFragments =
+            ArrayRef<Value>(queryFragments[n])
+                .slice(kShape.bRegisters() * step, kShape.bRegisters());
         // The operands are vector<2xf16> by construction, so the builder
         // cannot refuse them.
         acc =
@@ -276,27 +289,28 @@ private:
   }
 
   /// Stores the lane's four logits (tokens g, g + 8 x heads 2 t, 2 t + 1
-  /// of head tile n) for tokens in the split and heads in the group.
+  /// of head tile n: C element i's row and column past lane 0's) for
+  /// tokens in the split and heads in the group.
   void storeLogits(Value (&tokens)[2], int64_t n, ArrayRef<Value> dots) {
-    for (int64_t half = 0; half < 2; ++half)
-      for (int64_t j = 0; j < 2; ++j) {
-        Value member =
-            add(add(mul(quadLane, idx(2)), idx(j)), idx(n * kTileHeads));
-        Value logit =
-            arith::MulFOp::create(b, dots[2 * half + j], logitFactors[n][j]);
-        Value inSplit =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                  add(args.begin, tokens[half]), args.end);
-        Value inGroup = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                              member, idx(args.group));
-        auto ifOp = scf::IfOp::create(
-            b, arith::AndIOp::create(b, inSplit, inGroup), false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-        memref::StoreOp::create(
-            b, logit, args.logits,
-            ValueRange{add(mul(tokens[half], idx(args.group)), member)});
-      }
+    for (int i = 0; i < mma::kAccumulatorRegisters; ++i) {
+      mma::MatrixCoordinate at = mma::accumulatorElement(0, i);
+      int64_t half = at.row / (kTileTokens / 2), j = at.col;
+      Value member =
+          add(add(mul(quadLane, idx(2)), idx(j)), idx(n * kTileHeads));
+      Value logit = arith::MulFOp::create(b, dots[i], logitFactors[n][j]);
+      Value inSplit =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                add(args.begin, tokens[half]), args.end);
+      Value inGroup = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                            member, idx(args.group));
+      auto ifOp = scf::IfOp::create(
+          b, arith::AndIOp::create(b, inSplit, inGroup), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      memref::StoreOp::create(
+          b, logit, args.logits,
+          ValueRange{add(mul(tokens[half], idx(args.group)), member)});
+    }
   }
 
   MmaLogits args;

@@ -112,20 +112,15 @@ public:
   void emitStatsLaunch(Value final, Value workspace, bool withMinMax,
                        function_ref<void(const lowbit::Stats &)> storeResults) {
     int64_t statCount = withMinMax ? 3 : 1;
-    auto sharedType = MemRefType::get(
-        {threadsPerBlock / kWarpSize * statCount}, b.getF32Type(), AffineMap(),
-        gpu::AddressSpaceAttr::get(b.getContext(),
-                                   gpu::AddressSpace::Workgroup));
     Value rows = dimOf(b, buffers.lookup(body.getArgument(0)), 0);
     Value blocks = ceilDiv(arith::MulIOp::create(b, rows, idx(kWarpSize)),
                            idx(threadsPerBlock));
-    auto launch = gpu::LaunchOp::create(
-        b, blocks, idx(1), idx(1), idx(threadsPerBlock), idx(1), idx(1),
-        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
-        /*asyncDependencies=*/{}, TypeRange{sharedType});
+    auto launch = launchBlocks(
+        blocks, threadsPerBlock,
+        kit::workgroupMemRefType(b.getContext(),
+                                 {threadsPerBlock / kWarpSize * statCount},
+                                 b.getF32Type()));
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&launch.getBody().front());
-    gpu::TerminatorOp::create(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value valid = beginRow(launch, rows);
     Value bound =
@@ -250,16 +245,11 @@ private:
   void emitStagedRotation(gpu::LaunchOp launch, StagedRotation rotation) {
     int64_t cols = cast<RankedTensorType>(rotation.last.getResult(0).getType())
                        .getDimSize(1);
-    auto sharedType = MemRefType::get(
-        {threadsPerBlock / kWarpSize * cols}, b.getF32Type(), AffineMap(),
-        gpu::AddressSpaceAttr::get(b.getContext(),
-                                   gpu::AddressSpace::Workgroup));
-    Value shared = launch.addWorkgroupAttribution(sharedType, b.getLoc());
+    Value shared = sharedFloats(launch, threadsPerBlock / kWarpSize * cols);
     Value warpInBlock =
         arith::DivUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize));
     Value base = arith::MulIOp::create(b, warpInBlock, idx(cols));
     auto at = [&](Value col) { return arith::AddIOp::create(b, base, col); };
-    auto warpSync = [&] { NVVM::SyncWarpOp::create(b, i32(-1)); };
     scf::ForOp::create(b, lane, idx(cols), idx(kWarpSize), ValueRange{},
                        [&](OpBuilder &, Location, Value col, ValueRange) {
                          memref::StoreOp::create(
@@ -461,9 +451,7 @@ private:
     if (isLanePartials(tensor.getDefiningOp())) {
       // Lane indices[1]'s partial.
       Value source = arith::IndexCastOp::create(b, b.getI32Type(), indices[1]);
-      return gpu::ShuffleOp::create(b, rowValues.lookup(tensor), source,
-                                    i32(kWarpSize), gpu::ShuffleMode::IDX)
-          .getShuffleResult();
+      return shuffleIdx(rowValues.lookup(tensor), source);
     }
     if (indices.size() == 1)
       return rowValues.lookup(tensor);

@@ -3,7 +3,9 @@
 // What every bandwidth-shaped kernel of lowbit-to-gpu needs: finding the
 // buffers at the bufferization boundary, 1-D launches, bounds and alignment
 // tests, and the stored-scale lookup. The kernel bodies derive from
-// GpuKernelBuilder; the scale and element arithmetic is ScaleMath's.
+// GpuKernelBuilder; the scale and element arithmetic is ScaleMath's, the
+// index math, launches, shuffles and vector accesses kit::KernelEmitter's
+// (lowering/kit/KernelEmitter.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,9 +24,9 @@ namespace lowbit::gpu_mapping {
 
 using namespace mlir;
 
-/// Bytes each lane moves with one vector access (ld.global.v4.b32).
-constexpr int64_t kVectorBytes = 16;
-constexpr int64_t kWarpSize = 32;
+using kit::dimOf;
+using kit::kVectorBytes;
+using kit::kWarpSize;
 
 //===----------------------------------------------------------------------===//
 // The bufferization boundary
@@ -64,13 +66,6 @@ resultDestination(Value result, Operation *anchor) {
 
 inline int64_t bytesOf(Type type) { return type.getIntOrFloatBitWidth() / 8; }
 
-inline Value dimOf(ImplicitLocOpBuilder &b, Value buffer, int64_t dim) {
-  auto type = cast<MemRefType>(buffer.getType());
-  if (!type.isDynamicDim(dim))
-    return arith::ConstantIndexOp::create(b, type.getDimSize(dim));
-  return memref::DimOp::create(b, buffer, dim);
-}
-
 /// Base of the kernel emitters: one gpu.launch per op.
 class GpuKernelBuilder : public lowbit::ScaleMath {
 public:
@@ -79,28 +74,10 @@ public:
       : ScaleMath(builder, scheme), threadsPerBlock(threadsPerBlock) {}
 
 protected:
-  Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
-  Value ceilDiv(Value value, Value divisor) {
-    Value biased = arith::SubIOp::create(
-        b, arith::AddIOp::create(b, value, divisor), idx(1));
-    return arith::DivUIOp::create(b, biased, divisor);
-  }
-  Value andAll(ArrayRef<Value> conditions) {
-    Value result = conditions.front();
-    for (Value condition : conditions.drop_front())
-      result = arith::AndIOp::create(b, result, condition);
-    return result;
-  }
   Value inBounds(Value valid, Value col, Value cols) {
     return andAll(
         {valid, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols)
                     .getResult()});
-  }
-  /// Whether `multiple` divides `value`.
-  Value divides(int64_t multiple, Value value) {
-    return arith::CmpIOp::create(
-        b, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(b, value, idx(multiple)), idx(0));
   }
   /// Whether the buffer's data pointer is a multiple of `bytes`.
   Value isAligned(Value buffer, int64_t bytes) {
@@ -153,23 +130,16 @@ protected:
   /// A 1-D grid over `laneCount` lanes (the large dimension on grid x,
   /// which holds 2^31 - 1 blocks).
   gpu::LaunchOp createLaunch(Value laneCount) {
-    return launchWithBlocks(ceilDiv(laneCount, idx(threadsPerBlock)));
+    return launchBlocks(ceilDiv(laneCount, idx(threadsPerBlock)),
+                        threadsPerBlock);
   }
   /// A grid-stride launch: ceil(laneCount / threadsPerBlock) blocks, at
   /// most `maxBlocks`; the body loops over what the grid does not cover.
   gpu::LaunchOp createGridStrideLaunch(Value laneCount, int64_t maxBlocks) {
-    return launchWithBlocks(arith::MinUIOp::create(
-        b, ceilDiv(laneCount, idx(threadsPerBlock)), idx(maxBlocks)));
-  }
-  /// A 1-D launch of `blocks` blocks of threadsPerBlock threads.
-  gpu::LaunchOp launchWithBlocks(Value blocks) {
-    Value one = idx(1);
-    auto launch = gpu::LaunchOp::create(b, blocks, one, one,
-                                        idx(threadsPerBlock), one, one);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&launch.getBody().front());
-    gpu::TerminatorOp::create(b);
-    return launch;
+    return launchBlocks(
+        arith::MinUIOp::create(b, ceilDiv(laneCount, idx(threadsPerBlock)),
+                               idx(maxBlocks)),
+        threadsPerBlock);
   }
   /// Threads in the whole grid.
   Value gridThreads(gpu::LaunchOp launch) {

@@ -159,9 +159,8 @@ private:
       SmallVector<Value> elements;
       if (vectorized && width > 1) {
         Type type = elementTypeOf(buffer);
-        Value vector = vector::LoadOp::create(
-            e.b, VectorType::get({width}, type), buffer, e.at(row, first),
-            /*nontemporal=*/false, llvm::MaybeAlign(width * bytesOf(type)));
+        Value vector = e.loadVector(VectorType::get({width}, type), buffer,
+                                    e.at(row, first));
         for (int64_t i = 0; i < width; ++i)
           elements.push_back(vector::ExtractOp::create(e.b, vector, i));
         return elements;
@@ -178,9 +177,7 @@ private:
         Type type = elementTypeOf(buffer);
         Value packed = vector::FromElementsOp::create(
             e.b, VectorType::get({width}, type), elements);
-        vector::StoreOp::create(e.b, packed, buffer, e.at(row, first),
-                                /*nontemporal=*/false,
-                                llvm::MaybeAlign(width * bytesOf(type)));
+        e.storeVector(packed, buffer, e.at(row, first));
         return;
       }
       for (int64_t i = 0; i < width; ++i)

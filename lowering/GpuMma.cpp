@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/GpuMma.h"
+#include "lowering/GpuMmaLayout.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -22,8 +23,17 @@ buildMmaSyncF32(OpBuilder &builder, Location loc, ArrayRef<Value> a,
   if (!isBf16 && !isa<Float16Type>(elementType))
     return emitError(loc, "mma.sync: multiplicands must be f16 or bf16, got ")
            << elementType;
-  if ((a.size() != 4 && a.size() != 2) || b.size() * 2 != a.size() ||
-      c.size() != 4)
+  // The f16/bf16 shape of the fragment model whose register counts these
+  // are.
+  std::optional<mma::MmaFragmentShape> shape;
+  for (mma::MmaShape candidate :
+       {mma::MmaShape::M16N8K16, mma::MmaShape::M16N8K8}) {
+    mma::MmaFragmentShape fragments = mma::fragmentShape(candidate);
+    if (int(a.size()) == fragments.aRegisters() &&
+        int(b.size()) == fragments.bRegisters())
+      shape = fragments;
+  }
+  if (!shape || c.size() != size_t(mma::kAccumulatorRegisters))
     return emitError(loc, "mma.sync: m16n8k16 takes 4 A, 2 B and 4 C "
                           "registers, m16n8k8 2, 1 and 4; got ")
            << a.size() << ", " << b.size() << " and " << c.size();
@@ -52,18 +62,17 @@ buildMmaSyncF32(OpBuilder &builder, Location loc, ArrayRef<Value> a,
   for (Value value : b)
     operandsB.push_back(asOperand(value));
   NVVM::MMATypes ptxType = isBf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  auto resultType = LLVM::LLVMStructType::getLiteral(builder.getContext(),
-                                                     SmallVector<Type>(4, f32));
-  int64_t k = a.size() == 4 ? 16 : 8;
-  auto mma = NVVM::MmaOp::create(
+  auto resultType = LLVM::LLVMStructType::getLiteral(
+      builder.getContext(), SmallVector<Type>(mma::kAccumulatorRegisters, f32));
+  auto mmaOp = NVVM::MmaOp::create(
       builder, loc, resultType, operandsA, operandsB, c,
-      ArrayRef<int64_t>{16, 8, k}, std::nullopt, std::nullopt,
-      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+      ArrayRef<int64_t>{mma::kMmaM, mma::kMmaN, shape->k}, std::nullopt,
+      std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
   SmallVector<Value, 4> d;
-  for (int64_t i = 0; i < 4; ++i)
-    d.push_back(LLVM::ExtractValueOp::create(builder, loc, mma.getResult(),
+  for (int64_t i = 0; i < mma::kAccumulatorRegisters; ++i)
+    d.push_back(LLVM::ExtractValueOp::create(builder, loc, mmaOp.getResult(),
                                              ArrayRef<int64_t>{i}));
   return d;
 }

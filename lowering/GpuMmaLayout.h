@@ -1,35 +1,52 @@
 //===- GpuMmaLayout.h - mma.sync fragments: lane, register -> (row, col) --===//
 //
 // The one model of where mma.sync's matrix elements live in a warp, shared
-// by the kernels that emit nvvm.mma.sync (lowering/GpuMma.h), the GPU
-// emulator that executes it (runtime/emulator/Mma.h) and the tests. Plain
-// C++ without MLIR: the emulator runtime includes it.
+// by the kernels that emit nvvm.mma.sync (lowering/GpuMma.h, decode
+// attention's GpuDecodeAttentionMma.cpp), the GPU emulator that executes
+// it (runtime/emulator/Mma.h) and the tests. Plain C++ without MLIR: the
+// emulator runtime includes it.
 //
-// PTX ISA, 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating
-// point type" (and 9.7.14.5.7 for mma.m16n8k8), .f16/.bf16 multiplicands,
-// .f32 accumulators, A row-major and B column-major (".row.col"):
+// PTX ISA 9.7.14.5, "Matrix Fragments for mma.m16n8k*", A row-major and B
+// column-major (".row.col"), for every m16n8 shape whose multiplicands fill
+// 32-bit registers with E = 32 / bits elements (f16/bf16: E = 2; e4m3,
+// e5m2, s8, u8 and the f8f6f4 kinds' byte containers: E = 4; packed e2m1
+// of the block-scaled m16n8k64: E = 8):
 //
 //   groupID           = %laneid >> 2
 //   threadID_in_group = %laneid % 4
 //
-//   A (16 x K, four .f16x2 registers for K = 16, two for K = 8; elements
-//   a0, a1, ... from the low half of the first register upwards):
-//     row = groupID      for ai where 0 <= i < 2 || 4 <= i < 6
-//           groupID + 8  otherwise
-//     col = (threadID_in_group * 2) + (i & 0x1)      for ai where i < 4
-//           (threadID_in_group * 2) + (i & 0x1) + 8  for ai where i >= 4
-//   B (K x 8, two .f16x2 registers for K = 16, one for K = 8):
-//     row = (threadID_in_group * 2) + (i & 0x1)      for bi where i < 2
-//           (threadID_in_group * 2) + (i & 0x1) + 8  for bi where i >= 2
+//   A (16 x K, K / (2 E) registers; elements a0, a1, ... from the low bits
+//   of the first register upwards; element i in register r = i / E):
+//     row = groupID + 8 * (r % 2)
+//     col = threadID_in_group * E + i % E + 4 E * (r / 2)
+//   B (K x 8, K / (4 E) registers, element i in register r = i / E):
+//     row = threadID_in_group * E + i % E + 4 E * r
 //     col = groupID
-//   C and D (16 x 8, four .f32 registers c0..c3):
-//     row = groupID      for c0 and c1
-//           groupID + 8  for c2 and c3
-//     col = (threadID_in_group * 2) + (i & 0x1)
+//   C and D (16 x 8, four 32-bit registers c0..c3, f32 or s32):
+//     row = groupID + 8 * (i / 2)
+//     col = threadID_in_group * 2 + i % 2
 //
-// For K = 8 the same formulas hold with i < 4 for A and i < 2 for B.
-// Element i of a multiplicand sits in register i / 2, in its low 16 bits
-// when i is even and its high 16 bits when i is odd.
+// which is, shape by shape, what the ISA writes out:
+//   m16n8k16 .f16/.bf16 (9.7.14.5.8): A row = groupID for ai where
+//     0 <= i < 2 || 4 <= i < 6, else groupID + 8; col = threadID_in_group
+//     * 2 + (i & 0x1), + 8 for i >= 4. B row = threadID_in_group * 2 +
+//     (i & 0x1), + 8 for i >= 2; col = groupID.
+//   m16n8k8 .f16/.bf16 (9.7.14.5.7): A row = groupID for a0, a1, else +8;
+//     col = threadID_in_group * 2 + (i & 0x1). B row = threadID_in_group
+//     * 2 + (i & 0x1).
+//   m16n8k32 .e4m3/.e5m2/.s8/.u8 (and .kind::f8f6f4, .kind::mxf8f6f4):
+//     A row = groupID for ai where 0 <= i < 4 || 8 <= i < 12, else +8;
+//     col = threadID_in_group * 4 + (i & 0x3), + 16 for i >= 8. B row =
+//     threadID_in_group * 4 + (i & 0x3), + 16 for i >= 4.
+//   m16n8k64 .e2m1 (.kind::mxf4, .kind::mxf4nvf4, block-scaled): A row =
+//     groupID for ai where 0 <= i < 8 || 16 <= i < 24, else +8; col =
+//     threadID_in_group * 8 + (i & 0x7), + 32 for i >= 16. B row =
+//     threadID_in_group * 8 + (i & 0x7), + 32 for i >= 8.
+//
+// The block-scaled kinds' scale_A (M x V) and scale_B (V x N), V the
+// .scale_vec_size, scale K / V consecutive columns of A and rows of B each
+// (9.7.14.3); which lane passes which scale byte (the byte-id/thread-id
+// selectors) is not modelled yet.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,22 +57,74 @@
 
 namespace lowbit::mma {
 
-/// The shapes lowbit emits and emulates: m16n8k16 and m16n8k8.
-enum class MmaShape : int32_t { M16N8K16, M16N8K8 };
-
 inline constexpr int kMmaM = 16;
 inline constexpr int kMmaN = 8;
 inline constexpr int kWarpLanes = 32;
-/// Accumulator (C and D) registers per lane: four f32.
+/// Accumulator (C and D) registers per lane: four f32 (or s32).
 inline constexpr int kAccumulatorRegisters = 4;
 
-constexpr int mmaK(MmaShape shape) {
-  return shape == MmaShape::M16N8K16 ? 16 : 8;
+/// The multiplicand element types of mma.sync's m16n8 shapes.
+enum class MmaElement : int32_t {
+  F16,
+  BF16,
+  E4M3,
+  E5M2,
+  S8,
+  U8,
+  /// e2m1 in byte containers (.kind::f8f6f4 / .kind::mxf8f6f4, m16n8k32).
+  E2M1Byte,
+  /// e2m1 packed two per byte (.kind::mxf4 / .kind::mxf4nvf4, m16n8k64).
+  E2M1Packed,
+};
+
+/// Bits one element takes in a multiplicand register.
+constexpr int registerBits(MmaElement element) {
+  switch (element) {
+  case MmaElement::F16:
+  case MmaElement::BF16:
+    return 16;
+  case MmaElement::E2M1Packed:
+    return 4;
+  default:
+    return 8;
+  }
 }
-/// .f16x2/.bf16x2 registers per lane holding A (4 for K = 16, 2 for K = 8).
-constexpr int aRegisters(MmaShape shape) { return mmaK(shape) / 4; }
-/// .f16x2/.bf16x2 registers per lane holding B (2 for K = 16, 1 for K = 8).
-constexpr int bRegisters(MmaShape shape) { return mmaK(shape) / 8; }
+
+/// An m16n8 mma.sync shape: K and the multiplicand element type.
+struct MmaFragmentShape {
+  int k = 16;
+  MmaElement element = MmaElement::F16;
+
+  /// Multiplicand elements per 32-bit register (E).
+  constexpr int elementsPerRegister() const {
+    return 32 / registerBits(element);
+  }
+  /// Registers per lane holding A (16 x K) and B (K x 8).
+  constexpr int aRegisters() const {
+    return kMmaM * k / (kWarpLanes * elementsPerRegister());
+  }
+  constexpr int bRegisters() const {
+    return k * kMmaN / (kWarpLanes * elementsPerRegister());
+  }
+  constexpr int aElements() const {
+    return aRegisters() * elementsPerRegister();
+  }
+  constexpr int bElements() const {
+    return bRegisters() * elementsPerRegister();
+  }
+};
+
+/// The shapes the ISA defines for each element type (and lowbit uses or
+/// will use): f16/bf16 m16n8k16 and m16n8k8, the 8-bit m16n8k32, the
+/// block-scaled FP4 m16n8k64.
+inline constexpr MmaFragmentShape kM16N8K16F16{16, MmaElement::F16};
+inline constexpr MmaFragmentShape kM16N8K16BF16{16, MmaElement::BF16};
+inline constexpr MmaFragmentShape kM16N8K8F16{8, MmaElement::F16};
+inline constexpr MmaFragmentShape kM16N8K32E4M3{32, MmaElement::E4M3};
+inline constexpr MmaFragmentShape kM16N8K32E5M2{32, MmaElement::E5M2};
+inline constexpr MmaFragmentShape kM16N8K32S8{32, MmaElement::S8};
+inline constexpr MmaFragmentShape kM16N8K32E2M1Byte{32, MmaElement::E2M1Byte};
+inline constexpr MmaFragmentShape kM16N8K64E2M1{64, MmaElement::E2M1Packed};
 
 /// A matrix element: (row, col) of A (16 x K), B (K x 8) or C/D (16 x 8).
 struct MatrixCoordinate {
@@ -67,20 +136,50 @@ struct MatrixCoordinate {
 constexpr int groupId(int lane) { return lane >> 2; }
 constexpr int threadIdInGroup(int lane) { return lane % 4; }
 
-/// Element ai (0 <= i < 2 * aRegisters) held by `lane`.
-constexpr MatrixCoordinate aElement(int lane, int i) {
-  return {groupId(lane) + ((i >> 1) & 1) * 8,
-          threadIdInGroup(lane) * 2 + (i & 1) + (i >= 4 ? 8 : 0)};
+/// Element ai (0 <= i < shape.aElements()) held by `lane`.
+constexpr MatrixCoordinate aElement(MmaFragmentShape shape, int lane, int i) {
+  int e = shape.elementsPerRegister(), r = i / e;
+  return {groupId(lane) + 8 * (r % 2),
+          threadIdInGroup(lane) * e + i % e + 4 * e * (r / 2)};
 }
-/// Element bi (0 <= i < 2 * bRegisters) held by `lane`.
-constexpr MatrixCoordinate bElement(int lane, int i) {
-  return {threadIdInGroup(lane) * 2 + (i & 1) + (i >= 2 ? 8 : 0),
-          groupId(lane)};
+/// Element bi (0 <= i < shape.bElements()) held by `lane`.
+constexpr MatrixCoordinate bElement(MmaFragmentShape shape, int lane, int i) {
+  int e = shape.elementsPerRegister(), r = i / e;
+  return {threadIdInGroup(lane) * e + i % e + 4 * e * r, groupId(lane)};
 }
 /// Element ci (and di), 0 <= i < 4, held by `lane`.
 constexpr MatrixCoordinate accumulatorElement(int lane, int i) {
-  return {groupId(lane) + (i >= 2 ? 8 : 0),
-          threadIdInGroup(lane) * 2 + (i & 1)};
+  return {groupId(lane) + 8 * (i / 2), threadIdInGroup(lane) * 2 + i % 2};
+}
+
+//===----------------------------------------------------------------------===//
+// The f16/bf16 shapes the emulator executes
+//===----------------------------------------------------------------------===//
+
+/// The f16/bf16 shapes lowbit emits and emulates: m16n8k16 and m16n8k8.
+enum class MmaShape : int32_t { M16N8K16, M16N8K8 };
+
+constexpr int mmaK(MmaShape shape) {
+  return shape == MmaShape::M16N8K16 ? 16 : 8;
+}
+constexpr MmaFragmentShape fragmentShape(MmaShape shape) {
+  return {mmaK(shape), MmaElement::F16};
+}
+/// .f16x2/.bf16x2 registers per lane holding A (4 for K = 16, 2 for K = 8).
+constexpr int aRegisters(MmaShape shape) {
+  return fragmentShape(shape).aRegisters();
+}
+/// .f16x2/.bf16x2 registers per lane holding B (2 for K = 16, 1 for K = 8).
+constexpr int bRegisters(MmaShape shape) {
+  return fragmentShape(shape).bRegisters();
+}
+/// Element ai / bi of an f16 or bf16 fragment (the same for K = 8 and 16:
+/// the K = 8 fragments are the first half).
+constexpr MatrixCoordinate aElement(int lane, int i) {
+  return aElement(kM16N8K16F16, lane, i);
+}
+constexpr MatrixCoordinate bElement(int lane, int i) {
+  return bElement(kM16N8K16F16, lane, i);
 }
 
 } // namespace lowbit::mma

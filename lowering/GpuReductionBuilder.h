@@ -56,17 +56,11 @@ protected:
   /// max/min of NaN-free values are exact and order-independent.
   SmallVector<Value> reduceWarp(SmallVector<Value> acc, int64_t lanes,
                                 bool withMinMax) {
-    for (int64_t offset = lanes / 2; offset >= 1; offset /= 2)
-      for (size_t position = 0; position < acc.size(); ++position) {
-        Value other =
-            gpu::ShuffleOp::create(b, acc[position], int32_t(offset),
-                                   int32_t(kWarpSize), gpu::ShuffleMode::XOR)
-                .getShuffleResult();
-        acc[position] = withMinMax && position == 1
-                            ? stdMin(acc[position], other)
-                            : stdMax(acc[position], other);
-      }
-    return acc;
+    return butterfly(std::move(acc), lanes,
+                     [&](size_t position, Value own, Value other) {
+                       return withMinMax && position == 1 ? stdMin(own, other)
+                                                          : stdMax(own, other);
+                     });
   }
 
 public:

@@ -70,7 +70,7 @@ public:
         b, lane, vectorCount, warpStride, init,
         [&](OpBuilder &, Location, Value vectorIndex, ValueRange acc) {
           SmallVector<Value> next(acc);
-          for (Value element : loadVector(input, row, vectorIndex, width))
+          for (Value element : loadWidened(input, row, vectorIndex, width))
             next = accumulate(next, element, withMinMax);
           scf::YieldOp::create(b, next);
         });
@@ -115,7 +115,7 @@ public:
         b, lane, vectorCount, warpStride, ValueRange{},
         [&](OpBuilder &, Location, Value vectorIndex, ValueRange) {
           SmallVector<Value> elements =
-              loadVector(input, row, vectorIndex, width);
+              loadWidened(input, row, vectorIndex, width);
           SmallVector<Value> bytes;
           for (int64_t i = 0; i < width; i += 2) {
             auto [low, high] =
@@ -130,11 +130,9 @@ public:
           int64_t byteCount = bytes.size();
           Value packed = vector::FromElementsOp::create(
               b, VectorType::get({byteCount}, b.getI8Type()), bytes);
-          vector::StoreOp::create(
-              b, packed, codes,
-              ValueRange{row,
-                         arith::MulIOp::create(b, vectorIndex, idx(byteCount))},
-              /*nontemporal=*/false, llvm::MaybeAlign(byteCount));
+          storeVector(packed, codes,
+                      ValueRange{row, arith::MulIOp::create(b, vectorIndex,
+                                                            idx(byteCount))});
           scf::YieldOp::create(b);
         });
     // ... and the rest as element pairs.
@@ -150,13 +148,12 @@ public:
 
 private:
   /// The `width` elements of 16-byte vector `vectorIndex` of `row`, as f32.
-  SmallVector<Value> loadVector(Value input, Value row, Value vectorIndex,
-                                int64_t width) {
+  SmallVector<Value> loadWidened(Value input, Value row, Value vectorIndex,
+                                 int64_t width) {
     Type inputType = cast<MemRefType>(input.getType()).getElementType();
-    Value vector = vector::LoadOp::create(
-        b, VectorType::get({width}, inputType), input,
-        ValueRange{row, arith::MulIOp::create(b, vectorIndex, idx(width))},
-        /*nontemporal=*/false, llvm::MaybeAlign(kVectorBytes));
+    Value vector = loadVector(
+        VectorType::get({width}, inputType), input,
+        ValueRange{row, arith::MulIOp::create(b, vectorIndex, idx(width))});
     SmallVector<Value> elements;
     for (int64_t i = 0; i < width; ++i)
       elements.push_back(widen(vector::ExtractOp::create(b, vector, i)));

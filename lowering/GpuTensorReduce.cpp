@@ -67,17 +67,11 @@ public:
         arith::MulIOp::create(b, dimOf(b, input, 0), dimOf(b, input, 1));
     Value blocks = arith::MinUIOp::create(
         b, ceilDiv(count, idx(threadsPerBlock * width)), idx(kMaxStatsBlocks));
-    auto sharedType =
-        MemRefType::get({warps * statCount}, b.getF32Type(), AffineMap(),
-                        gpu::AddressSpaceAttr::get(
-                            b.getContext(), gpu::AddressSpace::Workgroup));
-    auto launch = gpu::LaunchOp::create(
-        b, blocks, idx(1), idx(1), idx(threadsPerBlock), idx(1), idx(1),
-        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
-        /*asyncDependencies=*/{}, TypeRange{sharedType});
+    auto launch =
+        launchBlocks(blocks, threadsPerBlock,
+                     kit::workgroupMemRefType(
+                         b.getContext(), {warps * statCount}, b.getF32Type()));
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&launch.getBody().front());
-    gpu::TerminatorOp::create(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value shared = launch.getWorkgroupAttributions().front();
 
@@ -93,10 +87,9 @@ public:
     auto vectorLoop = scf::ForOp::create(
         b, thread, vectorCount, stride, init,
         [&](OpBuilder &, Location, Value vectorIndex, ValueRange acc) {
-          Value vector = vector::LoadOp::create(
-              b, VectorType::get({width}, inputType), flat,
-              ValueRange{arith::MulIOp::create(b, vectorIndex, idx(width))},
-              /*nontemporal=*/false, llvm::MaybeAlign(kVectorBytes));
+          Value vector = loadVector(
+              VectorType::get({width}, inputType), flat,
+              ValueRange{arith::MulIOp::create(b, vectorIndex, idx(width))});
           SmallVector<Value> next(acc);
           for (int64_t i = 0; i < width; ++i)
             next =
@@ -145,7 +138,7 @@ public:
         memref::StoreOp::create(b, acc[position], shared,
                                 sharedIndex(warp, position, statCount));
     }
-    gpu::BarrierOp::create(b);
+    barrier();
     auto firstWarp = scf::IfOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, idx(0)),
         false);
@@ -239,10 +232,9 @@ public:
       b.setInsertionPointToStart(loadIf.thenBlock());
       SmallVector<Value> elements;
       for (int64_t start = 0; start < kElementsPerLane; start += width) {
-        Value vector = vector::LoadOp::create(
-            b, VectorType::get({width}, inputType), flatInput,
-            ValueRange{arith::AddIOp::create(b, first, idx(start))},
-            /*nontemporal=*/false, llvm::MaybeAlign(kVectorBytes));
+        Value vector =
+            loadVector(VectorType::get({width}, inputType), flatInput,
+                       ValueRange{arith::AddIOp::create(b, first, idx(start))});
         for (int64_t i = 0; i < width; ++i)
           elements.push_back(widen(vector::ExtractOp::create(b, vector, i)));
       }
@@ -278,9 +270,7 @@ public:
     b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
     Value packed = vector::FromElementsOp::create(
         b, VectorType::get({kElementsPerLane}, b.getI8Type()), bytes);
-    vector::StoreOp::create(b, packed, flatCodes, ValueRange{first},
-                            /*nontemporal=*/false,
-                            llvm::MaybeAlign(kElementsPerLane));
+    storeVector(packed, flatCodes, ValueRange{first});
     b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
     for (int64_t i = 0; i < kElementsPerLane; ++i) {
       Value index = arith::AddIOp::create(b, first, idx(i));

@@ -42,7 +42,6 @@ public:
 public:
   static constexpr int64_t kPage = lowbit::kv::kPageTokens;
 
-  Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
   Value dim(Value buffer, int64_t axis) {
     return memref::DimOp::create(b, buffer, axis);
   }
@@ -52,8 +51,6 @@ public:
   Value both(Value lhs, Value rhs) {
     return arith::AndIOp::create(b, lhs, rhs);
   }
-  Value add(Value lhs, Value rhs) { return arith::AddIOp::create(b, lhs, rhs); }
-  Value mul(Value lhs, Value rhs) { return arith::MulIOp::create(b, lhs, rhs); }
   Value div(Value lhs, Value rhs) {
     return arith::DivSIOp::create(b, lhs, rhs);
   }

@@ -32,15 +32,6 @@ inline Scheme kvElementScheme(const kv::KvSchemeParams &params) {
   return Scheme{"", element, ScaleSpec{}, Packing::Byte};
 }
 
-/// Size `axis` of `buffer`: a constant when the type has it.
-inline mlir::Value kvDim(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
-                         int64_t axis) {
-  auto type = mlir::cast<mlir::MemRefType>(buffer.getType());
-  if (!type.isDynamicDim(axis))
-    return mlir::arith::ConstantIndexOp::create(b, type.getDimSize(axis));
-  return mlir::memref::DimOp::create(b, buffer, axis);
-}
-
 /// Where a token's codes and scales live, and whether they exist.
 struct KvCacheSlot {
   mlir::Value inside; ///< i1: the position is inside the cache
@@ -58,11 +49,8 @@ protected:
   using Base::b;
   using Base::cmpf;
   using Base::f32;
+  using Base::idx;
   using Base::select;
-
-  mlir::Value index(int64_t value) {
-    return mlir::arith::ConstantIndexOp::create(b, value);
-  }
 
   /// The cache slot of token `token` of sequence `seq`, head `head`: cache
   /// position positions[seq] + token, outside when negative, past a
@@ -77,18 +65,18 @@ protected:
         b, b.getIndexType(), memref::LoadOp::create(b, positions, seq));
     Value position = arith::AddIOp::create(b, start, token);
     Value nonNegative =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, position, index(0));
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, position, idx(0));
     if (!blockTable)
       return {arith::AndIOp::create(
                   b, nonNegative,
                   arith::CmpIOp::create(b, arith::CmpIPredicate::slt, position,
-                                        kvDim(b, codes, 2))),
+                                        kit::dimOf(b, codes, 2))),
               {seq, head, position}};
-    Value block = arith::DivSIOp::create(b, position, index(kPage));
+    Value block = arith::DivSIOp::create(b, position, idx(kPage));
     Value blockInTable = arith::AndIOp::create(
         b, nonNegative,
         arith::CmpIOp::create(b, arith::CmpIPredicate::slt, block,
-                              kvDim(b, blockTable, 1)));
+                              kit::dimOf(b, blockTable, 1)));
     auto pageIf = scf::IfOp::create(b, b.getIndexType(), blockInTable,
                                     /*withElseRegion=*/true);
     {
@@ -99,16 +87,16 @@ protected:
       scf::YieldOp::create(b, ValueRange{arith::IndexCastOp::create(
                                   b, b.getIndexType(), entry)});
       b.setInsertionPointToStart(pageIf.elseBlock());
-      scf::YieldOp::create(b, ValueRange{index(-1)});
+      scf::YieldOp::create(b, ValueRange{idx(-1)});
     }
     Value page = pageIf.getResult(0);
-    Value slot = arith::RemSIOp::create(b, position, index(kPage));
+    Value slot = arith::RemSIOp::create(b, position, idx(kPage));
     return {
         arith::AndIOp::create(
             b,
-            arith::CmpIOp::create(b, arith::CmpIPredicate::sge, page, index(0)),
+            arith::CmpIOp::create(b, arith::CmpIPredicate::sge, page, idx(0)),
             arith::CmpIOp::create(b, arith::CmpIPredicate::slt, page,
-                                  kvDim(b, codes, 0))),
+                                  kit::dimOf(b, codes, 0))),
         {page, head, slot}};
   }
 

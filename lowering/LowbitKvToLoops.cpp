@@ -50,7 +50,6 @@ public:
         codes(codes), scales(scales), positions(positions),
         blockTable(blockTable) {}
 
-  Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
   Value dim(Value buffer, int64_t axis) {
     return memref::DimOp::create(b, buffer, axis);
   }

@@ -103,9 +103,9 @@ bool dequantizeCovered(const lowbit::Scheme &scheme, Type outputType) {
 
 /// Emits one gpu.launch per op; the scale and element arithmetic is
 /// ScaleMath's.
-class GpuKernelEmitter : public GpuKernelBuilder {
+class GpuKernelEmitter : public GpuReductionBuilder {
 public:
-  using GpuKernelBuilder::GpuKernelBuilder;
+  using GpuReductionBuilder::GpuReductionBuilder;
 
   /// Dynamic row-group quantize: `lanes` lanes per group, each loading
   /// `width` consecutive elements.
@@ -164,9 +164,8 @@ public:
     {
       OpBuilder::InsertionGuard thenGuard(b);
       b.setInsertionPointToStart(loadIf.thenBlock());
-      Value vector = vector::LoadOp::create(
-          b, VectorType::get({width}, inputType), input, ValueRange{row, col0},
-          /*nontemporal=*/false, llvm::MaybeAlign(kVectorBytes));
+      Value vector = loadVector(VectorType::get({width}, inputType), input,
+                                ValueRange{row, col0});
       SmallVector<Value> elements;
       for (int64_t i = 0; i < width; ++i)
         elements.push_back(widen(vector::ExtractOp::create(b, vector, i)));
@@ -196,16 +195,7 @@ public:
     SmallVector<Value> acc(withMinMax ? 3 : 1, f32(0.0f));
     for (Value element : elements)
       acc = accumulate(acc, element, withMinMax);
-    for (int64_t offset = lanes / 2; offset >= 1; offset /= 2) {
-      for (size_t position = 0; position < acc.size(); ++position) {
-        Value other =
-            gpu::ShuffleOp::create(b, acc[position], int32_t(offset),
-                                   int32_t(kWarpSize), gpu::ShuffleMode::XOR)
-                .getShuffleResult();
-        acc[position] = position == 1 ? stdMin(acc[position], other)
-                                      : stdMax(acc[position], other);
-      }
-    }
+    acc = reduceWarp(std::move(acc), lanes, withMinMax);
     lowbit::Stats stats = toStats(acc, withMinMax);
 
     // The scale, computed by every lane of the group, stored by the first.
@@ -257,9 +247,7 @@ public:
       b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
       Value packed = vector::FromElementsOp::create(
           b, VectorType::get({byteCount}, b.getI8Type()), bytes);
-      vector::StoreOp::create(b, packed, codes, ValueRange{row, byteCol0},
-                              /*nontemporal=*/false,
-                              llvm::MaybeAlign(byteCount));
+      storeVector(packed, codes, ValueRange{row, byteCol0});
       b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
       for (int64_t j = 0; j < byteCount; ++j) {
         // A byte exists when its first element does; in nibble packing a
@@ -399,10 +387,8 @@ public:
     {
       OpBuilder::InsertionGuard thenGuard(b);
       b.setInsertionPointToStart(units.thenBlock());
-      Value packed = vector::LoadOp::create(
-          b, VectorType::get({kVectorBytes}, b.getI8Type()), codes,
-          ValueRange{row, byteCol0}, /*nontemporal=*/false,
-          llvm::MaybeAlign(kVectorBytes));
+      Value packed = loadVector(VectorType::get({kVectorBytes}, b.getI8Type()),
+                                codes, ValueRange{row, byteCol0});
       Value words = vector::BitCastOp::create(
           b, VectorType::get({kVectorBytes / 4}, b.getI32Type()), packed);
       // This lane's units as 32-bit pieces, and their parameters.
@@ -427,11 +413,6 @@ public:
           ownParams.assign(stores, paramsAt(row, col0));
         }
       }
-      auto shuffle = [&](Value value, Value sourceLane) {
-        return gpu::ShuffleOp::create(b, value, sourceLane, i32(kWarpSize),
-                                      gpu::ShuffleMode::IDX)
-            .getShuffleResult();
-      };
       // Round r: unit r of the source lane (and its parameters, when they
       // differ per unit).
       SmallVector<SmallVector<Value>> slots(stores);
@@ -446,11 +427,11 @@ public:
                 i32(sourceStride)),
             sourceBase);
         for (Value piece : ownPieces[r])
-          slots[r].push_back(shuffle(piece, source));
+          slots[r].push_back(shuffleIdx(piece, source));
         if (!perTensor && scalePerUnit)
           for (Value param : ownParams[r])
             if (param)
-              slots[r].push_back(shuffle(param, source));
+              slots[r].push_back(shuffleIdx(param, source));
       }
       // Rotate right by m: slot k holds store k's data.
       for (int64_t step = 1; step < stores; step *= 2) {
@@ -482,7 +463,7 @@ public:
         Value source =
             arith::AddIOp::create(b, i32(k * sourceStride), sourceBase);
         for (Value param : ownParams[0])
-          params[k].push_back(param ? shuffle(param, source) : Value());
+          params[k].push_back(param ? shuffleIdx(param, source) : Value());
       }
       yieldUnits(pieces, params);
 
@@ -574,9 +555,7 @@ public:
               idx(width)));
       Value vector = vector::FromElementsOp::create(
           b, VectorType::get({width}, outputType), values);
-      vector::StoreOp::create(b, vector, flatOutput, ValueRange{element},
-                              /*nontemporal=*/false,
-                              llvm::MaybeAlign(kVectorBytes));
+      storeVector(vector, flatOutput, ValueRange{element});
       // The ragged path: each element of this unit on its own.
       b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
       for (int64_t i = 0; i < width; ++i) {

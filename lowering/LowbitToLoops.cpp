@@ -262,14 +262,7 @@ private:
   // Constants and index arithmetic
   //===--------------------------------------------------------------------===//
 
-  Value idx(int64_t value) { return arith::ConstantIndexOp::create(b, value); }
-  /// (value + divisor - 1) / divisor; arith.ceildivui would need
-  /// arith-expand on every target.
-  Value ceilDiv(Value value, Value divisor) {
-    Value biased = arith::SubIOp::create(
-        b, arith::AddIOp::create(b, value, divisor), idx(1));
-    return arith::DivUIOp::create(b, biased, divisor);
-  }
+  // idx and ceilDiv are kit::KernelEmitter's.
   Value roundUp(Value value, int64_t multiple) {
     return arith::MulIOp::create(b, ceilDiv(value, idx(multiple)),
                                  idx(multiple));

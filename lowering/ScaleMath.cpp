@@ -23,24 +23,12 @@ namespace ld = lowbit::dialect;
 namespace lowbit {
 
 ScaleMath::ScaleMath(ImplicitLocOpBuilder &builder, const Scheme &scheme)
-    : b(builder), scheme(scheme), kind(scaleKindOf(scheme)) {
+    : KernelEmitter(builder), scheme(scheme), kind(scaleKindOf(scheme)) {
   elementFormatAttr = ld::toFormatAttr(b.getContext(), scheme.element);
   if (auto format = scaleTypeFormat(scheme.scale.type))
     scaleFormatAttr = ld::toFormatAttr(b.getContext(), *format);
 }
 
-Value ScaleMath::f32(float value) {
-  return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
-}
-Value ScaleMath::i32(int32_t value) {
-  return arith::ConstantOp::create(b, b.getI32IntegerAttr(value));
-}
-Value ScaleMath::i8(int32_t value) {
-  return arith::ConstantOp::create(b, b.getI8IntegerAttr(int8_t(value)));
-}
-Value ScaleMath::select(Value condition, Value ifTrue, Value ifFalse) {
-  return arith::SelectOp::create(b, condition, ifTrue, ifFalse);
-}
 Value ScaleMath::cmpf(arith::CmpFPredicate predicate, Value lhs, Value rhs) {
   return arith::CmpFOp::create(b, predicate, lhs, rhs);
 }
@@ -97,9 +85,6 @@ Stats ScaleMath::toStats(ValueRange values, bool withMinMax) {
 Stats ScaleMath::emitTensorStats(
     Value rows, Value cols, bool withMinMax,
     function_ref<Value(Value row, Value col)> loadElement) {
-  auto idx = [&](int64_t value) -> Value {
-    return arith::ConstantIndexOp::create(b, value);
-  };
   SmallVector<Value> init(withMinMax ? 3 : 1, f32(0.0f));
   auto loop = scf::ParallelOp::create(
       b, ValueRange{idx(0)}, ValueRange{rows}, ValueRange{idx(1)}, init,

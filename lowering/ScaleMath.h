@@ -15,6 +15,7 @@
 #include "dialect/LowbitOps.h"
 #include "format/Quantize.h"
 #include "format/Scheme.h"
+#include "lowering/kit/KernelEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -42,7 +43,7 @@ struct GroupParams {
 };
 
 /// Emits the reference's arithmetic at the builder's insertion point.
-class ScaleMath {
+class ScaleMath : public kit::KernelEmitter {
 public:
   ScaleMath(mlir::ImplicitLocOpBuilder &builder, const Scheme &scheme);
 
@@ -52,14 +53,8 @@ public:
   }
   bool usesMinMax() const { return scheme.scale.rule == ScaleRule::MinMax; }
 
-  // Constants.
-  mlir::Value f32(float value);
-  mlir::Value i32(int32_t value);
-  mlir::Value i8(int32_t value);
-
-  // Float helpers that mirror the reference's std:: calls exactly.
-  mlir::Value select(mlir::Value condition, mlir::Value ifTrue,
-                     mlir::Value ifFalse);
+  // Float helpers that mirror the reference's std:: calls exactly (the
+  // constants and select are kit::KernelEmitter's).
   mlir::Value cmpf(mlir::arith::CmpFPredicate predicate, mlir::Value lhs,
                    mlir::Value rhs);
   /// std::max(a, b): b if a < b, else a.
@@ -133,7 +128,6 @@ public:
   GroupParams withExactReciprocal(GroupParams params);
 
 protected:
-  mlir::ImplicitLocOpBuilder &b;
   Scheme scheme;
   ScaleKind kind;
   dialect::FormatAttrInterface elementFormatAttr, scaleFormatAttr;
