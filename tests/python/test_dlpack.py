@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import lowbit
+from dlpack_capsule import (KDL_CUDA, DLDataType, DLDevice, DLManagedTensor,
+                            DLTensor, capsule)
 from producers import OnlyDlpack
 
 
@@ -25,35 +27,6 @@ def read_only(array):
     array = array.copy()
     array.flags.writeable = False
     return array
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
-                ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice),
-                ("ndim", ctypes.c_int32), ("dtype", DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
-class DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
-
-
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-
-KDL_CUDA = 2
 
 
 class FakeCuda:
@@ -72,7 +45,7 @@ class FakeCuda:
             ctypes.c_void_p(0x10), DLDevice(KDL_CUDA, 0), len(self.shape),
             DLDataType(self.dtype[0], self.dtype[1], 1), shape, None, 0)
         self.kept += [shape, managed]
-        return _capsule_new(ctypes.addressof(managed), b"dltensor", None)
+        return capsule(managed)
 
     def __dlpack_device__(self):
         return (KDL_CUDA, 0)

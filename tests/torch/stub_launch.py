@@ -6,6 +6,7 @@ cuLaunchKernel on torch's current stream. Prints one line per check."""
 
 import ctypes
 import os
+import sys
 import types
 
 import numpy as np
@@ -14,33 +15,10 @@ import torch
 import lowbit
 import lowbit.torch as lt
 
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
-                ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice),
-                ("ndim", ctypes.c_int32), ("dtype", DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
-class DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
-
-
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-K_DL_CUDA = 2
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+from dlpack_capsule import (KDL_CUDA, DLDataType, DLDevice,  # noqa: E402
+                            DLManagedTensor, DLTensor, capsule)
 
 
 class StubCudaTensor:
@@ -54,15 +32,15 @@ class StubCudaTensor:
         self.shape = (ctypes.c_int64 * array.ndim)(*array.shape)
         kind = {"f": 2, "u": 1, "i": 0}[array.dtype.kind]
         self.managed = DLManagedTensor(DLTensor(
-            array.ctypes.data, DLDevice(K_DL_CUDA, 0), array.ndim,
+            array.ctypes.data, DLDevice(KDL_CUDA, 0), array.ndim,
             DLDataType(kind, array.dtype.itemsize * 8, 1), self.shape, None,
             0), None, None)
 
     def __dlpack_device__(self):
-        return (K_DL_CUDA, 0)
+        return (KDL_CUDA, 0)
 
     def __dlpack__(self, **kwargs):
-        return _capsule_new(ctypes.addressof(self.managed), b"dltensor", None)
+        return capsule(self.managed)
 
 
 class LaunchRecord(ctypes.Structure):
