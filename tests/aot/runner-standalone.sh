@@ -14,7 +14,8 @@ rm -rf "$out" && mkdir -p "$out"
 sources=(tools/gpu-runner/main.cpp runtime/aot/Bundle.cpp
   runtime/aot/LaunchProgram.cpp runtime/aot/RankedLaunch.cpp
   runtime/aot/WorkspacePool.cpp
-  runtime/core/AtomicFile.cpp runtime/core/FileIo.cpp runtime/core/Json.cpp
+  runtime/core/AtomicFile.cpp runtime/core/FileIo.cpp
+  runtime/core/InterruptCleanup.cpp runtime/core/Json.cpp
   runtime/core/Npy.cpp
   runtime/driver/CudaDriver.cpp runtime/driver/DynamicLibrary.cpp
   runtime/driver/NvJitLink.cpp runtime/driver/Nvrtc.cpp
