@@ -4,15 +4,20 @@ Arrays go in as numpy arrays, torch tensors or anything with ``__dlpack__``;
 results come out as the same kind of array as the input (numpy for numpy
 and other DLPack producers, torch for torch), allocated on the input's
 device. Every failure raises :class:`LowbitError` with lowbit's message and
-its error code. docs/embedding.md has examples.
+its error code; a bad argument raises its subclass :class:`LowbitTypeError`
+(also a TypeError) or :class:`LowbitValueError` (also a ValueError).
+docs/embedding.md has examples.
 """
 
+import operator
 from collections import namedtuple
 
 from . import _lowbit
 
 __all__ = [
     "LowbitError",
+    "LowbitTypeError",
+    "LowbitValueError",
     "QuantizedTensor",
     "Kernel",
     "KvKernel",
@@ -37,10 +42,75 @@ class LowbitError(RuntimeError):
         self.message = message
 
 
+class LowbitTypeError(LowbitError, TypeError):
+    """An argument of the wrong kind (code "invalid-argument"): not a str
+    where lowbit takes a name, not an array, not an integer."""
+
+
+class LowbitValueError(LowbitError, ValueError):
+    """An argument of the right kind whose value lowbit refuses (code
+    "invalid-argument"): an unknown scheme, a size out of range, a
+    read-only output."""
+
+
 def _check(result):
     status, message = result
     if status != 0:
-        raise LowbitError(_lowbit.status_name(status), message)
+        code = _lowbit.status_name(status)
+        error = (LowbitValueError if code == "invalid-argument"
+                 else LowbitError)
+        raise error(code, message)
+
+
+# The argument checks of every public call, before an argument reaches
+# _lowbit: nanobind's own conversion errors name its internal signatures.
+def _text(what, value):
+    """`value` as a str that C reads whole (no NUL ends it early)."""
+    if not isinstance(value, str):
+        raise LowbitTypeError(
+            "invalid-argument",
+            f"{what} is a {type(value).__name__}; lowbit takes a str")
+    if "\0" in value:
+        raise LowbitValueError("invalid-argument",
+                               f"{what} holds a NUL character")
+    return value
+
+
+def _optional_text(what, value):
+    return None if value is None else _text(what, value)
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _integer(what, value, high=_INT64_MAX):
+    """`value` as an int in [0, high] (Python ints and numpy integers; not
+    bools)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise LowbitTypeError(
+            "invalid-argument",
+            f"{what} is a {type(value).__name__}; lowbit takes an "
+            "integer") from None
+    if not 0 <= value <= high:
+        raise LowbitValueError(
+            "invalid-argument",
+            f"{what} is {value}; lowbit takes 0 to {high}")
+    return value
+
+
+def _sizes(what, value):
+    """A shape: a tuple or list of sizes."""
+    if not isinstance(value, (tuple, list)):
+        raise LowbitTypeError(
+            "invalid-argument",
+            f"{what} is a {type(value).__name__}; lowbit takes a tuple of "
+            "sizes")
+    return tuple(_integer(f"{what}[{index}]", size)
+                 for index, size in enumerate(value))
 
 
 def formats():
@@ -77,22 +147,39 @@ def _module_of(array):
     return type(array).__module__.split(".")[0]
 
 
-def _check_arrays(*arguments):
+def _array(what, array):
+    """A required input array."""
+    _check_arrays((what, array, False), optional=False)
+    return array
+
+
+def _check_arrays(*arguments, optional=True):
     """Each (what, array, written) of a call, before it converts them:
-    anything but an array, or a read-only array lowbit would write, is a
-    LowbitError (invalid-argument) naming the argument. None is skipped."""
+    anything but an array lowbit reads is a LowbitTypeError, and a read-only
+    array lowbit would write a LowbitValueError, naming the argument. None
+    is skipped where the arguments are `optional`, else refused."""
     for what, array, written in arguments:
-        if array is None:
+        if array is None and optional:
             continue
-        kind = _lowbit.probe(array)
+        if array is None:
+            raise LowbitTypeError("invalid-argument",
+                                  f"{what} is None; lowbit takes an array")
+        # bytes give a buffer, but no shape to quantize.
+        kind = _lowbit.probe(array) if hasattr(array, "shape") else 0
+        if kind == 0 and hasattr(array, "dtype") and hasattr(array, "shape"):
+            raise LowbitTypeError(
+                "invalid-argument",
+                f"{what} is a {type(array).__name__} of dtype {array.dtype}, "
+                "which lowbit cannot read: it takes numeric arrays in the "
+                "machine's byte order")
         if kind == 0:
-            raise LowbitError(
+            raise LowbitTypeError(
                 "invalid-argument",
                 f"{what} is a {type(array).__name__}, which is not an array: "
                 "lowbit takes numpy arrays, torch tensors (detached) and "
                 "objects with __dlpack__")
         if written and kind == 1:
-            raise LowbitError(
+            raise LowbitValueError(
                 "invalid-argument",
                 f"{what} is read-only; lowbit writes its result there")
 
@@ -120,7 +207,7 @@ class _Allocator:
         device = like.__dlpack_device__() if hasattr(
             like, "__dlpack_device__") else (1, 0)
         if device[0] != 1:  # kDLCPU
-            raise LowbitError(
+            raise LowbitValueError(
                 "invalid-argument",
                 f"a {type(like).__name__} on DLPack device {tuple(device)}: "
                 "lowbit makes outputs only for numpy, torch and CuPy "
@@ -144,8 +231,9 @@ def _shape(array):
 
 def _rows_cols(shape):
     if len(shape) == 0:
-        raise LowbitError("invalid-argument",
-                          "a 0-D array: lowbit quantizes [rows, cols] tensors")
+        raise LowbitValueError(
+            "invalid-argument",
+            "a 0-D array: lowbit quantizes [rows, cols] tensors")
     rows = 1
     for size in shape[:-1]:
         rows *= size
@@ -160,9 +248,11 @@ def quantize(x, scheme, *, scales=None, zeros=None, global_scale=None):
     quantize with those static scales. A dynamic scheme with a global scale
     takes a given `global_scale` alone (vLLM's NVFP4). Returns a
     QuantizedTensor of arrays of x's kind."""
-    _check_arrays(("x", x, False), ("scales", scales, False),
+    _array("x", x)
+    _check_arrays(("scales", scales, False),
                   ("zeros", zeros, False),
                   ("global_scale", global_scale, False))
+    scheme = _text("scheme", scheme)
     shape = _shape(x)
     rows, cols = _rows_cols(shape)
     status, layout = _lowbit.layout(scheme, rows, cols)
@@ -172,7 +262,8 @@ def quantize(x, scheme, *, scales=None, zeros=None, global_scale=None):
     if scales is not None:
         flags |= 1
     elif zeros is not None:
-        raise LowbitError("invalid-argument", "zeros given without scales")
+        raise LowbitValueError("invalid-argument",
+                               "zeros given without scales")
     elif global_scale is not None:
         flags |= 2
     codes = allocate.empty(layout["codes_shape"], {"code": 1, "bits": 8})
@@ -200,23 +291,29 @@ def dequantize(q, scheme=None, *, scales=None, zeros=None, global_scale=None,
     else:
         codes = q
         if scheme is None or scales is None or shape is None:
-            raise LowbitError("invalid-argument",
-                              "dequantize(codes, ...) needs scheme, scales "
-                              "and shape")
-    _check_arrays(("codes", codes, False), ("scales", scales, False),
+            raise LowbitValueError(
+                "invalid-argument",
+                "dequantize(codes, ...) needs scheme, scales "
+                "and shape")
+    _array("codes", codes)
+    _check_arrays(("scales", scales, False),
                   ("zeros", zeros, False),
                   ("global_scale", global_scale, False))
-    if dtype not in _VALUE_DTYPES:
-        raise LowbitError("invalid-argument",
-                          f"dtype '{dtype}': expected float32, float16 or "
-                          "bfloat16")
+    scheme = _text("scheme", scheme)
+    shape = _sizes("shape", shape)
+    if _text("dtype", dtype) not in _VALUE_DTYPES:
+        raise LowbitValueError(
+            "invalid-argument",
+            f"dtype '{dtype}': expected float32, float16 or "
+            "bfloat16")
     allocate = _Allocator(codes)
     code, bits = _VALUE_DTYPES[dtype]
     if dtype == "bfloat16" and not allocate.torch:
-        raise LowbitError("invalid-argument",
-                          "numpy has no bfloat16: dequantize to float32 or "
-                          "float16, or use torch tensors")
-    output = allocate.empty(tuple(shape), {"code": code, "bits": bits})
+        raise LowbitValueError(
+            "invalid-argument",
+            "numpy has no bfloat16: dequantize to float32 or "
+            "float16, or use torch tensors")
+    output = allocate.empty(shape, {"code": code, "bits": bits})
     _check(_lowbit.dequantize(scheme, codes, scales, zeros, global_scale,
                               output))
     return output
@@ -245,7 +342,7 @@ class _Compiled:
         """`stream`, else torch's current stream where the arrays are CUDA
         torch tensors, else the default stream (0)."""
         if stream is not None:
-            return int(stream)
+            return _integer("stream", stream, 2**64 - 1)
         if arrays and _is_torch(arrays[0]) and arrays[0].is_cuda:
             import torch
 
@@ -263,6 +360,7 @@ class Kernel(_Compiled):
     def args(self, rows, cols):
         """The arguments for a [rows, cols] tensor: dicts with role,
         is_output, dtype and shape."""
+        rows, cols = _integer("rows", rows), _integer("cols", cols)
         infos = []
         for index in range(self._handle.arg_count):
             status, info = self._handle.arg(index, rows, cols)
@@ -282,21 +380,22 @@ class Kernel(_Compiled):
         # ("rmsnorm(eps=1e-06) | quantize ...").
         if self.spec.startswith("dequantize"):
             if not complete:
-                raise LowbitError("invalid-argument",
-                                  f"the kernel takes {count} arguments (its "
-                                  f"output included), got {len(arrays)}")
+                raise LowbitValueError(
+                    "invalid-argument",
+                    f"the kernel takes {count} arguments (its "
+                    f"output included), got {len(arrays)}")
             index = len(arrays) - 1
         else:
             index = 0
-        _check_arrays((f"argument {index}", arrays[index], False))
+        _array(f"argument {index}", arrays[index])
         rows, cols = _rows_cols(_shape(arrays[index]))
         # silu_mul (only ever first) reads the gate and up halves of each
         # row: the quantized tensor has half the input's columns.
         if self.spec.startswith("silu_mul"):
             if cols % 2:
-                raise LowbitError("invalid-argument",
-                                  f"silu_mul's input has {cols} columns; "
-                                  "it takes an even number (gate, up)")
+                raise LowbitValueError("invalid-argument",
+                                       f"silu_mul's input has {cols} columns; "
+                                       "it takes an even number (gate, up)")
             cols //= 2
         return rows, cols
 
@@ -306,22 +405,26 @@ class Kernel(_Compiled):
         must be an array, and every output writable."""
         count = self._handle.arg_count
         if not arrays:
-            raise LowbitError("invalid-argument",
-                              f"the kernel takes {count} arguments, got 0")
+            raise LowbitValueError(
+                "invalid-argument",
+                f"the kernel takes {count} arguments, got 0")
         complete = len(arrays) == count
         infos = self.args(*self._size(arrays, complete))
         if complete:
             _check_arrays(*((f"argument {index}", array, info["is_output"])
                             for index, (array, info)
-                            in enumerate(zip(arrays, infos))))
+                            in enumerate(zip(arrays, infos))),
+                          optional=False)
             return list(arrays), None
         inputs = [info for info in infos if not info["is_output"]]
         if len(arrays) != len(inputs):
-            raise LowbitError("invalid-argument",
-                              f"the kernel takes {count} arguments, or its "
-                              f"{len(inputs)} inputs; got {len(arrays)}")
+            raise LowbitValueError(
+                "invalid-argument",
+                f"the kernel takes {count} arguments, or its "
+                f"{len(inputs)} inputs; got {len(arrays)}")
         _check_arrays(*((f"argument {index}", array, False)
-                        for index, array in enumerate(arrays)))
+                        for index, array in enumerate(arrays)),
+                      optional=False)
         allocate = _Allocator(arrays[0])
         outputs = [allocate.empty((1,) if info["role"] == self._GLOBAL
                                   else info["shape"], info["dtype"])
@@ -365,11 +468,18 @@ class KvKernel(_Compiled):
         return infos
 
     def _checked(self, arrays):
-        """The arrays, each one an array and every output writable."""
+        """The arrays, one per parameter, each one an array and every
+        output writable."""
+        count = self._handle.param_count
+        if len(arrays) != count:
+            raise LowbitValueError("invalid-argument",
+                                   f"the kernel takes {count} arguments, "
+                                   f"got {len(arrays)}")
         _check_arrays(*((f"argument {index} ({param['name']})", array,
                          param["is_output"])
                         for index, (array, param)
-                        in enumerate(zip(arrays, self.params()))))
+                        in enumerate(zip(arrays, self.params()))),
+                      optional=False)
         return list(arrays)
 
     def run(self, *arrays):
@@ -389,7 +499,8 @@ _default_jits = {}
 
 
 def _jit_handle(cache_dir, cache_mode):
-    key = (cache_dir, cache_mode)
+    key = (_optional_text("cache_dir", cache_dir),
+           _optional_text("cache_mode", cache_mode))
     if key not in _default_jits:
         status, handle = _lowbit.Jit.create(cache_dir, cache_mode)
         _check(status)
@@ -401,7 +512,9 @@ def kv_jit(spec, target="cpu", *, cache_dir=None, cache_mode=None):
     """The KV-cache kernel of `spec` ("kv_append kv_int8_g64 heads=8
     head_dim=128", docs/kv-kernels.md) for `target`, from the same jit and
     caches as jit()."""
-    status, kernel = _jit_handle(cache_dir, cache_mode).get_kv(spec, target)
+    handle = _jit_handle(cache_dir, cache_mode)
+    status, kernel = handle.get_kv(_text("spec", spec),
+                                   _text("target", target))
     _check(status)
     return KvKernel(kernel, target)
 
@@ -410,6 +523,7 @@ def jit(spec, target="cpu", *, cache_dir=None, cache_mode=None):
     """The kernel of `spec` ("quantize mxfp4 dynamic") for `target` ("cpu",
     "sm_90a", ...), compiled on first use or found in lowbit's cache
     (LOWBIT_CACHE_DIR, LOWBIT_CACHE unless given here)."""
-    status, kernel = _jit_handle(cache_dir, cache_mode).get(spec, target)
+    handle = _jit_handle(cache_dir, cache_mode)
+    status, kernel = handle.get(_text("spec", spec), _text("target", target))
     _check(status)
     return Kernel(kernel, target)

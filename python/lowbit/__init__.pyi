@@ -15,6 +15,9 @@ class LowbitError(RuntimeError):
     message: str
     def __init__(self, code: str, message: str) -> None: ...
 
+class LowbitTypeError(LowbitError, TypeError): ...
+class LowbitValueError(LowbitError, ValueError): ...
+
 class QuantizedTensor(NamedTuple):
     codes: Array
     scales: Array

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 import lowbit
-from lowbit import LowbitError, QuantizedTensor, _lowbit
+from lowbit import LowbitError, LowbitValueError, QuantizedTensor, _lowbit
 
 __all__ = [
     "dequantize",
@@ -153,9 +153,10 @@ def _launch(kernel, tensors):
 
 def _check_values(x, what):
     if x.dtype not in _FROM:
-        raise LowbitError("invalid-argument",
-                          f"{what} is {x.dtype}: lowbit quantizes float32, "
-                          "float16 or bfloat16")
+        raise LowbitValueError(
+            "invalid-argument",
+            f"{what} is {x.dtype}: lowbit quantizes float32, "
+            "float16 or bfloat16")
 
 
 def _empty_absent(device, dtype):
@@ -243,9 +244,9 @@ def _dequantize_op(codes: Tensor, scales: Tensor, zeros: Optional[Tensor],
                    global_scale: Optional[Tensor], scheme: str,
                    shape: List[int], dtype: torch.dtype) -> Tensor:
     if dtype not in _TO:
-        raise LowbitError("invalid-argument",
-                          f"dtype {dtype}: expected float32, float16 or "
-                          "bfloat16")
+        raise LowbitValueError("invalid-argument",
+                               f"dtype {dtype}: expected float32, float16 or "
+                               "bfloat16")
     codes, scales = _bytes(codes), _bytes(scales)
     if not codes.is_cuda:
         return lowbit.dequantize(codes, scheme, scales=scales, zeros=zeros,
@@ -281,7 +282,8 @@ def quantize(x, scheme, *, scales=None, zeros=None, global_scale=None):
         return QuantizedTensor(codes, scales, zeros, global_scale, scheme,
                                shape)
     if zeros is not None:
-        raise LowbitError("invalid-argument", "zeros given without scales")
+        raise LowbitValueError("invalid-argument",
+                               "zeros given without scales")
     codes, scales, zeros, computed = torch.ops.lowbit.quantize(
         x, scheme, global_scale)
     # Sizes are static here, so these are not data-dependent branches.
@@ -310,8 +312,8 @@ def _quantized_scheme(spec):
     its last stage ("rmsnorm(eps=1e-6) | quantize nvfp4 from=bf16")."""
     words = spec.split("|")[-1].split()
     if len(words) < 2 or words[0] != "quantize":
-        raise LowbitError("invalid-argument",
-                          f"'{spec}' is not a (fused) quantize spec")
+        raise LowbitValueError("invalid-argument",
+                               f"'{spec}' is not a (fused) quantize spec")
     return words[1]
 
 
@@ -376,9 +378,9 @@ def _kv_run(kind, spec, inputs, outputs):
     target = _device_target((inputs or outputs)[0])
     kernel = _kv_kernel(spec, target)
     if not kernel.spec.split()[0].endswith(kind):
-        raise LowbitError("invalid-argument",
-                          f"'{spec}' is not a kv_{kind} or kivi_{kind} "
-                          "kernel")
+        raise LowbitValueError("invalid-argument",
+                               f"'{spec}' is not a kv_{kind} or kivi_{kind} "
+                               "kernel")
     reads, writes = iter(inputs), iter(outputs)
     arrays = [_bytes(next(writes) if param["is_output"] else next(reads))
               for param in kernel.params()]
@@ -416,9 +418,9 @@ def _kv_call(kind, spec, arrays):
     what the kernel reads and what it writes, and calls the op."""
     written = _kv_written(spec, arrays[0].device)
     if len(arrays) != len(written):
-        raise LowbitError("invalid-argument",
-                          f"'{spec}' takes {len(written)} tensors, got "
-                          f"{len(arrays)}")
+        raise LowbitValueError("invalid-argument",
+                               f"'{spec}' takes {len(written)} tensors, got "
+                               f"{len(arrays)}")
     inputs = [a for a, w in zip(arrays, written) if not w]
     outputs = [a for a, w in zip(arrays, written) if w]
     getattr(torch.ops.lowbit, f"kv_{kind}")(spec, inputs, outputs)
