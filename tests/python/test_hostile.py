@@ -133,7 +133,7 @@ def test_valid_calls_run():
         function(*args, **kwargs)
 
 
-@pytest.mark.parametrize("function,args,kwargs,where,value", _cases())
+@pytest.mark.parametrize("function,args,kwargs,where,value", list(_cases()))
 def test_hostile_argument(function, args, kwargs, where, value):
     args, kwargs = list(args), dict(kwargs)
     if isinstance(where, int):
