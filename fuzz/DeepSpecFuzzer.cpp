@@ -11,8 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fuzz/FuzzCheck.h"
-#include "runtime/spec/KernelSpec.h"
+#include "fuzz/SpecRoundTrip.h"
 
 #include <array>
 #include <cstddef>
@@ -45,23 +44,10 @@ std::string expand(const uint8_t *data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string body = expand(data, size);
-  std::string error;
   // As a map expression, then as the front of a kernel spec.
   for (const std::string &text :
        {"map(" + body + ") | quantize int8 rows=2 cols=16",
-        body + " | quantize int8 rows=2 cols=16"}) {
-    std::optional<lowbit::KernelSpec> spec =
-        lowbit::parseKernelSpec(text, &error);
-    if (!spec) {
-      LOWBIT_FUZZ_CHECK(!error.empty(), "a refused spec names its problem");
-      continue;
-    }
-    (void)lowbit::validateKernelSpec(*spec, &error);
-    std::string printed = lowbit::printKernelSpec(*spec);
-    std::optional<lowbit::KernelSpec> reread =
-        lowbit::parseKernelSpec(printed, &error);
-    LOWBIT_FUZZ_CHECK(reread.has_value(), "the printed spec parses");
-    LOWBIT_FUZZ_CHECK(*reread == *spec, "the printed spec reads back equal");
-  }
+        body + " | quantize int8 rows=2 cols=16"})
+    lowbit::fuzz::checkSpecRoundTrip(text);
   return 0;
 }

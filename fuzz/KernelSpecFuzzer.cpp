@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fuzz/FuzzCheck.h"
+#include "fuzz/SpecRoundTrip.h"
 #include "runtime/spec/KernelSpec.h"
 
 #include <cstddef>
@@ -16,21 +17,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view text(reinterpret_cast<const char *>(data), size);
+  lowbit::fuzz::checkSpecRoundTrip(text);
   std::string error;
-  std::optional<lowbit::KernelSpec> spec =
-      lowbit::parseKernelSpec(text, &error);
-  if (!spec) {
-    LOWBIT_FUZZ_CHECK(!error.empty(), "a refused spec names its problem");
-  } else {
-    (void)lowbit::validateKernelSpec(*spec, &error);
-    std::string printed = lowbit::printKernelSpec(*spec);
-    std::optional<lowbit::KernelSpec> reread =
-        lowbit::parseKernelSpec(printed, &error);
-    LOWBIT_FUZZ_CHECK(reread.has_value(), "the printed spec parses");
-    LOWBIT_FUZZ_CHECK(*reread == *spec, "the printed spec reads back equal");
-    LOWBIT_FUZZ_CHECK(lowbit::printKernelSpec(*reread) == printed,
-                      "printing is canonical");
-  }
   // The scheme text alone (the CLI's --scheme takes it).
   if (std::optional<lowbit::Scheme> scheme =
           lowbit::parseSchemeText(text, &error)) {
