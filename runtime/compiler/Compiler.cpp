@@ -415,11 +415,11 @@ llvm::Expected<std::string> emit(const KernelSpec &spec, Stage stage) {
   if (stage == Stage::Mlir)
     return print(**module);
   if (llvm::Error error = lowerToLoops(**module))
-    return std::move(error);
+    return error;
   if (stage == Stage::Loops)
     return print(**module);
   if (llvm::Error error = lowerLoopsToLlvm(**module))
-    return std::move(error);
+    return error;
   return translateToLlvmIr(**module);
 }
 
@@ -494,9 +494,9 @@ compileForCpu(const KernelSpec &spec) {
   if (!module)
     return module.takeError();
   if (llvm::Error error = lowerToLoops(**module))
-    return std::move(error);
+    return error;
   if (llvm::Error error = lowerLoopsToLlvm(**module))
-    return std::move(error);
+    return error;
   auto executable = makeHostExecutable(**module);
   if (!executable)
     return executable.takeError();

@@ -50,12 +50,12 @@ compileModuleForGpu(ModuleOp module, GpuLoopsLowering lowerToLoops,
   GpuCompilation result;
   if (lowerToLoops)
     if (llvm::Error error = lowerToLoops(module))
-      return std::move(error);
+      return error;
   // The lowering decided which kernels reduce through a workspace; it is
   // read here, once, for every consumer.
   result.workspaceWords = workspaceWordsOf(module);
   if (llvm::Error error = observe(GpuStage::Loops))
-    return std::move(error);
+    return error;
   if (options.last == GpuStage::Loops)
     return result;
 
@@ -63,7 +63,7 @@ compileModuleForGpu(ModuleOp module, GpuLoopsLowering lowerToLoops,
   if (failed(lowerToNvvm(module, target, error, options.ptx)))
     return failedWith(error);
   if (llvm::Error observed = observe(GpuStage::Nvvm))
-    return std::move(observed);
+    return observed;
 
   if (options.last != GpuStage::Nvvm) {
     FailureOr<PtxModule> ptx = serializeToPtx(module, error);
@@ -73,13 +73,13 @@ compileModuleForGpu(ModuleOp module, GpuLoopsLowering lowerToLoops,
     result.kernelNames = std::move(ptx->kernelNames);
     result.optLevel = ptx->optLevel;
     if (llvm::Error observed = observe(GpuStage::Ptx))
-      return std::move(observed);
+      return observed;
     if (options.last == GpuStage::Ptx)
       return result;
   }
   result.plan = describeGpuLaunches(module);
   if (llvm::Error observed = observe(GpuStage::Plan))
-    return std::move(observed);
+    return observed;
   return result;
 }
 

@@ -39,7 +39,7 @@ llvm::Error runLoweringPasses(ModuleOp module, ArrayRef<PassFactory> passes,
 llvm::Expected<std::unique_ptr<HostExecutable>>
 loopsModuleToHost(ModuleOp module) {
   if (llvm::Error error = lowerLoopsToLlvm(module))
-    return std::move(error);
+    return error;
   return makeHostExecutable(module);
 }
 
@@ -100,7 +100,7 @@ lowerModule(llvm::Expected<OwningOpRef<ModuleOp>> module,
   if (!module)
     return module.takeError();
   if (llvm::Error error = lower(**module))
-    return std::move(error);
+    return error;
   return module;
 }
 

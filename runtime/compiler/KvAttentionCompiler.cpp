@@ -299,7 +299,7 @@ buildLoweredModule(MLIRContext &context, const kv::KvAttentionSpec &spec,
   if (!module)
     return module.takeError();
   if (llvm::Error error = lower(**module))
-    return std::move(error);
+    return error;
   return module;
 }
 

@@ -71,7 +71,7 @@ llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
     return module.takeError();
   if (stage == "llvm") {
     if (llvm::Error error = lowerLoopsToLlvm(**module))
-      return std::move(error);
+      return error;
     return translateToLlvmIr(**module);
   }
   std::string text;
