@@ -37,10 +37,6 @@ std::string shapeText(ArrayRef<int64_t> dims) {
   return text;
 }
 
-std::string shapeText(int64_t rows, int64_t cols) {
-  return shapeText({rows, cols});
-}
-
 /// The logical [rows, cols] of the unquantized tensor, in the model's terms:
 /// the leading axes of a tensor of rank > 2 flattened into rows.
 struct LogicalShape {
