@@ -106,7 +106,8 @@ protected:
                                                  ArrayRef<Value> indices) {
     SmallVector<Value, 5> source;
     if (auto expand = buffer.getDefiningOp<memref::ExpandShapeOp>()) {
-      for (ReassociationIndices group : expand.getReassociationIndices()) {
+      for (const ReassociationIndices &group :
+           expand.getReassociationIndices()) {
         Value linear = indices[group.front()];
         for (int64_t dim : ArrayRef<int64_t>(group).drop_front())
           linear = add(mul(linear, sizeOf(buffer, dim)), indices[dim]);

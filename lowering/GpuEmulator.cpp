@@ -713,7 +713,7 @@ buildEmulatorHostModule(ModuleOp gpuModule, EmulatorModuleInfo &info) {
 
   // Every address space becomes the host's.
   AttrTypeReplacer replacer;
-  replacer.addReplacement([&](LLVM::LLVMPointerType type) -> Type {
+  replacer.addReplacement([&](LLVM::LLVMPointerType) -> Type {
     return LLVM::LLVMPointerType::get(context);
   });
   replacer.recursivelyReplaceElementsIn(*host, /*replaceAttrs=*/true,
@@ -778,7 +778,7 @@ buildEmulatorHostModule(ModuleOp gpuModule, EmulatorModuleInfo &info) {
     return emulatorError(refusal);
   for (auto [index, op] : llvm::enumerate(nvvmOps))
     if (llvm::Error error = rewriteNvvmOp(op, int32_t(index), runtime))
-      return std::move(error);
+      return error;
   SmallVector<Operation *> halfConversions;
   host->walk([&](Operation *op) {
     if (isa<LLVM::FPTruncOp, LLVM::FPExtOp>(op))
@@ -786,7 +786,7 @@ buildEmulatorHostModule(ModuleOp gpuModule, EmulatorModuleInfo &info) {
   });
   for (Operation *op : halfConversions)
     if (llvm::Error error = rewriteHalfConversion(op, runtime))
-      return std::move(error);
+      return error;
 
   SmallVector<LLVM::LLVMFuncOp> kernels;
   for (auto function : host->getOps<LLVM::LLVMFuncOp>()) {
