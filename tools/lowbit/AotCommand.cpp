@@ -170,6 +170,9 @@ std::vector<uint8_t> parameterBytes(const compiler::KernelParam &param,
       std::memcpy(bytes.data() + i * width, &tensor.scaleCodes[i], width);
     break;
   }
+  case Role::Workspace:
+    // Never in kernelParams' list: the runtime owns the workspace.
+    break;
   }
   return bytes;
 }
@@ -191,6 +194,8 @@ std::string_view paramRoleName(compiler::KernelParam::Role role) {
     return "codes";
   case Role::Output:
     return "output";
+  case Role::Workspace:
+    return "workspace";
   }
   return "?";
 }
@@ -198,7 +203,9 @@ std::string_view paramRoleName(compiler::KernelParam::Role role) {
 namespace {
 
 SizeInstance sizeInstance(const KernelSpec &spec, int64_t rows, int64_t cols) {
-  SizeInstance size{rows, cols, {}};
+  SizeInstance size;
+  size.rows = rows;
+  size.cols = cols;
   for (const Shape2D &shape : compiler::bufferShapes(spec, rows, cols))
     size.shapes.push_back({shape.rows, shape.cols});
   return size;

@@ -55,9 +55,9 @@ struct KvGeometry {
   int64_t groupRows = 0;
   /// kivi_attend's splits: ceil(max tokens / split).
   int64_t splits = 0;
-  std::vector<int32_t> positions, table;
+  std::vector<int32_t> positions = {}, table = {};
   /// KIVI: the tokens each sequence holds (before an append).
-  std::vector<int32_t> lengths;
+  std::vector<int32_t> lengths = {};
 };
 
 /// The pages of a cache of `capacity` tokens per sequence (a paged

@@ -52,8 +52,8 @@ struct FusedComparison {
   double compileMillis = 0; ///< the fused kernel's first compile
   /// With an `emulator` runner: whether its run of the fused GPU kernels
   /// equals the reference bit for bit, or nullopt and why it did not run.
-  std::optional<bool> emulatedBitExact;
-  std::string emulatorError;
+  std::optional<bool> emulatedBitExact = {};
+  std::string emulatorError = {};
 };
 
 /// Runs the three for `spec` (a fused quantize of a dynamic scheme) on

@@ -171,7 +171,9 @@ std::string quantizeSpecUsage() {
   for (auto kind = uint8_t(PrologueKind::RmsNorm);
        kind <= uint8_t(PrologueKind::Map); ++kind) {
     KernelSpec spec;
-    spec.prologues.push_back(Prologue{PrologueKind(kind)});
+    Prologue prologue;
+    prologue.kind = PrologueKind(kind);
+    spec.prologues.push_back(prologue);
     std::vector<std::string> sides;
     for (const SideInput &side : sideInputs(spec))
       sides.push_back(side.name);
