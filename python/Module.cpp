@@ -287,8 +287,10 @@ NB_MODULE(_lowbit, m) {
           [](std::optional<std::string> cacheDirectory,
              std::optional<std::string> cacheMode) {
             lowbit_jit_options options{
-                cacheDirectory ? cacheDirectory->c_str() : nullptr,
-                cacheMode ? cacheMode->c_str() : nullptr};
+                .cache_directory =
+                    cacheDirectory ? cacheDirectory->c_str() : nullptr,
+                .cache_mode = cacheMode ? cacheMode->c_str() : nullptr,
+                .memory_capacity = 0};
             auto jit = std::make_unique<Jit>();
             lowbit_status status = lowbit_jit_create(&options, &jit->handle);
             if (status != LOWBIT_OK)
