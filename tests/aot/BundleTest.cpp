@@ -68,8 +68,11 @@ TEST_CASE("manifest JSON round-trips", "[aot]") {
                      Operand{2, "", 64}};
   entry.launches.push_back(launch);
   entry.workspaceWords = 3;
-  entry.bench =
-      SizeInstance{8192, 8192, {Shape{8192, 8192}, Shape{8192, 8192}}};
+  SizeInstance bench;
+  bench.rows = 8192;
+  bench.cols = 8192;
+  bench.shapes = {Shape{8192, 8192}, Shape{8192, 8192}};
+  entry.bench = bench;
   manifest.entries.push_back(entry);
   std::string text = toJson(manifest).serialize(), error;
   auto json = parseJson(text, &error);

@@ -20,8 +20,10 @@ using namespace lowbit;
 namespace {
 
 std::unique_ptr<Jit> makeJit() {
-  auto jit = Jit::create(
-      JitOptions{"/nonexistent-lowbit", runtime::CacheMode::Off, Target{}});
+  JitOptions options;
+  options.cacheDirectory = "/nonexistent-lowbit";
+  options.cacheMode = runtime::CacheMode::Off;
+  auto jit = Jit::create(options);
   REQUIRE(jit.ok());
   return std::move(jit).value();
 }

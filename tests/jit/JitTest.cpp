@@ -33,7 +33,10 @@ fs::path freshDirectory(const std::string &name) {
 
 std::unique_ptr<Jit> makeJit(const fs::path &directory,
                              runtime::CacheMode mode) {
-  auto jit = Jit::create(JitOptions{directory.string(), mode, Target{}});
+  JitOptions options;
+  options.cacheDirectory = directory.string();
+  options.cacheMode = mode;
+  auto jit = Jit::create(options);
   REQUIRE(jit.ok());
   return std::move(jit).value();
 }

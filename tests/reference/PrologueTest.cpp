@@ -54,11 +54,12 @@ TEST_CASE("rmsnorm: x / rms(x) * weight", "[prologue]") {
   // scales each column. Second row: ones, eps 3: 1 + 3 = 4, factor 0.5.
   Prologue rms = parseOrFail("rmsnorm(eps=0)");
   std::vector<float> weight = {1, 2, 0.5f, -1};
-  CHECK(applyOrFail(rms, {2, 2, 2, 2}, 1, 4, {.weight = weight}) ==
+  CHECK(applyOrFail(rms, {2, 2, 2, 2}, 1, 4,
+                    {.weight = weight, .residual = {}, .smooth = {}}) ==
         std::vector<float>{1, 2, 0.5f, -1});
   Prologue withEps = parseOrFail("rmsnorm(eps=3)");
   CHECK(applyOrFail(withEps, {1, 1, 1, 1, 2, 2, 2, 2}, 2, 4,
-                    {.weight = weight}) ==
+                    {.weight = weight, .residual = {}, .smooth = {}}) ==
         std::vector<float>{0.5f, 1, 0.25f, -0.5f, 2.0f / std::sqrt(7.0f),
                            4.0f / std::sqrt(7.0f), 1.0f / std::sqrt(7.0f),
                            -2.0f / std::sqrt(7.0f)});
@@ -74,8 +75,9 @@ TEST_CASE("rmsnorm: the row sum runs in 32 strided partials and a tree",
   std::vector<float> row(65, 1.0f);
   row[0] = 4096;
   std::vector<float> weight(65, 1.0f);
-  std::vector<float> out = applyOrFail(parseOrFail("rmsnorm(eps=0)"), row, 1,
-                                       65, {.weight = weight});
+  std::vector<float> out =
+      applyOrFail(parseOrFail("rmsnorm(eps=0)"), row, 1, 65,
+                  {.weight = weight, .residual = {}, .smooth = {}});
   float factor = 1.0f / std::sqrt(16777278.0f / 65.0f);
   CHECK(out[1] == factor);
   CHECK(out[0] == 4096.0f * factor);
@@ -88,17 +90,19 @@ TEST_CASE("add_rmsnorm: the residual is the rounded sum", "[prologue]") {
   std::vector<float> weight = {1, 1}, residualIn = {1, 1};
   std::vector<float> residual;
   CHECK(applyOrFail(prologue, {1, 1}, 1, 2,
-                    {.weight = weight, .residual = residualIn}, std::nullopt,
-                    &residual) == std::vector<float>{1, 1});
+                    {.weight = weight, .residual = residualIn, .smooth = {}},
+                    std::nullopt, &residual) == std::vector<float>{1, 1});
   CHECK(residual == std::vector<float>{2, 2});
   // bf16: 1 + 2^-9 rounds to 1 (bf16 keeps 7 fraction bits), f16 keeps it;
   // the norm then sees the stored residual.
   std::vector<float> tiny = {0x1p-9f, 0x1p-9f};
-  applyOrFail(prologue, {1, 1}, 1, 2, {.weight = weight, .residual = tiny},
+  applyOrFail(prologue, {1, 1}, 1, 2,
+              {.weight = weight, .residual = tiny, .smooth = {}},
               HalfType::BF16, &residual);
   CHECK(residual == std::vector<float>{1, 1});
-  applyOrFail(prologue, {1, 1}, 1, 2, {.weight = weight, .residual = tiny},
-              HalfType::F16, &residual);
+  applyOrFail(prologue, {1, 1}, 1, 2,
+              {.weight = weight, .residual = tiny, .smooth = {}}, HalfType::F16,
+              &residual);
   CHECK(residual == std::vector<float>{1 + 0x1p-9f, 1 + 0x1p-9f});
 }
 
@@ -136,7 +140,7 @@ TEST_CASE("prologueExp: within 2 ulp of exp, inf and 0 at the ends",
 TEST_CASE("smooth: x / s per channel", "[prologue]") {
   std::vector<float> smooth = {4, 3};
   CHECK(applyOrFail(parseOrFail("smooth"), {2, 9, -1, 1.5f}, 2, 2,
-                    {.smooth = smooth}) ==
+                    {.weight = {}, .residual = {}, .smooth = smooth}) ==
         std::vector<float>{0.5f, 3, -0.25f, 0.5f});
 }
 
@@ -230,8 +234,9 @@ TEST_CASE("quantizeFused: the chain, then the reference quantizer",
   std::vector<Prologue> chain = {parseOrFail("smooth"),
                                  parseOrFail("rmsnorm(eps=0)")};
   std::vector<float> smooth = {2, 2}, weight = {1, 1};
-  std::vector<PrologueOperands> operands = {{.smooth = smooth},
-                                            {.weight = weight}};
+  std::vector<PrologueOperands> operands = {
+      {.weight = {}, .residual = {}, .smooth = smooth},
+      {.weight = weight, .residual = {}, .smooth = {}}};
   std::vector<float> input = {8, 8};
   std::string error;
   std::optional<QuantizedTensor> tensor =

@@ -15,14 +15,6 @@ using namespace lowbit::test;
 
 namespace {
 
-std::vector<uint32_t> allCodes(const QuantizedTensor &tensor) {
-  std::vector<uint32_t> codes;
-  for (int64_t row = 0; row < tensor.rows; ++row)
-    for (int64_t col = 0; col < tensor.cols; ++col)
-      codes.push_back(codeAt(tensor, row, col));
-  return codes;
-}
-
 } // namespace
 
 TEST_CASE("fp8_e4m3: per-tensor amax / 448", "[quantize][named]") {
