@@ -14,6 +14,7 @@
 #include "kv/KvEval.h"
 #include "lowbit/Jit.h"
 #include "runtime/core/Npy.h"
+#include "runtime/files/KvCacheDirectory.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/OutputPaths.h"
@@ -273,7 +274,7 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
   std::optional<kv::KvCache> cache = kv::KvCache::create(config, &error);
   if (!cache)
     return fail(error);
-  if (!kv::writeKvCacheDirectory(*parsed.value("cache"), *cache, &error))
+  if (!files::writeKvCacheDirectory(*parsed.value("cache"), *cache, &error))
     return fail(error);
   return std::nullopt;
 }
@@ -282,7 +283,7 @@ CommandResult runAppend(const ParsedCommandLine &parsed) {
   std::string error;
   const std::string &directory = *parsed.value("cache");
   std::optional<kv::KvCache> cache =
-      kv::readKvCacheDirectory(directory, &error);
+      files::readKvCacheDirectory(directory, &error);
   if (!cache)
     return fail(error);
   std::string from = parsed.value("from") ? *parsed.value("from") : "";
@@ -311,7 +312,7 @@ CommandResult runAppend(const ParsedCommandLine &parsed) {
   }
   if (!cache->append(keys->first, values->first, keys->second[2], &error))
     return fail(fmt::format("{}: {}", directory, error));
-  if (!kv::writeKvCacheDirectory(directory, *cache, &error))
+  if (!files::writeKvCacheDirectory(directory, *cache, &error))
     return fail(error);
   return std::nullopt;
 }
@@ -573,7 +574,7 @@ CommandResult runKv(Arguments args) {
     return runQuantizeTensor(*parsed);
   std::string error;
   std::optional<kv::KvCache> cache =
-      kv::readKvCacheDirectory(*parsed->value("cache"), &error);
+      files::readKvCacheDirectory(*parsed->value("cache"), &error);
   if (!cache)
     return fail(error);
   if (verb->name == "dequantize")
