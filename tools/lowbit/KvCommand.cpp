@@ -102,6 +102,24 @@ const Verb kVerbs[] = {
 
 constexpr int64_t kLimit = int64_t(1) << 30;
 
+/// --convention, when given, into `convention`; false and the message for
+/// a name that is neither multiplier nor divisor.
+bool readConvention(const ParsedCommandLine &parsed,
+                    kv::ScaleConvention &convention, std::string *error) {
+  const std::string *name = parsed.value("convention");
+  if (!name)
+    return true;
+  std::optional<kv::ScaleConvention> value = kv::parseScaleConvention(*name);
+  if (!value) {
+    *error = fmt::format("unknown --convention '{}': expected multiplier or "
+                         "divisor",
+                         *name);
+    return false;
+  }
+  convention = *value;
+  return true;
+}
+
 /// The paths a subcommand reads and writes: the --out* files, the files
 /// it reads, and the cache, which init and append replace and the others
 /// read.
@@ -221,15 +239,8 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
     if (parsed.value("k-scales") || parsed.value("v-scales"))
       return fail("kv_int8 computes its scales; --k-scales and --v-scales "
                   "are for kv_fp8_*");
-    if (const std::string *convention = parsed.value("convention")) {
-      std::optional<kv::ScaleConvention> parsedConvention =
-          kv::parseScaleConvention(*convention);
-      if (!parsedConvention)
-        return fail(fmt::format("unknown --convention '{}': expected "
-                                "multiplier or divisor",
-                                *convention));
-      config.int8.convention = *parsedConvention;
-    }
+    if (!readConvention(parsed, config.int8.convention, &error))
+      return fail(error);
   } else {
     if (parsed.value("group") || parsed.value("convention"))
       return fail("--group is for kv_int8 and kv_kivi_*, --convention for "
@@ -496,15 +507,8 @@ CommandResult runQuantizeTensor(const ParsedCommandLine &parsed) {
   if (!group)
     return fail(error);
   options.groupSize = *group;
-  if (const std::string *convention = parsed.value("convention")) {
-    std::optional<kv::ScaleConvention> parsedConvention =
-        kv::parseScaleConvention(*convention);
-    if (!parsedConvention)
-      return fail(fmt::format("unknown --convention '{}': expected "
-                              "multiplier or divisor",
-                              *convention));
-    options.convention = *parsedConvention;
-  }
+  if (!readConvention(parsed, options.convention, &error))
+    return fail(error);
   auto values = readValues(*parsed.value("input"), kAnyRank, "", &error);
   if (!values)
     return fail(error);
