@@ -3,7 +3,7 @@
 // Input: a KV cache directory packed into one byte string (fuzz/pack.py
 // kv-cache writes it; fuzz/PackedDirectory.h unpacks it): meta.json, then
 // the .npy files in the order of kFiles. The directory is read as
-// `lowbit kv` does (kv::readKvCacheDirectory). What it accepts must write
+// `lowbit kv` does (files::readKvCacheDirectory). What it accepts must write
 // and read back to the same cache, dequantize to [batch, kv_heads, longest,
 // head_dim], and take one more token where a sequence has room (an append
 // writes through the block table the reader checked).
@@ -12,7 +12,7 @@
 
 #include "fuzz/FuzzCheck.h"
 #include "fuzz/PackedDirectory.h"
-#include "kv/KvCache.h"
+#include "runtime/files/KvCacheDirectory.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +23,7 @@
 
 using namespace lowbit;
 using namespace lowbit::kv;
+using namespace lowbit::files;
 
 namespace {
 

@@ -7,9 +7,10 @@
 // per sequence) or
 // paged (pages of 16 tokens and a block table, KvPaged.h). Each sequence
 // has its own length; an append writes the same number of new tokens to
-// every sequence, at its length. A cache lives in a directory
-// (writeKvCacheDirectory / readKvCacheDirectory) that is replaced as one
-// unit, so a failed append leaves the old cache whole (docs/kv-cache.md).
+// every sequence, at its length. A cache lives in a directory that is
+// replaced as one unit, so a failed append leaves the old cache whole
+// (docs/kv-cache.md); its files are runtime/files/KvCacheDirectory.h's,
+// so kv/ itself does no I/O.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,15 +116,15 @@ public:
   std::vector<uint8_t> keyZeros, valueZeros;
   std::vector<float> keyResidual, valueResidual;
 
-private:
-  explicit KvCache(KvCacheConfig config) : settings(std::move(config)) {}
-  /// A checked configuration without storage: the reader fills every
-  /// tensor from its file, so no size from meta.json is ever allocated
-  /// before a file of that size was read.
+  /// A checked configuration without storage, for a reader that fills
+  /// every tensor from its file (runtime/files/KvCacheDirectory.h), so that
+  /// no size from meta.json is ever allocated before a file of that size
+  /// was read. nullopt and a message as create's.
   static std::optional<KvCache> withoutStorage(KvCacheConfig config,
                                                std::string *error);
-  friend std::optional<KvCache> readKvCacheDirectory(const std::string &path,
-                                                     std::string *error);
+
+private:
+  explicit KvCache(KvCacheConfig config) : settings(std::move(config)) {}
   int64_t rowOffset(int64_t sequence, int64_t head, int64_t token,
                     int64_t width) const;
   std::vector<float> dequantize(const std::vector<uint8_t> &codes,
@@ -137,12 +138,6 @@ private:
 
   KvCacheConfig settings;
 };
-
-/// The directory form: meta.json and .npy files (docs/kv-cache.md).
-bool writeKvCacheDirectory(const std::string &path, const KvCache &cache,
-                           std::string *error);
-std::optional<KvCache> readKvCacheDirectory(const std::string &path,
-                                            std::string *error);
 
 } // namespace lowbit::kv
 

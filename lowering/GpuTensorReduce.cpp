@@ -41,6 +41,23 @@ namespace ld = lowbit::dialect;
 namespace lowbit::gpu_mapping {
 namespace {
 
+/// The function's kWorkspaceAttrName argument (memref<1 x words x i32>);
+/// null when it has none.
+BlockArgument findWorkspaceArgument(FunctionOpInterface function) {
+  if (!function || function.isExternal())
+    return {};
+  for (BlockArgument argument : function.getArguments())
+    if (function.getArgAttr(argument.getArgNumber(), kWorkspaceAttrName))
+      return argument;
+  return {};
+}
+
+/// Its size in 32-bit words; 0 when there is none.
+int64_t workspaceWordsOf(FunctionOpInterface function) {
+  BlockArgument argument = findWorkspaceArgument(function);
+  return argument ? cast<MemRefType>(argument.getType()).getDimSize(1) : 0;
+}
+
 /// At most this many blocks stride over the tensor in launch 1: enough to
 /// keep every SM of an H200 (132 x 8 resident blocks of 256 threads) or a
 /// B200 (148 x 8) nearly full; more blocks would only add atomics.
@@ -369,23 +386,10 @@ struct QuantizePerTensorToGpu : OpRewritePattern<ld::QuantizeOp> {
 
 } // namespace
 
-int64_t workspaceWordsOf(Operation *function) {
-  auto functionOp = dyn_cast_or_null<FunctionOpInterface>(function);
-  if (!functionOp || functionOp.isExternal())
-    return 0;
-  for (BlockArgument argument : functionOp.getArguments())
-    if (functionOp.getArgAttr(argument.getArgNumber(), kWorkspaceAttrName))
-      return cast<MemRefType>(argument.getType()).getDimSize(1);
-  return 0;
-}
-
 Value workspaceArgument(RewriterBase &rewriter, Operation *op, int64_t words) {
   auto function = op->getParentOfType<FunctionOpInterface>();
-  for (BlockArgument argument : function.getArguments())
-    if (function.getArgAttr(argument.getArgNumber(), kWorkspaceAttrName))
-      return cast<MemRefType>(argument.getType()).getDimSize(1) >= words
-                 ? Value(argument)
-                 : Value();
+  if (BlockArgument existing = findWorkspaceArgument(function))
+    return workspaceWordsOf(function) >= words ? Value(existing) : Value();
   auto type = MemRefType::get({1, words}, rewriter.getI32Type());
   unsigned position = function.getNumArguments();
   rewriter.modifyOpInPlace(function, [&] {

@@ -57,10 +57,6 @@ void emitStatsIntoWorkspace(
     llvm::SmallVector<mlir::Value> acc, mlir::Value workspace, bool withMinMax,
     llvm::function_ref<void(const Stats &)> storeResults);
 
-/// The function's workspace size in 32-bit words (its kWorkspaceAttrName
-/// argument's second dimension); 0 when it has none.
-int64_t workspaceWordsOf(mlir::Operation *function);
-
 } // namespace lowbit::gpu_mapping
 
 #endif // LOWBIT_LOWERING_GPUTENSORREDUCE_H

@@ -2,10 +2,11 @@
 
 #include "runtime/compiler/GpuCompile.h"
 
-#include "lowering/GpuTensorReduce.h"
 #include "runtime/compiler/Compiler.h"
+#include "target/Workspace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 
@@ -22,8 +23,16 @@ llvm::Error compileError(const std::string &message) {
 } // namespace
 
 int64_t workspaceWordsOf(ModuleOp module) {
-  return gpu_mapping::workspaceWordsOf(
-      module.lookupSymbol<func::FuncOp>(kKernelName));
+  // The workspace ABI (target/Workspace.h): the argument that carries its
+  // attribute is memref<1 x WORDS x i32>.
+  auto kernel = module.lookupSymbol<func::FuncOp>(kKernelName);
+  if (!kernel || kernel.isExternal())
+    return 0;
+  for (BlockArgument argument : kernel.getArguments())
+    if (kernel.getArgAttr(argument.getArgNumber(),
+                          workspace_abi::kArgumentAttr))
+      return cast<MemRefType>(argument.getType()).getDimSize(1);
+  return 0;
 }
 
 llvm::Expected<GpuCompilation>

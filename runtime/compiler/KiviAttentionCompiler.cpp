@@ -175,16 +175,6 @@ llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
   return llvm::Error::success();
 }
 
-llvm::Expected<GpuCompilation>
-compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
-                          const Target &target, const PtxOptions &options) {
-  return loopsToGpu(
-      [&](MLIRContext &context) {
-        return buildKiviAttentionLoops(context, spec);
-      },
-      target, options, "compileKiviAttentionToPtx");
-}
-
 llvm::Expected<std::unique_ptr<KiviAttentionCpuKernel>>
 compileKiviAttentionForCpu(const kv::KiviAttentionSpec &spec) {
   auto executable = loopsToHost([&](MLIRContext &context) {

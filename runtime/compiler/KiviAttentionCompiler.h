@@ -45,7 +45,7 @@ buildKiviAttentionModule(mlir::MLIRContext &context,
                          const kv::KiviAttentionSpec &spec);
 
 /// buildKiviAttentionModule, then lowerKiviToLoops: where both tails
-/// start.
+/// start (the GPU tail through compileKvFamilyToPtx, KvFamilyCompile.h).
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildKiviAttentionLoops(mlir::MLIRContext &context,
                         const kv::KiviAttentionSpec &spec);
@@ -57,13 +57,6 @@ buildKiviAttentionLoops(mlir::MLIRContext &context,
 /// prefix. The message names the buffer and both sizes.
 llvm::Error checkKiviAttentionBuffers(const kv::KiviAttentionSpec &spec,
                                       const std::vector<KvBuffer> &buffers);
-
-/// The kernels for an NVIDIA `target` (PTX, launch plan, workspace words):
-/// buildKiviAttentionModule, lowerKiviToLoops, the one GPU compile
-/// (runtime/compiler/GpuCompile.h).
-llvm::Expected<GpuCompilation>
-compileKiviAttentionToPtx(const kv::KiviAttentionSpec &spec,
-                          const Target &target, const PtxOptions &options = {});
 
 /// A KIVI decode-attention kernel JIT-compiled for the host CPU. run()
 /// takes one buffer per parameter, in ABI order (checkKiviAttentionBuffers

@@ -52,14 +52,6 @@ buildKiviLoops(MLIRContext &context, const kv::KiviKernelSpec &spec) {
   return lowerModule(buildKiviModule(context, spec), lowerKiviToLoops);
 }
 
-llvm::Expected<GpuCompilation> compileKiviToPtx(const kv::KiviKernelSpec &spec,
-                                                const Target &target,
-                                                const PtxOptions &options) {
-  return loopsToGpu(
-      [&](MLIRContext &context) { return buildKiviLoops(context, spec); },
-      target, options, "compileKiviToPtx");
-}
-
 llvm::Expected<std::unique_ptr<KiviCpuKernel>>
 compileKiviForCpu(const kv::KiviKernelSpec &spec) {
   auto executable = loopsToHost(

@@ -45,16 +45,10 @@ buildKiviModule(mlir::MLIRContext &context, const kv::KiviKernelSpec &spec);
 /// Runs lowbit-kivi-to-loops on `module`.
 llvm::Error lowerKiviToLoops(mlir::ModuleOp module);
 
-/// buildKiviModule, then lowerKiviToLoops: where both tails start.
+/// buildKiviModule, then lowerKiviToLoops: where both tails start (the GPU
+/// tail through compileKvFamilyToPtx, KvFamilyCompile.h).
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildKiviLoops(mlir::MLIRContext &context, const kv::KiviKernelSpec &spec);
-
-/// The kernels for an NVIDIA `target` (PTX, launch plan, workspace words):
-/// buildKiviModule, lowerKiviToLoops, the one GPU compile
-/// (runtime/compiler/GpuCompile.h).
-llvm::Expected<GpuCompilation> compileKiviToPtx(const kv::KiviKernelSpec &spec,
-                                                const Target &target,
-                                                const PtxOptions &options = {});
 
 /// A KIVI kernel JIT-compiled for the host CPU. run() takes one buffer per
 /// parameter, in ABI order; ranks and static dimensions are checked.

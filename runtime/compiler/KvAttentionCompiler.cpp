@@ -290,23 +290,10 @@ llvm::Error lowerKvAttentionForGpu(ModuleOp module) {
 
 namespace {
 
-/// buildKvAttentionModule then `lower` (lowerKvAttentionToLoops or
-/// lowerKvAttentionForGpu).
-llvm::Expected<OwningOpRef<ModuleOp>>
-buildLoweredModule(MLIRContext &context, const kv::KvAttentionSpec &spec,
-                   llvm::Error (*lower)(ModuleOp)) {
-  auto module = buildKvAttentionModule(context, spec);
-  if (!module)
-    return module.takeError();
-  if (llvm::Error error = lower(**module))
-    return error;
-  return module;
-}
-
 llvm::Expected<std::string> loweredText(const kv::KvAttentionSpec &spec,
                                         llvm::Error (*lower)(ModuleOp)) {
   ContextLease context = borrowContext();
-  auto module = buildLoweredModule(*context, spec, lower);
+  auto module = lowerModule(buildKvAttentionModule(*context, spec), lower);
   if (!module)
     return module.takeError();
   std::string text;
@@ -327,20 +314,11 @@ kvAttentionGpuText(const kv::KvAttentionSpec &spec) {
   return loweredText(spec, lowerKvAttentionForGpu);
 }
 
-llvm::Expected<GpuCompilation>
-compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
-                        const PtxOptions &options) {
-  return loopsToGpu(
-      [&](MLIRContext &context) {
-        return buildLoweredModule(context, spec, lowerKvAttentionForGpu);
-      },
-      target, options, "decode attention PTX");
-}
-
 llvm::Expected<std::unique_ptr<KvAttentionCpuKernel>>
 compileKvAttentionForCpu(const kv::KvAttentionSpec &spec) {
   ContextLease context = borrowContext();
-  auto module = buildLoweredModule(*context, spec, lowerKvAttentionToLoops);
+  auto module = lowerModule(buildKvAttentionModule(*context, spec),
+                            lowerKvAttentionToLoops);
   if (!module)
     return module.takeError();
   auto executable = loopsModuleToHost(**module);

@@ -68,17 +68,12 @@ llvm::Expected<std::string>
 kvAttentionLoopsText(const kv::KvAttentionSpec &spec);
 /// The GPU form: stage 1 as the FlashDecoding kernel (lowbit-to-gpu's
 /// gpu.launch), stage 2 as loops; an error names why a spec has no kernel
-/// (docs/decode-attention.md, "The GPU kernel").
+/// (docs/decode-attention.md, "The GPU kernel"). buildKvAttentionModule
+/// then this is where compileKvFamilyToPtx (KvFamilyCompile.h) hands the
+/// module to the GPU tail.
 llvm::Error lowerKvAttentionForGpu(mlir::ModuleOp module);
 /// The GPU form as text (what the GPU tail and the emulator take).
 llvm::Expected<std::string> kvAttentionGpuText(const kv::KvAttentionSpec &spec);
-
-/// The kernels for an NVIDIA `target` (PTX, launch plan, workspace words):
-/// buildKvAttentionModule, lowerKvAttentionForGpu, the one GPU compile
-/// (runtime/compiler/GpuCompile.h).
-llvm::Expected<GpuCompilation>
-compileKvAttentionToPtx(const kv::KvAttentionSpec &spec, const Target &target,
-                        const PtxOptions &options = {});
 
 /// The kernel JIT-compiled for the host; run() takes one HostBuffer per
 /// kvAttentionParams entry and checks them (kvAttentionSizesOf).

@@ -80,16 +80,6 @@ llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
   return text;
 }
 
-llvm::Expected<GpuCompilation> compileKvToPtx(const kv::KvKernelSpec &spec,
-                                              const Target &target,
-                                              const PtxOptions &options) {
-  return loopsToGpu(
-      [&](MLIRContext &context) {
-        return lowerModule(buildKvModule(context, spec), lowerKvForGpu);
-      },
-      target, options, "compileKvToPtx");
-}
-
 /// A paged kernel's block table names each page at most once (kv/KvPaged.h):
 /// an append through a shared page would overwrite another sequence's
 /// tokens. The pages are the first dimension of the paged storage.

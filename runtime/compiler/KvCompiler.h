@@ -58,19 +58,14 @@ llvm::Error lowerKvToLoops(mlir::ModuleOp module);
 
 /// The GPU tail's input: lowbit-to-gpu maps the ops it covers one warp per
 /// row (lowering/GpuKvAppend.h), then lowbit-kv-to-loops takes the rest.
+/// buildKvModule then this is where compileKvFamilyToPtx
+/// (KvFamilyCompile.h) hands the module to the GPU tail.
 llvm::Error lowerKvForGpu(mlir::ModuleOp module);
 
 /// The kernel's text at `stage` for the CPU target: "mlir" (the dialect),
 /// "loops" or "llvm" (LLVM IR).
 llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
                                    std::string_view stage);
-
-/// The kernels for an NVIDIA `target` (PTX, launch plan, workspace words):
-/// buildKvModule, lowerKvForGpu, the one GPU compile
-/// (runtime/compiler/GpuCompile.h).
-llvm::Expected<GpuCompilation> compileKvToPtx(const kv::KvKernelSpec &spec,
-                                              const Target &target,
-                                              const PtxOptions &options = {});
 
 /// One kernel parameter's host buffer: C-order `shape`, element type as
 /// the ABI above says.

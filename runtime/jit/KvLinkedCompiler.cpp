@@ -13,6 +13,7 @@
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
+#include "runtime/compiler/KvFamilyCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/KvJitSpec.h"
 #include "runtime/jit/LaunchPlan.h"
@@ -67,21 +68,26 @@ wrap(llvm::Expected<std::unique_ptr<CpuKernel>> compiled) {
           std::move(*compiled)));
 }
 
+/// The spec as the compiler's one KV entry takes it.
+compiler::KvFamilySpec familySpec(const KvJitSpec &spec) {
+  switch (spec.kind) {
+  case KvJitSpec::Kind::Attention:
+    return spec.decode;
+  case KvJitSpec::Kind::Kivi:
+    return spec.kivi;
+  case KvJitSpec::Kind::KiviAttention:
+    return spec.kiviDecode;
+  case KvJitSpec::Kind::Cache:
+    break;
+  }
+  return spec.cache;
+}
+
 } // namespace
 
 llvm::Expected<compiler::GpuCompilation>
 compileKvSpecForGpu(const KvJitSpec &spec, const Target &target) {
-  switch (spec.kind) {
-  case KvJitSpec::Kind::Attention:
-    return compiler::compileKvAttentionToPtx(spec.decode, target);
-  case KvJitSpec::Kind::Kivi:
-    return compiler::compileKiviToPtx(spec.kivi, target);
-  case KvJitSpec::Kind::KiviAttention:
-    return compiler::compileKiviAttentionToPtx(spec.kiviDecode, target);
-  case KvJitSpec::Kind::Cache:
-    break;
-  }
-  return compiler::compileKvToPtx(spec.cache, target);
+  return compiler::compileKvFamilyToPtx(familySpec(spec), target);
 }
 
 Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
@@ -103,11 +109,15 @@ Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
       (void)runtime::waitForNvJitLinkWarmup();
     return compileFailed(build.takeError());
   }
+  return backendResult(std::move(*build));
+}
+
+GpuCompileResult backendResult(compiler::GpuCompilation build) {
   GpuCompileResult result;
-  result.ptx = std::move(build->ptx);
-  result.kernelNames = std::move(build->kernelNames);
-  result.plan = build->plan.serialize();
-  result.workspaceWords = overriddenWorkspaceWords(build->workspaceWords);
+  result.ptx = std::move(build.ptx);
+  result.kernelNames = std::move(build.kernelNames);
+  result.plan = build.plan.serialize();
+  result.workspaceWords = overriddenWorkspaceWords(build.workspaceWords);
   return result;
 }
 

@@ -21,6 +21,11 @@ namespace lowbit::jit {
 llvm::Expected<compiler::GpuCompilation>
 compileKvSpecForGpu(const KvJitSpec &spec, const Target &target);
 
+/// A GPU compile as the compiler backend hands it over (CompilerBackend.h):
+/// the plan as text, the workspace words after the tests' override. Both
+/// GPU entries, this file's and LinkedCompiler.cpp's, return through it.
+GpuCompileResult backendResult(compiler::GpuCompilation build);
+
 Expected<GpuCompileResult> compileKvGpu(std::string_view specText,
                                         const Target &target, bool startLinker);
 Expected<std::unique_ptr<KvCpuKernelHandle>>

@@ -15,7 +15,6 @@
 #include "runtime/compiler/GpuCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
-#include "runtime/jit/WorkspaceWords.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/TargetParser/Host.h"
@@ -28,12 +27,7 @@ Expected<GpuCompileResult> compileGpu(const KernelSpec &spec,
   Expected<GpuBuild> build = buildGpuKernel(spec, target, startLinker);
   if (!build)
     return std::move(build).takeError();
-  GpuCompileResult result;
-  result.ptx = std::move(build->ptx);
-  result.kernelNames = std::move(build->kernelNames);
-  result.plan = build->plan.serialize();
-  result.workspaceWords = overriddenWorkspaceWords(build->workspaceWords);
-  return result;
+  return backendResult(std::move(*build));
 }
 
 class LinkedCpuKernel final : public CpuKernelHandle {

@@ -27,6 +27,7 @@
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
+#include "runtime/compiler/KvFamilyCompile.h"
 #include "target/Target.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -136,7 +137,7 @@ TEST_CASE("lowbit's LLVM pass list gives O3's PTX for the KV, KIVI and "
     std::optional<kv::KvKernelSpec> spec = kv::parseKvKernelSpec(text, &error);
     REQUIRE(spec);
     checkSameAsO3(text, [&](const PtxOptions &options) {
-      return compiler::compileKvToPtx(*spec, target, options);
+      return compiler::compileKvFamilyToPtx(*spec, target, options);
     });
   }
   for (const char *text :
@@ -148,7 +149,7 @@ TEST_CASE("lowbit's LLVM pass list gives O3's PTX for the KV, KIVI and "
         kv::parseKiviKernelSpec(text, &error);
     REQUIRE(spec);
     checkSameAsO3(text, [&](const PtxOptions &options) {
-      return compiler::compileKiviToPtx(*spec, target, options);
+      return compiler::compileKvFamilyToPtx(*spec, target, options);
     });
   }
   const char *kivi = "kivi_attend kv_kivi_int4 group=32 residual=128 "
@@ -158,7 +159,7 @@ TEST_CASE("lowbit's LLVM pass list gives O3's PTX for the KV, KIVI and "
       kv::parseKiviAttentionSpec(kivi, &error);
   REQUIRE(kiviSpec);
   checkSameAsO3(kivi, [&](const PtxOptions &options) {
-    return compiler::compileKiviAttentionToPtx(*kiviSpec, target, options);
+    return compiler::compileKvFamilyToPtx(*kiviSpec, target, options);
   });
   // The FlashDecoding kernel: its GPU-form module through the GPU tail.
   const char *attend = "kv_attend kv_int8_g64 convention=multiplier q=bf16 "

@@ -3,6 +3,7 @@
 // once; refusals change nothing; the directory round trips.
 #include "kv/KvCache.h"
 #include "kv/KvEval.h"
+#include "runtime/files/KvCacheDirectory.h"
 
 #include <catch2/catch.hpp>
 
@@ -12,6 +13,7 @@
 
 using namespace lowbit;
 using namespace lowbit::kv;
+using namespace lowbit::files;
 
 namespace {
 

@@ -1,6 +1,7 @@
 // The KV cache behind `lowbit kv`: append, pages, the directory form.
 #include "kv/KvCache.h"
 #include "kv/KvEval.h"
+#include "runtime/files/KvCacheDirectory.h"
 
 #include <catch2/catch.hpp>
 
@@ -26,6 +27,7 @@
 
 using namespace lowbit;
 using namespace lowbit::kv;
+using namespace lowbit::files;
 
 namespace {
 

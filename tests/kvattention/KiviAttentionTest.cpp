@@ -19,6 +19,7 @@
 #include "kv/KvAttentionSpec.h"
 #include "runtime/compiler/KiviAttentionCompiler.h"
 #include "runtime/compiler/KiviCompiler.h"
+#include "runtime/compiler/KvFamilyCompile.h"
 
 #include <catch2/catch.hpp>
 
@@ -253,7 +254,7 @@ TEST_CASE("PTX assembles for sm_80, sm_89, sm_90a and sm_100a") {
       REQUIRE(spec);
       std::optional<Target> target = parseTarget(arch, &error);
       REQUIRE(target);
-      auto ptx = compiler::compileKiviAttentionToPtx(*spec, *target);
+      auto ptx = compiler::compileKvFamilyToPtx(*spec, *target);
       if (!ptx)
         FAIL(llvm::toString(ptx.takeError()));
       CHECK(test::checkAssembles(ptx->ptx, arch));
@@ -331,8 +332,7 @@ TEST_CASE("every KIVI attention variant on both tails", "[.sweep]") {
                 std::optional<Target> target =
                     parseTarget(chips[index % 4], &error);
                 REQUIRE(target);
-                auto ptx =
-                    compiler::compileKiviAttentionToPtx(data.spec, *target);
+                auto ptx = compiler::compileKvFamilyToPtx(data.spec, *target);
                 if (!ptx)
                   FAIL(llvm::toString(ptx.takeError()));
                 CHECK(test::checkAssembles(ptx->ptx, chips[index % 4]));

@@ -9,6 +9,7 @@
 #include "tests/gpu/GpuTestSupport.h"
 
 #include "runtime/compiler/KvAttentionCompiler.h"
+#include "runtime/compiler/KvFamilyCompile.h"
 
 #include <catch2/catch.hpp>
 
@@ -36,7 +37,7 @@ TEST_CASE("decode-attention PTX assembles for sm_80, sm_89, sm_90a, sm_100a") {
       REQUIRE(spec);
       std::optional<Target> target = parseTarget(chip, &error);
       REQUIRE(target);
-      auto ptx = compiler::compileKvAttentionToPtx(*spec, *target);
+      auto ptx = compiler::compileKvFamilyToPtx(*spec, *target);
       if (!ptx)
         FAIL(llvm::toString(ptx.takeError()));
       CHECK(ptx->kernelNames.size() == 2);
@@ -61,7 +62,7 @@ TEST_CASE("decode-attention PTX refuses a target that is not NVIDIA") {
   REQUIRE(spec);
   std::optional<Target> cpu = parseTarget("cpu", &error);
   REQUIRE(cpu);
-  auto ptx = compiler::compileKvAttentionToPtx(*spec, *cpu);
+  auto ptx = compiler::compileKvFamilyToPtx(*spec, *cpu);
   REQUIRE(!ptx);
   CHECK_THAT(llvm::toString(ptx.takeError()),
              Catch::Contains("needs an NVIDIA target"));
@@ -75,7 +76,7 @@ TEST_CASE("decode-attention PTX: head_dim 72 (one load per channel) "
   auto ragged = kv::parseKvAttentionSpec(
       "kv_attend kv_int8_g32 q=f16 q_heads=4 kv_heads=1 head_dim=72", &error);
   REQUIRE(ragged);
-  auto ptx = compiler::compileKvAttentionToPtx(*ragged, *target);
+  auto ptx = compiler::compileKvFamilyToPtx(*ragged, *target);
   if (!ptx)
     FAIL(llvm::toString(ptx.takeError()));
   // Stage 1 shuffles (the FlashDecoding kernel), stage 2 does not.
@@ -88,7 +89,7 @@ TEST_CASE("decode-attention PTX: head_dim 72 (one load per channel) "
       "kv_attend kv_fp8_e4m3 q_heads=64 kv_heads=1 head_dim=128 split=4096",
       &error);
   REQUIRE(large);
-  auto refused = compiler::compileKvAttentionToPtx(*large, *target);
+  auto refused = compiler::compileKvFamilyToPtx(*large, *target);
   REQUIRE(!refused);
   std::string message = llvm::toString(refused.takeError());
   CHECK_THAT(message, Catch::Contains("no GPU kernel"));

@@ -14,6 +14,7 @@
 #include "KvKernelTestSupport.h"
 
 #include "lowering/GpuKvAppend.h"
+#include "runtime/compiler/KvFamilyCompile.h"
 
 #include <catch2/catch.hpp>
 
@@ -182,7 +183,7 @@ TEST_CASE("the KV kernels are one warp per row", "[kvgpu]") {
       std::string error;
       std::optional<Target> target = parseTarget("sm_90a", &error);
       REQUIRE(target);
-      auto ptx = compiler::compileKvToPtx(spec, *target);
+      auto ptx = compiler::compileKvFamilyToPtx(spec, *target);
       REQUIRE(errorText(ptx.takeError()) == "");
       bool append = spec.op == KvKernelOp::Append;
       // head_dim 256: 16-byte loads of the values (append) or stores

@@ -14,6 +14,8 @@
 #include "KvKernelTestSupport.h"
 #include "KvKiviTestSupport.h"
 
+#include "runtime/compiler/KvFamilyCompile.h"
+
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -70,7 +72,7 @@ void checkEveryKiviKernelAssembles(const char *targetName) {
           spec.heads = 8;
           spec.headDim = 128;
           INFO(targetName << ": " << formatKiviKernelSpec(spec));
-          auto ptx = compiler::compileKiviToPtx(spec, target);
+          auto ptx = compiler::compileKvFamilyToPtx(spec, target);
           REQUIRE(errorText(ptx.takeError()) == "");
           CHECK(ptx->ptx.find(".entry") != std::string::npos);
           if (!haveAssembler)

@@ -9,6 +9,7 @@
 #include "GpuTestSupport.h"
 #include "KvKernelTestSupport.h"
 
+#include "runtime/compiler/KvFamilyCompile.h"
 #include "target/Target.h"
 
 #include <catch2/catch.hpp>
@@ -37,7 +38,7 @@ void checkEveryKernelAssembles(const char *targetName) {
           INFO(targetName << ": " << text);
           auto spec = kv::parseKvKernelSpec(text, &error);
           REQUIRE(spec);
-          auto ptx = compiler::compileKvToPtx(*spec, *target);
+          auto ptx = compiler::compileKvFamilyToPtx(*spec, *target);
           REQUIRE(kvtest::errorText(ptx.takeError()) == "");
           CHECK(ptx->ptx.find(".entry") != std::string::npos);
           if (!haveAssembler)

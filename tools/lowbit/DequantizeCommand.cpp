@@ -87,14 +87,8 @@ CommandResult runDequantize(Arguments args) {
     spec.op = KernelOp::Dequantize;
     spec.scheme = tensor->scheme;
     spec.valueType = valueType;
-    std::string compileError;
-    if (compileCpuKernel(spec, &compileError))
-      backend = "cpu";
-    else if (backend == "cpu")
-      return fail(fmt::format("the CPU backend cannot compile this scheme: {}",
-                              compileError));
-    else
-      backend = "reference";
+    if (!chooseCpuOrReference(spec, backend, &error))
+      return fail(error);
   }
   if (backend == "cpu" || backend == "gpu-emulator") {
     auto bytes =

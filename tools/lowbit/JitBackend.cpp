@@ -182,6 +182,22 @@ bool compileCpuKernel(const KernelSpec &spec, std::string *error,
   return cpuKernel(spec, error, compileMillis).has_value();
 }
 
+bool chooseCpuOrReference(const KernelSpec &spec, std::string &backend,
+                          std::string *error) {
+  std::string compileError;
+  if (compileCpuKernel(spec, &compileError)) {
+    backend = "cpu";
+    return true;
+  }
+  if (backend == "cpu") {
+    if (error)
+      *error = "the CPU backend cannot compile this scheme: " + compileError;
+    return false;
+  }
+  backend = "reference";
+  return true;
+}
+
 KernelSpec quantizeSpecFor(const Scheme &scheme, ValueType valueType,
                            const StaticScales &given) {
   KernelSpec spec;

@@ -60,6 +60,12 @@ using KernelRunner = std::function<bool(
 bool compileCpuKernel(const KernelSpec &spec, std::string *error,
                       double *compileMillis = nullptr);
 
+/// Sets `backend` (the user's "cpu", or a choice left to lowbit) to "cpu"
+/// when `spec` compiles for the CPU, else to "reference"; false, with the
+/// compiler's message in `error`, when "cpu" was asked for and cannot be.
+bool chooseCpuOrReference(const KernelSpec &spec, std::string &backend,
+                          std::string *error);
+
 /// The spec of the quantize kernel that computes what the reference
 /// quantize(scheme, ..., given) computes, for `valueType` input.
 KernelSpec quantizeSpecFor(const Scheme &scheme, ValueType valueType,

@@ -5,6 +5,7 @@
 #include "kv/KvPaged.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/compiler/KvCompiler.h"
+#include "runtime/compiler/KvFamilyCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
 
@@ -117,7 +118,7 @@ linkKvReportPtx(llvm::Expected<compiler::GpuCompilation> &compiled,
 Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
                                            int64_t tokens, const Target &target,
                                            const report::ChipModel &chip) {
-  auto ptx = compiler::compileKvToPtx(spec, target);
+  auto ptx = compiler::compileKvFamilyToPtx(spec, target);
   Expected<runtime::Cubin> cubin = linkKvReportPtx(ptx, target);
   if (!cubin)
     return cubin.error();

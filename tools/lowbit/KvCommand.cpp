@@ -14,6 +14,7 @@
 #include "kv/KvEval.h"
 #include "lowbit/Jit.h"
 #include "runtime/core/Npy.h"
+#include "runtime/files/KvCacheDirectory.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/OutputPaths.h"
@@ -100,6 +101,24 @@ const Verb kVerbs[] = {
 };
 
 constexpr int64_t kLimit = int64_t(1) << 30;
+
+/// --convention, when given, into `convention`; false and the message for
+/// a name that is neither multiplier nor divisor.
+bool readConvention(const ParsedCommandLine &parsed,
+                    kv::ScaleConvention &convention, std::string *error) {
+  const std::string *name = parsed.value("convention");
+  if (!name)
+    return true;
+  std::optional<kv::ScaleConvention> value = kv::parseScaleConvention(*name);
+  if (!value) {
+    *error = fmt::format("unknown --convention '{}': expected multiplier or "
+                         "divisor",
+                         *name);
+    return false;
+  }
+  convention = *value;
+  return true;
+}
 
 /// The paths a subcommand reads and writes: the --out* files, the files
 /// it reads, and the cache, which init and append replace and the others
@@ -220,15 +239,8 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
     if (parsed.value("k-scales") || parsed.value("v-scales"))
       return fail("kv_int8 computes its scales; --k-scales and --v-scales "
                   "are for kv_fp8_*");
-    if (const std::string *convention = parsed.value("convention")) {
-      std::optional<kv::ScaleConvention> parsedConvention =
-          kv::parseScaleConvention(*convention);
-      if (!parsedConvention)
-        return fail(fmt::format("unknown --convention '{}': expected "
-                                "multiplier or divisor",
-                                *convention));
-      config.int8.convention = *parsedConvention;
-    }
+    if (!readConvention(parsed, config.int8.convention, &error))
+      return fail(error);
   } else {
     if (parsed.value("group") || parsed.value("convention"))
       return fail("--group is for kv_int8 and kv_kivi_*, --convention for "
@@ -273,7 +285,7 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
   std::optional<kv::KvCache> cache = kv::KvCache::create(config, &error);
   if (!cache)
     return fail(error);
-  if (!kv::writeKvCacheDirectory(*parsed.value("cache"), *cache, &error))
+  if (!files::writeKvCacheDirectory(*parsed.value("cache"), *cache, &error))
     return fail(error);
   return std::nullopt;
 }
@@ -282,7 +294,7 @@ CommandResult runAppend(const ParsedCommandLine &parsed) {
   std::string error;
   const std::string &directory = *parsed.value("cache");
   std::optional<kv::KvCache> cache =
-      kv::readKvCacheDirectory(directory, &error);
+      files::readKvCacheDirectory(directory, &error);
   if (!cache)
     return fail(error);
   std::string from = parsed.value("from") ? *parsed.value("from") : "";
@@ -311,7 +323,7 @@ CommandResult runAppend(const ParsedCommandLine &parsed) {
   }
   if (!cache->append(keys->first, values->first, keys->second[2], &error))
     return fail(fmt::format("{}: {}", directory, error));
-  if (!kv::writeKvCacheDirectory(directory, *cache, &error))
+  if (!files::writeKvCacheDirectory(directory, *cache, &error))
     return fail(error);
   return std::nullopt;
 }
@@ -495,15 +507,8 @@ CommandResult runQuantizeTensor(const ParsedCommandLine &parsed) {
   if (!group)
     return fail(error);
   options.groupSize = *group;
-  if (const std::string *convention = parsed.value("convention")) {
-    std::optional<kv::ScaleConvention> parsedConvention =
-        kv::parseScaleConvention(*convention);
-    if (!parsedConvention)
-      return fail(fmt::format("unknown --convention '{}': expected "
-                              "multiplier or divisor",
-                              *convention));
-    options.convention = *parsedConvention;
-  }
+  if (!readConvention(parsed, options.convention, &error))
+    return fail(error);
   auto values = readValues(*parsed.value("input"), kAnyRank, "", &error);
   if (!values)
     return fail(error);
@@ -573,7 +578,7 @@ CommandResult runKv(Arguments args) {
     return runQuantizeTensor(*parsed);
   std::string error;
   std::optional<kv::KvCache> cache =
-      kv::readKvCacheDirectory(*parsed->value("cache"), &error);
+      files::readKvCacheDirectory(*parsed->value("cache"), &error);
   if (!cache)
     return fail(error);
   if (verb->name == "dequantize")

@@ -356,15 +356,9 @@ CommandResult runQuantize(Arguments args) {
     // handed scales that do not fit the shape.
     if (!validateSchemeForShape(*scheme, rows, cols, &error))
       return fail(error);
-    std::string compileError;
-    if (compileCpuKernel(quantizeSpecFor(*scheme, valueType, given),
-                         &compileError))
-      backend = "cpu";
-    else if (backend == "cpu")
-      return fail(fmt::format("the CPU backend cannot compile this scheme: {}",
-                              compileError));
-    else
-      backend = "reference";
+    if (!chooseCpuOrReference(quantizeSpecFor(*scheme, valueType, given),
+                              backend, &error))
+      return fail(error);
   }
 
   std::optional<QuantizedTensor> tensor;

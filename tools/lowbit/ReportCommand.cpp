@@ -15,6 +15,7 @@
 #include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/GpuCompile.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
+#include "runtime/compiler/KvFamilyCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/driver/Nvrtc.h"
 #include "runtime/jit/LaunchPlan.h"
@@ -246,7 +247,7 @@ constexpr int64_t kKvReportTokens = 32768;
 Expected<report::SpecReport> reportKvAttention(const kv::KvAttentionSpec &spec,
                                                const Target &target,
                                                const report::ChipModel &chip) {
-  auto ptx = compiler::compileKvAttentionToPtx(spec, target);
+  auto ptx = compiler::compileKvFamilyToPtx(spec, target);
   Expected<runtime::Cubin> cubin = linkKvReportPtx(ptx, target);
   if (!cubin)
     return cubin.error();
