@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 namespace lowbit::checkpoint {
 
@@ -109,8 +110,11 @@ inputOrderFromGroupIndex(std::span<const std::byte> gIdx, int64_t k,
     return std::vector<int32_t>{};
   std::vector<int32_t> order(static_cast<size_t>(k));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return group[size_t(a)] < group[size_t(b)];
+  // A stable sort by group: std::sort on (group, channel). Not
+  // std::stable_sort, whose libstdc++ 12 buffer (get_temporary_buffer) is
+  // deprecated under clang 22's C++20, which fails the sanitizer build.
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return std::pair(group[size_t(a)], a) < std::pair(group[size_t(b)], b);
   });
   for (int64_t column = 0; column < k; ++column)
     if (group[size_t(order[size_t(column)])] != column / groupSize)

@@ -24,7 +24,7 @@ namespace {
 
 FailureOr<lowbit::kv::KiviSide> readSide(Operation *op, StringRef scheme,
                                          int64_t groupSize, int64_t residual,
-                                         bool perChannel) {
+                                         bool perChannel, bool integerZero) {
   std::optional<int> bits = lowbit::kv::parseKiviSchemeBits(scheme);
   if (!bits)
     return op->emitOpError() << "unknown KIVI scheme '" << scheme
@@ -34,6 +34,8 @@ FailureOr<lowbit::kv::KiviSide> readSide(Operation *op, StringRef scheme,
   side.groupSize = groupSize;
   side.residual = residual;
   side.perChannel = perChannel;
+  side.zero =
+      integerZero ? lowbit::kv::KiviZero::Integer : lowbit::kv::KiviZero::Float;
   std::string error;
   if (!lowbit::kv::validateKiviSide(side, &error))
     return op->emitOpError() << error;
@@ -42,7 +44,7 @@ FailureOr<lowbit::kv::KiviSide> readSide(Operation *op, StringRef scheme,
 
 template <typename KiviOp> FailureOr<lowbit::kv::KiviSide> readSide(KiviOp op) {
   return readSide(op, op.getScheme(), op.getGroupSize(), op.getResidualWindow(),
-                  op.getPerChannel());
+                  op.getPerChannel(), op.getIntegerZero());
 }
 
 /// Checks the cache buffers against the tokens `values` (append's input or
@@ -170,20 +172,21 @@ LogicalResult KiviDequantizeOp::verify() {
 lowbit::kv::KiviSide KiviDecodeAttentionOp::getKeySide() {
   FailureOr<lowbit::kv::KiviSide> side =
       readSide(*this, getScheme(), getGroupSize(), getResidualWindow(),
-               getPerChannelKeys());
+               getPerChannelKeys(), getIntegerZero());
   return succeeded(side) ? *side : lowbit::kv::KiviSide{};
 }
 
 lowbit::kv::KiviSide KiviDecodeAttentionOp::getValueSide() {
   FailureOr<lowbit::kv::KiviSide> side =
-      readSide(*this, getScheme(), getGroupSize(), getResidualWindow(), false);
+      readSide(*this, getScheme(), getGroupSize(), getResidualWindow(), false,
+               getIntegerZero());
   return succeeded(side) ? *side : lowbit::kv::KiviSide{};
 }
 
 LogicalResult KiviDecodeAttentionOp::verify() {
   FailureOr<lowbit::kv::KiviSide> keySide =
       readSide(*this, getScheme(), getGroupSize(), getResidualWindow(),
-               getPerChannelKeys());
+               getPerChannelKeys(), getIntegerZero());
   if (failed(keySide))
     return failure();
   lowbit::kv::KiviSide valueSide = *keySide;

@@ -1,7 +1,7 @@
 //===- LowbitKiviOps.td - KIVI cache append and dequantize -*- tablegen -*-===//
 //
 // Ops on one side (keys or values) of a KIVI cache held in memrefs: 2/4-bit
-// asymmetric codes with f32 scales and u8 zero points, and a ring of the
+// asymmetric codes with f32 scales and f32 zeros, and a ring of the
 // newest tokens in full precision; and decode attention over both sides. The arithmetic is kv/KvKivi.h's, the
 // buffers kv/KvKiviKernelSpec.h's (docs/kv-kernels.md, KIVI).
 //
@@ -21,9 +21,11 @@ def Lowbit_KiviLengths : MemRefRankOf<[I32], [1]>;
 def Lowbit_KiviBlockTable : MemRefRankOf<[I32], [2]>;
 
 // kv_kivi_int4 / kv_kivi_int2, G tokens (per_channel) or channels per
-// group, the residual window R.
+// group, the residual window R; integer_zero: lowbit's zero-including
+// range and integer zero point instead of KIVI's float zero (mn).
 defvar KiviAttrs = (ins StrAttr:$scheme, I64Attr:$group_size,
-                    I64Attr:$residual_window, UnitAttr:$per_channel);
+                    I64Attr:$residual_window, UnitAttr:$per_channel,
+                    UnitAttr:$integer_zero);
 
 class Lowbit_KiviOp<string mnemonic> : Lowbit_Op<mnemonic> {
   let extraClassDeclaration = [{
@@ -47,8 +49,10 @@ def Lowbit_KiviAppendOp : Lowbit_KiviOp<"kivi_append"> {
 
     `codes` ([batch, kv_heads, max_tokens, W] or paged [pages, kv_heads,
     16, W] with a block table; W = ceil(D / 2) for int4, D for int2)
-    hold the codes per token row. `scales` (f32) and `zeros` (u8 in i8)
-    have the same shape: with `per_channel` (keys) one row of head_dim
+    hold the codes per token row. `scales` and `zeros` (both f32; a zero
+    is KIVI's group min mn, or with `integer_zero` lowbit's integer zero
+    point, docs/kv-kernels.md) have the same shape: with `per_channel`
+    (keys) one row of head_dim
     per group, [batch, kv_heads, groups, D] or paged [pages, kv_heads,
     ceil(16 / G), D] (the group starting at p in page table[b, p / 16],
     row (p mod 16) / G); otherwise the codes' layout with ceil(D / G)
@@ -59,14 +63,14 @@ def Lowbit_KiviAppendOp : Lowbit_KiviOp<"kivi_append"> {
         {scheme = "kv_kivi_int4", group_size = 32, residual_window = 128,
          per_channel}
         : memref<2x8x1x128xf16>, memref<2x8x4096x64xi8>,
-          memref<2x8x128x128xf32>, memref<2x8x128x128xi8>,
+          memref<2x8x128x128xf32>, memref<2x8x128x128xf32>,
           memref<2x8x160x128xf16>, memref<2xi32>
     ```
   }];
   let arguments = !con((ins Arg<Lowbit_KiviTokens, "", [MemRead]>:$input,
       Arg<Lowbit_KiviBytes, "", [MemWrite]>:$codes,
       Arg<Lowbit_KiviScales, "", [MemWrite]>:$scales,
-      Arg<Lowbit_KiviBytes, "", [MemWrite]>:$zeros,
+      Arg<Lowbit_KiviScales, "", [MemWrite]>:$zeros,
       Arg<Lowbit_KiviTokens, "", [MemRead, MemWrite]>:$residual,
       Arg<Lowbit_KiviLengths, "", [MemRead]>:$lengths,
       Arg<Optional<Lowbit_KiviBlockTable>, "", [MemRead]>:$block_table),
@@ -94,13 +98,13 @@ def Lowbit_KiviDequantizeOp : Lowbit_KiviOp<"kivi_dequantize"> {
         at %positions, %lengths into %out
         {scheme = "kv_kivi_int2", group_size = 32, residual_window = 128}
         : memref<2x8x4096x128xi8>, memref<2x8x4096x4xf32>,
-          memref<2x8x4096x4xi8>, memref<2x8x160x128xf16>, memref<2xi32>,
+          memref<2x8x4096x4xf32>, memref<2x8x160x128xf16>, memref<2xi32>,
           memref<2xi32>, memref<2x8x64x128xf32>
     ```
   }];
   let arguments = !con((ins Arg<Lowbit_KiviBytes, "", [MemRead]>:$codes,
       Arg<Lowbit_KiviScales, "", [MemRead]>:$scales,
-      Arg<Lowbit_KiviBytes, "", [MemRead]>:$zeros,
+      Arg<Lowbit_KiviScales, "", [MemRead]>:$zeros,
       Arg<Lowbit_KiviTokens, "", [MemRead]>:$residual,
       Arg<Lowbit_KiviLengths, "", [MemRead]>:$positions,
       Arg<Lowbit_KiviLengths, "", [MemRead]>:$lengths,
@@ -143,9 +147,9 @@ def Lowbit_KiviDecodeAttentionOp : Lowbit_Op<"kivi_decode_attention"> {
         {scheme = "kv_kivi_int4", group_size = 32, residual_window = 128,
          per_channel_keys, softmax_scale = 0.125 : f32, split_tokens = 64}
         : memref<2x8x64xbf16>, memref<2x2x4096x32xi8>,
-          memref<2x2x128x64xf32>, memref<2x2x128x64xi8>,
+          memref<2x2x128x64xf32>, memref<2x2x128x64xf32>,
           memref<2x2x160x64xf16>, memref<2x2x4096x32xi8>,
-          memref<2x2x4096x2xf32>, memref<2x2x4096x2xi8>,
+          memref<2x2x4096x2xf32>, memref<2x2x4096x2xf32>,
           memref<2x2x160x64xf16>, memref<2xi32>, memref<2x8x64xf32>,
           memref<2x2x64x4x66xf32>
     ```
@@ -153,18 +157,19 @@ def Lowbit_KiviDecodeAttentionOp : Lowbit_Op<"kivi_decode_attention"> {
   let arguments = (ins Arg<Lowbit_KiviQuery, "", [MemRead]>:$query,
       Arg<Lowbit_KiviBytes, "", [MemRead]>:$key_codes,
       Arg<Lowbit_KiviScales, "", [MemRead]>:$key_scales,
-      Arg<Lowbit_KiviBytes, "", [MemRead]>:$key_zeros,
+      Arg<Lowbit_KiviScales, "", [MemRead]>:$key_zeros,
       Arg<Lowbit_KiviTokens, "", [MemRead]>:$key_residual,
       Arg<Lowbit_KiviBytes, "", [MemRead]>:$value_codes,
       Arg<Lowbit_KiviScales, "", [MemRead]>:$value_scales,
-      Arg<Lowbit_KiviBytes, "", [MemRead]>:$value_zeros,
+      Arg<Lowbit_KiviScales, "", [MemRead]>:$value_zeros,
       Arg<Lowbit_KiviTokens, "", [MemRead]>:$value_residual,
       Arg<Lowbit_KiviLengths, "", [MemRead]>:$lengths,
       Arg<Lowbit_KiviAttentionOutput, "", [MemWrite]>:$output,
       Arg<Lowbit_KiviPartials, "", [MemRead, MemWrite]>:$partials,
       Arg<Optional<Lowbit_KiviBlockTable>, "", [MemRead]>:$block_table,
       StrAttr:$scheme, I64Attr:$group_size, I64Attr:$residual_window,
-      UnitAttr:$per_channel_keys, F32Attr:$softmax_scale,
+      UnitAttr:$per_channel_keys, UnitAttr:$integer_zero,
+      F32Attr:$softmax_scale,
       I64Attr:$split_tokens);
   let assemblyFormat = [{
     $query `,` $key_codes `,` $key_scales `,` $key_zeros `,` $key_residual

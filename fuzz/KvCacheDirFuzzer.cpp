@@ -73,11 +73,12 @@ bool sameCache(const KvCache &a, const KvCache &b) {
                   std::vector<float>{y.int8.epsilon}) &&
          x.kivi.groupSize == y.kivi.groupSize &&
          x.kivi.residual == y.kivi.residual && x.kivi.keys == y.kivi.keys &&
-         a.lengths() == b.lengths() && a.keyCodes == b.keyCodes &&
-         a.valueCodes == b.valueCodes &&
+         x.kivi.zero == y.kivi.zero && a.lengths() == b.lengths() &&
+         a.keyCodes == b.keyCodes && a.valueCodes == b.valueCodes &&
          sameBits(a.keyRowScales, b.keyRowScales) &&
          sameBits(a.valueRowScales, b.valueRowScales) &&
-         a.keyZeros == b.keyZeros && a.valueZeros == b.valueZeros &&
+         sameBits(a.keyZeros, b.keyZeros) &&
+         sameBits(a.valueZeros, b.valueZeros) &&
          sameBits(a.keyResidual, b.keyResidual) &&
          sameBits(a.valueResidual, b.valueResidual);
 }

@@ -97,6 +97,11 @@ std::optional<KiviAttentionSpec> parseKiviAttentionSpec(std::string_view text,
     else if (key == "keys") {
       ok = value == "per_channel" || value == "per_token";
       spec.keys.perChannel = value == "per_channel";
+    } else if (key == "zero") {
+      std::optional<KiviZero> zero = parseKiviZero(value);
+      ok = zero.has_value();
+      if (ok)
+        spec.keys.zero = *zero;
     } else if (key == "cache" || key == "q") {
       std::optional<KvValueType> type = parseKvValueType(value);
       ok = type && (key == "q" || *type != KvValueType::F32);
@@ -125,7 +130,8 @@ std::optional<KiviAttentionSpec> parseKiviAttentionSpec(std::string_view text,
       seenScale = true;
     } else
       return refuse(error, "'" + word + "': unknown option '" + key +
-                               "' (group, residual, keys, cache, q, layout, "
+                               "' (group, residual, keys, zero, cache, q, "
+                               "layout, "
                                "q_heads, kv_heads, head_dim, split, "
                                "softmax_scale)");
     if (!ok)
@@ -151,6 +157,7 @@ std::string printKiviAttentionSpec(const KiviAttentionSpec &spec) {
   text << "kivi_attend " << kiviSchemeName(spec.keys.bits)
        << " group=" << spec.keys.groupSize << " residual=" << spec.keys.residual
        << " keys=" << (spec.keys.perChannel ? "per_channel" : "per_token")
+       << " zero=" << kiviZeroName(spec.keys.zero)
        << " cache=" << kvValueTypeName(spec.cache)
        << " q=" << kvValueTypeName(spec.query)
        << " layout=" << kvLayoutName(spec.layout) << " q_heads=" << spec.qHeads

@@ -4,12 +4,14 @@
 // (docs/decode-attention.md, KIVI) and its one-line text form:
 //
 //   kivi_attend kv_kivi_int4|kv_kivi_int2 [group=G] [residual=R]
-//               [keys=per_channel|per_token] [cache=f16|bf16]
-//               [q=f32|f16|bf16] [layout=contiguous|paged] q_heads=N
-//               kv_heads=N head_dim=N [split=N] [softmax_scale=X]
+//               [keys=per_channel|per_token] [zero=float|int]
+//               [cache=f16|bf16] [q=f32|f16|bf16]
+//               [layout=contiguous|paged] q_heads=N kv_heads=N
+//               head_dim=N [split=N] [softmax_scale=X]
 //
-// Defaults as the cache's (G = 32, R = 128, keys per channel, an f16
-// ring), an f32 query, contiguous, the split of kv_decode_attention's rule
+// Defaults as the cache's (G = 32, R = 128, keys per channel, KIVI's
+// float zero, an f16 ring), an f32 query, contiguous, the split of
+// kv_decode_attention's rule
 // (defaultSplitTokens) and softmax_scale 1 / sqrt(head_dim). Errors name
 // the offending token.
 //

@@ -109,11 +109,12 @@ public:
   std::vector<uint8_t> keyCodes, valueCodes;
   std::vector<float> keyRowScales, valueRowScales;
   std::vector<int64_t> sequenceLengths;
-  /// KIVI: zero points shaped as the scales, and the full-precision window
+  /// KIVI: zeros (f32: mn, or zero=int's zero point) shaped as the
+  /// scales, and the full-precision window
   /// [batch, kvHeads, kiviWindowRows(), headDim] (rows past a sequence's
   /// own residual count are zero). Per-channel key scales and zeros are
   /// [batch, kvHeads, tokenCapacity() / G, headDim], one row per group.
-  std::vector<uint8_t> keyZeros, valueZeros;
+  std::vector<float> keyZeros, valueZeros;
   std::vector<float> keyResidual, valueResidual;
 
   /// A checked configuration without storage, for a reader that fills

@@ -7,7 +7,8 @@
 // (kiviQuantizedTokens(T), whole groups of G) as packed codes in the token
 // rows, and the rest, at most R + G - 1 tokens, in a full-precision window
 // of its own. Keys per channel have one scale and zero point per channel
-// and group of G tokens (a row of [batch, kv_heads, groups, head_dim]);
+// and group of G tokens (a row of [batch, kv_heads, groups, head_dim]),
+// both f32 (the zero is KIVI's float mn, or zero=int's integer point);
 // keys per token and values have ceil(head_dim / G) per token row, paged
 // like the codes (docs/kv-cache.md).
 //
@@ -16,7 +17,6 @@
 #include "kv/KvCache.h"
 
 #include <algorithm>
-#include <bit>
 
 namespace lowbit::kv {
 
@@ -28,9 +28,9 @@ namespace {
 struct KiviSide {
   std::vector<uint8_t> *codes;
   std::vector<float> *scales;
-  std::vector<uint8_t> *zeros;
+  std::vector<float> *zeros;
   std::vector<float> *residual;
-  Scheme scheme;
+  bool keys;
   /// Scale entries per token row; 0 for per-channel groups.
   int64_t rowWidth;
 };
@@ -94,9 +94,9 @@ void KvCache::allocateKivi(int64_t rows) {
                            ? rows * keyScaleWidth()
                            : heads * keyGroupRows(*this) * config.headDim;
   keyRowScales.assign(keyEntries, 0.0f);
-  keyZeros.assign(keyEntries, 0);
+  keyZeros.assign(keyEntries, 0.0f);
   valueRowScales.assign(rows * scaleWidth(), 0.0f);
-  valueZeros.assign(rows * scaleWidth(), 0);
+  valueZeros.assign(rows * scaleWidth(), 0.0f);
   keyResidual.assign(heads * kiviWindowRows() * config.headDim, 0.0f);
   valueResidual = keyResidual;
 }
@@ -110,12 +110,11 @@ bool KvCache::appendKivi(std::span<const float> keys,
   // Work on copies: a failed quantization leaves the cache unchanged.
   std::vector<uint8_t> codes[2] = {keyCodes, valueCodes};
   std::vector<float> scales[2] = {keyRowScales, valueRowScales};
-  std::vector<uint8_t> zeros[2] = {keyZeros, valueZeros};
+  std::vector<float> zeros[2] = {keyZeros, valueZeros};
   std::vector<float> residual[2] = {keyResidual, valueResidual};
-  KiviSide sides[2] = {{&codes[0], &scales[0], &zeros[0], &residual[0],
-                        keySchemeOf(config.kivi), keyScaleWidth()},
-                       {&codes[1], &scales[1], &zeros[1], &residual[1],
-                        valueSchemeOf(config.kivi), scaleWidth()}};
+  KiviSide sides[2] = {
+      {&codes[0], &scales[0], &zeros[0], &residual[0], true, keyScaleWidth()},
+      {&codes[1], &scales[1], &zeros[1], &residual[1], false, scaleWidth()}};
   std::span<const float> inputs[2] = {keys, values};
   for (int64_t b = 0; b < config.batch; ++b) {
     int64_t quantized = kiviQuantizedTokens(sequenceLengths[b]);
@@ -135,8 +134,8 @@ bool KvCache::appendKivi(std::span<const float> keys,
              first += group) {
           std::span<const float> rows(tail.data() + (first - quantized) * dim,
                                       group * dim);
-          std::optional<QuantizedTensor> tile =
-              quantize(target.scheme, rows, group, dim, error);
+          std::optional<KiviTile> tile = quantizeKiviTile(
+              config.kivi, target.keys, rows, group, dim, error);
           if (!tile)
             return false;
           for (int64_t t = 0; t < group; ++t) {
@@ -147,8 +146,7 @@ bool KvCache::appendKivi(std::span<const float> keys,
               continue;
             int64_t at = rowOffset(b, h, first + t, target.rowWidth);
             for (int64_t c = 0; c < target.rowWidth; ++c) {
-              (*target.scales)[at + c] = std::bit_cast<float>(
-                  tile->scaleCodes[t * target.rowWidth + c]);
+              (*target.scales)[at + c] = tile->scales[t * target.rowWidth + c];
               (*target.zeros)[at + c] = tile->zeros[t * target.rowWidth + c];
             }
           }
@@ -156,8 +154,7 @@ bool KvCache::appendKivi(std::span<const float> keys,
             int64_t at =
                 (head * keyGroupRows(*this) + first / group) * config.headDim;
             for (int64_t c = 0; c < dim; ++c) {
-              (*target.scales)[at + c] =
-                  std::bit_cast<float>(tile->scaleCodes[c]);
+              (*target.scales)[at + c] = tile->scales[c];
               (*target.zeros)[at + c] = tile->zeros[c];
             }
           }
@@ -190,9 +187,8 @@ KvCache::dequantizeKivi(bool keys, std::string *error) const {
   const int64_t width = codeWidth();
   const std::vector<uint8_t> &codes = keys ? keyCodes : valueCodes;
   const std::vector<float> &scales = keys ? keyRowScales : valueRowScales;
-  const std::vector<uint8_t> &zeros = keys ? keyZeros : valueZeros;
+  const std::vector<float> &zeros = keys ? keyZeros : valueZeros;
   const std::vector<float> &residual = keys ? keyResidual : valueResidual;
-  Scheme scheme = keys ? keySchemeOf(config.kivi) : valueSchemeOf(config.kivi);
   int64_t rowWidth = keys ? keyScaleWidth() : scaleWidth();
   std::vector<float> result(config.batch * config.kvHeads * tokens * dim, 0.0f);
   for (int64_t b = 0; b < config.batch; ++b) {
@@ -201,9 +197,9 @@ KvCache::dequantizeKivi(bool keys, std::string *error) const {
       int64_t head = b * config.kvHeads + h;
       auto out = result.begin() + head * tokens * dim;
       // Each stored group back into the tile the reference quantized, and
-      // through the format model's own dequantize.
+      // through the reference's own dequantize.
       for (int64_t first = 0; first < quantized; first += group) {
-        QuantizedTensor tile(scheme);
+        KiviTile tile;
         tile.rows = group;
         tile.cols = dim;
         for (int64_t t = 0; t < group; ++t) {
@@ -212,20 +208,18 @@ KvCache::dequantizeKivi(bool keys, std::string *error) const {
           if (!rowWidth)
             continue;
           int64_t at = rowOffset(b, h, first + t, rowWidth);
-          for (int64_t c = 0; c < rowWidth; ++c) {
-            tile.scaleCodes.push_back(std::bit_cast<uint32_t>(scales[at + c]));
-            tile.zeros.push_back(zeros[at + c]);
-          }
+          tile.scales.insert(tile.scales.end(), scales.begin() + at,
+                             scales.begin() + at + rowWidth);
+          tile.zeros.insert(tile.zeros.end(), zeros.begin() + at,
+                            zeros.begin() + at + rowWidth);
         }
         if (!rowWidth) {
           int64_t at = (head * keyGroupRows(*this) + first / group) * dim;
-          for (int64_t c = 0; c < dim; ++c) {
-            tile.scaleCodes.push_back(std::bit_cast<uint32_t>(scales[at + c]));
-            tile.zeros.push_back(zeros[at + c]);
-          }
+          tile.scales.assign(scales.begin() + at, scales.begin() + at + dim);
+          tile.zeros.assign(zeros.begin() + at, zeros.begin() + at + dim);
         }
         std::optional<std::vector<float>> rows =
-            lowbit::dequantize(tile, error);
+            dequantizeKiviTile(config.kivi, keys, tile, error);
         if (!rows) {
           // The format model's indices are the group's own: say which.
           if (error)

@@ -155,6 +155,18 @@ std::vector<KvEvalRow> evaluateKvSchemes(const KvEvalConfig &config) {
                  ", R=0)",
              kiviBitsPerElement(options), *approx);
     }
+  // lowbit's zero-including variant, keys per channel: what KIVI's own
+  // quantizer (the rows above) gains on one-sign outlier channels.
+  for (int bits : {4, 2}) {
+    KiviOptions options;
+    options.bits = bits;
+    options.residual = 0;
+    options.zero = KiviZero::Integer;
+    if (std::optional<Cache> approx = throughKivi(config, cache, options))
+      addRow("kv_kivi_int" + std::to_string(bits) +
+                 " (keys per channel, R=0, zero=int)",
+             kiviBitsPerElement(options), *approx);
+  }
   KiviOptions windowed; // KIVI's default: 4 bits, G = 32, R = 128
   if (std::optional<Cache> approx = throughKivi(config, cache, windowed))
     addRow("kv_kivi_int4 (keys per channel, R=128)",

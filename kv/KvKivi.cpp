@@ -2,6 +2,10 @@
 
 #include "kv/KvKivi.h"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
 namespace lowbit::kv {
 
 namespace {
@@ -20,12 +24,91 @@ Scheme asymmetricScheme(const KiviOptions &options, ScaleSpec scale) {
                 options.bits == 4 ? Packing::Nibble : Packing::Byte};
 }
 
+/// The scale and zero index of element (r, c) of a tile: its channel for
+/// keys per channel, else its row's group of G channels (`params` is the
+/// scheme's scaleShape).
+size_t groupIndex(const Scheme &scheme, bool perChannel, Shape2D params,
+                  int64_t r, int64_t c) {
+  return size_t(perChannel ? c : r * params.cols + c / scheme.scale.groupSize);
+}
+
+/// KIVI's own quantizer (KiviZero::Float) on a [rows, cols] tile: each
+/// group's raw min and max (NaN skipped, in element order, std::min's and
+/// std::max's tie rules as the kernels' stdMin/stdMax), s = (mx - mn) /
+/// qmax, q = rne(clamp((x - mn) / s, 0, qmax)) with NaN giving 0.
+KiviTile quantizeFloatZero(const Scheme &scheme, bool perChannel,
+                           std::span<const float> x, int64_t rows,
+                           int64_t cols) {
+  const float qmax = float(scheme.element.codeMask());
+  Shape2D params = scaleShape(scheme, rows, cols);
+  KiviTile tile;
+  tile.rows = rows;
+  tile.cols = cols;
+  size_t groups = size_t(params.rows * params.cols);
+  std::vector<float> low(groups, INFINITY), high(groups, -INFINITY);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float value = x[r * cols + c];
+      if (std::isnan(value))
+        continue;
+      size_t g = groupIndex(scheme, perChannel, params, r, c);
+      low[g] = value < low[g] ? value : low[g];
+      high[g] = high[g] < value ? value : high[g];
+    }
+  for (size_t g = 0; g < groups; ++g) {
+    if (high[g] < low[g]) // every element NaN
+      low[g] = high[g] = 0.0f;
+    tile.zeros.push_back(low[g]);
+    tile.scales.push_back((high[g] - low[g]) / qmax);
+  }
+  Shape2D packed = codesShape(scheme, rows, cols);
+  bool nibbles = scheme.packing == Packing::Nibble;
+  tile.codes.assign(size_t(packed.rows * packed.cols), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      size_t g = groupIndex(scheme, perChannel, params, r, c);
+      float scaled = (x[r * cols + c] - tile.zeros[g]) / tile.scales[g];
+      if (std::isnan(scaled))
+        scaled = 0.0f;
+      scaled = std::clamp(scaled, 0.0f, qmax);
+      auto code = uint8_t(std::nearbyint(scaled)); // RNE, the default mode
+      if (nibbles)
+        tile.codes[r * packed.cols + c / 2] |= uint8_t(code << (c % 2 * 4));
+      else
+        tile.codes[r * packed.cols + c] = code;
+    }
+  return tile;
+}
+
+/// The values of a KiviZero::Float tile: q * s + mn.
+std::vector<float> dequantizeFloatZero(const Scheme &scheme, bool perChannel,
+                                       const KiviTile &tile) {
+  Shape2D params = scaleShape(scheme, tile.rows, tile.cols);
+  Shape2D packed = codesShape(scheme, tile.rows, tile.cols);
+  bool nibbles = scheme.packing == Packing::Nibble;
+  std::vector<float> values;
+  values.reserve(size_t(tile.rows * tile.cols));
+  for (int64_t r = 0; r < tile.rows; ++r)
+    for (int64_t c = 0; c < tile.cols; ++c) {
+      size_t g = groupIndex(scheme, perChannel, params, r, c);
+      uint8_t code =
+          nibbles ? uint8_t(tile.codes[r * packed.cols + c / 2] >> (c % 2 * 4) &
+                            0xF)
+                  : tile.codes[r * packed.cols + c];
+      float product = float(code) * tile.scales[g];
+      values.push_back(product + tile.zeros[g]);
+    }
+  return values;
+}
+
 /// The tiles dequantized, oldest first, then the full-precision tail.
-std::vector<float> joined(const std::vector<QuantizedTensor> &tiles,
+std::vector<float> joined(const KiviOptions &options, bool keys,
+                          const std::vector<KiviTile> &tiles,
                           const std::vector<float> &residual) {
   std::vector<float> result;
-  for (const QuantizedTensor &tile : tiles) {
-    std::vector<float> values = *dequantize(tile, nullptr);
+  for (const KiviTile &tile : tiles) {
+    std::vector<float> values =
+        *dequantizeKiviTile(options, keys, tile, nullptr);
     result.insert(result.end(), values.begin(), values.end());
   }
   result.insert(result.end(), residual.begin(), residual.end());
@@ -33,6 +116,18 @@ std::vector<float> joined(const std::vector<QuantizedTensor> &tiles,
 }
 
 } // namespace
+
+std::string_view kiviZeroName(KiviZero zero) {
+  return zero == KiviZero::Float ? "float" : "int";
+}
+
+std::optional<KiviZero> parseKiviZero(std::string_view name) {
+  if (name == "float")
+    return KiviZero::Float;
+  if (name == "int")
+    return KiviZero::Integer;
+  return std::nullopt;
+}
 
 bool validateKiviOptions(const KiviOptions &options, std::string *error) {
   if (options.bits != 2 && options.bits != 4) {
@@ -76,6 +171,54 @@ Scheme valueSchemeOf(const KiviOptions &options) {
   return asymmetricScheme(options, scale);
 }
 
+std::optional<KiviTile> quantizeKiviTile(const KiviOptions &options, bool keys,
+                                         std::span<const float> x, int64_t rows,
+                                         int64_t cols, std::string *error) {
+  Scheme scheme = keys ? keySchemeOf(options) : valueSchemeOf(options);
+  bool perChannel = keys && options.keys == KeyGranularity::PerChannel;
+  if (options.zero == KiviZero::Float)
+    return quantizeFloatZero(scheme, perChannel, x, rows, cols);
+  std::optional<QuantizedTensor> quantized =
+      quantize(scheme, x, rows, cols, error);
+  if (!quantized)
+    return std::nullopt;
+  KiviTile tile;
+  tile.rows = rows;
+  tile.cols = cols;
+  tile.codes = std::move(quantized->codes);
+  for (uint32_t code : quantized->scaleCodes)
+    tile.scales.push_back(std::bit_cast<float>(code));
+  tile.zeros.assign(quantized->zeros.begin(), quantized->zeros.end());
+  return tile;
+}
+
+std::optional<std::vector<float>> dequantizeKiviTile(const KiviOptions &options,
+                                                     bool keys,
+                                                     const KiviTile &tile,
+                                                     std::string *error) {
+  Scheme scheme = keys ? keySchemeOf(options) : valueSchemeOf(options);
+  bool perChannel = keys && options.keys == KeyGranularity::PerChannel;
+  if (options.zero == KiviZero::Float)
+    return dequantizeFloatZero(scheme, perChannel, tile);
+  QuantizedTensor quantized(scheme);
+  quantized.rows = tile.rows;
+  quantized.cols = tile.cols;
+  quantized.codes = tile.codes;
+  for (float scale : tile.scales)
+    quantized.scaleCodes.push_back(std::bit_cast<uint32_t>(scale));
+  for (float zero : tile.zeros) {
+    // An integer zero point, stored as f32: refuse anything else rather
+    // than truncate it.
+    if (!(zero >= 0.0f && zero <= 255.0f) || zero != std::floor(zero)) {
+      setError(error, "zero point " + std::to_string(zero) +
+                          " is not an integer in [0, 255]");
+      return std::nullopt;
+    }
+    quantized.zeros.push_back(uint8_t(zero));
+  }
+  return lowbit::dequantize(quantized, error);
+}
+
 std::optional<KiviStream> KiviStream::create(const KiviOptions &options,
                                              int64_t headDim,
                                              std::string *error) {
@@ -110,10 +253,10 @@ bool KiviStream::flush(std::string *error) {
     int64_t count = group * headDim;
     std::span<const float> keyTile(residualKeys.data(), count);
     std::span<const float> valueTile(residualValues.data(), count);
-    std::optional<QuantizedTensor> keyCodes =
-        quantize(keySchemeOf(config), keyTile, group, headDim, error);
-    std::optional<QuantizedTensor> valueCodes =
-        quantize(valueSchemeOf(config), valueTile, group, headDim, error);
+    std::optional<KiviTile> keyCodes =
+        quantizeKiviTile(config, true, keyTile, group, headDim, error);
+    std::optional<KiviTile> valueCodes =
+        quantizeKiviTile(config, false, valueTile, group, headDim, error);
     if (!keyCodes || !valueCodes)
       return false;
     keyTiles.push_back(std::move(*keyCodes));
@@ -127,15 +270,15 @@ bool KiviStream::flush(std::string *error) {
 }
 
 std::vector<float> KiviStream::keys() const {
-  return joined(keyTiles, residualKeys);
+  return joined(config, true, keyTiles, residualKeys);
 }
 
 std::vector<float> KiviStream::values() const {
-  return joined(valueTiles, residualValues);
+  return joined(config, false, valueTiles, residualValues);
 }
 
 double kiviBitsPerElement(const KiviOptions &options) {
-  return options.bits + (32.0 + 8.0) / double(options.groupSize);
+  return options.bits + (32.0 + 32.0) / double(options.groupSize);
 }
 
 } // namespace lowbit::kv

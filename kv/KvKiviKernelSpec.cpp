@@ -40,6 +40,7 @@ KiviOptions KiviSide::options() const {
   result.residual = residual;
   result.keys =
       perChannel ? KeyGranularity::PerChannel : KeyGranularity::PerToken;
+  result.zero = zero;
   return result;
 }
 
@@ -93,6 +94,7 @@ std::string formatKiviKernelSpec(const KiviKernelSpec &spec) {
           " group=" + std::to_string(spec.side.groupSize) +
           " residual=" + std::to_string(spec.side.residual) +
           (spec.side.perChannel ? " per_channel" : " per_token") +
+          " zero=" + std::string(kiviZeroName(spec.side.zero)) +
           " from=" + std::string(kvValueTypeName(spec.residualType));
   if (!append)
     text += " to=" + std::string(kvValueTypeName(spec.outputType));
@@ -175,6 +177,12 @@ std::optional<KiviKernelSpec> parseKiviKernelSpec(std::string_view text,
       if (key == "to" && spec.op == KvKernelOp::Append)
         return refuse("to= belongs to kivi_dequantize only");
       (key == "from" ? spec.residualType : spec.outputType) = *type;
+    } else if (key == "zero") {
+      std::optional<KiviZero> zero = parseKiviZero(value);
+      if (!zero)
+        return refuse("the zero is float (KIVI's min) or int (the range "
+                      "widened to include 0, an integer zero point)");
+      spec.side.zero = *zero;
     } else if (key == "layout") {
       std::optional<KvLayout> layout = parseKvLayout(value);
       if (!layout)

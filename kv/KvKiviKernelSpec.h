@@ -38,6 +38,9 @@ struct KiviSide {
   /// per token in groups of G channels (values, and the per-token keys
   /// baseline).
   bool perChannel = false;
+  /// KIVI's float zero (mn) by default; Integer: lowbit's zero-including
+  /// range with an integer zero point. Zeros are f32 either way.
+  KiviZero zero = KiviZero::Float;
 
   /// The reference options whose keys (perChannel) or values this side is.
   KiviOptions options() const;
@@ -76,9 +79,9 @@ struct KiviKernelSpec {
 };
 
 /// One line naming every field, for messages and compile caches:
-/// "kivi_append kv_kivi_int4 group=32 residual=128 per_channel from=f16
-/// layout=paged heads=2 head_dim=40" (dequantize: "kivi_dequantize ...
-/// to=f32").
+/// "kivi_append kv_kivi_int4 group=32 residual=128 per_channel zero=float
+/// from=f16 layout=paged heads=2 head_dim=40" (dequantize:
+/// "kivi_dequantize ... to=f32").
 std::string formatKiviKernelSpec(const KiviKernelSpec &spec);
 
 /// The spec's own checks (the side, f16/bf16 residual, heads and head_dim
@@ -87,11 +90,11 @@ bool validateKiviKernelSpec(const KiviKernelSpec &spec, std::string *error);
 
 /// Parses formatKiviKernelSpec's text: `kivi_append|kivi_dequantize
 /// kv_kivi_int4|kv_kivi_int2 [group=G] [residual=R]
-/// [per_channel|per_token] [from=f16|bf16] [to=f16|bf16|f32]
-/// [layout=contiguous|paged] heads=N head_dim=N` (defaults: group=32,
-/// residual=128, per_token, from=f16, to=f32, contiguous; to= belongs to
-/// kivi_dequantize only), then validateKiviKernelSpec. nullopt and a
-/// message quoting the bad token.
+/// [per_channel|per_token] [zero=float|int] [from=f16|bf16]
+/// [to=f16|bf16|f32] [layout=contiguous|paged] heads=N head_dim=N`
+/// (defaults: group=32, residual=128, per_token, zero=float, from=f16,
+/// to=f32, contiguous; to= belongs to kivi_dequantize only), then
+/// validateKiviKernelSpec. nullopt and a message quoting the bad token.
 std::optional<KiviKernelSpec> parseKiviKernelSpec(std::string_view text,
                                                   std::string *error);
 

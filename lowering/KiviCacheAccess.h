@@ -6,7 +6,9 @@
 // attention): one side of the cache in the buffers of kv/KvKiviKernelSpec.h
 // (codes, scales, zeros, the residual ring, the lengths and the block
 // table), the rows a token's codes, parameters and ring slot are at, and
-// ScaleMath's arithmetic for the side's scheme (docs/kv-kernels.md, KIVI).
+// the side's arithmetic (docs/kv-kernels.md, KIVI): KIVI's own float zero
+// (kv/KvKivi.h's quantizeKiviTile), or ScaleMath's for the scheme with
+// zero=int.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,10 +22,12 @@
 #include "kv/KvPaged.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <cmath>
 #include <tuple>
 
 namespace lowbit::kivi {
@@ -197,10 +201,17 @@ public:
     return widen(sourceIf.getResult(0));
   }
 
-  /// The min/max statistics of `element(i)` for i in [begin, end).
+  bool floatZero() const { return side.zero == lowbit::kv::KiviZero::Float; }
+
+  /// The min/max statistics of `element(i)` for i in [begin, end): raw
+  /// (from +-inf) for KIVI's float zero, from 0 for zero=int.
   lowbit::Stats emitStats(Value begin, Value end,
                           function_ref<Value(Value)> element) {
     SmallVector<Value> init(3, f32(0.0f));
+    if (floatZero()) {
+      init[1] = f32(INFINITY);
+      init[2] = f32(-INFINITY);
+    }
     auto loop = scf::ForOp::create(b, begin, end, idx(1), init);
     {
       OpBuilder::InsertionGuard guard(b);
@@ -213,17 +224,32 @@ public:
   }
 
   /// The scale and zero of a group from its statistics: the stored f32
-  /// scale, the u8 zero (i8), and the parameters quantizeValue takes.
+  /// scale and f32 zero, and the parameters quantizeCode takes (zero: the
+  /// f32 mn, or zero=int's i32 zero point).
   struct Picked {
     Value stored, zero;
     lowbit::GroupParams params;
   };
   Picked pick(const lowbit::Stats &stats) {
     Picked picked;
+    if (floatZero()) {
+      // KIVI: s = (mx - mn) / (2^b - 1); mn = mx = 0 when every element
+      // was NaN (the statistics never left +-inf).
+      Value none = cmpf(arith::CmpFPredicate::OLT, stats.max, stats.min);
+      Value low = select(none, f32(0.0f), stats.min);
+      Value high = select(none, f32(0.0f), stats.max);
+      picked.stored =
+          divf(arith::SubFOp::create(b, high, low), f32(quantMax()));
+      picked.zero = low;
+      picked.params.scale = picked.stored;
+      picked.params.zero = low;
+      return picked;
+    }
     picked.stored = pickScale(stats, Value());
     picked.params.scale = decodeScale(picked.stored);
-    picked.zero = pickZero(stats.min, picked.params.scale);
-    picked.params.zero = arith::ExtUIOp::create(b, b.getI32Type(), picked.zero);
+    Value zero = pickZero(stats.min, picked.params.scale);
+    picked.zero = arith::UIToFPOp::create(b, b.getF32Type(), zero);
+    picked.params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
     return picked;
   }
 
@@ -232,9 +258,36 @@ public:
     lowbit::GroupParams params;
     params.scale =
         decodeScale(memref::LoadOp::create(b, scales, at(row, column)));
-    params.zero = arith::ExtUIOp::create(
-        b, b.getI32Type(), memref::LoadOp::create(b, zeros, at(row, column)));
+    params.zero = memref::LoadOp::create(b, zeros, at(row, column));
+    if (!floatZero()) // an integer in [0, 2^b - 1], stored as f32
+      params.zero = arith::FPToSIOp::create(b, b.getI32Type(), params.zero);
     return params;
+  }
+
+  /// One element's code (an i8 whose high bits are zero). KIVI: q =
+  /// rne(clamp((x - mn) / s, 0, 2^b - 1)), NaN giving 0.
+  Value quantizeCode(Value value, const lowbit::GroupParams &params) {
+    if (!floatZero())
+      return quantizeValue(value, params);
+    Value scaled =
+        divf(arith::SubFOp::create(b, value, params.zero), params.scale);
+    scaled = select(isNan(scaled), f32(0.0f), scaled);
+    scaled = stdClamp(scaled, f32(0.0f), f32(quantMax()));
+    return arith::FPToUIOp::create(b, b.getI8Type(),
+                                   math::RoundEvenOp::create(b, scaled));
+  }
+
+  /// The f32 value of a code (its bits above the element's are ignored).
+  /// KIVI: q * s + mn, two roundings.
+  Value dequantizeCode(Value code, const lowbit::GroupParams &params) {
+    if (!floatZero())
+      return dequantizeValue(code, params);
+    Value masked = arith::AndIOp::create(
+        b, arith::ExtUIOp::create(b, b.getI32Type(), code),
+        i32(int32_t(scheme.element.codeMask())));
+    Value product =
+        mulf(arith::UIToFPOp::create(b, b.getF32Type(), masked), params.scale);
+    return arith::AddFOp::create(b, product, params.zero);
   }
 
   /// The byte of two nibble codes (low: the even channel), or one code.
@@ -318,7 +371,7 @@ public:
     }
     Value column =
         side.perChannel ? channel : div(channel, idx(side.groupSize));
-    return dequantizeValue(code, loadParams(paramRow, column));
+    return dequantizeCode(code, loadParams(paramRow, column));
   }
 
 protected:

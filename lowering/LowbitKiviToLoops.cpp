@@ -2,9 +2,10 @@
 //
 // Rewrites the KIVI cache ops into scf.parallel nests that both tails map
 // (the CPU tail to loops, the GPU tail to threads), with the reference's
-// arithmetic emitted by ScaleMath for the side's scheme (kv/KvKivi.h:
-// lowbit's min/max rule, statistics from 0 skipping NaN, f32 scale, u8
-// zero point), so codes, scales and zeros equal KiviStream's bit for bit.
+// arithmetic (kv/KvKivi.h: KIVI's raw min/max and float zero, or with
+// zero=int lowbit's min/max rule emitted by ScaleMath; NaN skipped, f32
+// scale and zero), so codes, scales and zeros equal KiviStream's bit for
+// bit.
 //
 // kivi_append is two nests, in order (docs/kv-kernels.md, KIVI):
 //   1. the flush: the groups of G tokens in [Q(T), Q(T + N)) (Q(t) =
@@ -94,17 +95,16 @@ void KiviEmitter::emitFlushPerChannel(Value input, Value newTokens,
             Value position = add(start, token);
             auto [inside, codeRow] = tokenRow(seq, head, position);
             emitIf(inside, [&] {
-              Value low = quantizeValue(
+              Value low = quantizeCode(
                   sourceValue(input, seq, head, length, position, first),
                   firstParams);
               Value high;
               if (second)
-                high =
-                    select(secondExists,
-                           quantizeValue(sourceValue(input, seq, head, length,
-                                                     position, second),
-                                         secondParams),
-                           i8(0));
+                high = select(secondExists,
+                              quantizeCode(sourceValue(input, seq, head, length,
+                                                       position, second),
+                                           secondParams),
+                              i8(0));
               memref::StoreOp::create(b, packByte(low, high), codes,
                                       at(codeRow, byteIndex));
             });
@@ -145,8 +145,8 @@ void KiviEmitter::emitFlushPerToken(Value input, Value newTokens,
               auto [first, second, secondExists] =
                   byteChannels(byteIndex, headDim);
               auto code = [&](Value channel) {
-                return quantizeValue(element(channel),
-                                     loadParams(row, div(channel, group)));
+                return quantizeCode(element(channel),
+                                    loadParams(row, div(channel, group)));
               };
               Value high;
               if (second)

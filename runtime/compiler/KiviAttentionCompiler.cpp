@@ -61,6 +61,7 @@ buildKiviAttentionModule(MLIRContext &context,
         b.getI64IntegerAttr(spec.keys.groupSize),
         b.getI64IntegerAttr(spec.keys.residual),
         spec.keys.perChannel ? b.getUnitAttr() : UnitAttr(),
+        spec.keys.zero == kv::KiviZero::Integer ? b.getUnitAttr() : UnitAttr(),
         b.getF32FloatAttr(spec.softmaxScale),
         b.getI64IntegerAttr(spec.splitTokens));
   };

@@ -29,14 +29,18 @@ buildKiviModule(MLIRContext &context, const kv::KiviKernelSpec &spec) {
     IntegerAttr groupSize = b.getI64IntegerAttr(side.groupSize);
     IntegerAttr window = b.getI64IntegerAttr(side.residual);
     UnitAttr perChannel = side.perChannel ? b.getUnitAttr() : UnitAttr();
+    UnitAttr integerZero =
+        side.zero == kv::KiviZero::Integer ? b.getUnitAttr() : UnitAttr();
     if (append)
       ld::KiviAppendOp::create(b, loc, args[0], args[1], args[2], args[3],
                                args[4], args[5], paged ? args[6] : Value(),
-                               scheme, groupSize, window, perChannel);
+                               scheme, groupSize, window, perChannel,
+                               integerZero);
     else
-      ld::KiviDequantizeOp::create(
-          b, loc, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-          paged ? args[7] : Value(), scheme, groupSize, window, perChannel);
+      ld::KiviDequantizeOp::create(b, loc, args[0], args[1], args[2], args[3],
+                                   args[4], args[5], args[6],
+                                   paged ? args[7] : Value(), scheme, groupSize,
+                                   window, perChannel, integerZero);
   };
   return buildSignatureModule(context, kiviKernelParams(spec), body,
                               "KIVI kernel");

@@ -76,7 +76,7 @@ std::vector<KvKernelParam> kiviKernelParams(const kv::KiviKernelSpec &spec) {
   std::vector<KvKernelParam> cache = {
       {"codes", "i8", withWidth(rows, side.codeWidth(spec.headDim)), append},
       {"scales", "f32", params, append},
-      {"zeros", "i8", params, append},
+      {"zeros", "f32", params, append},
       {"residual",
        ring,
        {kBatch, spec.heads, side.residualSlots(), spec.headDim},

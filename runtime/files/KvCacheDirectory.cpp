@@ -93,6 +93,8 @@ bool writeKvCacheDirectory(const std::string &path, const KvCache &cache,
              JsonValue::string(config.kivi.keys == KeyGranularity::PerChannel
                                    ? "per_channel"
                                    : "per_token"));
+    meta.set("zero",
+             JsonValue::string(std::string(kiviZeroName(config.kivi.zero))));
   }
   meta.set("batch", JsonValue::number(config.batch));
   meta.set("kv_heads", JsonValue::number(config.kvHeads));
@@ -119,14 +121,14 @@ bool writeKvCacheDirectory(const std::string &path, const KvCache &cache,
       {"v_scales.npy",
        scalesArray(cache, false, cache.valueRowScales, config.valueScales)}};
   if (isKivi(config.scheme)) {
-    arrays.push_back(
-        {"k_zeros.npy",
-         npy::Array::fromValues<uint8_t>(
-             npy::DType::U8, cache.kiviScaleShape(true), cache.keyZeros)});
-    arrays.push_back(
-        {"v_zeros.npy",
-         npy::Array::fromValues<uint8_t>(
-             npy::DType::U8, cache.kiviScaleShape(false), cache.valueZeros)});
+    arrays.push_back({"k_zeros.npy",
+                      npy::Array::fromValues<float>(npy::DType::F32,
+                                                    cache.kiviScaleShape(true),
+                                                    cache.keyZeros)});
+    arrays.push_back({"v_zeros.npy",
+                      npy::Array::fromValues<float>(npy::DType::F32,
+                                                    cache.kiviScaleShape(false),
+                                                    cache.valueZeros)});
     arrays.push_back(
         {"k_residual.npy",
          npy::Array::fromValues<float>(npy::DType::F32, cache.kiviWindowShape(),
@@ -219,6 +221,13 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
     config.kivi.keys = keys->text() == "per_channel"
                            ? KeyGranularity::PerChannel
                            : KeyGranularity::PerToken;
+    const JsonValue *zero = meta->get("zero");
+    std::optional<KiviZero> parsedZero;
+    if (zero && zero->isString())
+      parsedZero = parseKiviZero(zero->text());
+    if (!parsedZero)
+      return fail("meta.json: 'zero' must be \"float\" or \"int\"");
+    config.kivi.zero = *parsedZero;
   }
   const JsonValue *layout = meta->get("layout");
   if (!layout || !layout->isString() ||
@@ -325,13 +334,13 @@ std::optional<KvCache> readKvCacheDirectory(const std::string &path,
       if (!zeros || !window ||
           !expect(*scaleFiles[side], prefix + "scales.npy", npy::DType::F32,
                   scaleShape) ||
-          !expect(*zeros, prefix + "zeros.npy", npy::DType::U8, scaleShape) ||
+          !expect(*zeros, prefix + "zeros.npy", npy::DType::F32, scaleShape) ||
           !expect(*window, prefix + "residual.npy", npy::DType::F32,
                   cache->kiviWindowShape()))
         return fail(reason);
       (side ? cache->valueRowScales : cache->keyRowScales) =
           scaleFiles[side]->values<float>();
-      (side ? cache->valueZeros : cache->keyZeros) = zeros->values<uint8_t>();
+      (side ? cache->valueZeros : cache->keyZeros) = zeros->values<float>();
       (side ? cache->valueResidual : cache->keyResidual) =
           window->values<float>();
       if (!cache->dequantizeKivi(side == 0, &reason))

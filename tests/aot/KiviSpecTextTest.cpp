@@ -19,6 +19,7 @@ TEST_CASE("a KIVI spec's text parses back to the spec", "[aot][kivi]") {
   spec.side.groupSize = 16;
   spec.side.residual = 64;
   spec.side.perChannel = true;
+  spec.side.zero = KiviZero::Integer;
   spec.residualType = KvValueType::BF16;
   spec.outputType = KvValueType::F16;
   spec.layout = KvLayout::Paged;
@@ -26,6 +27,7 @@ TEST_CASE("a KIVI spec's text parses back to the spec", "[aot][kivi]") {
   spec.headDim = 40;
   for (KvKernelOp op : {KvKernelOp::Append, KvKernelOp::Dequantize}) {
     spec.op = op;
+    CHECK_THAT(formatKiviKernelSpec(spec), Catch::Contains(" zero=int "));
     if (op == KvKernelOp::Append)
       spec.outputType = KvValueType::F32; // not printed for an append
     std::string error;
@@ -45,6 +47,12 @@ TEST_CASE("a KIVI spec's defaults and refusals", "[aot][kivi]") {
   CHECK(spec->side.groupSize == 32);
   CHECK(spec->side.residual == 128);
   CHECK_FALSE(spec->side.perChannel);
+  CHECK(spec->side.zero == KiviZero::Float); // KIVI's own quantizer
+  CHECK_THAT(formatKiviKernelSpec(*spec), Catch::Contains(" zero=float "));
+  spec = parseKiviKernelSpec(
+      "kivi_append kv_kivi_int4 zero=int heads=2 head_dim=8", &error);
+  REQUIRE(spec);
+  CHECK(spec->side.zero == KiviZero::Integer);
   CHECK(spec->residualType == KvValueType::F16);
   CHECK(spec->layout == KvLayout::Contiguous);
   for (auto [text, message] :
@@ -62,6 +70,11 @@ TEST_CASE("a KIVI spec's defaults and refusals", "[aot][kivi]") {
                   "given twice"},
         std::pair{"kivi_append kv_kivi_int4 group=0 heads=2 head_dim=8",
                   "group size 0"},
+        std::pair{"kivi_append kv_kivi_int4 zero=min heads=2 head_dim=8",
+                  "'zero=min': the zero is float"},
+        std::pair{"kivi_append kv_kivi_int4 zero=int zero=float heads=2 "
+                  "head_dim=8",
+                  "given twice"},
         std::pair{"kivi_append kv_kivi_int4 bits=4 heads=2 head_dim=8",
                   "unknown key 'bits'"},
         std::pair{"kv_append kv_kivi_int4 heads=2 head_dim=8",

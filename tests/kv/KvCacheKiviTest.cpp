@@ -67,52 +67,55 @@ TEST_CASE("kivi cache: equals one KiviStream per head, in chunks or at once") {
   std::vector<float> keys = normalSamples(kBatch * kHeads * kTokens * kDim, 11);
   std::vector<float> values =
       normalSamples(kBatch * kHeads * kTokens * kDim, 12);
-  for (KvScheme scheme : {KvScheme::Kivi4, KvScheme::Kivi2})
-    for (KeyGranularity granularity :
-         {KeyGranularity::PerChannel, KeyGranularity::PerToken})
-      for (bool paged : {false, true}) {
-        CAPTURE(kvSchemeName(scheme), int(granularity), paged);
-        KvCacheConfig config = kiviConfig(scheme, granularity, paged);
-        auto chunked = KvCache::create(config, nullptr);
-        auto once = KvCache::create(config, nullptr);
-        REQUIRE(chunked);
-        REQUIRE(once);
-        std::string error;
-        int64_t appended = 0;
-        for (int64_t chunk : {1, 3, 7, 2, 9, 5}) {
-          INFO(error);
-          REQUIRE(chunked->append(tokensOf(keys, appended, chunk),
-                                  tokensOf(values, appended, chunk), chunk,
-                                  &error));
-          appended += chunk;
-        }
-        REQUIRE(appended == 27);
-        REQUIRE(once->append(tokensOf(keys, 0, 27), tokensOf(values, 0, 27), 27,
-                             &error));
-        // 27 tokens, R = 5, G = 4: 20 quantized, 7 in the window.
-        CHECK(chunked->kiviQuantizedTokens(27) == 20);
-        CHECK(chunked->keyCodes == once->keyCodes);
-        CHECK(chunked->keyRowScales == once->keyRowScales);
-        CHECK(chunked->valueZeros == once->valueZeros);
-        CHECK(chunked->keyResidual == once->keyResidual);
+  for (KiviZero zero : {KiviZero::Float, KiviZero::Integer})
+    for (KvScheme scheme : {KvScheme::Kivi4, KvScheme::Kivi2})
+      for (KeyGranularity granularity :
+           {KeyGranularity::PerChannel, KeyGranularity::PerToken})
+        for (bool paged : {false, true}) {
+          CAPTURE(kvSchemeName(scheme), int(granularity), paged, int(zero));
+          KvCacheConfig config = kiviConfig(scheme, granularity, paged);
+          config.kivi.zero = zero;
+          auto chunked = KvCache::create(config, nullptr);
+          auto once = KvCache::create(config, nullptr);
+          REQUIRE(chunked);
+          REQUIRE(once);
+          std::string error;
+          int64_t appended = 0;
+          for (int64_t chunk : {1, 3, 7, 2, 9, 5}) {
+            INFO(error);
+            REQUIRE(chunked->append(tokensOf(keys, appended, chunk),
+                                    tokensOf(values, appended, chunk), chunk,
+                                    &error));
+            appended += chunk;
+          }
+          REQUIRE(appended == 27);
+          REQUIRE(once->append(tokensOf(keys, 0, 27), tokensOf(values, 0, 27),
+                               27, &error));
+          // 27 tokens, R = 5, G = 4: 20 quantized, 7 in the window.
+          CHECK(chunked->kiviQuantizedTokens(27) == 20);
+          CHECK(chunked->keyCodes == once->keyCodes);
+          CHECK(chunked->keyRowScales == once->keyRowScales);
+          CHECK(chunked->valueZeros == once->valueZeros);
+          CHECK(chunked->keyResidual == once->keyResidual);
 
-        KiviOptions options = config.kivi;
-        options.bits = scheme == KvScheme::Kivi4 ? 4 : 2;
-        std::vector<float> cacheKeys = chunked->dequantizeKeys();
-        std::vector<float> cacheValues = chunked->dequantizeValues();
-        for (int64_t head = 0; head < kBatch * kHeads; ++head) {
-          auto stream = KiviStream::create(options, kDim, nullptr);
-          REQUIRE(stream->append(headOf(tokensOf(keys, 0, 27), head, 27),
-                                 headOf(tokensOf(values, 0, 27), head, 27), 27,
-                                 nullptr));
-          CHECK(headOf(cacheKeys, head, 27) == stream->keys());
-          CHECK(headOf(cacheValues, head, 27) == stream->values());
+          KiviOptions options = config.kivi;
+          options.bits = scheme == KvScheme::Kivi4 ? 4 : 2;
+          std::vector<float> cacheKeys = chunked->dequantizeKeys();
+          std::vector<float> cacheValues = chunked->dequantizeValues();
+          for (int64_t head = 0; head < kBatch * kHeads; ++head) {
+            auto stream = KiviStream::create(options, kDim, nullptr);
+            REQUIRE(stream->append(headOf(tokensOf(keys, 0, 27), head, 27),
+                                   headOf(tokensOf(values, 0, 27), head, 27),
+                                   27, nullptr));
+            CHECK(headOf(cacheKeys, head, 27) == stream->keys());
+            CHECK(headOf(cacheValues, head, 27) == stream->values());
+          }
+          // The window is exact; the quantized prefix is not.
+          CHECK(headOf(cacheKeys, 3, 27)[26 * kDim] ==
+                headOf(tokensOf(keys, 0, 27), 3, 27)[26 * kDim]);
+          CHECK(headOf(cacheKeys, 3, 27) !=
+                headOf(tokensOf(keys, 0, 27), 3, 27));
         }
-        // The window is exact; the quantized prefix is not.
-        CHECK(headOf(cacheKeys, 3, 27)[26 * kDim] ==
-              headOf(tokensOf(keys, 0, 27), 3, 27)[26 * kDim]);
-        CHECK(headOf(cacheKeys, 3, 27) != headOf(tokensOf(keys, 0, 27), 3, 27));
-      }
 }
 
 TEST_CASE("kivi cache: 4-bit codes are packed two to a byte") {
@@ -166,8 +169,10 @@ TEST_CASE("kivi cache: the directory round trips and names a bad file") {
   std::string directory = freshDirectory() + "/cache";
   std::vector<float> keys = normalSamples(kBatch * kHeads * kTokens * kDim, 14);
   for (bool paged : {false, true}) {
-    auto cache = KvCache::create(
-        kiviConfig(KvScheme::Kivi4, KeyGranularity::PerToken, paged), nullptr);
+    KvCacheConfig config =
+        kiviConfig(KvScheme::Kivi4, KeyGranularity::PerToken, paged);
+    config.kivi.zero = paged ? KiviZero::Integer : KiviZero::Float;
+    auto cache = KvCache::create(config, nullptr);
     REQUIRE(cache->append(tokensOf(keys, 0, 19), tokensOf(keys, 19, 19), 19,
                           nullptr));
     std::string error;
@@ -177,6 +182,7 @@ TEST_CASE("kivi cache: the directory round trips and names a bad file") {
     REQUIRE(back);
     CHECK(back->config().kivi.keys == KeyGranularity::PerToken);
     CHECK(back->config().kivi.residual == 5);
+    CHECK(back->config().kivi.zero == config.kivi.zero);
     CHECK(back->dequantizeKeys() == cache->dequantizeKeys());
     CHECK(back->dequantizeValues() == cache->dequantizeValues());
   }
@@ -184,12 +190,20 @@ TEST_CASE("kivi cache: the directory round trips and names a bad file") {
   std::string error;
   CHECK_FALSE(readKvCacheDirectory(directory, &error));
   CHECK(error.find("v_residual.npy") != std::string::npos);
-  // A stored group the format model refuses names the key files and the
-  // group (the model's own indices are the group's, not the file's).
-  auto cache = KvCache::create(
-      kiviConfig(KvScheme::Kivi4, KeyGranularity::PerToken, false), nullptr);
+  // A stored zero=int group the format model refuses names the key files
+  // and the group (the model's own indices are the group's, not the
+  // file's); so does a zero point that is no integer.
+  KvCacheConfig config =
+      kiviConfig(KvScheme::Kivi4, KeyGranularity::PerToken, false);
+  config.kivi.zero = KiviZero::Integer;
+  auto cache = KvCache::create(config, nullptr);
   REQUIRE(cache->append(tokensOf(keys, 0, 19), tokensOf(keys, 19, 19), 19,
                         nullptr));
+  cache->keyZeros[0] = 2.5f;
+  REQUIRE(writeKvCacheDirectory(directory, *cache, &error));
+  CHECK_FALSE(readKvCacheDirectory(directory, &error));
+  CHECK_THAT(error, Catch::Contains("tokens 0..3: zero point 2.500000 is not "
+                                    "an integer in [0, 255]"));
   cache->keyZeros[0] = 200;
   REQUIRE(writeKvCacheDirectory(directory, *cache, &error));
   CHECK_FALSE(readKvCacheDirectory(directory, &error));

@@ -21,7 +21,7 @@ TEST_CASE("eval --kv: the claims hold on the synthetic cache") {
   KvEvalConfig config;
   config.shape.maxTokens = 256;
   std::vector<KvEvalRow> rows = evaluateKvSchemes(config);
-  REQUIRE(rows.size() == 9);
+  REQUIRE(rows.size() == 11);
   for (const KvEvalRow &entry : rows)
     UNSCOPED_INFO(entry.scheme << ": bits " << entry.bitsPerElement << " K mse "
                                << entry.keyMse << " V mse " << entry.valueMse
@@ -36,6 +36,12 @@ TEST_CASE("eval --kv: the claims hold on the synthetic cache") {
   CHECK(channel4.keyMse < channel2.keyMse);
   CHECK(row(rows, "kv_kivi_int4 (keys per channel, R=128)").keyMse <
         channel4.keyMse);
+  // KIVI's own quantizer (raw min/max, float zero) beats lowbit's
+  // zero-including one on keys with one-sign outlier channels.
+  CHECK(channel4.keyMse <
+        row(rows, "kv_kivi_int4 (keys per channel, R=0, zero=int)").keyMse);
+  CHECK(channel2.keyMse <
+        row(rows, "kv_kivi_int2 (keys per channel, R=0, zero=int)").keyMse);
 
   // FP8 KV (e4m3, engines' default) stays below 2%.
   CHECK(row(rows, "kv_fp8_e4m3 (per head)").attentionRelativeError < 0.02);

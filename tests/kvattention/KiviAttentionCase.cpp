@@ -44,7 +44,7 @@ KiviAttentionCase::Side makeSide(const kv::KiviAttentionSpec &spec,
   result.residualShape = {batch, heads, side.residualSlots(), dim};
   result.codes.assign(product(result.codeShape), kPoisonCode);
   result.scales.assign(product(result.paramShape), std::nanf(""));
-  result.zeros.assign(product(result.paramShape), kPoisonCode);
+  result.zeros.assign(product(result.paramShape), std::nanf(""));
   result.residual.assign(product(result.residualShape),
                          spec.cache == kv::KvValueType::BF16 ? kNanBFloat16
                                                              : kNanHalf);
@@ -238,7 +238,7 @@ std::vector<std::pair<size_t, bool>> KiviAttentionCase::paramBytes() const {
   std::vector<std::pair<size_t, bool>> params = {{queryBytes, false}};
   for (int side = 0; side < 2; ++side)
     params.insert(params.end(),
-                  {{1, false}, {4, false}, {1, false}, {2, false}});
+                  {{1, false}, {4, false}, {4, false}, {2, false}});
   params.insert(params.end(), {{4, false}, {4, true}, {4, true}});
   if (spec.paged())
     params.push_back({4, false});

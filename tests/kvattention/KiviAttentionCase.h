@@ -35,8 +35,8 @@ struct KiviAttentionCase {
   std::vector<uint8_t> query; ///< the kernel's bytes (f32, f16 or bf16)
   std::vector<float> queryF32;
   struct Side {
-    std::vector<int8_t> codes, zeros;
-    std::vector<float> scales;
+    std::vector<int8_t> codes;
+    std::vector<float> scales, zeros;
     std::vector<uint16_t> residual;
     std::vector<int64_t> codeShape, paramShape, residualShape;
   };

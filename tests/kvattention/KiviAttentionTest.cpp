@@ -38,19 +38,20 @@ const std::vector<int64_t> kLengths = {0, 1, 17, 300};
 /// The default cases: int4 and int2; contiguous and paged; G = 32 and the
 /// ragged G = 5 with head_dim 13 or 72; R = 0, 3 and 128; GQA 1 and 4;
 /// f16 and bf16 rings; f32, f16 and bf16 queries; keys per channel (and
-/// per token once); split 64.
+/// per token once); KIVI's float zero (zero=int twice); split 64.
 std::vector<std::string> defaultSpecs() {
   return {
       "kivi_attend kv_kivi_int4 group=32 residual=128 cache=f16 q=f32 "
       "layout=contiguous q_heads=8 kv_heads=2 head_dim=72 split=64",
-      "kivi_attend kv_kivi_int4 group=5 residual=3 cache=bf16 q=bf16 "
-      "layout=paged q_heads=2 kv_heads=2 head_dim=13 split=64",
+      "kivi_attend kv_kivi_int4 group=5 residual=3 zero=int cache=bf16 "
+      "q=bf16 layout=paged q_heads=2 kv_heads=2 head_dim=13 split=64",
       "kivi_attend kv_kivi_int2 group=32 residual=0 cache=f16 q=f16 "
       "layout=paged q_heads=8 kv_heads=2 head_dim=72 split=64",
       "kivi_attend kv_kivi_int2 group=5 residual=128 cache=bf16 q=f32 "
       "layout=contiguous q_heads=2 kv_heads=2 head_dim=13 split=64",
-      "kivi_attend kv_kivi_int4 group=5 residual=0 keys=per_token cache=f16 "
-      "q=f16 layout=contiguous q_heads=8 kv_heads=2 head_dim=13 split=64",
+      "kivi_attend kv_kivi_int4 group=5 residual=0 keys=per_token zero=int "
+      "cache=f16 q=f16 layout=contiguous q_heads=8 kv_heads=2 head_dim=13 "
+      "split=64",
       "kivi_attend kv_kivi_int2 group=32 residual=3 cache=bf16 q=bf16 "
       "layout=paged q_heads=8 kv_heads=2 head_dim=72 split=64",
   };
@@ -133,6 +134,7 @@ TEST_CASE("kivi_attend spec text: defaults, round trip, errors") {
   INFO(error);
   REQUIRE(spec);
   CHECK(spec->keys == kv::KiviSide{2, 32, 128, true});
+  CHECK(spec->keys.zero == kv::KiviZero::Float);
   CHECK(spec->cache == kv::KvValueType::F16);
   CHECK(spec->splitTokens == kv::defaultSplitTokens(2));
   CHECK(spec->softmaxScale == 0.125f);
@@ -172,6 +174,8 @@ TEST_CASE("kivi_attend spec text: defaults, round trip, errors") {
       {"kivi_attend kv_kivi_int4 keys=per_row q_heads=1 kv_heads=1 "
        "head_dim=8",
        "'keys=per_row' has a bad value for keys"},
+      {"kivi_attend kv_kivi_int4 zero=u8 q_heads=1 kv_heads=1 head_dim=8",
+       "'zero=u8' has a bad value for zero"},
       {"kivi_attend kv_kivi_int4 q_heads=1 kv_heads=1", "names q_heads="},
       {"kivi_attend kv_kivi_int4 ring=3 q_heads=1 kv_heads=1 head_dim=8",
        "unknown option 'ring'"},

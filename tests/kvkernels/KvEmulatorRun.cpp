@@ -123,11 +123,11 @@ KvEmulatedKernel::compileKivi(const kv::KiviKernelSpec &spec,
   std::vector<std::pair<size_t, bool>> params;
   if (spec.op == kv::KvKernelOp::Append)
     params = {{residual, false}, {1, true},        {4, true},
-              {1, true},         {residual, true}, {4, false}};
+              {4, true},         {residual, true}, {4, false}};
   else
     params = {{1, false},
               {4, false},
-              {1, false},
+              {4, false},
               {residual, false},
               {4, false},
               {4, false},

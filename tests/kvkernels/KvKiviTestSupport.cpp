@@ -19,8 +19,8 @@ namespace lowbit::kvtest {
 namespace {
 
 constexpr int64_t kBatch = 2, kHeads = 2;
-constexpr uint8_t kCodeSentinel = 0x5A, kZeroSentinel = 0xA5;
-constexpr float kScaleSentinel = -7.0f;
+constexpr uint8_t kCodeSentinel = 0x5A;
+constexpr float kScaleSentinel = -7.0f, kZeroSentinel = -5.0f;
 /// A NaN in every ring slot: a kernel that reads a slot it never wrote
 /// makes a NaN the reference does not have.
 constexpr uint16_t kRingSentinel = 0x7E01;
@@ -68,7 +68,7 @@ public:
     ringShape = {kBatch, kHeads, side.residualSlots(), headDim};
     codes.assign(product(codeShape), kCodeSentinel);
     scales.assign(product(paramShape), floatBits(kScaleSentinel));
-    zeros.assign(product(paramShape), kZeroSentinel);
+    zeros.assign(product(paramShape), floatBits(kZeroSentinel));
     ring.assign(product(ringShape), kRingSentinel);
     lengths.assign(kBatch, 0);
     std::string error;
@@ -126,17 +126,17 @@ public:
     std::vector<uint8_t> expectedCodes(codes.size(), kCodeSentinel);
     std::vector<uint32_t> expectedScales(scales.size(),
                                          floatBits(kScaleSentinel));
-    std::vector<uint8_t> expectedZeros(zeros.size(), kZeroSentinel);
+    std::vector<uint32_t> expectedZeros(zeros.size(), floatBits(kZeroSentinel));
     int64_t group = side.groupSize;
     for (int64_t seq = 0; seq < kBatch; ++seq)
       for (int64_t head = 0; head < kHeads; ++head) {
         const kv::KiviStream &reference = streamAt(seq, head);
         REQUIRE(reference.quantizedTokenCount() ==
                 side.quantizedPrefix(lengths[size_t(seq)]));
-        const std::vector<QuantizedTensor> &tiles =
+        const std::vector<kv::KiviTile> &tiles =
             side.perChannel ? reference.keyGroups() : reference.valueGroups();
         for (size_t index = 0; index < tiles.size(); ++index) {
-          const QuantizedTensor &tile = tiles[index];
+          const kv::KiviTile &tile = tiles[index];
           int64_t start = int64_t(index) * group;
           REQUIRE(tile.codes.size() == size_t(group * codeWidth));
           for (int64_t token = 0; token < group; ++token) {
@@ -149,9 +149,9 @@ public:
               continue;
             for (int64_t column = 0; column < paramWidth; ++column) {
               expectedScales[size_t(row * paramWidth + column)] =
-                  tile.scaleCodes[size_t(token * paramWidth + column)];
+                  floatBits(tile.scales[size_t(token * paramWidth + column)]);
               expectedZeros[size_t(row * paramWidth + column)] =
-                  tile.zeros[size_t(token * paramWidth + column)];
+                  floatBits(tile.zeros[size_t(token * paramWidth + column)]);
             }
           }
           if (side.perChannel) {
@@ -159,16 +159,16 @@ public:
             for (int64_t channel = 0; channel < headDim && row >= 0;
                  ++channel) {
               expectedScales[size_t(row * headDim + channel)] =
-                  tile.scaleCodes[size_t(channel)];
+                  floatBits(tile.scales[size_t(channel)]);
               expectedZeros[size_t(row * headDim + channel)] =
-                  tile.zeros[size_t(channel)];
+                  floatBits(tile.zeros[size_t(channel)]);
             }
           }
         }
       }
     CHECK(firstDifference(codes, expectedCodes) == "");
     CHECK(firstDifference(asBytes(scales), asBytes(expectedScales)) == "");
-    CHECK(firstDifference(zeros, expectedZeros) == "");
+    CHECK(firstDifference(asBytes(zeros), asBytes(expectedZeros)) == "");
   }
 
   /// Dequantize of tokens [start[b], start[b] + count) to f32 equals the
@@ -237,7 +237,8 @@ public:
     std::vector<uint8_t> bytes = codes;
     std::vector<uint8_t> scaleBytes = asBytes(scales);
     bytes.insert(bytes.end(), scaleBytes.begin(), scaleBytes.end());
-    bytes.insert(bytes.end(), zeros.begin(), zeros.end());
+    std::vector<uint8_t> zeroBytes = asBytes(zeros);
+    bytes.insert(bytes.end(), zeroBytes.begin(), zeroBytes.end());
     return bytes;
   }
 
@@ -349,8 +350,8 @@ private:
   int64_t headDim, codeWidth, paramWidth;
   int64_t capacity = 0, pages = 0, maxBlocks = 0;
   std::vector<int64_t> codeShape, paramShape, ringShape;
-  std::vector<uint8_t> codes, zeros;
-  std::vector<uint32_t> scales;
+  std::vector<uint8_t> codes;
+  std::vector<uint32_t> scales, zeros;
   std::vector<uint16_t> ring;
   std::vector<int32_t> lengths, table;
   std::vector<kv::KiviStream> streams;
@@ -382,39 +383,42 @@ void checkKiviEverywhere(const KiviRunner &run, int bits, int64_t groupSize,
                          int64_t residual, int64_t headDim,
                          kv::KvValueType type,
                          const std::vector<int64_t> &chunks) {
-  for (bool perChannel : {true, false})
-    for (kv::KvLayout layout :
-         {kv::KvLayout::Contiguous, kv::KvLayout::Paged}) {
-      KiviCaseConfig config;
-      config.side.bits = bits;
-      config.side.groupSize = groupSize;
-      config.side.residual = residual;
-      config.side.perChannel = perChannel;
-      config.layout = layout;
-      config.type = type;
-      config.headDim = headDim;
-      config.chunks = chunks;
-      std::vector<uint8_t> chunked = checkKiviAppends(run, config);
-      // The same tokens in one append give the same cache bytes.
-      config.chunks = {
-          std::accumulate(chunks.begin(), chunks.end(), int64_t(0))};
-      std::vector<uint8_t> whole = checkKiviAppends(run, config);
-      CHECK(firstDifference(chunked, whole) == "");
-    }
+  for (kv::KiviZero zero : {kv::KiviZero::Float, kv::KiviZero::Integer})
+    for (bool perChannel : {true, false})
+      for (kv::KvLayout layout :
+           {kv::KvLayout::Contiguous, kv::KvLayout::Paged}) {
+        KiviCaseConfig config;
+        config.side.zero = zero;
+        config.side.bits = bits;
+        config.side.groupSize = groupSize;
+        config.side.residual = residual;
+        config.side.perChannel = perChannel;
+        config.layout = layout;
+        config.type = type;
+        config.headDim = headDim;
+        config.chunks = chunks;
+        std::vector<uint8_t> chunked = checkKiviAppends(run, config);
+        // The same tokens in one append give the same cache bytes.
+        config.chunks = {
+            std::accumulate(chunks.begin(), chunks.end(), int64_t(0))};
+        std::vector<uint8_t> whole = checkKiviAppends(run, config);
+        CHECK(firstDifference(chunked, whole) == "");
+      }
 }
 
 void checkKiviSkipsOutsideTheCache(const KiviRunner &run) {
-  for (bool perChannel : {true, false})
-    for (kv::KvLayout layout :
-         {kv::KvLayout::Contiguous, kv::KvLayout::Paged}) {
-      KiviCaseConfig config;
-      config.side = {4, 5, 0, perChannel};
-      config.layout = layout;
-      config.headDim = 13;
-      config.chunks = {70, 1, 30, 3, 33};
-      config.holes = true;
-      checkKiviAppends(run, config);
-    }
+  for (kv::KiviZero zero : {kv::KiviZero::Float, kv::KiviZero::Integer})
+    for (bool perChannel : {true, false})
+      for (kv::KvLayout layout :
+           {kv::KvLayout::Contiguous, kv::KvLayout::Paged}) {
+        KiviCaseConfig config;
+        config.side = {4, 5, 0, perChannel, zero};
+        config.layout = layout;
+        config.headDim = 13;
+        config.chunks = {70, 1, 30, 3, 33};
+        config.holes = true;
+        checkKiviAppends(run, config);
+      }
 }
 
 } // namespace lowbit::kvtest

@@ -95,7 +95,8 @@ std::vector<Bytes> kvInputs(const kv::KvKernelSpec &spec,
 
 /// Inputs: tokens and ring values in [-4, 4); dequantize's codes (int4:
 /// any byte, two nibbles; int2: [0, 3]), scales in [1/64, 1/4), zeros in
-/// [0, 2^bits); an append's cache 0x5A bytes, its ring random values.
+/// (-4, 0] (zero=float) or integers in [0, 2^bits) (zero=int); an append's
+/// cache 0x5A bytes, its ring random values.
 std::vector<Bytes> kiviInputs(const kv::KiviKernelSpec &spec,
                               const std::vector<aot::ParamInfo> &params,
                               const Dims &dims, const KvGeometry &g,
@@ -114,8 +115,13 @@ std::vector<Bytes> kiviInputs(const kv::KiviKernelSpec &spec,
             bytes.push_back(spec.side.bits == 4 ? uint8_t(generator())
                                                 : uint8_t(generator() % 4));
         } else if (param.role == "zeros") {
+          // KIVI's float zero (a group's min) or an integer zero point.
+          std::vector<float> zeros;
           for (int64_t e = 0; e < count; ++e)
-            bytes.push_back(uint8_t(generator() % levels));
+            zeros.push_back(spec.side.zero == kv::KiviZero::Float
+                                ? -4.0f * unit(generator)
+                                : float(generator() % levels));
+          bytes = bytesOf(zeros);
         } else if (param.role == "scales") {
           std::vector<float> scales;
           for (int64_t e = 0; e < count; ++e)

@@ -35,7 +35,8 @@ constexpr std::string_view kUsage =
     "           (--capacity T | --pages P --block-table TABLE.npy)\n"
     "           [--group G] [--convention multiplier|divisor]\n"
     "           [--k-scales K.npy --v-scales V.npy]\n"
-    "           [--residual R] [--keys per_channel|per_token]\n"
+    "           [--residual R] [--keys per_channel|per_token]"
+    " [--zero float|int]\n"
     "       lowbit kv append --cache DIR --k K.npy --v V.npy [--from "
     "f32|f16|bf16]\n"
     "       lowbit kv dequantize --cache DIR --out-k K.npy --out-v V.npy\n"
@@ -53,7 +54,10 @@ constexpr std::string_view kUsage =
     "(per tensor) or one per kv head. kv_kivi_* quantize keys per channel\n"
     "(or per token) in groups of G tokens (default 32) and values per\n"
     "token in groups of G channels, asymmetric, and keep the newest R\n"
-    "tokens (default 128, at most 128) in full precision. append quantizes\n"
+    "tokens (default 128, at most 128) in full precision. Their zero is\n"
+    "KIVI's own (--zero float: the group's min, q = rne(clamp((x - min) /\n"
+    "s, 0, 2^b - 1)), s = (max - min) / (2^b - 1)), or with --zero int the\n"
+    "range widened to include 0 and an integer zero point. append quantizes\n"
     "[batch, kv_heads,\n"
     "tokens, head_dim] K and V and writes them after each sequence's\n"
     "length. dequantize writes [batch, kv_heads, longest, head_dim] float32\n"
@@ -68,7 +72,7 @@ constexpr std::string_view kUsage =
     "its shape, float32 scales of shape[:-1] + [ceil(D / G)], and with\n"
     "--out-values the dequantized float32 values.\n";
 
-constexpr std::array<OptionSpec, 28> kOptions = {{
+constexpr std::array<OptionSpec, 29> kOptions = {{
     {"cache", true},      {"scheme", true},      {"batch", true},
     {"kv-heads", true},   {"head-dim", true},    {"capacity", true},
     {"pages", true},      {"block-table", true}, {"group", true},
@@ -78,7 +82,7 @@ constexpr std::array<OptionSpec, 28> kOptions = {{
     {"out", true},        {"scale", true},       {"split", true},
     {"residual", true},   {"keys", true},        {"input", true},
     {"out-codes", true},  {"out-scales", true},  {"out-values", true},
-    {"jit", false},
+    {"jit", false},       {"zero", true},
 }};
 
 /// Which options each subcommand takes (the rest are refused by name).
@@ -91,7 +95,7 @@ const Verb kVerbs[] = {
     {"init",
      {"cache", "scheme", "batch", "kv-heads", "head-dim"},
      {"capacity", "pages", "block-table", "group", "convention", "k-scales",
-      "v-scales", "residual", "keys"}},
+      "v-scales", "residual", "keys", "zero"}},
     {"append", {"cache", "k", "v"}, {"from"}},
     {"dequantize", {"cache", "out-k", "out-v"}, {}},
     {"attend", {"cache", "q", "out"}, {"scale", "split", "jit"}},
@@ -213,8 +217,9 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
       !number("head-dim", 1, config.headDim) ||
       !number("group", groupSize, config.int8.groupSize))
     return fail(error);
-  if (!kivi && (parsed.value("residual") || parsed.value("keys")))
-    return fail("--residual and --keys are for kv_kivi_*");
+  if (!kivi && (parsed.value("residual") || parsed.value("keys") ||
+                parsed.value("zero")))
+    return fail("--residual, --keys and --zero are for kv_kivi_*");
   if (kivi) {
     if (parsed.value("convention") || parsed.value("k-scales") ||
         parsed.value("v-scales"))
@@ -234,6 +239,14 @@ CommandResult runInit(const ParsedCommandLine &parsed) {
                                 *keys));
       config.kivi.keys = *keys == "per_channel" ? kv::KeyGranularity::PerChannel
                                                 : kv::KeyGranularity::PerToken;
+    }
+    if (const std::string *zero = parsed.value("zero")) {
+      std::optional<kv::KiviZero> parsedZero = kv::parseKiviZero(*zero);
+      if (!parsedZero)
+        return fail(fmt::format("unknown --zero '{}': expected float (KIVI's "
+                                "min) or int (an integer zero point)",
+                                *zero));
+      config.kivi.zero = *parsedZero;
     }
   } else if (*scheme == kv::KvScheme::Int8Groups) {
     if (parsed.value("k-scales") || parsed.value("v-scales"))
@@ -600,10 +613,10 @@ CommandResult runEvalKv(Arguments args) {
              config.shape.batch, config.shape.qHeads, config.shape.kvHeads,
              config.shape.headDim, config.shape.maxTokens, config.outlierScale,
              config.outlierChannels);
-  fmt::print("{:<40} {:>9} {:>11} {:>11} {:>14}\n", "scheme", "bits/elem",
+  fmt::print("{:<48} {:>9} {:>11} {:>11} {:>14}\n", "scheme", "bits/elem",
              "K MSE", "V MSE", "attn rel err");
   for (const kv::KvEvalRow &row : rows)
-    fmt::print("{:<40} {:>9.2f} {:>11.4g} {:>11.4g} {:>13.3f}%\n", row.scheme,
+    fmt::print("{:<48} {:>9.2f} {:>11.4g} {:>11.4g} {:>13.3f}%\n", row.scheme,
                row.bitsPerElement, row.keyMse, row.valueMse,
                100.0 * row.attentionRelativeError);
   return std::nullopt;

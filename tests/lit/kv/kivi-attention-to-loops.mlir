@@ -29,9 +29,10 @@
 // CHECK: memref.load %arg1{{.*}} : memref<1x1x16x4xi8>
 // CHECK: arith.shrui
 // CHECK: memref.load %arg2{{.*}} : memref<1x1x4x8xf32>
-// CHECK: memref.load %arg3{{.*}} : memref<1x1x4x8xi8>
-// CHECK: arith.subi
-// CHECK: arith.sitofp
+// CHECK: memref.load %arg3{{.*}} : memref<1x1x4x8xf32>
+// CHECK: arith.uitofp
+// CHECK: arith.mulf
+// CHECK-NEXT: arith.addf
 // CHECK: math.fma
 // CHECK: arith.cmpf ogt
 // CHECK: math.roundeven
@@ -57,14 +58,14 @@
 // CHECK: memref.load %arg5{{.*}} : memref<3x1x16x4xi8>
 // CHECK: memref.load %arg6{{.*}} : memref<3x1x16x2xf32>
 // CHECK: scf.parallel
-func.func @contiguous(%q: memref<1x2x8xf32>, %kc: memref<1x1x16x4xi8>, %ks: memref<1x1x4x8xf32>, %kz: memref<1x1x4x8xi8>, %kr: memref<1x1x6x8xf16>, %vc: memref<1x1x16x4xi8>, %vs: memref<1x1x16x2xf32>, %vz: memref<1x1x16x2xi8>, %vr: memref<1x1x6x8xf16>, %l: memref<1xi32>, %o: memref<1x2x8xf32>, %p: memref<1x1x2x2x10xf32>) {
+func.func @contiguous(%q: memref<1x2x8xf32>, %kc: memref<1x1x16x4xi8>, %ks: memref<1x1x4x8xf32>, %kz: memref<1x1x4x8xf32>, %kr: memref<1x1x6x8xf16>, %vc: memref<1x1x16x4xi8>, %vs: memref<1x1x16x2xf32>, %vz: memref<1x1x16x2xf32>, %vr: memref<1x1x6x8xf16>, %l: memref<1xi32>, %o: memref<1x2x8xf32>, %p: memref<1x1x2x2x10xf32>) {
   lowbit.kivi_decode_attention %q, %kc, %ks, %kz, %kr, %vc, %vs, %vz, %vr at %l into %o, %p {scheme = "kv_kivi_int4", group_size = 4, residual_window = 2, per_channel_keys, softmax_scale = 1.0 : f32, split_tokens = 8}
-      : memref<1x2x8xf32>, memref<1x1x16x4xi8>, memref<1x1x4x8xf32>, memref<1x1x4x8xi8>, memref<1x1x6x8xf16>, memref<1x1x16x4xi8>, memref<1x1x16x2xf32>, memref<1x1x16x2xi8>, memref<1x1x6x8xf16>, memref<1xi32>, memref<1x2x8xf32>, memref<1x1x2x2x10xf32>
+      : memref<1x2x8xf32>, memref<1x1x16x4xi8>, memref<1x1x4x8xf32>, memref<1x1x4x8xf32>, memref<1x1x6x8xf16>, memref<1x1x16x4xi8>, memref<1x1x16x2xf32>, memref<1x1x16x2xf32>, memref<1x1x6x8xf16>, memref<1xi32>, memref<1x2x8xf32>, memref<1x1x2x2x10xf32>
   return
 }
 
-func.func @paged(%q: memref<1x2x8xf32>, %kc: memref<3x1x16x4xi8>, %ks: memref<3x1x16x2xf32>, %kz: memref<3x1x16x2xi8>, %kr: memref<1x1x6x8xf16>, %vc: memref<3x1x16x4xi8>, %vs: memref<3x1x16x2xf32>, %vz: memref<3x1x16x2xi8>, %vr: memref<1x1x6x8xf16>, %l: memref<1xi32>, %o: memref<1x2x8xf32>, %p: memref<1x1x4x2x10xf32>, %t: memref<1x2xi32>) {
+func.func @paged(%q: memref<1x2x8xf32>, %kc: memref<3x1x16x4xi8>, %ks: memref<3x1x16x2xf32>, %kz: memref<3x1x16x2xf32>, %kr: memref<1x1x6x8xf16>, %vc: memref<3x1x16x4xi8>, %vs: memref<3x1x16x2xf32>, %vz: memref<3x1x16x2xf32>, %vr: memref<1x1x6x8xf16>, %l: memref<1xi32>, %o: memref<1x2x8xf32>, %p: memref<1x1x4x2x10xf32>, %t: memref<1x2xi32>) {
   lowbit.kivi_decode_attention %q, %kc, %ks, %kz, %kr, %vc, %vs, %vz, %vr at %l into %o, %p table %t {scheme = "kv_kivi_int4", group_size = 4, residual_window = 2, softmax_scale = 1.0 : f32, split_tokens = 8}
-      : memref<1x2x8xf32>, memref<3x1x16x4xi8>, memref<3x1x16x2xf32>, memref<3x1x16x2xi8>, memref<1x1x6x8xf16>, memref<3x1x16x4xi8>, memref<3x1x16x2xf32>, memref<3x1x16x2xi8>, memref<1x1x6x8xf16>, memref<1xi32>, memref<1x2x8xf32>, memref<1x1x4x2x10xf32>, memref<1x2xi32>
+      : memref<1x2x8xf32>, memref<3x1x16x4xi8>, memref<3x1x16x2xf32>, memref<3x1x16x2xf32>, memref<1x1x6x8xf16>, memref<3x1x16x4xi8>, memref<3x1x16x2xf32>, memref<3x1x16x2xf32>, memref<1x1x6x8xf16>, memref<1xi32>, memref<1x2x8xf32>, memref<1x1x4x2x10xf32>, memref<1x2xi32>
   return
 }

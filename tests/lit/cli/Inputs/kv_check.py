@@ -2,10 +2,13 @@
 - the kv_int8 contract: scale = 127 / max(amax, eps) per group of G along
   the last axis (f32), q = clip(rint(x * scale), -127, 127), x^ = q / scale;
 - KIVI: asymmetric min/max groups (keys per channel over G tokens, or per
-  token over G channels; values per token), s = (max(hi, 0) - min(lo, 0)) /
-  (2^b - 1) (1 when that is 0), zero = rint(-min(lo, 0) / s), q =
-  clip(rint(x / s) + zero, 0, 2^b - 1), x^ = (q - zero) * s, all f32; the
-  newest tokens past floor(max(0, T - R) / G) * G exact."""
+  token over G channels; values per token), all f32, the newest tokens
+  past floor(max(0, T - R) / G) * G exact. zero=float (the default, KIVI's
+  own quantizer, jy-yuan/KIVI quant/new_pack.py): mn, mx the raw min and
+  max, s = (mx - mn) / (2^b - 1), q = rint(clip((x - mn) / s, 0, 2^b - 1)),
+  x^ = q * s + mn. zero=int: s = (max(hi, 0) - min(lo, 0)) / (2^b - 1) (1
+  when that is 0), zero = rint(-min(lo, 0) / s), q = clip(rint(x / s) +
+  zero, 0, 2^b - 1), x^ = (q - zero) * s."""
 import json
 import sys
 from pathlib import Path
@@ -41,8 +44,25 @@ def make(out):
     np.save(out / "kivi_table_short.npy", np.array([[3, -1], [1, 2]], dtype=np.int32))
 
 
-def asymmetric(tile, bits, axis):
+def kivi_float(tile, bits, axis):
+    """KIVI's own: scales, float zeros (mn) and codes of groups reduced over
+    `axis` (no NaN in these inputs)."""
+    levels = np.float32(2**bits - 1)
+    mn = tile.min(axis=axis, keepdims=True)
+    mx = tile.max(axis=axis, keepdims=True)
+    scale = ((mx - mn) / levels).astype(np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = ((tile - mn) / scale).astype(np.float32)
+    scaled[np.isnan(scaled)] = 0
+    codes = np.rint(np.clip(scaled, 0, levels))
+    back = (codes.astype(np.float32) * scale).astype(np.float32) + mn
+    return scale, mn, codes.astype(np.uint8), back.astype(np.float32)
+
+
+def asymmetric(tile, bits, axis, zero_kind="int"):
     """Scales, zero points and codes of min/max groups reduced over `axis`."""
+    if zero_kind == "float":
+        return kivi_float(tile, bits, axis)
     levels = np.float32(2**bits - 1)
     low = np.minimum(tile.min(axis=axis, keepdims=True), np.float32(0))
     high = np.maximum(tile.max(axis=axis, keepdims=True), np.float32(0))
@@ -51,12 +71,13 @@ def asymmetric(tile, bits, axis):
     zero = np.clip(np.rint(-low / scale), 0, levels)
     codes = np.clip(np.rint(tile / scale) + zero, 0, levels)
     back = ((codes - zero).astype(np.float32) * scale).astype(np.float32)
-    return scale, zero.astype(np.uint8), codes.astype(np.uint8), back
+    # The zero point is an integer (u8) held as f32: +0, never -0.
+    return scale, zero.astype(np.uint8).astype(np.float32), codes.astype(np.uint8), back
 
 
-def per_token(rows, bits, group):
+def per_token(rows, bits, group, zero_kind):
     """Groups of `group` channels per row (the last one may be short)."""
-    parts = [asymmetric(rows[:, c:c + group], bits, 1)
+    parts = [asymmetric(rows[:, c:c + group], bits, 1, zero_kind)
              for c in range(0, rows.shape[1], group)]
     return (np.concatenate([p[0] for p in parts], axis=1),
             np.concatenate([p[1] for p in parts], axis=1),
@@ -92,7 +113,7 @@ def check_kivi(inputs, cache, dequantized):
         codes = np.load(cache / f"{side}_codes.npy")
         scales = np.load(cache / f"{side}_scales.npy")
         zeros = np.load(cache / f"{side}_zeros.npy")
-        assert codes.dtype == np.uint8 and zeros.dtype == np.uint8
+        assert codes.dtype == np.uint8 and zeros.dtype == np.float32
         assert codes.shape[-1] == (x.shape[-1] + 1) // 2 if bits == 4 else x.shape[-1]
         channel = side == "k" and meta["keys"] == "per_channel"
         for b in range(x.shape[0]):
@@ -105,22 +126,23 @@ def check_kivi(inputs, cache, dequantized):
                 for first in range(0, q, group):
                     tile = x[b, h, first:first + group]
                     if channel:
-                        s, z, c, deq = asymmetric(tile, bits, 0)
+                        s, z, c, deq = asymmetric(tile, bits, 0, meta["zero"])
                         got_s = scales[b, h, first // group][None]
                         got_z = zeros[b, h, first // group][None]
                     else:
-                        s, z, c, deq = per_token(tile, bits, group)
+                        s, z, c, deq = per_token(tile, bits, group, meta["zero"])
                         got_s = token_rows(meta, cache, b, h, scales)[first:first + group]
                         got_z = token_rows(meta, cache, b, h, zeros)[first:first + group]
                     assert np.array_equal(got_s.view(np.uint32), s.view(np.uint32)), (side, b, h, first)
-                    assert np.array_equal(got_z, z), (side, b, h, first)
+                    assert np.array_equal(got_z.view(np.uint32), z.view(np.uint32)), (side, b, h, first)
                     assert np.array_equal(got_codes[first:first + group], c), (side, b, h, first)
                     want_back[first:first + group] = deq
                 got = back[side][b, h, :length]
                 assert np.array_equal(got.view(np.uint32), want_back.view(np.uint32)), (side, b, h)
                 # The window is the input itself.
                 assert np.array_equal(got[q:], x[b, h, q:length])
-    print("kivi ok:", meta["scheme"], meta["keys"], "lengths", meta["lengths"],
+    print("kivi ok:", meta["scheme"], meta["keys"], "zero=" + meta["zero"],
+          "lengths", meta["lengths"],
           "quantized prefixes", prefixes)
 
 
@@ -175,19 +197,20 @@ def check_eval():
                                      "MSE", "attn", "rel", "err"], lines[header]
     rows = {}
     for line in lines[header + 1:]:
-        name, numbers = line[:40].strip(), line[40:].split()
+        name, numbers = line[:48].strip(), line[48:].split()
         assert len(numbers) == 4 and numbers[3].endswith("%"), line
         bits, k_mse, v_mse = map(float, numbers[:3])
         error = float(numbers[3][:-1]) / 100
         assert all(np.isfinite(v) and v > 0 for v in (k_mse, v_mse, error)), line
         rows[name] = (bits, k_mse, v_mse, error)
-    # Codes plus the f32 scale (and the 8-bit zero point for KIVI) per group.
+    # Codes plus the f32 scale (and the f32 zero for KIVI) per group.
     want_bits = {"kv_int8_g64 (multiplier)": 8 + 32 / 64,
                  "kv_int8_g64 (divisor)": 8 + 32 / 64,
                  "kv_fp8_e4m3 (per head)": 8, "kv_fp8_e5m2 (per head)": 8}
     for bits in (4, 2):
         for keys in ("channel", "token"):
-            want_bits[f"kv_kivi_int{bits} (keys per {keys}, R=0)"] = bits + 40 / 32
+            want_bits[f"kv_kivi_int{bits} (keys per {keys}, R=0)"] = bits + 64 / 32
+        want_bits[f"kv_kivi_int{bits} (keys per channel, R=0, zero=int)"] = bits + 64 / 32
     for name, bits in want_bits.items():
         assert name in rows, (name, sorted(rows))
         assert abs(rows[name][0] - bits) < 0.005, (name, rows[name][0], bits)
@@ -196,6 +219,10 @@ def check_eval():
         token = rows[f"kv_kivi_int{bits} (keys per token, R=0)"]
         assert channel[1] < token[1], ("K MSE", bits, channel, token)
         assert channel[3] < token[3], ("attention", bits, channel, token)
+        # KIVI's own quantizer beats the zero-including one on the keys'
+        # one-sign outlier channels.
+        widened = rows[f"kv_kivi_int{bits} (keys per channel, R=0, zero=int)"]
+        assert channel[1] < widened[1], ("K MSE, zero", bits, channel, widened)
     e4m3 = rows["kv_fp8_e4m3 (per head)"][3]
     assert e4m3 < 0.02, e4m3
     two = (rows["kv_kivi_int2 (keys per channel, R=0)"][3],
