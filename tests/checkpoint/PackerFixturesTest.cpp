@@ -63,9 +63,8 @@ std::vector<uint32_t> lowbitBits(const ImportedWeight &weight, DType dtype) {
   if (dtype == DType::F32)
     store(dequantize(tensor, &error));
   else
-    store(dequantizeHalf(tensor,
-                         dtype == DType::F16 ? HalfType::F16 : HalfType::BF16,
-                         &error));
+    store(dequantizeHalf(
+        tensor, dtype == DType::F16 ? HalfType::F16 : HalfType::BF16, &error));
   return columnOrder;
 }
 
@@ -75,8 +74,8 @@ std::vector<uint32_t> packerBits(const Checkpoint &dequantized,
   Expected<Checkpoint::Entry> entry = dequantized.get(layer + ".weight");
   REQUIRE(entry.ok());
   *dtype = entry->info->dtype;
-  REQUIRE((*dtype == DType::F32 || *dtype == DType::F16 ||
-           *dtype == DType::BF16));
+  REQUIRE(
+      (*dtype == DType::F32 || *dtype == DType::F16 || *dtype == DType::BF16));
   size_t width = size_t(dtypeBits(*dtype) / 8);
   std::span<const std::byte> bytes = entry->data();
   std::vector<uint32_t> bits(bytes.size() / width, 0);
