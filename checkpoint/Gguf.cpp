@@ -48,7 +48,7 @@ constexpr uint32_t kMaxDims = 4;
 /// Reads the file front to back; every read checks what remains first.
 class Reader {
 public:
-  explicit Reader(std::span<const std::byte> file) : file(file) {}
+  explicit Reader(std::span<const std::byte> bytes) : file(bytes) {}
 
   uint64_t position() const { return offset; }
   uint64_t remaining() const { return file.size() - offset; }
