@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "checkpoint/Checkpoint.h"
+#include "checkpoint/QuantConfig.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 
@@ -27,7 +28,9 @@ constexpr std::string_view kUsage =
     "file, or a directory holding model.safetensors or\n"
     "model.safetensors.index.json and its shards. One line a tensor, by\n"
     "name: name, dtype, shape, file, and [begin, end) in the file's data\n"
-    "buffer. The file and its header are checked first (docs/checkpoints.md).\n";
+    "buffer. The file and its header are checked first (docs/checkpoints.md).\n"
+    "A quantized checkpoint's first line names the importer its config\n"
+    "(hf_quant_config.json, config.json or quantize_config.json) picks.\n";
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -46,6 +49,17 @@ CommandResult runCheckpoint(Arguments args) {
   Expected<checkpoint::Checkpoint> opened = checkpoint::Checkpoint::open(path);
   if (!opened)
     return fail(opened.error().message);
+  // The config files sit beside the weights.
+  std::filesystem::path directory =
+      std::filesystem::is_directory(path)
+          ? std::filesystem::path(path)
+          : std::filesystem::path(path).parent_path();
+  Expected<checkpoint::QuantLayout> layout =
+      checkpoint::detectLayout(directory.empty() ? "." : directory.string());
+  if (!layout)
+    return fail(layout.error().message);
+  if (layout->kind != checkpoint::QuantLayout::Kind::None)
+    fmt::print("layout: {}\n", layout->describe());
 
   auto fileName = [](const checkpoint::Checkpoint::Entry &entry) {
     return std::filesystem::path(entry.file->path()).filename().string();
