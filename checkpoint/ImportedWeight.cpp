@@ -138,14 +138,14 @@ std::vector<int64_t> columnOfChannel(const ImportedWeight &weight) {
 }
 
 void setCode(QuantizedTensor &tensor, int64_t row, int64_t col, uint8_t code) {
-  int64_t rowBytes = codesShape(tensor.scheme, tensor.rows, tensor.cols).cols;
-  if (tensor.scheme.packing != Packing::Nibble) {
-    tensor.codes[size_t(row * rowBytes + col)] = code;
+  CodePosition position = codePosition(tensor.scheme, tensor.cols, row, col);
+  uint8_t &byte = tensor.codes[size_t(position.byte)];
+  if (!isNibblePacked(tensor.scheme.packing)) {
+    byte = code;
     return;
   }
-  uint8_t &byte = tensor.codes[size_t(row * rowBytes + col / 2)];
-  byte = col % 2 ? uint8_t((byte & 0x0F) | (code << 4))
-                 : uint8_t((byte & 0xF0) | (code & 0xF));
+  uint8_t mask = uint8_t(0xF << position.shift);
+  byte = uint8_t((byte & ~mask) | ((code & 0xF) << position.shift));
 }
 
 Expected<Scheme> integerGroupScheme(int bits, bool zeroPoint, int64_t groupSize,

@@ -8,13 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <tuple>
-#include <unistd.h>
 
 // The format is little-endian; views of the mapping are handed out as is.
 static_assert(std::endian::native == std::endian::little,
@@ -299,73 +294,24 @@ Expected<Header> parseFileBytes(std::span<const std::byte> file,
 }
 
 Expected<SafeTensorsFile> SafeTensorsFile::open(const std::string &path) {
-  auto ioFailure = [&](std::string_view action) {
-    return makeError(ErrorCode::Io, std::string(action) + " '" + path +
-                                        "': " + std::strerror(errno));
-  };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ioFailure("cannot open");
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    Error error = ioFailure("cannot stat");
-    ::close(fd);
-    return error;
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    return invalid("'" + path + "' is not a regular file");
-  }
+  Expected<MappedFile> mapped = MappedFile::open(path);
+  if (!mapped)
+    return mapped.error();
   SafeTensorsFile file;
   file.filePath = path;
-  file.mappedBytes = static_cast<size_t>(info.st_size);
-  if (file.mappedBytes > 0) {
-    void *address =
-        ::mmap(nullptr, file.mappedBytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (address == MAP_FAILED) {
-      Error error = ioFailure("cannot map");
-      ::close(fd);
-      return error;
-    }
-    file.mapping = static_cast<const std::byte *>(address);
-  }
-  ::close(fd);
-  Expected<Header> header = parseFileBytes(
-      std::span(file.mapping, file.mappedBytes), &file.dataOffset);
+  file.mapped = std::move(*mapped);
+  Expected<Header> header =
+      parseFileBytes(file.mapped.bytes(), &file.dataOffset);
   if (!header)
     return invalid("'" + path + "': " + header.error().message);
   file.parsed = std::move(*header);
   return file;
 }
 
-SafeTensorsFile::SafeTensorsFile(SafeTensorsFile &&other) noexcept
-    : filePath(std::move(other.filePath)), parsed(std::move(other.parsed)),
-      mapping(std::exchange(other.mapping, nullptr)),
-      mappedBytes(std::exchange(other.mappedBytes, 0)),
-      dataOffset(other.dataOffset) {}
-
-SafeTensorsFile &SafeTensorsFile::operator=(SafeTensorsFile &&other) noexcept {
-  if (this == &other)
-    return *this;
-  if (mapping)
-    ::munmap(const_cast<std::byte *>(mapping), mappedBytes);
-  filePath = std::move(other.filePath);
-  parsed = std::move(other.parsed);
-  mapping = std::exchange(other.mapping, nullptr);
-  mappedBytes = std::exchange(other.mappedBytes, 0);
-  dataOffset = other.dataOffset;
-  return *this;
-}
-
-SafeTensorsFile::~SafeTensorsFile() {
-  if (mapping)
-    ::munmap(const_cast<std::byte *>(mapping), mappedBytes);
-}
-
 std::span<const std::byte>
 SafeTensorsFile::data(const TensorInfo &tensor) const {
   // parseHeader checked that every range lies inside the mapped buffer.
-  return std::span(mapping + dataOffset + tensor.begin, tensor.byteSize());
+  return mapped.bytes().subspan(dataOffset + tensor.begin, tensor.byteSize());
 }
 
 Expected<std::span<const std::byte>>

@@ -17,6 +17,7 @@
 #ifndef LOWBIT_CHECKPOINT_SAFETENSORS_H
 #define LOWBIT_CHECKPOINT_SAFETENSORS_H
 
+#include "checkpoint/MappedFile.h"
 #include "lowbit/Expected.h"
 
 #include <cstddef>
@@ -106,11 +107,6 @@ class SafeTensorsFile {
 public:
   static Expected<SafeTensorsFile> open(const std::string &path);
 
-  SafeTensorsFile(SafeTensorsFile &&other) noexcept;
-  SafeTensorsFile &operator=(SafeTensorsFile &&other) noexcept;
-  SafeTensorsFile(const SafeTensorsFile &) = delete;
-  SafeTensorsFile &operator=(const SafeTensorsFile &) = delete;
-  ~SafeTensorsFile();
 
   const std::string &path() const { return filePath; }
   const Header &header() const { return parsed; }
@@ -123,8 +119,7 @@ private:
   SafeTensorsFile() = default;
   std::string filePath;
   Header parsed;
-  const std::byte *mapping = nullptr;
-  size_t mappedBytes = 0;
+  MappedFile mapped;
   uint64_t dataOffset = 0;
 };
 

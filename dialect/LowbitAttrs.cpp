@@ -539,6 +539,8 @@ LogicalResult SchemeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   std::string error;
   if (!lowbit::validateScheme(scheme, &error))
     return emitError() << "invalid scheme: " << error;
+  if (std::optional<std::string> reason = lowbit::referenceOnlyReason(scheme))
+    return emitError() << "scheme not supported by the compiler: " << *reason;
   return success();
 }
 
@@ -637,6 +639,12 @@ FailureOr<SchemeAttr> lowbit::dialect::toSchemeAttr(
   if (!lowbit::validateScheme(scheme, &reason)) {
     if (error)
       *error = reason;
+    return failure();
+  }
+  if (std::optional<std::string> referenceOnly =
+          lowbit::referenceOnlyReason(scheme)) {
+    if (error)
+      *error = *referenceOnly;
     return failure();
   }
   return SchemeAttr::get(context, toFormatAttr(context, scheme.element),

@@ -109,8 +109,27 @@ float sanitizeGlobal(float value) {
 
 bool usableScale(float value) { return std::isfinite(value) && value > 0; }
 
+bool isReciprocalRule(ScaleRule rule) {
+  return rule == ScaleRule::AbsMaxReciprocal ||
+         rule == ScaleRule::SignedMaxReciprocal;
+}
+
+/// Whether a stored scale of `rule` is one it can produce: finite and
+/// positive, or for llama.cpp's rules also zero (an all-zero group) and,
+/// for the signed max, negative.
+bool scaleFitsRule(ScaleRule rule, float value) {
+  if (rule == ScaleRule::AbsMaxReciprocal)
+    return std::isfinite(value) && value >= 0;
+  if (rule == ScaleRule::SignedMaxReciprocal)
+    return std::isfinite(value);
+  return usableScale(value);
+}
+
 struct GroupStats {
   std::vector<float> absMax, min, max;
+  /// The first value of largest magnitude (0 for an empty or all-NaN
+  /// group): llama.cpp's Q4_0 scale.
+  std::vector<float> signedMax;
   float tensorAbsMax = 0;
 };
 
@@ -124,6 +143,7 @@ GroupStats gatherStats(const Scheme &scheme, std::span<const float> input,
   stats.absMax.assign(groups, 0.0f);
   stats.min.assign(groups, 0.0f);
   stats.max.assign(groups, 0.0f);
+  stats.signedMax.assign(groups, 0.0f);
   for (int64_t row = 0; row < rows; ++row)
     for (int64_t col = 0; col < cols; ++col) {
       float value = input[size_t(row * cols + col)];
@@ -132,6 +152,8 @@ GroupStats gatherStats(const Scheme &scheme, std::span<const float> input,
       Shape2D group = groupOf(scheme.scale, row, col);
       size_t index = size_t(group.rows * logical.cols + group.cols);
       float magnitude = std::fabs(value);
+      if (magnitude > stats.absMax[index])
+        stats.signedMax[index] = value;
       stats.absMax[index] = std::max(stats.absMax[index], magnitude);
       stats.min[index] = std::min(stats.min[index], value);
       stats.max[index] = std::max(stats.max[index], value);
@@ -157,12 +179,45 @@ float computeGlobal(const Scheme &scheme, float tensorAbsMax) {
   return sanitizeGlobal(denominator / tensorAbsMax);
 }
 
+/// The unrounded f32 scale of llama.cpp's rules: amax / qmax, or the signed
+/// max / -2^(b-1).
+float reciprocalRuleScale(const Scheme &scheme, float absMax, float signedMax) {
+  float qmax = float(quantMax(scheme));
+  if (scheme.scale.rule == ScaleRule::AbsMaxReciprocal)
+    return absMax / qmax;
+  return signedMax / -(qmax + 1);
+}
+
+/// llama.cpp's code of `value` against the unrounded scale `d`, as a
+/// signed integer: x * (1 / d) (1 / d is 0 when d is 0), then roundf
+/// (Q8_0) or trunc(+ 2^(b-1) + 0.5) clamped to 2^b - 1, less 2^(b-1)
+/// (Q4_0). NaN gives the zero code.
+int reciprocalRuleCode(const Scheme &scheme, float value, float d) {
+  float reciprocal = d != 0 ? 1.0f / d : 0.0f;
+  float scaled = value * reciprocal;
+  int qmax = int(quantMax(scheme));
+  if (std::isnan(scaled))
+    return 0;
+  if (scheme.scale.rule == ScaleRule::AbsMaxReciprocal)
+    return int(std::clamp(std::round(scaled), -float(qmax) - 1, float(qmax)));
+  // Two f32 operations, as the reference: the product is rounded before
+  // the offset is added (no multiply-add: format/CMakeLists.txt).
+  float shifted = scaled + (float(qmax + 1) + 0.5f);
+  float truncated = std::clamp(std::trunc(shifted), 0.0f, float(2 * qmax + 1));
+  return int(truncated) - (qmax + 1);
+}
+
 /// The dynamic stored scale code of one group.
 uint32_t pickScaleCode(const Scheme &scheme, float absMax, float min, float max,
-                       float global) {
+                       float signedMax, float global) {
   const ScaleSpec &spec = scheme.scale;
   float qmax = float(quantMax(scheme));
   switch (spec.rule) {
+  case ScaleRule::AbsMaxReciprocal:
+  case ScaleRule::SignedMaxReciprocal:
+    // No zero-scale replacement: llama.cpp stores d = 0.
+    return encodeScale(spec.type,
+                       reciprocalRuleScale(scheme, absMax, signedMax));
   case ScaleRule::E8M0Floor: {
     if (absMax == 0)
       return 0; // 2^-127
@@ -221,13 +276,13 @@ int asymmetricLevels(const Scheme &scheme) { return int(quantMax(scheme)); }
 
 void storeCode(QuantizedTensor &tensor, int64_t row, int64_t col,
                uint32_t code) {
-  if (tensor.scheme.packing == Packing::Nibble) {
-    int64_t packedCols = ceilDiv(tensor.cols, 2);
-    tensor.codes[size_t(row * packedCols + col / 2)] |=
-        uint8_t((code & 0xF) << (4 * (col % 2)));
+  CodePosition position = codePosition(tensor.scheme, tensor.cols, row, col);
+  if (isNibblePacked(tensor.scheme.packing)) {
+    tensor.codes[size_t(position.byte)] |=
+        uint8_t((code & 0xF) << position.shift);
     return;
   }
-  tensor.codes[size_t(row * tensor.cols + col)] = uint8_t(code);
+  tensor.codes[size_t(position.byte)] = uint8_t(code);
 }
 
 /// Copies static scales into `tensor`, checking their sizes.
@@ -322,13 +377,31 @@ int64_t scaleIndexOf(const Scheme &scheme, int64_t rows, int64_t cols,
   return storageIndex(scheme, logical, group.rows, group.cols);
 }
 
-uint32_t codeAt(const QuantizedTensor &tensor, int64_t row, int64_t col) {
-  if (tensor.scheme.packing == Packing::Nibble) {
-    int64_t packedCols = ceilDiv(tensor.cols, 2);
-    uint8_t byte = tensor.codes[size_t(row * packedCols + col / 2)];
-    return (byte >> (4 * (col % 2))) & 0xF;
+CodePosition codePosition(const Scheme &scheme, int64_t cols, int64_t row,
+                          int64_t col) {
+  switch (scheme.packing) {
+  case Packing::Byte:
+    return {row * cols + col, 0};
+  case Packing::Nibble:
+    return {row * ceilDiv(cols, 2) + col / 2, 4 * int(col % 2)};
+  case Packing::NibbleHalves: {
+    // Whole groups of g (validateSchemeForShape): byte j of a group holds
+    // elements j and j + g/2.
+    int64_t half = scheme.scale.groupSize / 2;
+    int64_t inGroup = col % (2 * half);
+    return {row * (cols / 2) + (col / (2 * half)) * half + inGroup % half,
+            inGroup < half ? 0 : 4};
   }
-  return tensor.codes[size_t(row * tensor.cols + col)];
+  }
+  return {};
+}
+
+uint32_t codeAt(const QuantizedTensor &tensor, int64_t row, int64_t col) {
+  CodePosition position = codePosition(tensor.scheme, tensor.cols, row, col);
+  uint8_t byte = tensor.codes[size_t(position.byte)];
+  if (isNibblePacked(tensor.scheme.packing))
+    return (byte >> position.shift) & 0xF;
+  return byte;
 }
 
 std::vector<float> widenToFloat(HalfType type, std::span<const uint16_t> bits) {
@@ -394,9 +467,14 @@ bool validateQuantized(const QuantizedTensor &tensor, std::string *error) {
                             std::string(scaleTypeName(scheme.scale.type)));
         return false;
       }
-      if (!usableScale(value)) {
-        setError(error, where + " must be finite and positive, got " +
-                            std::to_string(value));
+      if (!scaleFitsRule(scheme.scale.rule, value)) {
+        setError(error, where + " must be finite and " +
+                            (scheme.scale.rule == ScaleRule::SignedMaxReciprocal
+                                 ? std::string("")
+                             : scheme.scale.rule == ScaleRule::AbsMaxReciprocal
+                                 ? std::string("not negative")
+                                 : std::string("positive")) +
+                            ", got " + std::to_string(value));
         return false;
       }
       if (scheme.scale.zeroPoint && tensor.zeros[index] > levels) {
@@ -439,6 +517,9 @@ quantize(const Scheme &scheme, std::span<const float> input, int64_t rows,
   ScaleKind kind = scaleKindOf(scheme);
   int levels = asymmetricLevels(scheme);
 
+  // llama.cpp's rules quantize against the f32 scale before it is rounded
+  // to the scale type; static scales are their own.
+  std::vector<float> unroundedScales;
   if (scheme.scale.mode == ScaleMode::Static) {
     if (!takeStaticScales(tensor, given, error))
       return std::nullopt;
@@ -458,6 +539,8 @@ quantize(const Scheme &scheme, std::span<const float> input, int64_t rows,
     }
     // Padding of the swizzled layout stays zero.
     tensor.scaleCodes.assign(size_t(stored.rows * stored.cols), 0);
+    if (isReciprocalRule(scheme.scale.rule))
+      unroundedScales.assign(tensor.scaleCodes.size(), 0.0f);
     if (scheme.scale.zeroPoint)
       tensor.zeros.assign(size_t(stored.rows * stored.cols), 0);
     for (int64_t scaleRow = 0; scaleRow < logical.rows; ++scaleRow)
@@ -465,9 +548,12 @@ quantize(const Scheme &scheme, std::span<const float> input, int64_t rows,
         size_t group = size_t(scaleRow * logical.cols + scaleCol);
         size_t index =
             size_t(storageIndex(scheme, logical, scaleRow, scaleCol));
-        uint32_t code =
-            pickScaleCode(scheme, stats.absMax[group], stats.min[group],
-                          stats.max[group], tensor.globalScale);
+        uint32_t code = pickScaleCode(
+            scheme, stats.absMax[group], stats.min[group], stats.max[group],
+            stats.signedMax[group], tensor.globalScale);
+        if (isReciprocalRule(scheme.scale.rule))
+          unroundedScales[index] = reciprocalRuleScale(
+              scheme, stats.absMax[group], stats.signedMax[group]);
         tensor.scaleCodes[index] = code;
         if (scheme.scale.zeroPoint)
           tensor.zeros[index] = pickZero(
@@ -481,6 +567,8 @@ quantize(const Scheme &scheme, std::span<const float> input, int64_t rows,
 
   Codec codec(scheme.element);
   std::vector<float> scaleValues = decodeScales(tensor);
+  if (isReciprocalRule(scheme.scale.rule) && unroundedScales.empty())
+    unroundedScales = scaleValues;
   for (int64_t row = 0; row < rows; ++row)
     for (int64_t col = 0; col < cols; ++col) {
       float value = input[size_t(row * cols + col)];
@@ -489,6 +577,14 @@ quantize(const Scheme &scheme, std::span<const float> input, int64_t rows,
           size_t(storageIndex(scheme, logical, group.rows, group.cols));
       float scale = scaleValues[index];
       uint32_t code = 0;
+      if (isReciprocalRule(scheme.scale.rule)) {
+        // Two's complement in the element's bits.
+        code = uint32_t(
+                   reciprocalRuleCode(scheme, value, unroundedScales[index])) &
+               scheme.element.codeMask();
+        storeCode(tensor, row, col, code);
+        continue;
+      }
       switch (kind) {
       case ScaleKind::Symmetric:
         code = codec.encode(value / scale);

@@ -121,6 +121,16 @@ enum class ScaleKind {
 };
 ScaleKind scaleKindOf(const Scheme &scheme);
 
+/// Where the code of element (row, col) of a tensor of `cols` columns
+/// lives in the packed codes: the byte and the bit shift (0 or 4 for
+/// nibble packings, 0 for Byte).
+struct CodePosition {
+  int64_t byte = 0;
+  int shift = 0;
+};
+CodePosition codePosition(const Scheme &scheme, int64_t cols, int64_t row,
+                          int64_t col);
+
 /// The unpacked code of element (row, col).
 uint32_t codeAt(const QuantizedTensor &tensor, int64_t row, int64_t col);
 

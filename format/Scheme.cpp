@@ -105,10 +105,23 @@ const Scheme *findNamedScheme(const Scheme &scheme) {
   return nullptr;
 }
 
+bool isNibblePacked(Packing packing) { return packing != Packing::Byte; }
+
 int containerBits(const Scheme &scheme) {
-  if (scheme.packing == Packing::Nibble)
+  if (isNibblePacked(scheme.packing))
     return 4;
   return 8;
+}
+
+std::optional<std::string> referenceOnlyReason(const Scheme &scheme) {
+  if (scheme.scale.rule == ScaleRule::AbsMaxReciprocal ||
+      scheme.scale.rule == ScaleRule::SignedMaxReciprocal)
+    return "the scale rule " + std::string(scaleRuleName(scheme.scale.rule)) +
+           " (llama.cpp's) has no kernel yet, only the reference quantizer";
+  if (scheme.packing == Packing::NibbleHalves)
+    return std::string("the nibble_halves packing (llama.cpp's Q4_0) has no "
+                       "kernel yet, only the reference quantizer");
+  return std::nullopt;
 }
 
 std::optional<int> scaleExtentFromInt64(std::string_view what, int64_t value,
@@ -244,6 +257,28 @@ bool validateScheme(const Scheme &scheme, std::string *error) {
                         element.name());
     return false;
   }
+  bool reciprocalRule = scale.rule == ScaleRule::AbsMaxReciprocal ||
+                        scale.rule == ScaleRule::SignedMaxReciprocal;
+  if (reciprocalRule &&
+      (!element.isInt() || !element.isSigned() ||
+       scale.globalScale != GlobalScale::None ||
+       !(scale.type == ScaleType::F32 || scale.type == ScaleType::F16 ||
+         scale.type == ScaleType::BF16))) {
+    setError(error, "rule " + std::string(scaleRuleName(scale.rule)) +
+                        " (llama.cpp's) needs a signed integer element and "
+                        "one f32, f16 or bf16 scale per group, not " +
+                        element.name() + " with " +
+                        std::string(scaleTypeName(scale.type)) + " scales");
+    return false;
+  }
+  if (scheme.packing == Packing::NibbleHalves &&
+      !(scale.granularity == Granularity::Group && scale.axis == 1 &&
+        scale.groupSize % 2 == 0)) {
+    setError(error, "the nibble_halves packing pairs the halves of each "
+                    "group along the last axis and needs groups of an even "
+                    "size there");
+    return false;
+  }
   if (scale.rule == ScaleRule::AbsMax && !element.isSigned()) {
     setError(error, "the absmax rule is symmetric and needs a signed element "
                     "format, not " +
@@ -299,6 +334,14 @@ bool validateSchemeForShape(const Scheme &scheme, int64_t rows, int64_t cols,
                         dimName + " and the scheme allows no tail");
     return false;
   };
+  if (scheme.packing == Packing::NibbleHalves && cols != kDynamic &&
+      cols % scale.groupSize != 0) {
+    setError(error, "the nibble_halves packing needs whole groups: group "
+                    "size " +
+                        std::to_string(scale.groupSize) + " does not divide " +
+                        std::to_string(cols) + " columns");
+    return false;
+  }
   if (scale.granularity == Granularity::Group)
     return scale.axis == 1
                ? checkDivides(scale.groupSize, cols, "group size", "columns")
@@ -310,7 +353,7 @@ bool validateSchemeForShape(const Scheme &scheme, int64_t rows, int64_t cols,
 }
 
 Shape2D codesShape(const Scheme &scheme, int64_t rows, int64_t cols) {
-  if (scheme.packing == Packing::Nibble)
+  if (isNibblePacked(scheme.packing))
     return {rows, mapDim(cols, [](int64_t c) { return ceilDiv(c, 2); })};
   return {rows, cols};
 }
@@ -408,6 +451,10 @@ std::string_view scaleRuleName(ScaleRule rule) {
     return "floor";
   case ScaleRule::E8M0RCeil:
     return "rceil";
+  case ScaleRule::AbsMaxReciprocal:
+    return "absmax_reciprocal";
+  case ScaleRule::SignedMaxReciprocal:
+    return "signed_max_reciprocal";
   }
   return "";
 }
@@ -433,7 +480,15 @@ std::string_view globalScaleName(GlobalScale global) {
 }
 
 std::string_view packingName(Packing packing) {
-  return packing == Packing::Byte ? "byte" : "nibble";
+  switch (packing) {
+  case Packing::Byte:
+    return "byte";
+  case Packing::Nibble:
+    return "nibble";
+  case Packing::NibbleHalves:
+    return "nibble_halves";
+  }
+  return "";
 }
 
 std::optional<Granularity> parseGranularity(std::string_view name) {
@@ -451,9 +506,10 @@ std::optional<ScaleType> parseScaleType(std::string_view name) {
 }
 
 std::optional<ScaleRule> parseScaleRule(std::string_view name) {
-  static constexpr ScaleRule kAll[] = {ScaleRule::AbsMax, ScaleRule::MinMax,
-                                       ScaleRule::E8M0Floor,
-                                       ScaleRule::E8M0RCeil};
+  static constexpr ScaleRule kAll[] = {
+      ScaleRule::AbsMax,           ScaleRule::MinMax,
+      ScaleRule::E8M0Floor,        ScaleRule::E8M0RCeil,
+      ScaleRule::AbsMaxReciprocal, ScaleRule::SignedMaxReciprocal};
   return parseEnum(name, kAll, scaleRuleName);
 }
 
@@ -476,7 +532,8 @@ std::optional<GlobalScale> parseGlobalScale(std::string_view name) {
 }
 
 std::optional<Packing> parsePacking(std::string_view name) {
-  static constexpr Packing kAll[] = {Packing::Byte, Packing::Nibble};
+  static constexpr Packing kAll[] = {Packing::Byte, Packing::Nibble,
+                                     Packing::NibbleHalves};
   return parseEnum(name, kAll, packingName);
 }
 

@@ -43,6 +43,17 @@ enum class ScaleRule : uint8_t {
   MinMax,    ///< scale = (max - min) / (2^b - 1), zero = rne(-min / scale)
   E8M0Floor, ///< OCP MX: 2^(floor(log2 amax) - emax_elem)
   E8M0RCeil, ///< cuBLAS/CUTLASS: smallest 2^k >= amax / max_elem
+  /// llama.cpp's Q8_0 (quantize_row_q8_0_ref): d = amax / qmax in f32,
+  /// stored rounded; code = roundf(x * (1 / d)) with the unrounded f32 d
+  /// (ties away from zero; 1 / d taken as 0 when d = 0, so an all-zero
+  /// group stores d = 0).
+  AbsMaxReciprocal,
+  /// llama.cpp's Q4_0 (quantize_row_q4_0_ref): d = m / -2^(b-1), m the
+  /// group's value of largest magnitude (the first on ties), so d is
+  /// negative when m is positive; code = min(2^b - 1, trunc(x * (1 / d) +
+  /// 2^(b-1) + 0.5)) - 2^(b-1) with the unrounded f32 d, each step an f32
+  /// operation.
+  SignedMaxReciprocal,
 };
 
 enum class ScaleMode : uint8_t { Static, Dynamic };
@@ -67,6 +78,10 @@ enum class GlobalScale : uint8_t {
 enum class Packing : uint8_t {
   Byte,   ///< one code per byte (FP6: the 2 high bits are zero)
   Nibble, ///< two codes per byte, element 0 in the low nibble
+  /// Two codes per byte, paired across the halves of each group of g along
+  /// the last axis: byte j of a group holds element j (low nibble) and
+  /// element j + g/2 (high nibble). llama.cpp's Q4_0.
+  NibbleHalves,
 };
 
 struct ScaleSpec {
@@ -161,6 +176,12 @@ bool scaleRowsFollowRows(const Scheme &scheme);
 
 /// Bits of the container a code is stored in (4 for Nibble, else 8 or 16).
 int containerBits(const Scheme &scheme);
+/// Whether codes are packed two to a byte (Nibble, NibbleHalves).
+bool isNibblePacked(Packing packing);
+/// Why the compiler cannot lower `scheme` yet (the reference quantizer in
+/// format/Quantize.h handles every valid scheme), or nullopt when it can:
+/// the rules and packing of llama.cpp's Q8_0 / Q4_0 have no kernels yet.
+std::optional<std::string> referenceOnlyReason(const Scheme &scheme);
 /// The largest magnitude the element format's quantized values reach with
 /// this scheme's rule: format max for floats, qmax for symmetric ints
 /// (127 for int8: the symmetric range excludes -128), 2^b - 1 for

@@ -8,6 +8,7 @@
 #include "lowering/ScaleMath.h"
 
 #include "format/Format.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -258,6 +259,10 @@ Value ScaleMath::pickScale(const Stats &stats, Value global) {
   }
   case ScaleRule::AbsMax:
     break;
+  case ScaleRule::AbsMaxReciprocal:
+  case ScaleRule::SignedMaxReciprocal:
+    llvm_unreachable("llama.cpp's rules are refused by SchemeAttr::verify "
+                     "(referenceOnlyReason)");
   }
   if (kind == ScaleKind::GlobalDecode || kind == ScaleKind::GlobalEncode) {
     Format scaleFormat = *scaleTypeFormat(spec.type);

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "checkpoint/Checkpoint.h"
+#include "checkpoint/Gguf.h"
+#include "checkpoint/QuantConfig.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 
@@ -27,10 +29,36 @@ constexpr std::string_view kUsage =
     "file, or a directory holding model.safetensors or\n"
     "model.safetensors.index.json and its shards. One line a tensor, by\n"
     "name: name, dtype, shape, file, and [begin, end) in the file's data\n"
-    "buffer. The file and its header are checked first (docs/checkpoints.md).\n";
+    "buffer. The file and its header are checked first (docs/checkpoints.md).\n"
+    "A quantized checkpoint's first line names the importer its config\n"
+    "(hf_quant_config.json, config.json or quantize_config.json) picks.\n"
+    "A .gguf file lists its tensors in file order: name, ggml type, ne[]\n"
+    "(fastest-varying first), and [begin, end) in its data section.\n";
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+/// A GGUF file's tensors, in file order (offsets increase).
+CommandResult listGguf(const std::string &path) {
+  Expected<checkpoint::GgufFile> file = checkpoint::GgufFile::open(path);
+  if (!file)
+    return fail(file.error().message);
+  const checkpoint::GgufHeader &header = file->header();
+  size_t nameWidth = 4, shapeWidth = 2;
+  for (const checkpoint::GgufTensorInfo &tensor : header.tensors) {
+    nameWidth = std::max(nameWidth, tensor.name.size());
+    shapeWidth = std::max(shapeWidth, shapeText(tensor.extents).size());
+  }
+  fmt::print("gguf: version {}, {} metadata keys, alignment {}\n",
+             header.version, header.metadata.size(), header.alignment);
+  fmt::print("{:<{}}  {:<7}  {:<{}}  {}\n", "name", nameWidth, "type", "ne",
+             shapeWidth, "bytes");
+  for (const checkpoint::GgufTensorInfo &tensor : header.tensors)
+    fmt::print("{:<{}}  {:<7}  {:<{}}  [{}, {})\n", tensor.name, nameWidth,
+               tensor.type->name, shapeText(tensor.extents), shapeWidth,
+               tensor.offset, tensor.offset + tensor.byteSize);
+  return std::nullopt;
 }
 
 } // namespace
@@ -43,9 +71,22 @@ CommandResult runCheckpoint(Arguments args) {
   if (parsed->operands.size() != 2 || parsed->operands[0] != "ls")
     return fail("usage: lowbit checkpoint ls PATH");
   std::string path(parsed->operands[1]);
+  if (std::filesystem::path(path).extension() == ".gguf")
+    return listGguf(path);
   Expected<checkpoint::Checkpoint> opened = checkpoint::Checkpoint::open(path);
   if (!opened)
     return fail(opened.error().message);
+  // The config files sit beside the weights.
+  std::filesystem::path directory =
+      std::filesystem::is_directory(path)
+          ? std::filesystem::path(path)
+          : std::filesystem::path(path).parent_path();
+  Expected<checkpoint::QuantLayout> layout =
+      checkpoint::detectLayout(directory.empty() ? "." : directory.string());
+  if (!layout)
+    return fail(layout.error().message);
+  if (layout->kind != checkpoint::QuantLayout::Kind::None)
+    fmt::print("layout: {}\n", layout->describe());
 
   auto fileName = [](const checkpoint::Checkpoint::Entry &entry) {
     return std::filesystem::path(entry.file->path()).filename().string();

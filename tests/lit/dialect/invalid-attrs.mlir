@@ -229,3 +229,16 @@ func.func private @f() attributes {a = #lowbit.scheme<format = #lowbit.float<"e2
 
 // expected-error @+1 {{invalid scheme: the swizzle_128x4 layout holds one-byte scales (e8m0 or ue4m3) of groups along the last axis}}
 func.func private @f() attributes {a = #lowbit.scheme<format = #lowbit.float<"e4m3">, scale = #lowbit.scale<per_tensor, layout = swizzle_128x4>, packing = byte>}
+
+// -----
+
+// llama.cpp's Q4_0 / Q8_0 rules and packing are valid schemes of the
+// reference quantizer, but no kernel lowers them yet (referenceOnlyReason):
+
+// expected-error @+1 {{scheme not supported by the compiler: the scale rule signed_max_reciprocal (llama.cpp's) has no kernel yet, only the reference quantizer}}
+func.func private @f() attributes {a = #lowbit.scheme<format = #lowbit.int<"int4">, scale = #lowbit.scale<group(32), type = f16, rule = signed_max_reciprocal>, packing = nibble_halves>}
+
+// -----
+
+// expected-error @+1 {{scheme not supported by the compiler: the nibble_halves packing (llama.cpp's Q4_0) has no kernel yet, only the reference quantizer}}
+func.func private @f() attributes {a = #lowbit.scheme<format = #lowbit.int<"int4">, scale = #lowbit.scale<group(32), type = f16>, packing = nibble_halves>}
