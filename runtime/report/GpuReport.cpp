@@ -25,9 +25,10 @@ namespace lowbit::report {
 
 std::optional<ChipModel> chipModel(std::string_view chip) {
   const ChipConstants *row = chipConstants(chip);
-  if (!row)
+  // The model needs a part: a row of limits alone has no bandwidth.
+  if (!row || !row->hasDevice())
     return std::nullopt;
-  // Every number and its source: ChipTable.cpp (docs/gpu-report.md).
+  // Every number and its source: target/ChipTable.cpp (docs/gpu-report.md).
   ChipModel model;
   model.chip = std::string(chip);
   model.device = std::string(row->device);
@@ -52,7 +53,8 @@ std::optional<ChipModel> chipModel(std::string_view chip) {
 std::string knownReportChips() {
   std::string names;
   for (const ChipConstants &row : chipTable())
-    names += (names.empty() ? "" : ", ") + std::string(row.chip);
+    if (row.hasDevice())
+      names += (names.empty() ? "" : ", ") + std::string(row.chip);
   return names;
 }
 

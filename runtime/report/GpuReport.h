@@ -17,11 +17,11 @@
 #include "format/Scheme.h"
 #include "lowbit/Expected.h"
 #include "runtime/driver/NvJitLink.h"
-#include "runtime/report/ChipTable.h"
 #include "runtime/report/CodeLoops.h"
 #include "runtime/report/PtxGuards.h"
 #include "runtime/report/SassAnalysis.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/ChipTable.h"
 
 #include <array>
 #include <cstdint>
