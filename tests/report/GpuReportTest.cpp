@@ -79,6 +79,44 @@ ChipModel h200() {
   return *chip;
 }
 
+/// A copy-like kernel `copy_kernel` of `ptx` (and its SASS, if any),
+/// grid-stride over 2^26 f32 values at 64 registers (half occupancy).
+SpecInput copyInput(std::string ptx, std::string sass = "") {
+  SpecInput input;
+  input.title = "copy";
+  input.chip = h200();
+  input.ptx = std::move(ptx);
+  input.sass = std::move(sass);
+  input.elements = int64_t(1) << 26;
+  input.valueBytes = 4;
+  input.buffers = {{"input", input.elements * 4, false},
+                   {"codes", input.elements, true},
+                   {"unused", 1 << 20, false}};
+  input.minimumBytes = double(input.elements) * 5;
+  KernelLaunch launch;
+  launch.kernel = "copy_kernel";
+  launch.block = {256, 1, 1};
+  launch.grid = {132 * 8 * 4, 1, 1};
+  launch.bufferOfParameter = {0, 2, 1};
+  launch.gridStride = true;
+  input.launches = {launch};
+  runtime::KernelResources resources;
+  resources.function = "copy_kernel";
+  resources.registers = 64;
+  resources.sharedBytes = 0;
+  input.resources = {resources};
+  return input;
+}
+
+/// A committed file of tests/data/report.
+std::string readTestData(const std::string &name) {
+  std::ifstream file(std::string(LOWBIT_TEST_DATA_DIR) + "/report/" + name);
+  REQUIRE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
 } // namespace
 
 TEST_CASE("PTX: widths, loops, atomics and parameters", "[report]") {
@@ -148,28 +186,8 @@ TEST_CASE("minimum bytes come from the format model", "[report]") {
 }
 
 TEST_CASE("occupancy and the bandwidth estimate", "[report]") {
-  SpecInput input;
-  input.title = "copy";
-  input.chip = h200();
-  input.ptx = kVectorPtx;
-  input.elements = int64_t(1) << 26;
-  input.valueBytes = 4;
-  input.buffers = {{"input", input.elements * 4, false},
-                   {"codes", input.elements, true},
-                   {"unused", 1 << 20, false}};
-  input.minimumBytes = double(input.elements) * 5;
-  KernelLaunch launch;
-  launch.kernel = "copy_kernel";
-  launch.block = {256, 1, 1};
-  launch.grid = {132 * 8 * 4, 1, 1};
-  launch.bufferOfParameter = {0, 2, 1};
-  launch.gridStride = true;
-  input.launches = {launch};
-  runtime::KernelResources resources;
-  resources.function = "copy_kernel";
-  resources.registers = 64;
-  resources.sharedBytes = 0;
-  input.resources = {resources};
+  SpecInput input = copyInput(kVectorPtx);
+  const KernelLaunch &launch = input.launches[0];
 
   Expected<SpecReport> report = analyzeSpec(input);
   REQUIRE(report);
@@ -702,50 +720,11 @@ TEST_CASE("a launch naming a buffer the spec lacks is an error", "[report]") {
         std::string::npos);
 }
 
-namespace {
-
-std::string readTestData(const std::string &name) {
-  std::ifstream file(std::string(LOWBIT_TEST_DATA_DIR) + "/report/" + name);
-  REQUIRE(file);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-/// tests/data/report/copy_kernel.ptx, grid-stride over 2^26 f32 values at
-/// 64 registers (half occupancy), with or without its SASS.
-SpecInput copyInput(std::string sass) {
-  SpecInput input;
-  input.title = "copy";
-  input.chip = h200();
-  input.ptx = readTestData("copy_kernel.ptx");
-  input.sass = std::move(sass);
-  input.elements = int64_t(1) << 26;
-  input.buffers = {{"input", input.elements * 4, false},
-                   {"codes", input.elements, true},
-                   {"unused", 1 << 20, false}};
-  input.minimumBytes = double(input.elements) * 5;
-  KernelLaunch launch;
-  launch.kernel = "copy_kernel";
-  launch.block = {256, 1, 1};
-  launch.grid = {132 * 8 * 4, 1, 1};
-  launch.bufferOfParameter = {0, 2, 1};
-  launch.gridStride = true;
-  input.launches = {launch};
-  runtime::KernelResources resources;
-  resources.function = "copy_kernel";
-  resources.registers = 64;
-  resources.sharedBytes = 0;
-  input.resources = {resources};
-  return input;
-}
-
-} // namespace
-
 TEST_CASE("SASS in the estimate: ptxas's unroll, loads in flight and pipes",
           "[report]") {
   // PTX only: one loop of 16 B a trip.
-  Expected<SpecReport> ptx = analyzeSpec(copyInput(""));
+  Expected<SpecReport> ptx =
+      analyzeSpec(copyInput(readTestData("copy_kernel.ptx")));
   REQUIRE(ptx);
   const LaunchReport &fromPtx = ptx->launches[0];
   CHECK_FALSE(fromPtx.fromSass);
@@ -756,7 +735,8 @@ TEST_CASE("SASS in the estimate: ptxas's unroll, loads in flight and pipes",
   // ptxas unrolled the loop 4 times (copy_kernel.sm_90a.sass): 64 B a trip,
   // a quarter of the PTX loop's trips, four times the loads in flight.
   Expected<SpecReport> sass =
-      analyzeSpec(copyInput(readTestData("copy_kernel.sm_90a.sass")));
+      analyzeSpec(copyInput(readTestData("copy_kernel.ptx"),
+                            readTestData("copy_kernel.sm_90a.sass")));
   REQUIRE(sass);
   const LaunchReport &out = sass->launches[0];
   REQUIRE(out.sass);
@@ -790,7 +770,8 @@ TEST_CASE("SASS in the estimate: ptxas's unroll, loads in flight and pipes",
   for (size_t at; (at = mufu.find("F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C")) !=
                   std::string::npos;)
     mufu.replace(at, 39, "MUFU.RCP");
-  Expected<SpecReport> rcp = analyzeSpec(copyInput(mufu));
+  Expected<SpecReport> rcp =
+      analyzeSpec(copyInput(readTestData("copy_kernel.ptx"), mufu));
   REQUIRE(rcp);
   const LaunchReport &pipe = rcp->launches[0];
   CHECK(pipe.issueBinding == "MUFU pipe");
