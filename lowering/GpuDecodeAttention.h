@@ -11,6 +11,8 @@
 #ifndef LOWBIT_LOWERING_GPUDECODEATTENTION_H
 #define LOWBIT_LOWERING_GPUDECODEATTENTION_H
 
+#include "target/ChipTable.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 #include <string>
@@ -18,8 +20,9 @@
 namespace lowbit {
 
 /// The shared memory the stage-1 block may take: the static limit every
-/// CUDA chip gives without an opt-in.
-inline constexpr int64_t kMaxDecodeAttentionSharedBytes = 48 * 1024;
+/// CUDA chip gives without an opt-in (target/ChipTable.h).
+inline constexpr int64_t kMaxDecodeAttentionSharedBytes =
+    kStaticSharedBytesPerBlock;
 
 /// Why `op` (a lowbit.kv_decode_attention) has no FlashDecoding kernel, or
 /// "" when it has one.

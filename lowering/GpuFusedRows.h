@@ -11,6 +11,8 @@
 #ifndef LOWBIT_LOWERING_GPUFUSEDROWS_H
 #define LOWBIT_LOWERING_GPUFUSEDROWS_H
 
+#include "target/ChipTable.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 namespace lowbit {
@@ -22,8 +24,8 @@ inline constexpr int64_t kMaxGpuHadamardBlock = 32;
 
 /// The shared memory a fused kernel's block takes for rows of wider
 /// Hadamard rotations (one f32 row per warp and rotation): the static
-/// limit every CUDA chip gives without an opt-in.
-inline constexpr int64_t kMaxGpuFusedSharedBytes = 48 * 1024;
+/// limit every CUDA chip gives without an opt-in (target/ChipTable.h).
+inline constexpr int64_t kMaxGpuFusedSharedBytes = kStaticSharedBytesPerBlock;
 
 /// lowbit.fused -> gpu.launch: dynamic row-group schemes in one launch.
 void populateGpuFusedRowsPatterns(mlir::RewritePatternSet &patterns,

@@ -11,6 +11,8 @@
 
 #include "target/ChipCapabilities.h"
 
+#include "target/ChipTable.h"
+
 namespace lowbit {
 
 bool targetMeetsAny(const Target &target,
@@ -76,37 +78,21 @@ bool targetHas(const Target &target, TensorInstruction instruction) {
 }
 
 std::optional<ChipResources> chipResources(const ChipInfo &chip) {
-  // Every recorded chip: 64K 32-bit registers per SM, allocated per warp
-  // in units of 256 (the CUDA Occupancy Calculator's unit), at most 255 a
-  // thread, 1024 threads and 48 KB of static shared memory a block.
-  ChipResources resources;
-  resources.registersPerSm = 65536;
-  resources.registerAllocationUnit = 256;
-  resources.maxRegistersPerThread = 255;
-  resources.maxThreadsPerBlock = 1024;
-  resources.staticSharedBytesPerBlock = 48 * 1024;
-  auto set = [&](int threadsPerSm, int blocksPerSm, int sharedKbPerSm) {
-    resources.maxThreadsPerSm = threadsPerSm;
-    resources.maxBlocksPerSm = blocksPerSm;
-    resources.sharedBytesPerSm = sharedKbPerSm * 1024;
-    // 1 KB of each SM's shared memory is reserved for the system.
-    resources.maxSharedBytesPerBlock = (sharedKbPerSm - 1) * 1024;
-    return resources;
-  };
-  switch (chip.smVersion) {
-  case 80:
-    return set(2048, 32, 164);
-  case 86:
-    return set(1536, 16, 100);
-  case 89:
-    return set(1536, 24, 100);
-  case 90:
-  case 100:
-  case 103:
-    return set(2048, 32, 228);
-  default:
+  const ChipConstants *row = chipConstants(chip);
+  if (!row)
     return std::nullopt;
-  }
+  ChipResources resources;
+  resources.registersPerSm = int(row->registersPerSm.value);
+  resources.registerAllocationUnit = int(row->registerAllocationUnit.value);
+  resources.maxRegistersPerThread = int(row->maxRegistersPerThread.value);
+  resources.maxThreadsPerSm = int(row->maxThreadsPerSm.value);
+  resources.maxThreadsPerBlock = int(row->maxThreadsPerBlock.value);
+  resources.maxBlocksPerSm = int(row->maxBlocksPerSm.value);
+  resources.sharedBytesPerSm = int(row->sharedBytesPerSm.value);
+  resources.maxSharedBytesPerBlock = int(row->maxSharedBytesPerBlock.value);
+  resources.staticSharedBytesPerBlock =
+      int(row->staticSharedBytesPerBlock.value);
+  return resources;
 }
 
 } // namespace lowbit

@@ -2,10 +2,11 @@
 //
 // Per chip of target/Target.h's table: which tensor-core instructions it
 // has (mma.sync shapes, wgmma, tcgen05, the block-scaled mma), at which
-// PTX version, and its per-SM and per-block limits. The cvt instructions
-// are target/NativeConversionTable.h's rows, with the same requirement
-// type. Plain C++, no MLIR: the lowering asks before it emits an
-// instruction, the report reads the limits.
+// PTX version, and its per-SM and per-block limits (a view of
+// target/ChipTable.h's row, where each limit's source is). The cvt
+// instructions are target/NativeConversionTable.h's rows, with the same
+// requirement type. Plain C++, no MLIR: the lowering asks before it emits
+// an instruction.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,8 +63,8 @@ const std::vector<TensorInstructionInfo> &tensorInstructionTable();
 /// Whether `target` has `instruction`.
 bool targetHas(const Target &target, TensorInstruction instruction);
 
-/// Per-SM and per-block limits of one chip (CUDA C++ Programming Guide,
-/// "Technical Specifications per Compute Capability").
+/// Per-SM and per-block limits of one chip (ChipTable.h's row, without the
+/// sources).
 struct ChipResources {
   int registersPerSm = 0;         ///< 32-bit registers
   int registerAllocationUnit = 0; ///< registers, allocated per warp
@@ -77,7 +78,7 @@ struct ChipResources {
 };
 
 /// The limits of `chip`'s compute capability; nullopt for a chip whose
-/// limits lowbit does not record (sm_87, sm_101a).
+/// limits lowbit does not record (sm_87, sm_101a, sm_121a).
 std::optional<ChipResources> chipResources(const ChipInfo &chip);
 
 } // namespace lowbit

@@ -13,6 +13,7 @@
 #include "format/Codec.h"
 #include "runtime/emulator/Fiber.h"
 #include "runtime/emulator/Mma.h"
+#include "target/ChipTable.h"
 
 #include <algorithm>
 #include <bit>
@@ -606,7 +607,8 @@ Status Device::launch(const KernelLaunch &launch,
     return makeError(ErrorCode::InvalidArgument,
                      "launch of " + launch.name + ": " + why);
   };
-  // cuLaunchKernel's limits (every chip lowbit targets).
+  // cuLaunchKernel's limits (target/ChipTable.h): the emulator is no
+  // particular chip, so it takes what any recorded chip would.
   const Dim3 &g = launch.grid, &b = launch.block;
   if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0)
     return invalid("a grid or block dimension is 0");
@@ -614,16 +616,21 @@ Status Device::launch(const KernelLaunch &launch,
     return invalid("grid (" + std::to_string(g.x) + "," + std::to_string(g.y) +
                    "," + std::to_string(g.z) +
                    ") exceeds the limits (2^31-1, 65535, 65535)");
-  if (b.count() > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64)
+  if (b.count() > uint64_t(kMaxThreadsPerBlock) || b.x > kMaxThreadsPerBlock ||
+      b.y > kMaxThreadsPerBlock || b.z > 64)
     return invalid("block (" + std::to_string(b.x) + "," + std::to_string(b.y) +
-                   "," + std::to_string(b.z) + ") exceeds 1024 threads");
-  if (launch.staticSharedBytes > 48 * 1024)
-    return invalid("static shared memory above 48 KiB");
+                   "," + std::to_string(b.z) + ") exceeds " +
+                   std::to_string(kMaxThreadsPerBlock) + " threads");
+  if (int64_t(launch.staticSharedBytes) > kStaticSharedBytesPerBlock)
+    return invalid("static shared memory above " +
+                   std::to_string(kStaticSharedBytesPerBlock / 1024) + " KiB");
   size_t sharedBytes =
       std::max(launch.staticSharedBytes,
                launch.dynamicSharedOffset + launch.dynamicSharedBytes);
-  if (sharedBytes > 227 * 1024)
-    return invalid("shared memory above 227 KiB");
+  if (int64_t(sharedBytes) > largestSharedBytesPerBlock())
+    return invalid("shared memory above " +
+                   std::to_string(largestSharedBytesPerBlock() / 1024) +
+                   " KiB");
   if (!launch.entry)
     return invalid("no entry point");
 

@@ -16,8 +16,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -25,9 +27,10 @@ namespace lowbit::report {
 
 std::optional<ChipModel> chipModel(std::string_view chip) {
   const ChipConstants *row = chipConstants(chip);
-  if (!row)
+  // The model needs a part: a row of limits alone has no bandwidth.
+  if (!row || !row->hasDevice())
     return std::nullopt;
-  // Every number and its source: ChipTable.cpp (docs/gpu-report.md).
+  // Every number and its source: target/ChipTable.cpp (docs/gpu-report.md).
   ChipModel model;
   model.chip = std::string(chip);
   model.device = std::string(row->device);
@@ -52,7 +55,8 @@ std::optional<ChipModel> chipModel(std::string_view chip) {
 std::string knownReportChips() {
   std::string names;
   for (const ChipConstants &row : chipTable())
-    names += (names.empty() ? "" : ", ") + std::string(row.chip);
+    if (row.hasDevice())
+      names += (names.empty() ? "" : ", ") + std::string(row.chip);
   return names;
 }
 
@@ -224,6 +228,146 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
         out.instructionsPerThread / out.elementsPerThread;
 }
 
+/// Loops of one body, where loops whose bodies overlap without one holding
+/// the other are one: the code layout put a shared tail between two back
+/// edges to two headers (both LLVM's PTX and ptxas's SASS do). A region's
+/// trip streams the bytes of every streamed access in it.
+struct LoopRegion {
+  int first = 0, last = 0;
+  double streamedBytes = 0, loadBytes = 0;
+  std::vector<size_t> loops;
+};
+
+std::vector<LoopRegion>
+loopRegions(const std::vector<CodeLoop> &loops,
+            const std::function<std::pair<double, double>(int, int)>
+                &streamedAndLoaded) {
+  std::vector<size_t> order(loops.size());
+  for (size_t l = 0; l < order.size(); ++l)
+    order[l] = l;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return loops[a].firstInstruction < loops[b].firstInstruction;
+  });
+  std::vector<LoopRegion> regions;
+  for (size_t l : order) {
+    const CodeLoop &loop = loops[l];
+    LoopRegion *overlapped = nullptr;
+    for (LoopRegion &region : regions)
+      if (region.first < loop.firstInstruction &&
+          loop.firstInstruction <= region.last &&
+          region.last < loop.lastInstruction)
+        overlapped = &region;
+    if (overlapped) {
+      overlapped->last = loop.lastInstruction;
+      overlapped->loops.push_back(l);
+    } else {
+      regions.push_back(
+          {loop.firstInstruction, loop.lastInstruction, 0, 0, {l}});
+    }
+  }
+  for (LoopRegion &region : regions)
+    std::tie(region.streamedBytes, region.loadBytes) =
+        streamedAndLoaded(region.first, region.last);
+  return regions;
+}
+
+/// The SASS's instructions per thread, loops weighted by their trips. The
+/// k-th streaming loop region of the SASS is the k-th of the PTX (ptxas
+/// keeps the loops' order) and streams the same bytes per thread in all,
+/// so it runs the PTX region's trips times the PTX trip's streamed bytes
+/// over its own (ptxas may unroll further). Where ptxas made a different
+/// number of streaming regions (it unrolled one away), each streams the
+/// thread's elements, the PTX's first rule. Loops that stream nothing run
+/// once; nested regions take the innermost's weight, as in
+/// countInstructions.
+void weighSass(const SpecInput &input, LaunchReport &out) {
+  const SassKernel &sass = *out.sass;
+  bool quantize = input.op == KernelOp::Quantize;
+  std::vector<LoopRegion> ptxRegions =
+      loopRegions(out.ptx.loops, [&](int first, int last) {
+        std::pair<double, double> bytes;
+        for (const PtxKernel::Access &access : out.ptx.accesses)
+          if (access.instruction >= first && access.instruction <= last) {
+            if (access.load == quantize)
+              bytes.first += access.bits / 8.0;
+            if (access.load)
+              bytes.second += access.bits / 8.0;
+          }
+        return bytes;
+      });
+  std::vector<LoopRegion> sassRegions = loopRegions(sass.loops, [&](int first,
+                                                                    int last) {
+    std::pair<double, double> bytes;
+    for (int i = first; i <= last && size_t(i) < sass.globalBytes.size(); ++i) {
+      auto [load, store] = sass.globalBytes[size_t(i)];
+      bytes.first += quantize ? load : store;
+      bytes.second += load;
+    }
+    return bytes;
+  });
+  auto streaming = [](const std::vector<LoopRegion> &regions) {
+    std::vector<const LoopRegion *> found;
+    for (const LoopRegion &region : regions)
+      if (region.streamedBytes > 0)
+        found.push_back(&region);
+    return found;
+  };
+  std::vector<const LoopRegion *> ptxStreaming = streaming(ptxRegions);
+  std::vector<const LoopRegion *> sassStreaming = streaming(sassRegions);
+  bool paired = ptxStreaming.size() == sassStreaming.size();
+  std::vector<double> regionTrips(sassRegions.size(), 1.0);
+  for (size_t k = 0; k < sassStreaming.size(); ++k) {
+    const LoopRegion &region = *sassStreaming[k];
+    double trips =
+        out.elementsPerThread * input.valueBytes / region.streamedBytes;
+    if (paired) {
+      const LoopRegion &ptx = *ptxStreaming[k];
+      double ptxTrips = 1;
+      for (size_t l : ptx.loops)
+        ptxTrips = std::max(ptxTrips, out.loopTrips[l]);
+      trips = ptxTrips * ptx.streamedBytes / region.streamedBytes;
+      if (std::find(ptx.loops.begin(), ptx.loops.end(), size_t(out.mainLoop)) !=
+          ptx.loops.end())
+        out.sassMainLoopLoadBytes = region.loadBytes;
+    }
+    regionTrips[size_t(&region - sassRegions.data())] = std::max(1.0, trips);
+  }
+  if (!paired && sass.criticalLoop >= 0)
+    out.sassMainLoopLoadBytes =
+        sass.loops[size_t(sass.criticalLoop)].globalLoadBytes;
+  out.sassLoopTrips.assign(sass.loops.size(), 1.0);
+  std::vector<double> weight(sass.classes.size(), 1.0);
+  std::vector<int> owner(sass.classes.size(), -1);
+  for (size_t r = 0; r < sassRegions.size(); ++r) {
+    const LoopRegion &region = sassRegions[r];
+    for (size_t l : region.loops)
+      out.sassLoopTrips[l] = regionTrips[r];
+    for (int i = region.first; i <= region.last && size_t(i) < weight.size();
+         ++i) {
+      int current = owner[size_t(i)];
+      if (current < 0 || sassRegions[size_t(current)].last -
+                                 sassRegions[size_t(current)].first >
+                             region.last - region.first) {
+        owner[size_t(i)] = int(r);
+        weight[size_t(i)] = regionTrips[r];
+      }
+    }
+  }
+  out.fromSass = true;
+  for (size_t i = 0; i < weight.size(); ++i) {
+    std::string_view kind = sass.classes[i];
+    out.sassPerThread += weight[i];
+    if (kind == "fp32" || kind == "fp16")
+      out.fp32PerThread += weight[i];
+    else if (kind == "mufu")
+      out.mufuPerThread += weight[i];
+    else if (kind == "int")
+      out.intPerThread += weight[i];
+    else if (kind == "tensor")
+      out.tensorPerThread += weight[i];
+  }
+}
+
 /// The ASSUMED constants of `row` a launch's time rests on: the launch
 /// overhead always, and those of the term that binds (`work`).
 std::vector<std::string> assumptionsOf(const ChipConstants &row,
@@ -246,9 +390,21 @@ std::vector<std::string> assumptionsOf(const ChipConstants &row,
     rest(row.clockHz, fmt::format("clock {:.2f} GHz", row.clockHz.value / 1e9));
     if (work == out.l1Seconds)
       rest(row.l1WavefrontsPerClock, "L1 128 B per clock per SM");
-    else if (out.mmaPerThread > 0)
+    else if (out.fromSass ? out.tensorPerThread > 0 : out.mmaPerThread > 0)
       rest(row.mmaSyncIssueSlots, fmt::format("mma.sync {:.0f} issue slots",
                                               row.mmaSyncIssueSlots.value));
+    if (work == out.issueSeconds && out.issueBinding == "fp32 pipe")
+      rest(row.fp32LanesPerClock,
+           fmt::format("FP32 {:.0f} lanes per clock per SM",
+                       row.fp32LanesPerClock.value));
+    else if (work == out.issueSeconds && out.issueBinding == "MUFU pipe")
+      rest(row.mufuLanesPerClock,
+           fmt::format("MUFU {:.0f} lanes per clock per SM",
+                       row.mufuLanesPerClock.value));
+    else if (work == out.issueSeconds && out.issueBinding == "INT32 pipe")
+      rest(row.int32LanesPerClock,
+           fmt::format("INT32 {:.0f} lanes per clock per SM",
+                       row.int32LanesPerClock.value));
   } else if (out.limiter.starts_with("memory-level parallelism")) {
     rest(row.memoryLatencySeconds,
          fmt::format("DRAM latency {:.0f} ns",
@@ -278,6 +434,17 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
   if (out.mainLoop >= 0 &&
       out.ptx.loops[size_t(out.mainLoop)].globalLoadBytes > 0)
     loadBytesPerThread = out.ptx.loops[size_t(out.mainLoop)].globalLoadBytes;
+  // The SASS says what ptxas issues: its counterpart of the main loop (an
+  // unroll puts more loads in a trip), or every load of a loopless body.
+  if (out.fromSass) {
+    if (out.sassMainLoopLoadBytes > 0) {
+      loadBytesPerThread = out.sassMainLoopLoadBytes;
+    } else if (out.mainLoop < 0) {
+      loadBytesPerThread = 0;
+      for (const auto &[bits, count] : out.sass->loadWidths)
+        loadBytesPerThread += bits / 8.0 * count;
+    }
+  }
   out.bytesInFlight = double(residentThreads) * loadBytesPerThread;
 
   int64_t readBytes = 0;
@@ -295,12 +462,32 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
         std::max(out.memorySeconds, double(readBytes) / loadBandwidth);
 
   int64_t activeSms = std::min<int64_t>(chip.smCount, gridBlocks);
-  double warpInstructions = double(out.threads) / 32.0 *
-                            (out.instructionsPerThread +
-                             (chip.mmaSyncIssueSlots - 1) * out.mmaPerThread);
-  out.issueSeconds =
-      warpInstructions /
-      (double(activeSms) * chip.issuePerSmPerClock * chip.clockHz);
+  // Clocks of one SM per warp: the dispatch of every instruction (an
+  // mma.sync holds its slots), or, from the SASS, the busiest pipe where
+  // it is slower (a warp instruction of a pipe of L lanes takes 32 / L).
+  double clocksPerWarp = (out.instructionsPerThread +
+                          (chip.mmaSyncIssueSlots - 1) * out.mmaPerThread) /
+                         chip.issuePerSmPerClock;
+  out.issueBinding = "dispatch";
+  if (out.fromSass) {
+    clocksPerWarp = (out.sassPerThread +
+                     (chip.mmaSyncIssueSlots - 1) * out.tensorPerThread) /
+                    chip.issuePerSmPerClock;
+    const ChipConstants &row = *chip.constants;
+    for (auto [name, perThread, lanes] :
+         {std::tuple{"fp32 pipe", out.fp32PerThread,
+                     row.fp32LanesPerClock.value},
+          std::tuple{"MUFU pipe", out.mufuPerThread,
+                     row.mufuLanesPerClock.value},
+          std::tuple{"INT32 pipe", out.intPerThread,
+                     row.int32LanesPerClock.value}})
+      if (lanes > 0 && perThread * 32 / lanes > clocksPerWarp) {
+        clocksPerWarp = perThread * 32 / lanes;
+        out.issueBinding = name;
+      }
+  }
+  out.issueSeconds = double(out.threads) / 32.0 * clocksPerWarp /
+                     (double(activeSms) * chip.clockHz);
   // Atomics as executed: per block, each atomic by the threads its guards
   // let through (tid.x == 0: one), times the block's y and z extent.
   out.atomicsPerBlock = 0;
@@ -331,9 +518,15 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
                               "warp access, lanes {:.0f} "
                               "B apart)",
                               out.wavefrontsPerAccess, out.laneStrideBytes);
-  else if (work == out.issueSeconds)
+  else if (work == out.issueSeconds && !out.fromSass)
     out.limiter = fmt::format("instruction issue ({:.1f} instr/elem)",
                               out.instructionsPerElement);
+  else if (work == out.issueSeconds)
+    out.limiter = fmt::format(
+        "instruction issue ({:.1f} SASS instr/elem{})",
+        out.elementsPerThread > 0 ? out.sassPerThread / out.elementsPerThread
+                                  : out.sassPerThread,
+        out.issueBinding == "dispatch" ? "" : "; the " + out.issueBinding);
   else if (loadBandwidth < peak && readBytes > 0)
     out.limiter =
         fmt::format("memory-level parallelism ({} in flight, {} needed)",
@@ -404,6 +597,8 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     if (valueBuffer >= 0 && moved[size_t(valueBuffer)] && out.threads > 0)
       out.elementsPerThread = double(input.elements) / double(out.threads);
     countInstructions(input, out);
+    if (out.sass && input.chip.constants)
+      weighSass(input, out);
     computeOccupancy(input.chip, launch, out.resources, out);
     estimateTime(input, out);
     report.seconds += out.seconds;
@@ -593,6 +788,25 @@ std::string sassText(const LaunchReport &launch,
       sass.localStores, sass.highestRegister, loop);
 }
 
+/// What the issue term counted: the SASS weighted by its loops' trips, or
+/// the PTX where there is no SASS.
+std::string issueText(const LaunchReport &launch) {
+  if (!launch.fromSass)
+    return fmt::format("    issue     from PTX (no SASS): {:.0f} instr/thread, "
+                       "bound by dispatch\n",
+                       launch.instructionsPerThread);
+  std::string trips;
+  for (double t : launch.sassLoopTrips)
+    trips += fmt::format("{}{:.1f}", trips.empty() ? "" : ", ", t);
+  return fmt::format(
+      "    issue     from SASS: {:.0f} instr/thread (fp32 {:.0f}, "
+      "MUFU {:.0f}, INT32 {:.0f}, tensor {:.0f}); loop trips "
+      "{}; bound by {}\n",
+      launch.sassPerThread, launch.fp32PerThread, launch.mufuPerThread,
+      launch.intPerThread, launch.tensorPerThread, trips.empty() ? "-" : trips,
+      launch.issueBinding);
+}
+
 } // namespace
 
 std::string formatReportText(const SpecReport &report) {
@@ -650,6 +864,7 @@ std::string formatReportText(const SpecReport &report) {
           launch.ptx.loops[l].globalStoreBytes, launch.loopElementsPerTrip[l],
           launch.loopTrips[l], int(l) == launch.mainLoop ? " (main)" : "");
     text += sassText(launch, report.sassUnavailable);
+    text += issueText(launch);
     text += fmt::format(
         "    ops       {} atomics ({} cas, {} .sys; executed {} per block, "
         "{} in all), {} shuffles, {} barriers, {} f32 divisions{}\n",

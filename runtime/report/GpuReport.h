@@ -17,11 +17,11 @@
 #include "format/Scheme.h"
 #include "lowbit/Expected.h"
 #include "runtime/driver/NvJitLink.h"
-#include "runtime/report/ChipTable.h"
 #include "runtime/report/CodeLoops.h"
 #include "runtime/report/PtxGuards.h"
 #include "runtime/report/SassAnalysis.h"
 #include "runtime/spec/KernelSpec.h"
+#include "target/ChipTable.h"
 
 #include <array>
 #include <cstdint>
@@ -179,6 +179,22 @@ struct LaunchReport {
   int mainLoop = -1;
   /// Per loop of ptx.loops: value elements per trip, and the trips assumed.
   std::vector<double> loopElementsPerTrip, loopTrips;
+  /// The issue term and the loads in flight read the SASS where there is
+  /// one (docs/gpu-report.md, "SASS in the estimate"), else the PTX.
+  bool fromSass = false;
+  /// Per loop of sass->loops, the trips assumed (the PTX's, rescaled).
+  std::vector<double> sassLoopTrips;
+  /// Global bytes one trip of the PTX main loop's SASS counterpart loads
+  /// per thread (its loads in flight); -1 without one.
+  double sassMainLoopLoadBytes = -1;
+  /// SASS instructions each thread executes, loops weighted by their trips:
+  /// all, and those of the pipes the chip table gives a rate for (fp32
+  /// with fp16, MUFU, INT32) and of the tensor cores.
+  double sassPerThread = 0, fp32PerThread = 0, mufuPerThread = 0,
+         intPerThread = 0, tensorPerThread = 0;
+  /// What binds the issue term: "dispatch", "fp32 pipe", "MUFU pipe" or
+  /// "INT32 pipe" (SASS); "dispatch" for PTX.
+  std::string issueBinding = "dispatch";
   int blocksPerSm = 0;
   double occupancy = 0;         ///< resident warps / maximum
   std::string occupancyLimiter; ///< registers, threads, blocks, shared, grid

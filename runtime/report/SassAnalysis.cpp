@@ -143,6 +143,7 @@ void finish(Pending &pending, std::vector<SassKernel> &kernels) {
   SassKernel &kernel = pending.kernel;
   kernel.loops =
       findLoops(pending.branches, pending.labels, pending.globalBytes);
+  kernel.globalBytes = std::move(pending.globalBytes);
   // The critical loop streams the most global bytes per trip; among equals
   // (none streams), the largest.
   for (size_t l = 0; l < kernel.loops.size(); ++l) {
@@ -213,6 +214,7 @@ std::vector<SassKernel> analyzeSass(std::string_view text) {
     int index = kernel.instructions++;
     std::string_view kind = classOf(head);
     kernel.mix[std::string(kind)]++;
+    kernel.classes.push_back(kind);
     kernel.highestRegister =
         std::max(kernel.highestRegister, highestRegisterIn(operands));
     int loadBytes = 0, storeBytes = 0;

@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace lowbit::report {
@@ -31,6 +32,11 @@ struct SassKernel {
   /// shared, local, constant, atomic, warp, tensor, control, other) ->
   /// static count.
   std::map<std::string, int> mix;
+  /// Per instruction, in order, its class (one of the mix's names): the
+  /// estimate weights them by their loops' trips.
+  std::vector<std::string_view> classes;
+  /// Per instruction, the global bytes it loads and stores.
+  std::vector<std::pair<int, int>> globalBytes;
   /// Global (and generic) loads and stores: bits per access -> count.
   std::map<int, int> loadWidths, storeWidths;
   /// Global atomics and reductions (ATOMG, ATOM, REDG, RED), by opcode.
