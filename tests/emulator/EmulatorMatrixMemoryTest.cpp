@@ -126,6 +126,16 @@ TEST_CASE("emulator: a cp.async or ldmatrix that breaks a rule is an error",
       {"a cp.async source past the end",
        {16, 4, false, Rule::SourcePastEnd},
        {"thread (31,0,0)", "cp.async source read", "runs past the end of"}},
+      {"an ldmatrix row in global memory",
+       {16, 2, true, Rule::GlobalRow},
+       {"thread (0,0,0)", "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
+        "is not 16 bytes inside shared memory"}},
+      {"a second cp.async into a pending destination",
+       {8, 4, false, Rule::CopiedTwice},
+       {"thread (31,0,0)", "is already the destination of a pending cp.async"}},
+      {"wait_group 0 with the copies never committed",
+       {16, 4, false, Rule::NotCommitted},
+       {"ldmatrix row load", "has not landed"}},
   };
   for (const Case &c : cases) {
     std::vector<int32_t> in = inputWords(), out(128, 0);

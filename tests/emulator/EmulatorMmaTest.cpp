@@ -104,7 +104,7 @@ TEST_CASE("emulator: mma.sync is the fma chain d = fmaf(a_k, b_k, d)",
             << " of them where one rounding of the exact sum differs\n";
 }
 
-TEST_CASE("emulator: 8-bit mma.sync (e4m3, e5m2, s8) as the PTX ISA says",
+TEST_CASE("emulator: 8-bit mma.sync (e4m3, e5m2, s8, u8) as the PTX ISA says",
           "[emulator][mma]") {
   size_t elements = 0, nans = 0;
   for (const MmaKernelVariant &v : everyByteVariant()) {
@@ -119,8 +119,8 @@ TEST_CASE("emulator: 8-bit mma.sync (e4m3, e5m2, s8) as the PTX ISA says",
   MmaTile overflow = makeTiles(wrapping, 1).back();
   CHECK(referenceD(overflow, wrapping) != referenceD(overflow, saturating));
   CHECK(nans > 0);
-  std::cout << "emulator: mma.sync m16n8k32 e4m3/e5m2 (fma chain), s8 "
-               "(exact, wrapping and .satfinite) x 1/2 steps: "
+  std::cout << "emulator: mma.sync m16n8k32 e4m3/e5m2 (fma chain, mixed "
+               "too), s8/u8 (exact, wrapping and .satfinite) x 1/2 steps: "
             << elements << " elements of D bit-exact (" << nans << " NaN)\n";
 }
 
@@ -239,15 +239,17 @@ TEST_CASE("emulator: the 8-bit mma kernels' PTX assembles", "[emulator][mma]") {
   REQUIRE(!test::ptxasPath().empty());
   using Bytes = MmaKernelVariant::Bytes;
   struct Case {
-    Bytes bytes;
+    Bytes bytes; ///< A's; B is e4m3 for the FP8 kinds, s8 for the integer
     bool satfinite;
     const char *instruction;
   } cases[] = {
       {Bytes::E4M3, false,
        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"},
       {Bytes::E5M2, false,
-       "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32"},
+       "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32"},
       {Bytes::S8, false, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"},
+      {Bytes::U8, true,
+       "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.u8.s8.s32"},
       {Bytes::S8, true,
        "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"},
   };
@@ -256,18 +258,19 @@ TEST_CASE("emulator: the 8-bit mma kernels' PTX assembles", "[emulator][mma]") {
     for (const char *arch : {"sm_89", "sm_90a"}) {
       MmaKernelVariant v{32, false, 2};
       v.bytes = c.bytes;
+      bool integer = v.integer();
+      v.bytesB = integer ? Bytes::S8 : Bytes::E4M3;
       v.satfinite = c.satfinite;
       // The FP8 mma needs PTX 8.4 (target/ChipCapabilities.cpp); the
       // chips' default is older.
-      std::string target =
-          std::string(arch) + (c.bytes == Bytes::S8 ? "" : "+ptx84");
+      std::string target = std::string(arch) + (integer ? "" : "+ptx84");
       std::string ptx;
       INFO(target << " " << describe(v));
       REQUIRE(test::compileToPtx(mmaKernelText(v), target, ptx));
       CHECK(ptx.find(c.instruction) != std::string::npos);
       assembled += test::checkAssembles(ptx, arch);
     }
-  CHECK(assembled == 8);
+  CHECK(assembled == 10);
   std::cout << "emulator: " << assembled
             << " 8-bit mma kernels' PTX assembled (sm_89, sm_90a)\n";
 }

@@ -78,7 +78,11 @@ std::string matrixMemoryKernelText(const MatrixMemoryKernel &kernel) {
     if (twoGroups && c == copies / 2 - 1)
       o << "      nvvm.cp.async.commit.group\n";
   }
-  o << "      nvvm.cp.async.commit.group\n";
+  if (kernel.rule == Rule::CopiedTwice)
+    o << "      nvvm.cp.async.shared.global %sp0, %gp0, " << kernel.copyBytes
+      << ", cache = " << cache << " : !llvm.ptr<3>, !llvm.ptr<1>\n";
+  if (kernel.rule != Rule::NotCommitted)
+    o << "      nvvm.cp.async.commit.group\n";
   if (twoGroups)
     o << "      nvvm.cp.async.wait.group 1\n";
   if (kernel.rule == Rule::WaitOneThenZero ||
@@ -90,14 +94,18 @@ std::string matrixMemoryKernelText(const MatrixMemoryKernel &kernel) {
   o << "      %r7 = arith.muli %tid, %c7 : index\n"
     << "      %row = arith.andi %r7, %c31 : index\n"
     << "      %rowoff = arith.muli %row, %c16 : index\n";
+  o << "      %lane0 = arith.cmpi eq, %tid, %c0 : index\n";
   if (kernel.rule == Rule::MisalignedRow)
-    o << "      %lane0 = arith.cmpi eq, %tid, %c0 : index\n"
-      << "      %c8 = arith.constant 8 : index\n"
+    o << "      %c8 = arith.constant 8 : index\n"
       << "      %skew = arith.select %lane0, %c8, %c0 : index\n"
       << "      %rowoff2 = arith.addi %rowoff, %skew : index\n";
   else
     o << "      %rowoff2 = arith.addi %rowoff, %c0 : index\n";
-  o << "      %ra = arith.addi %sbase, %rowoff2 : index\n"
+  // GlobalRow: lane 0's row in `in` instead of the tile.
+  o << "      %rbase = arith.select %lane0, "
+    << (kernel.rule == Rule::GlobalRow ? "%gbase" : "%sbase")
+    << ", %sbase : index\n"
+    << "      %ra = arith.addi %rbase, %rowoff2 : index\n"
     << "      %ri = arith.index_cast %ra : index to i64\n"
     << "      %rp = llvm.inttoptr %ri : i64 to !llvm.ptr<3>\n";
   std::string resultType = kernel.matrices == 1 ? "i32"

@@ -30,6 +30,9 @@ struct MatrixMemoryKernel {
     WaitOneThenZero, ///< two groups, wait_group 1 then wait_group 0 (kept)
     MisalignedRow,   ///< lane 0's row address 8 bytes off
     SourcePastEnd,   ///< thread 31 copies from just past the end of `in`
+    GlobalRow,       ///< lane 0's row address points into `in`
+    CopiedTwice,     ///< a second cp.async into a pending destination
+    NotCommitted,    ///< wait_group 0 with the copies never committed
   } rule = Rule::Kept;
 };
 

@@ -21,19 +21,22 @@ double halfValue(uint16_t bits, bool bf16) {
   return bf16 ? double(bfloat16ToFloat(bits)) : double(halfToFloat(bits));
 }
 
-/// A multiplicand code of `v`'s type as its value (exact).
-double elementValue(uint16_t code, const MmaKernelVariant &v) {
+/// A multiplicand code of `type` (f16/bf16 by `bf16` for None) as its value
+/// (exact).
+double elementValue(uint16_t code, MmaKernelVariant::Bytes type, bool bf16) {
   using Bytes = MmaKernelVariant::Bytes;
   static const Codec e4m3(*lookupFormat("e4m3")), e5m2(*lookupFormat("e5m2"));
-  switch (v.bytes) {
+  switch (type) {
   case Bytes::None:
-    return halfValue(code, v.bf16);
+    return halfValue(code, bf16);
   case Bytes::E4M3:
     return e4m3.decode(code);
   case Bytes::E5M2:
     return e5m2.decode(code);
   case Bytes::S8:
     return int8_t(uint8_t(code));
+  case Bytes::U8:
+    return uint8_t(code);
   }
   return 0;
 }
@@ -60,13 +63,15 @@ std::vector<uint32_t> referenceD(const MmaTile &tile,
     for (int m = 0; m < 16; ++m)
       for (int n = 0; n < 8; ++n) {
         auto a = [&](int k) {
-          return elementValue(tile.a[size_t((s * 16 + m) * v.k + k)], v);
+          return elementValue(tile.a[size_t((s * 16 + m) * v.k + k)], v.bytes,
+                              v.bf16);
         };
         auto b = [&](int k) {
-          return elementValue(tile.b[size_t((s * v.k + k) * 8 + n)], v);
+          return elementValue(tile.b[size_t((s * v.k + k) * 8 + n)], v.typeB(),
+                              v.bf16);
         };
         uint32_t &element = d[size_t(m * 8 + n)];
-        if (v.bytes == MmaKernelVariant::Bytes::S8) {
+        if (v.integer()) {
           int64_t sum = int32_t(element);
           for (int k = 0; k < v.k; ++k)
             sum += int64_t(a(k)) * int64_t(b(k));
@@ -160,16 +165,16 @@ namespace {
 /// overflow s32 both ways (where .satfinite and wrapping differ).
 std::vector<MmaTile> makeByteTiles(const MmaKernelVariant &v, uint32_t seed) {
   std::mt19937 rng(seed);
-  bool integer = v.bytes == MmaKernelVariant::Bytes::S8;
+  bool integer = v.integer();
   size_t aCount = size_t(v.steps * 16 * v.k),
          bCount = size_t(v.steps * v.k * 8);
   std::uniform_real_distribution<float> real(-1000.0f, 1000.0f);
   // Finite codes in all but the last random tile (a NaN or Inf among 32
   // products would hide the rest of the element).
-  auto code = [&](bool finite) {
+  auto code = [&](MmaKernelVariant::Bytes type, bool finite) {
     for (;;) {
       auto candidate = uint16_t(rng() & 0xff);
-      if (!finite || integer || std::isfinite(elementValue(candidate, v)))
+      if (!finite || std::isfinite(elementValue(candidate, type, false)))
         return candidate;
     }
   };
@@ -177,9 +182,9 @@ std::vector<MmaTile> makeByteTiles(const MmaKernelVariant &v, uint32_t seed) {
   for (int t = 0; t < 6; ++t) {
     MmaTile tile;
     for (size_t i = 0; i < aCount; ++i)
-      tile.a.push_back(code(t < 5));
+      tile.a.push_back(code(v.bytes, t < 5));
     for (size_t i = 0; i < bCount; ++i)
-      tile.b.push_back(code(t < 5));
+      tile.b.push_back(code(v.typeB(), t < 5));
     for (int i = 0; i < 128; ++i)
       tile.c.push_back(integer ? uint32_t(rng()) : f32Bits(real(rng)));
     tiles.push_back(tile);
@@ -277,12 +282,15 @@ std::vector<MmaTile> makeTiles(const MmaKernelVariant &v, uint32_t seed) {
 }
 
 std::string describe(const MmaKernelVariant &v) {
-  static const char *const bytes[] = {"", " e4m3", " e5m2", " s8"};
-  std::string type = v.bytes != MmaKernelVariant::Bytes::None
-                         ? std::string(bytes[int(v.bytes)]) +
-                               (v.satfinite ? " .satfinite" : "")
-                     : v.bf16 ? " bf16"
-                              : " f16";
+  static const char *const bytes[] = {"", "e4m3", "e5m2", "s8", "u8"};
+  std::string type = v.bf16 ? " bf16" : " f16";
+  if (v.bytes != MmaKernelVariant::Bytes::None) {
+    type = std::string(" ") + bytes[int(v.bytes)];
+    if (v.typeB() != v.bytes)
+      type += std::string(" x ") + bytes[int(v.typeB())];
+    if (v.satfinite)
+      type += " .satfinite";
+  }
   return std::string("m16n8k") + std::to_string(v.k) + type +
          (v.steps == 2 ? " (chain of two)" : "");
 }
@@ -311,18 +319,25 @@ size_t mismatches(const MmaKernelVariant &v, const std::vector<MmaTile> &tiles,
 
 std::vector<MmaKernelVariant> everyByteVariant() {
   using Bytes = MmaKernelVariant::Bytes;
+  struct Types {
+    Bytes a, b;
+    bool satfinite;
+  } types[] = {
+      {Bytes::E4M3, Bytes::E4M3, false}, {Bytes::E5M2, Bytes::E5M2, false},
+      {Bytes::E4M3, Bytes::E5M2, false}, {Bytes::E5M2, Bytes::E4M3, false},
+      {Bytes::S8, Bytes::S8, false},     {Bytes::S8, Bytes::S8, true},
+      {Bytes::U8, Bytes::S8, true},      {Bytes::S8, Bytes::U8, false},
+      {Bytes::U8, Bytes::U8, false},
+  };
   std::vector<MmaKernelVariant> variants;
-  for (int steps : {1, 2}) {
-    for (Bytes bytes : {Bytes::E4M3, Bytes::E5M2, Bytes::S8}) {
+  for (int steps : {1, 2})
+    for (const Types &t : types) {
       MmaKernelVariant v{32, false, steps};
-      v.bytes = bytes;
+      v.bytes = t.a;
+      v.bytesB = t.b;
+      v.satfinite = t.satfinite;
       variants.push_back(v);
     }
-    MmaKernelVariant saturating{32, false, steps};
-    saturating.bytes = Bytes::S8;
-    saturating.satfinite = true;
-    variants.push_back(saturating);
-  }
   return variants;
 }
 

@@ -60,7 +60,8 @@ size_t mismatches(const MmaKernelVariant &v, const std::vector<MmaTile> &tiles,
 /// m16n8k16 and m16n8k8 x f16 and bf16 x 1 and 2 steps.
 std::vector<MmaKernelVariant> everyVariant();
 
-/// m16n8k32 x e4m3, e5m2, s8 (wrapping) and s8 .satfinite x 1 and 2 steps.
+/// m16n8k32 x {e4m3, e5m2}^2, s8 (wrapping and .satfinite), u8 x s8
+/// (.satfinite), s8 x u8, u8 x u8 x 1 and 2 steps.
 std::vector<MmaKernelVariant> everyByteVariant();
 
 } // namespace lowbit::testing

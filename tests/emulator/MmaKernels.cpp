@@ -26,7 +26,11 @@ namespace lowbit::testing {
 std::string mmaKernelText(const MmaKernelVariant &v) {
   using Bytes = MmaKernelVariant::Bytes;
   const bool bytes = v.bytes != Bytes::None;
-  const bool integer = v.bytes == Bytes::S8;
+  const bool integer = v.integer();
+  auto typeName = [](Bytes type) {
+    static const char *const names[] = {"", "e4m3", "e5m2", "s8", "u8"};
+    return names[int(type)];
+  };
   const int words = bytes ? v.k / 4 : v.k / 2; // per row of A and of B^T
   const int aRegs = words / 2, bRegs = words / 4;
   const int aTile = 16 * words, bTile = 8 * words;
@@ -136,22 +140,23 @@ std::string mmaKernelText(const MmaKernelVariant &v) {
                          accumulator + ", " + accumulator + ", " + accumulator +
                          ")>";
     if (bytes && !integer) {
-      const char *type = v.bytes == Bytes::E4M3 ? "e4m3" : "e5m2";
       o << "      %m" << step
         << " = llvm.call_intrinsic \"llvm.nvvm.mma.m16n8k32.row.col.f32."
-        << type << "." << type << ".f32\"(" << list(a) << ", " << list(b)
-        << ", " << list(c) << ") : (i32, i32, i32, i32, i32, i32, f32, f32, "
+        << typeName(v.bytes) << "." << typeName(v.typeB()) << ".f32\"("
+        << list(a) << ", " << list(b) << ", " << list(c)
+        << ") : (i32, i32, i32, i32, i32, i32, f32, f32, "
         << "f32, f32) -> " << result << "\n";
     } else {
       o << "      %m" << step << " = nvvm.mma.sync A[" << list(a) << "] B["
         << list(b) << "] C[" << list(c) << "]\n"
         << "          {layoutA = #nvvm.mma_layout<row>, "
            "layoutB = #nvvm.mma_layout<col>,\n";
-      const char *ptxType = integer ? "s8" : v.bf16 ? "bf16" : nullptr;
-      if (ptxType)
-        o << "           multiplicandAPtxType = #nvvm.mma_type<" << ptxType
+      const char *typeA = integer ? typeName(v.bytes) : v.bf16 ? "bf16" : "";
+      const char *typeB = integer ? typeName(v.typeB()) : typeA;
+      if (*typeA)
+        o << "           multiplicandAPtxType = #nvvm.mma_type<" << typeA
           << ">,\n"
-          << "           multiplicandBPtxType = #nvvm.mma_type<" << ptxType
+          << "           multiplicandBPtxType = #nvvm.mma_type<" << typeB
           << ">,\n";
       if (integer)
         o << "           intOverflowBehavior = #nvvm.mma_int_overflow<"

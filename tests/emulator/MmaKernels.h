@@ -31,8 +31,13 @@ struct MmaKernelVariant {
   /// 8-bit multiplicands (m16n8k32: k must be 32, bf16 false): e4m3/e5m2
   /// through the LLVM intrinsic (f32 accumulators; MLIR 22's nvvm.mma.sync
   /// has no FP8 form), s8 through nvvm.mma.sync (s32 accumulators).
-  enum class Bytes { None, E4M3, E5M2, S8 } bytes = Bytes::None;
-  bool satfinite = false; ///< s8: .satfinite (wrapping otherwise)
+  enum class Bytes { None, E4M3, E5M2, S8, U8 } bytes = Bytes::None;
+  /// B's 8-bit type where it differs from A's (e4m3 x e5m2, s8 x u8, ...).
+  Bytes bytesB = Bytes::None;
+  bool satfinite = false; ///< s8/u8: .satfinite (wrapping otherwise)
+
+  Bytes typeB() const { return bytesB == Bytes::None ? bytes : bytesB; }
+  bool integer() const { return bytes == Bytes::S8 || bytes == Bytes::U8; }
   int skipLane = -1; ///< this lane returns before the mma (a violation)
   /// A wrong fragment map: the kernel swaps two registers of A (0 and 1),
   /// B (0 and 1; m16n8k16 only) or C (1 and 2) before the (first) mma.
