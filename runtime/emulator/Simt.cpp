@@ -236,13 +236,15 @@ struct Device::Impl {
     uint32_t lane = t.linear % kWarpSize, warpBase = t.linear - lane;
     uint32_t lanes = std::min(kWarpSize, threadCount - warpBase);
     uint32_t existing = lanes == 32 ? ~0u : (1u << lanes) - 1;
-    std::string op = warpOpName(kind, b);
+    // Named only for a message: an mma variant's name is built.
+    auto op = [&] { return warpOpName(kind, b); };
     if (!(mask >> lane & 1))
-      fail(describeThread(current) + " executes " + op + " with member mask " +
-           hex(mask) + " that does not name its lane " + std::to_string(lane));
+      fail(describeThread(current) + " executes " + op() +
+           " with member mask " + hex(mask) + " that does not name its lane " +
+           std::to_string(lane));
     if (mask & ~existing)
-      fail(describeThread(current) + " executes " + op + " with member mask " +
-           hex(mask) +
+      fail(describeThread(current) + " executes " + op() +
+           " with member mask " + hex(mask) +
            " naming lanes that do not "
            "exist: its warp has " +
            std::to_string(lanes) + " threads");
@@ -251,7 +253,7 @@ struct Device::Impl {
         continue;
       const ThreadRecord &o = threads[warpBase + other];
       if (o.state == ThreadRecord::State::Exited)
-        fail(describeThread(current) + " executes " + op +
+        fail(describeThread(current) + " executes " + op() +
              " with member mask " + hex(mask) + " but lane " +
              std::to_string(other) + " has exited");
       if (o.state != ThreadRecord::State::AtWarpOp)
@@ -259,12 +261,12 @@ struct Device::Impl {
       // A matrix op's variant is part of the instruction.
       if (o.kind != kind || o.mask != mask ||
           (isAlignedMatrixOp(kind) && o.b != b))
-        fail(describeThread(current) + " executes " + op +
+        fail(describeThread(current) + " executes " + op() +
              " with member mask " + hex(mask) + " while lane " +
              std::to_string(other) + " waits in " + warpOpName(o.kind, o.b) +
              " with member mask " + hex(o.mask));
       if (isAlignedMatrixOp(kind) && o.value != value)
-        fail(describeThread(current) + " executes " + op + " (site " +
+        fail(describeThread(current) + " executes " + op() + " (site " +
              std::to_string(value) + ") while lane " + std::to_string(other) +
              " waits in it at site " + std::to_string(o.value) +
              ": .aligned requires every lane of the warp at the same "
@@ -315,17 +317,18 @@ struct Device::Impl {
     LdMatrixVariant variant = LdMatrixVariant::fromCode(code);
     uint32_t lane = self().linear % kWarpSize;
     if (lane < uint32_t(mma::kLdMatrixRows * variant.matrices)) {
-      std::string what = describeThread(current) + ": " + variant.name() +
-                         " row address " + hex(uintptr_t(row)) + " (lane " +
-                         std::to_string(lane) + ", row " +
-                         std::to_string(lane % 8) + " of matrix " +
-                         std::to_string(lane / 8) + ")";
+      auto what = [&] {
+        return describeThread(current) + ": " + variant.name() +
+               " row address " + hex(uintptr_t(row)) + " (lane " +
+               std::to_string(lane) + ", row " + std::to_string(lane % 8) +
+               " of matrix " + std::to_string(lane / 8) + ")";
+      };
       if (!inShared(row, 16))
-        fail(what + " is not 16 bytes inside shared memory (ldmatrix "
-                    "reads .shared)");
+        fail(what() + " is not 16 bytes inside shared memory (ldmatrix "
+                      "reads .shared)");
       if (uintptr_t(row) % 16 != 0)
-        fail(what + " is not aligned to 16 bytes (each row of 8 b16 "
-                    "elements must be)");
+        fail(what() + " is not aligned to 16 bytes (each row of 8 b16 "
+                      "elements must be)");
       checkAccess(row, 16, 16, AccessKind::Load, "ldmatrix row load");
     }
     matrixRegisters();
@@ -600,24 +603,25 @@ struct Device::Impl {
   /// sourceSize: the source's first sourceSize bytes, then zeros.
   void cpAsync(uint8_t *destination, const uint8_t *source, int32_t size,
                int32_t sourceSize) {
-    std::string what =
-        describeThread(current) + ": cp.async of " + std::to_string(size) +
-        " bytes (src-size " + std::to_string(sourceSize) + ") from " +
-        hex(uintptr_t(source)) + " to " + hex(uintptr_t(destination));
+    auto what = [&] {
+      return describeThread(current) + ": cp.async of " + std::to_string(size) +
+             " bytes (src-size " + std::to_string(sourceSize) + ") from " +
+             hex(uintptr_t(source)) + " to " + hex(uintptr_t(destination));
+    };
     if (size != 4 && size != 8 && size != 16)
-      fail(what + ": cp-size must be 4, 8 or 16");
+      fail(what() + ": cp-size must be 4, 8 or 16");
     if (sourceSize < 0 || sourceSize > size)
-      fail(what + ": src-size must be at most cp-size (PTX leaves a larger "
-                  "one undefined)");
+      fail(what() + ": src-size must be at most cp-size (PTX leaves a larger "
+                    "one undefined)");
     if (!inShared(destination, uint64_t(size)))
-      fail(what + ": the destination is not inside shared memory");
+      fail(what() + ": the destination is not inside shared memory");
     if (uintptr_t(destination) % uint64_t(size) != 0)
-      fail(what + ": the destination is not aligned to " +
+      fail(what() + ": the destination is not aligned to " +
            std::to_string(size) + " bytes");
     if (sourceSize > 0) {
       if (inShared(source, 1))
-        fail(what + ": the source is in shared memory (cp.async reads "
-                    ".global)");
+        fail(what() + ": the source is in shared memory (cp.async reads "
+                      ".global)");
       checkAccess(source, sourceSize, size, AccessKind::Load,
                   "cp.async source read");
     }
@@ -625,7 +629,7 @@ struct Device::Impl {
     size_t offset = size_t(destination - shared.data());
     for (int32_t i = 0; i < size; ++i)
       if (uint32_t owner = pendingCopyOwner[offset + size_t(i)])
-        fail(what + ": shared offset " + std::to_string(offset + size_t(i)) +
+        fail(what() + ": shared offset " + std::to_string(offset + size_t(i)) +
              " is already the destination of a pending cp.async of " +
              describeThread(owner - 1));
     PendingCopy copy;
