@@ -31,6 +31,8 @@ namespace lowbit {
 namespace {
 
 using emulator::CvtFormat;
+using emulator::LdMatrixVariant;
+using emulator::MmaVariant;
 using emulator::SpecialRegister;
 using emulator::WarpOpKind;
 
@@ -94,7 +96,11 @@ struct RuntimeDeclarations {
         {"lowbit_emu_narrow_f32", 9},
         {"lowbit_emu_widen_to_f32", 10},
         {"lowbit_emu_mma", 11},
-        {"lowbit_emu_mma_result", 12}};
+        {"lowbit_emu_fragment", 12},
+        {"lowbit_emu_ldmatrix", 13},
+        {"lowbit_emu_cp_async", 14},
+        {"lowbit_emu_cp_async_commit", 15},
+        {"lowbit_emu_cp_async_wait", 16}};
     SmallVector<std::pair<Type, SmallVector<Type>>> signatures = {
         {i32, {i32}},
         {none, {i32}},
@@ -107,16 +113,20 @@ struct RuntimeDeclarations {
         {i32, {f32, f32, i32, i32, i32}},
         {i32, {f32, i32}},
         {f32, {i32, i32}},
-        {f32, {i32, i32, i32, i32, i32, i32, i32, i32, f32, f32, f32, f32}},
-        {f32, {i32}}};
+        {i32, {i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32}},
+        {i32, {i32}},
+        {i32, {i32, i32, ptr}},
+        {none, {ptr, ptr, i32, i32}},
+        {none, {}},
+        {none, {i32}}};
     auto &[result, params] = signatures[index.lookup(name)];
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     auto function =
         LLVM::LLVMFuncOp::create(builder, module.getLoc(), name,
                                  LLVM::LLVMFunctionType::get(result, params));
-    // Two mma sites must stay two calls (the site check, docs/emulator.md):
-    // LLVM does not merge convergent calls.
-    if (name == "lowbit_emu_mma")
+    // Two mma or ldmatrix sites must stay two calls (the site check,
+    // docs/emulator.md): LLVM does not merge convergent calls.
+    if (name == "lowbit_emu_mma" || name == "lowbit_emu_ldmatrix")
       function.setConvergent(true);
     functions[name] = function;
     return function;
@@ -238,69 +248,186 @@ std::optional<WarpOpKind> reduxKindOf(NVVM::ReduxKind kind, bool abs,
   return std::nullopt;
 }
 
-/// nvvm.mma.sync -> lowbit_emu_mma (the op's site, this lane's registers
-/// in, d0 out) and lowbit_emu_mma_result(1..3): m16n8k16 and m16n8k8,
-/// row.col, f16 or bf16 multiplicands, f32 accumulators; anything else is
-/// refused. `site` numbers the module's mma ops: .aligned requires every
-/// lane of the warp at the same one.
-llvm::Error rewriteMmaSync(NVVM::MmaOp mma, int32_t site,
-                           RuntimeDeclarations &runtime) {
-  auto refuse = [&](const std::string &why) {
-    return emulatorError("cannot emulate " + describe(mma) + ": " + why +
-                         " (emulated: m16n8k16 and m16n8k8, row.col, f16 or "
-                         "bf16 multiplicands, f32 accumulators)");
-  };
-  NVVM::MMAShapeAttr shape = mma.getShape();
-  if (shape.getM() != 16 || shape.getN() != 8 ||
-      (shape.getK() != 16 && shape.getK() != 8))
-    return refuse("shape m" + std::to_string(shape.getM()) + "n" +
-                  std::to_string(shape.getN()) + "k" +
-                  std::to_string(shape.getK()));
-  if (mma.getLayoutA() != NVVM::MMALayout::row ||
-      mma.getLayoutB() != NVVM::MMALayout::col)
-    return refuse("layouts other than row.col");
-  std::optional<NVVM::MMATypes> type = mma.getMultiplicandAPtxType();
-  if (!type && !mma.getOperandA().empty())
-    type = NVVM::MmaOp::inferOperandMMAType(
-        getElementTypeOrSelf(mma.getOperandA().front().getType()),
-        /*isAccumulator=*/false);
-  if (!type || (*type != NVVM::MMATypes::f16 && *type != NVVM::MMATypes::bf16))
-    return refuse("multiplicands other than f16 and bf16");
-  if (mma.accumPtxType() != NVVM::MMATypes::f32 ||
-      mma.resultPtxType() != NVVM::MMATypes::f32 ||
-      mma.getOperandC().size() != 4)
-    return refuse("accumulators other than four f32");
-  bool k16 = shape.getK() == 16;
-  bool bf16 = *type == NVVM::MMATypes::bf16;
-  WarpOpKind kind =
-      k16 ? (bf16 ? WarpOpKind::MmaM16N8K16BF16 : WarpOpKind::MmaM16N8K16F16)
-          : (bf16 ? WarpOpKind::MmaM16N8K8BF16 : WarpOpKind::MmaM16N8K8F16);
-  OpBuilder b(mma);
-  Location loc = mma.getLoc();
-  SmallVector<Value> arguments = {i32Constant(b, loc, int32_t(kind)),
+/// The register results of a matrix op: `first` (the runtime call's
+/// result) and lowbit_emu_fragment(1..) as the elements of `resultType` (a
+/// struct, or one i32).
+Value matrixOpResult(OpBuilder &b, Location loc, Value first, Type resultType,
+                     RuntimeDeclarations &runtime) {
+  auto structType = dyn_cast<LLVM::LLVMStructType>(resultType);
+  if (!structType)
+    return fromI32(b, loc, first, resultType);
+  Value result = LLVM::UndefOp::create(b, loc, resultType);
+  for (auto [i, type] : llvm::enumerate(structType.getBody())) {
+    Value element = i == 0 ? first
+                           : runtime.call(b, loc, "lowbit_emu_fragment",
+                                          {i32Constant(b, loc, int64_t(i))});
+    result = LLVM::InsertValueOp::create(b, loc, result,
+                                         fromI32(b, loc, element, type),
+                                         ArrayRef<int64_t>{int64_t(i)});
+  }
+  return result;
+}
+
+/// lowbit_emu_mma for `variant` at `site`: this lane's A, B (padded with 0
+/// to 4 and 2 registers) and C (as bits) in, D out as `resultType`.
+Value emitWarpMma(OpBuilder &b, Location loc, const MmaVariant &variant,
+                  int32_t site, ValueRange a, ValueRange bRegisters,
+                  ValueRange c, Type resultType, RuntimeDeclarations &runtime) {
+  SmallVector<Value> arguments = {i32Constant(b, loc, variant.code()),
                                   i32Constant(b, loc, site)};
-  // Registers absent in m16n8k8 (A's last two, B's last) are passed as 0.
   auto appendPadded = [&](ValueRange registers, size_t count) {
     for (size_t i = 0; i < count; ++i)
       arguments.push_back(i < registers.size()
                               ? packedBits(b, loc, registers[i])
                               : i32Constant(b, loc, 0));
   };
-  appendPadded(mma.getOperandA(), 4);
-  appendPadded(mma.getOperandB(), 2);
-  llvm::append_range(arguments, mma.getOperandC());
-  Value result = LLVM::UndefOp::create(b, loc, mma.getResult().getType());
+  appendPadded(a, 4);
+  appendPadded(bRegisters, 2);
+  appendPadded(c, 4);
   Value d0 = runtime.call(b, loc, "lowbit_emu_mma", arguments);
-  result =
-      LLVM::InsertValueOp::create(b, loc, result, d0, ArrayRef<int64_t>{0});
-  for (int64_t i = 1; i < 4; ++i) {
-    Value di =
-        runtime.call(b, loc, "lowbit_emu_mma_result", {i32Constant(b, loc, i)});
-    result =
-        LLVM::InsertValueOp::create(b, loc, result, di, ArrayRef<int64_t>{i});
+  return matrixOpResult(b, loc, d0, resultType, runtime);
+}
+
+std::optional<mma::MmaElement> mmaElementOf(NVVM::MMATypes type) {
+  switch (type) {
+  case NVVM::MMATypes::f16:
+    return mma::MmaElement::F16;
+  case NVVM::MMATypes::bf16:
+    return mma::MmaElement::BF16;
+  case NVVM::MMATypes::s8:
+    return mma::MmaElement::S8;
+  case NVVM::MMATypes::u8:
+    return mma::MmaElement::U8;
+  default:
+    return std::nullopt;
   }
+}
+
+/// nvvm.mma.sync -> lowbit_emu_mma (the op's site, this lane's registers
+/// in, d0 out) and lowbit_emu_fragment(1..3): row.col m16n8k16 and m16n8k8
+/// with f16 or bf16 multiplicands and f32 accumulators, m16n8k32 with s8/u8
+/// ones and s32 accumulators (.satfinite or wrapping); anything else is
+/// refused. `site` numbers the module's matrix ops: .aligned requires every
+/// lane of the warp at the same one.
+llvm::Error rewriteMmaSync(NVVM::MmaOp mma, int32_t site,
+                           RuntimeDeclarations &runtime) {
+  auto refuse = [&](const std::string &why) {
+    return emulatorError(
+        "cannot emulate " + describe(mma) + ": " + why +
+        " (emulated: row.col m16n8k16 and m16n8k8 with f16 or bf16 "
+        "multiplicands and four f32 accumulators, m16n8k32 with s8/u8 ones "
+        "and four s32 accumulators)");
+  };
+  NVVM::MMAShapeAttr shape = mma.getShape();
+  if (mma.getLayoutA() != NVVM::MMALayout::row ||
+      mma.getLayoutB() != NVVM::MMALayout::col)
+    return refuse("layouts other than row.col");
+  auto typeOf = [&](std::optional<NVVM::MMATypes> given,
+                    ValueRange operands) -> std::optional<mma::MmaElement> {
+    if (!given && !operands.empty())
+      given = NVVM::MmaOp::inferOperandMMAType(
+          getElementTypeOrSelf(operands.front().getType()),
+          /*isAccumulator=*/false);
+    return given ? mmaElementOf(*given) : std::nullopt;
+  };
+  std::optional<mma::MmaElement> a =
+      typeOf(mma.getMultiplicandAPtxType(), mma.getOperandA());
+  std::optional<mma::MmaElement> bType =
+      typeOf(mma.getMultiplicandBPtxType(), mma.getOperandB());
+  if (!a || !bType)
+    return refuse("multiplicands other than f16, bf16, s8 and u8");
+  MmaVariant variant{*a, *bType, int(shape.getK()), false};
+  bool halves = *a == mma::MmaElement::F16 || *a == mma::MmaElement::BF16;
+  std::string form = "m" + std::to_string(shape.getM()) + "n" +
+                     std::to_string(shape.getN()) + "k" +
+                     std::to_string(shape.getK());
+  if (shape.getM() != 16 || shape.getN() != 8 ||
+      (halves ? (variant.k != 16 && variant.k != 8) || *bType != *a
+              : variant.k != 32))
+    return refuse("the shape " + form + " of these multiplicands");
+  NVVM::MMATypes accumulator =
+      halves ? NVVM::MMATypes::f32 : NVVM::MMATypes::s32;
+  if (mma.accumPtxType() != accumulator || mma.resultPtxType() != accumulator ||
+      mma.getOperandC().size() != 4)
+    return refuse(std::string("accumulators other than four ") +
+                  (halves ? "f32" : "s32"));
+  variant.satfinite = !halves && mma.getIntOverflowBehavior() ==
+                                     NVVM::MMAIntOverflow::satfinite;
+  OpBuilder b(mma);
+  Value result = emitWarpMma(b, mma.getLoc(), variant, site, mma.getOperandA(),
+                             mma.getOperandB(), mma.getOperandC(),
+                             mma.getResult().getType(), runtime);
   mma.getResult().replaceAllUsesWith(result);
   mma.erase();
+  return llvm::Error::success();
+}
+
+/// The 8-bit float mma.sync MLIR 22's nvvm.mma.sync does not express, as
+/// the LLVM intrinsic a kernel calls instead:
+/// llvm.nvvm.mma.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 (4 + 2
+/// i32 registers, 4 f32 accumulators). nullopt for any other intrinsic.
+std::optional<MmaVariant> float8MmaIntrinsic(StringRef name) {
+  StringRef rest = name;
+  if (!rest.consume_front("llvm.nvvm.mma.m16n8k32.row.col.f32.") ||
+      !rest.consume_back(".f32"))
+    return std::nullopt;
+  auto [first, second] = rest.split('.');
+  auto element = [](StringRef type) -> std::optional<mma::MmaElement> {
+    if (type == "e4m3")
+      return mma::MmaElement::E4M3;
+    if (type == "e5m2")
+      return mma::MmaElement::E5M2;
+    return std::nullopt;
+  };
+  std::optional<mma::MmaElement> a = element(first), b = element(second);
+  if (!a || !b)
+    return std::nullopt;
+  return MmaVariant{*a, *b, 32, false};
+}
+
+llvm::Error rewriteFloat8Mma(LLVM::CallIntrinsicOp call,
+                             const MmaVariant &variant, int32_t site,
+                             RuntimeDeclarations &runtime) {
+  auto structType =
+      call.getNumResults() == 1
+          ? dyn_cast<LLVM::LLVMStructType>(call.getResult(0).getType())
+          : LLVM::LLVMStructType();
+  if (call.getArgs().size() != 10 || !structType ||
+      structType.getBody().size() != 4)
+    return emulatorError("cannot emulate " + describe(call) + " (" +
+                         call.getIntrin().str() +
+                         "): expected 4 A, 2 B and 4 C registers and four "
+                         "f32 results");
+  OperandRange args = call.getArgs();
+  OpBuilder b(call);
+  Value result =
+      emitWarpMma(b, call.getLoc(), variant, site, args.take_front(4),
+                  args.slice(4, 2), args.drop_front(6), structType, runtime);
+  call.getResult(0).replaceAllUsesWith(result);
+  call.erase();
+  return llvm::Error::success();
+}
+
+/// nvvm.ldmatrix (m8n8 b16, x1/x2/x4, row or col = .trans) ->
+/// lowbit_emu_ldmatrix (site, this lane's row address) and
+/// lowbit_emu_fragment(1..3).
+llvm::Error rewriteLdMatrix(NVVM::LdMatrixOp load, int32_t site,
+                            RuntimeDeclarations &runtime) {
+  if (load.getShape().getM() != 8 || load.getShape().getN() != 8 ||
+      load.getEltType() != NVVM::LdStMatrixEltType::B16)
+    return emulatorError("cannot emulate " + describe(load) +
+                         ": only ldmatrix .m8n8 .b16 (x1, x2, x4, .trans) "
+                         "is emulated");
+  LdMatrixVariant variant{int(load.getNum()),
+                          load.getLayout() == NVVM::MMALayout::col};
+  OpBuilder b(load);
+  Location loc = load.getLoc();
+  Value first = runtime.call(b, loc, "lowbit_emu_ldmatrix",
+                             {i32Constant(b, loc, variant.code()),
+                              i32Constant(b, loc, site), load.getPtr()});
+  Value result = matrixOpResult(b, loc, first, load.getType(), runtime);
+  load.getResult().replaceAllUsesWith(result);
+  load.erase();
   return llvm::Error::success();
 }
 
@@ -333,6 +460,31 @@ llvm::Error rewriteNvvmOp(Operation *op, int32_t index,
 
   if (auto mma = dyn_cast<NVVM::MmaOp>(op))
     return rewriteMmaSync(mma, index, runtime);
+  if (auto load = dyn_cast<NVVM::LdMatrixOp>(op))
+    return rewriteLdMatrix(load, index, runtime);
+  if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op))
+    return rewriteFloat8Mma(call, *float8MmaIntrinsic(call.getIntrin()), index,
+                            runtime);
+  if (auto copy = dyn_cast<NVVM::CpAsyncOp>(op)) {
+    // The cache operator (.ca/.cg) does not change what lands.
+    Value size = i32Constant(b, loc, int32_t(copy.getSize()));
+    runtime.call(b, loc, "lowbit_emu_cp_async",
+                 {copy.getDst(), copy.getSrc(), size,
+                  copy.getCpSize() ? copy.getCpSize() : size});
+    op->erase();
+    return llvm::Error::success();
+  }
+  if (isa<NVVM::CpAsyncCommitGroupOp>(op)) {
+    runtime.call(b, loc, "lowbit_emu_cp_async_commit", {});
+    op->erase();
+    return llvm::Error::success();
+  }
+  if (auto wait = dyn_cast<NVVM::CpAsyncWaitGroupOp>(op)) {
+    runtime.call(b, loc, "lowbit_emu_cp_async_wait",
+                 {i32Constant(b, loc, int32_t(wait.getN()))});
+    op->erase();
+    return llvm::Error::success();
+  }
   StringRef name = op->getName().getStringRef();
   if (auto found = specialRegisters().find(name);
       found != specialRegisters().end()) {
@@ -769,7 +921,9 @@ buildEmulatorHostModule(ModuleOp gpuModule, EmulatorModuleInfo &info) {
     else if (isa<LLVM::InlineAsmOp>(op) && refusal.empty())
       refusal = "cannot emulate inline assembly " + describe(op);
     else if (auto intrinsic = dyn_cast<LLVM::CallIntrinsicOp>(op);
-             intrinsic && intrinsic.getIntrin().starts_with("llvm.nvvm") &&
+             intrinsic && float8MmaIntrinsic(intrinsic.getIntrin()))
+      nvvmOps.push_back(op);
+    else if (intrinsic && intrinsic.getIntrin().starts_with("llvm.nvvm") &&
              refusal.empty())
       refusal = "cannot emulate the intrinsic " + intrinsic.getIntrin().str() +
                 " in " + describe(op);
@@ -835,7 +989,8 @@ const EmulatedKernel *EmulatedModule::kernel(const std::string &name) const {
 }
 
 llvm::Expected<std::unique_ptr<EmulatedModule>>
-compileForEmulator(ModuleOp gpuModule) {
+compileForEmulator(ModuleOp gpuModule,
+                   std::span<const emulator::RuntimeSymbol> runtime) {
   EmulatorModuleInfo info;
   auto host = buildEmulatorHostModule(gpuModule, info);
   if (!host)
@@ -846,7 +1001,7 @@ compileForEmulator(ModuleOp gpuModule) {
   HostJitOptions options;
   options.optLevel = 1;
   options.packedWrappers = false;
-  for (const emulator::RuntimeSymbol &symbol : emulator::runtimeSymbols())
+  for (const emulator::RuntimeSymbol &symbol : runtime)
     options.symbols.push_back({std::string(symbol.name), symbol.address});
   auto executable = makeHostExecutable(**host, options);
   if (!executable)

@@ -4,13 +4,19 @@
 // The MLIR half of the GPU emulator (docs/emulator.md). It takes a module as
 // it leaves the GPU tail's lowerToNvvm (lowering/GpuTail.h), clones the
 // kernels of its gpu.module into a host module and rewrites what only a GPU
-// has into calls to the SIMT runtime (runtime/emulator/Simt.h):
+// has into calls to the SIMT runtime (runtime/emulator/Simt.h; the calls'
+// codes are lowering/GpuEmulatorAbi.h's, so this half never includes the
+// runtime):
 //
 //   - special registers (thread/block ids and sizes, lane id) ->
 //   lowbit_emu_sreg
 //   - nvvm.barrier0 / nvvm.barrier -> lowbit_emu_barrier
 //   - nvvm.shfl.sync, vote.sync, redux.sync, bar.warp.sync, elect.sync
-//     -> lowbit_emu_warp_op (the fiber waits for the lanes of its mask)
+//     -> lowbit_emu_warp_op (the fiber waits for the lanes of its mask);
+//     nvvm.mma.sync and the 8-bit mma intrinsics -> lowbit_emu_mma;
+//     nvvm.ldmatrix -> lowbit_emu_ldmatrix
+//   - nvvm.cp.async.shared.global, cp.async.commit.group, cp.async.wait.group
+//     -> lowbit_emu_cp_async*
 //   - addrspace(3) globals (static and dynamic shared memory) -> per-block
 //     storage (lowbit_emu_shared); every other address space -> host pointers
 //   - native cvt ops -> lowbit_emu_cvt_* (the format model)
@@ -31,7 +37,7 @@
 #ifndef LOWBIT_LOWERING_GPUEMULATOR_H
 #define LOWBIT_LOWERING_GPUEMULATOR_H
 
-#include "runtime/emulator/Simt.h"
+#include "lowering/GpuEmulatorAbi.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -39,6 +45,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -87,16 +94,19 @@ public:
 
 private:
   friend llvm::Expected<std::unique_ptr<EmulatedModule>>
-  compileForEmulator(mlir::ModuleOp gpuModule);
+  compileForEmulator(mlir::ModuleOp gpuModule,
+                     std::span<const emulator::RuntimeSymbol> runtime);
   EmulatedModule() = default;
   std::unique_ptr<HostExecutable> executable;
   std::map<std::string, EmulatedKernel> kernels;
   std::vector<emulator::MemoryRange> globals;
 };
 
-/// buildEmulatorHostModule, then JIT-compiles it for the host.
+/// buildEmulatorHostModule, then JIT-compiles it for the host, resolving
+/// the lowbit_emu_* calls to `runtime` (emulator::runtimeSymbols()).
 llvm::Expected<std::unique_ptr<EmulatedModule>>
-compileForEmulator(mlir::ModuleOp gpuModule);
+compileForEmulator(mlir::ModuleOp gpuModule,
+                   std::span<const emulator::RuntimeSymbol> runtime);
 
 } // namespace lowbit
 

@@ -182,6 +182,35 @@ constexpr MatrixCoordinate bElement(int lane, int i) {
   return bElement(kM16N8K16F16, lane, i);
 }
 
+//===----------------------------------------------------------------------===//
+// ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16
+//===----------------------------------------------------------------------===//
+//
+// PTX ISA 9.7.14.5.15 (ldmatrix): the warp loads 1, 2 or 4 matrices of 8 x 8
+// 16-bit elements from shared memory. Each row (8 elements, 16 bytes, 16-byte
+// aligned) starts at the address one lane supplies: lanes 0-7 the rows of
+// matrix 0, 8-15 of matrix 1, 16-23 of matrix 2, 24-31 of matrix 3 (for .x1
+// only lanes 0-7 supply one, for .x2 lanes 0-15). Destination register j of
+// every lane holds two elements of matrix j, the first in the low half:
+//   without .trans: row = %laneid / 4, cols 2 (%laneid % 4) and + 1
+//   with .trans:    rows 2 (%laneid % 4) and + 1, col = %laneid / 4
+// which is an mma A (row) or B (.trans, col) fragment of an 8 x 8 block.
+
+inline constexpr int kLdMatrixRows = 8;
+
+/// The lane whose address is row `row` of matrix `matrix`.
+constexpr int ldmatrixAddressLane(int matrix, int row) {
+  return kLdMatrixRows * matrix + row;
+}
+/// Element `half` (0: the register's low 16 bits) that `lane` receives of
+/// each matrix, as (row, col) of that matrix as stored.
+constexpr MatrixCoordinate ldmatrixElement(int lane, int half, bool transpose) {
+  MatrixCoordinate untransposed{groupId(lane),
+                                threadIdInGroup(lane) * 2 + half};
+  return transpose ? MatrixCoordinate{untransposed.col, untransposed.row}
+                   : untransposed;
+}
+
 } // namespace lowbit::mma
 
 #endif // LOWBIT_LOWERING_GPUMMALAYOUT_H

@@ -80,7 +80,7 @@ compileForEmulation(mlir::ModuleOp module,
       return llvm::Error::success();
     if (mutate)
       mutate(lowered);
-    auto emulated = compileForEmulator(lowered);
+    auto emulated = compileForEmulator(lowered, emulator::runtimeSymbols());
     if (!emulated)
       return emulated.takeError();
     loaded = std::move(*emulated);

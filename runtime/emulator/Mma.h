@@ -1,15 +1,18 @@
-//===- Mma.h - One warp's mma.sync, computed on the CPU ---------*- C++ -*-===//
+//===- Mma.h - One warp's mma.sync and ldmatrix, computed on the CPU -*- C++
+//-*-===//
 //
-// The arithmetic of the emulated tensor-core op (docs/emulator.md, "Tensor
-// cores"). Simt.cpp gathers the 32 lanes' registers when the last lane of
-// a warp arrives at an mma.sync and calls executeWarpMma; the fragment
-// layout is lowering/GpuMmaLayout.h's.
+// The arithmetic of the emulated tensor-core op and the data movement of
+// ldmatrix (docs/emulator.md, "Tensor cores"). Simt.cpp gathers the 32
+// lanes' registers (or row addresses) when the last lane of a warp arrives
+// and calls executeWarpMma / executeLdMatrix; the fragment layout is
+// lowering/GpuMmaLayout.h's.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOWBIT_RUNTIME_EMULATOR_MMA_H
 #define LOWBIT_RUNTIME_EMULATOR_MMA_H
 
+#include "lowering/GpuEmulatorAbi.h"
 #include "lowering/GpuMmaLayout.h"
 
 #include <cstdint>
@@ -17,26 +20,34 @@
 
 namespace lowbit::emulator {
 
-/// One lane's registers of an mma.sync: A and B as packed pairs (element
-/// 2r in the low half of register r), C in, D out. For m16n8k8 only the
-/// first 2 A and 1 B registers are read.
+/// One lane's registers of an mma.sync: A and B packed (element 0 in the
+/// low bits of register 0, as GpuMmaLayout.h says), C in, D out, C and D as
+/// bits (f32 or s32). Registers a variant does not have are ignored.
+/// ldmatrix hands its result back in d.
 struct MmaLaneRegisters {
   uint32_t a[4] = {};
   uint32_t b[2] = {};
-  float c[mma::kAccumulatorRegisters] = {};
-  float d[mma::kAccumulatorRegisters] = {};
+  uint32_t c[mma::kAccumulatorRegisters] = {};
+  uint32_t d[mma::kAccumulatorRegisters] = {};
 };
 
-/// The multiplicands' element type.
-enum class MmaInputType : int32_t { F16, BF16 };
-
 /// D = A x B + C for one warp: `lanes` holds the 32 lanes' registers in lane
-/// order; writes each lane's d. Each element of D is the f32 nearest
-/// (ties to even) to c + (a_0 b_0 + a_1 b_1 + ... + a_{K-1} b_{K-1}), the
-/// products exact and the sum taken in f64 from k = 0 upwards; a NaN result
-/// is the canonical 0x7fffffff.
-void executeWarpMma(mma::MmaShape shape, MmaInputType type,
+/// order; writes each lane's d.
+///   f32 accumulators (f16, bf16, e4m3, e5m2 multiplicands): each element is
+///     d = c; for k = 0, 1, ..., K-1: d = fmaf(a_k, b_k, d) (round to
+///     nearest even after every step; the products are exact in f32). A NaN
+///     result is the canonical 0x7fffffff.
+///   s32 accumulators (s8, u8): d = c + sum_k a_k b_k, exact; .satfinite
+///     clamps it to [INT32_MIN, INT32_MAX], otherwise it wraps modulo 2^32.
+void executeWarpMma(const MmaVariant &variant,
                     std::span<MmaLaneRegisters, mma::kWarpLanes> lanes);
+
+/// ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 for one warp: `rows[l]`
+/// is lane l's row address (16 readable bytes where l supplies a row);
+/// writes each lane's first N d registers.
+void executeLdMatrix(const LdMatrixVariant &variant,
+                     std::span<const uint8_t *const, mma::kWarpLanes> rows,
+                     std::span<MmaLaneRegisters, mma::kWarpLanes> lanes);
 
 } // namespace lowbit::emulator
 

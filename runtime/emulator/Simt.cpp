@@ -40,7 +40,8 @@ std::string hex(uint64_t value) {
   return text;
 }
 
-std::string_view warpOpName(WarpOpKind kind) {
+/// The PTX instruction of a warp op (`variant`: the MmaSync/LdMatrix code).
+std::string warpOpName(WarpOpKind kind, uint32_t variant) {
   switch (kind) {
   case WarpOpKind::ShflBfly:
     return "shfl.sync.bfly";
@@ -62,17 +63,18 @@ std::string_view warpOpName(WarpOpKind kind) {
     return "bar.warp.sync";
   case WarpOpKind::Elect:
     return "elect.sync";
-  case WarpOpKind::MmaM16N8K16F16:
-    return "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
-  case WarpOpKind::MmaM16N8K16BF16:
-    return "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
-  case WarpOpKind::MmaM16N8K8F16:
-    return "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32";
-  case WarpOpKind::MmaM16N8K8BF16:
-    return "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32";
+  case WarpOpKind::MmaSync:
+    return MmaVariant::fromCode(int32_t(variant)).name();
+  case WarpOpKind::LdMatrix:
+    return LdMatrixVariant::fromCode(int32_t(variant)).name();
   default:
     return "redux.sync";
   }
+}
+
+/// mma.sync and ldmatrix: .aligned, so every lane at the same instruction.
+bool isAlignedMatrixOp(WarpOpKind kind) {
+  return kind == WarpOpKind::MmaSync || kind == WarpOpKind::LdMatrix;
 }
 
 struct SharedAccess {
@@ -124,8 +126,30 @@ struct Device::Impl {
   uint32_t epoch = 0;
   std::vector<uint32_t> warpEpochs;
   std::vector<SharedByteRecord> sharedRecords;
-  /// Each thread's mma.sync registers, sized at a launch's first mma.
+  /// Each thread's mma.sync / ldmatrix registers and ldmatrix row address,
+  /// sized at a launch's first matrix op.
   std::vector<MmaLaneRegisters> mmaRegisters;
+  std::vector<const uint8_t *> ldmatrixRows;
+
+  /// cp.async (docs/emulator.md, "Asynchronous copies"): a copy reads its
+  /// source when issued and lands in shared memory at the issuing thread's
+  /// cp.async.wait_group that completes its group.
+  struct PendingCopy {
+    uint8_t *destination = nullptr;
+    uint32_t bytes = 0;
+    uint32_t group = 0; ///< kUncommitted until cp.async.commit_group
+    uint8_t data[16] = {};
+  };
+  static constexpr uint32_t kUncommitted = ~0u;
+  struct CopyQueue {
+    std::vector<PendingCopy> copies; ///< issue order
+    uint32_t committedGroups = 0;
+  };
+  /// Per thread, sized at a launch's first cp.async.
+  std::vector<CopyQueue> copyQueues;
+  /// Per shared byte: 1 + the thread whose pending copy will write it, or 0.
+  std::vector<uint32_t> pendingCopyOwner;
+  uint64_t pendingCopyBytes = 0;
 
   ThreadRecord &self() { return threads[current]; }
 
@@ -180,9 +204,9 @@ struct Device::Impl {
       if (o.state == ThreadRecord::State::AtWarpOp && (o.mask >> lane & 1))
         fail(describeThread(current) + " exited while lane " +
              std::to_string(other - warpBase) + " waits for it in " +
-             std::string(warpOpName(o.kind)) + " with member mask " +
-             hex(o.mask));
+             warpOpName(o.kind, o.b) + " with member mask " + hex(o.mask));
     }
+    landCopiesAtExit();
     Fiber::switchTo(t.fiber, scheduler);
     __builtin_unreachable();
   }
@@ -213,13 +237,15 @@ struct Device::Impl {
     uint32_t lane = t.linear % kWarpSize, warpBase = t.linear - lane;
     uint32_t lanes = std::min(kWarpSize, threadCount - warpBase);
     uint32_t existing = lanes == 32 ? ~0u : (1u << lanes) - 1;
-    std::string op(warpOpName(kind));
+    // Named only for a message: an mma variant's name is built.
+    auto op = [&] { return warpOpName(kind, b); };
     if (!(mask >> lane & 1))
-      fail(describeThread(current) + " executes " + op + " with member mask " +
-           hex(mask) + " that does not name its lane " + std::to_string(lane));
+      fail(describeThread(current) + " executes " + op() +
+           " with member mask " + hex(mask) + " that does not name its lane " +
+           std::to_string(lane));
     if (mask & ~existing)
-      fail(describeThread(current) + " executes " + op + " with member mask " +
-           hex(mask) +
+      fail(describeThread(current) + " executes " + op() +
+           " with member mask " + hex(mask) +
            " naming lanes that do not "
            "exist: its warp has " +
            std::to_string(lanes) + " threads");
@@ -228,24 +254,24 @@ struct Device::Impl {
         continue;
       const ThreadRecord &o = threads[warpBase + other];
       if (o.state == ThreadRecord::State::Exited)
-        fail(describeThread(current) + " executes " + op +
+        fail(describeThread(current) + " executes " + op() +
              " with member mask " + hex(mask) + " but lane " +
              std::to_string(other) + " has exited");
-      if (o.state == ThreadRecord::State::AtWarpOp && o.kind == kind &&
-          o.mask == mask && kind >= WarpOpKind::MmaM16N8K16F16 &&
-          o.value != value)
-        fail(describeThread(current) + " executes " + op + " (mma site " +
+      if (o.state != ThreadRecord::State::AtWarpOp)
+        continue;
+      // A matrix op's variant is part of the instruction.
+      if (o.kind != kind || o.mask != mask ||
+          (isAlignedMatrixOp(kind) && o.b != b))
+        fail(describeThread(current) + " executes " + op() +
+             " with member mask " + hex(mask) + " while lane " +
+             std::to_string(other) + " waits in " + warpOpName(o.kind, o.b) +
+             " with member mask " + hex(o.mask));
+      if (isAlignedMatrixOp(kind) && o.value != value)
+        fail(describeThread(current) + " executes " + op() + " (site " +
              std::to_string(value) + ") while lane " + std::to_string(other) +
-             " waits in it at mma site " + std::to_string(o.value) +
+             " waits in it at site " + std::to_string(o.value) +
              ": .aligned requires every lane of the warp at the same "
              "instruction");
-      if (o.state == ThreadRecord::State::AtWarpOp &&
-          (o.kind != kind || o.mask != mask))
-        fail(describeThread(current) + " executes " + op +
-             " with member mask " + hex(mask) + " while lane " +
-             std::to_string(other) + " waits in " +
-             std::string(warpOpName(o.kind)) + " with member mask " +
-             hex(o.mask));
     }
     t.state = ThreadRecord::State::AtWarpOp;
     t.kind = kind;
@@ -266,30 +292,68 @@ struct Device::Impl {
     return self().result;
   }
 
-  /// mma.sync.aligned at the module's mma `site`: a warp op over all 32
-  /// lanes (a missing, exited or divergent lane is the warp op's error, a
-  /// lane at another site too); returns this lane's d.
-  const MmaLaneRegisters &mmaSync(WarpOpKind kind, uint32_t site,
-                                  const MmaLaneRegisters &registers) {
-    if (mmaRegisters.size() < threadCount)
+  /// The running launch's per-thread matrix-op registers, sized at its
+  /// first mma.sync or ldmatrix.
+  MmaLaneRegisters &matrixRegisters() {
+    if (mmaRegisters.size() < threadCount) {
       mmaRegisters.resize(threadCount);
-    mmaRegisters[current] = registers;
-    warpOp(kind, ~0u, site, 0, 0);
+      ldmatrixRows.resize(threadCount);
+    }
     return mmaRegisters[current];
+  }
+
+  /// mma.sync.aligned at the module's matrix-op `site`: a warp op over all
+  /// 32 lanes (a missing, exited or divergent lane is the warp op's error, a
+  /// lane at another site too); returns this lane's d.
+  const MmaLaneRegisters &mmaSync(int32_t variant, uint32_t site,
+                                  const MmaLaneRegisters &registers) {
+    matrixRegisters() = registers;
+    warpOp(WarpOpKind::MmaSync, ~0u, site, uint32_t(variant), 0);
+    return mmaRegisters[current];
+  }
+
+  /// ldmatrix at `site`: this lane's row address (read only if the lane
+  /// supplies a row of one of the matrices) in, its registers in d out.
+  uint32_t ldmatrix(int32_t code, uint32_t site, const uint8_t *row) {
+    LdMatrixVariant variant = LdMatrixVariant::fromCode(code);
+    uint32_t lane = self().linear % kWarpSize;
+    if (lane < uint32_t(mma::kLdMatrixRows * variant.matrices)) {
+      auto what = [&] {
+        return describeThread(current) + ": " + variant.name() +
+               " row address " + hex(uintptr_t(row)) + " (lane " +
+               std::to_string(lane) + ", row " + std::to_string(lane % 8) +
+               " of matrix " + std::to_string(lane / 8) + ")";
+      };
+      if (!inShared(row, 16))
+        fail(what() + " is not 16 bytes inside shared memory (ldmatrix "
+                      "reads .shared)");
+      if (uintptr_t(row) % 16 != 0)
+        fail(what() + " is not aligned to 16 bytes (each row of 8 b16 "
+                      "elements must be)");
+      checkAccess(row, 16, 16, AccessKind::Load, "ldmatrix row load");
+    }
+    matrixRegisters();
+    ldmatrixRows[current] = row;
+    warpOp(WarpOpKind::LdMatrix, ~0u, site, uint32_t(code), 0);
+    return mmaRegisters[current].d[0];
   }
 
   void resolveWarpOp(uint32_t warpBase, uint32_t lanes, uint32_t mask,
                      WarpOpKind kind) {
     ++stats.warpOps;
-    if (kind >= WarpOpKind::MmaM16N8K16F16) {
-      // warpOp checked that all 32 lanes exist and arrived.
-      bool k16 = kind <= WarpOpKind::MmaM16N8K16BF16;
-      bool bf16 = kind == WarpOpKind::MmaM16N8K16BF16 ||
-                  kind == WarpOpKind::MmaM16N8K8BF16;
-      executeWarpMma(k16 ? mma::MmaShape::M16N8K16 : mma::MmaShape::M16N8K8,
-                     bf16 ? MmaInputType::BF16 : MmaInputType::F16,
-                     std::span<MmaLaneRegisters, mma::kWarpLanes>(
-                         mmaRegisters.data() + warpBase, mma::kWarpLanes));
+    if (isAlignedMatrixOp(kind)) {
+      // warpOp checked that all 32 lanes exist and arrived at the same
+      // variant.
+      int32_t code = int32_t(threads[warpBase].b);
+      std::span<MmaLaneRegisters, mma::kWarpLanes> registers(
+          mmaRegisters.data() + warpBase, mma::kWarpLanes);
+      if (kind == WarpOpKind::MmaSync)
+        executeWarpMma(MmaVariant::fromCode(code), registers);
+      else
+        executeLdMatrix(LdMatrixVariant::fromCode(code),
+                        std::span<const uint8_t *const, mma::kWarpLanes>(
+                            ldmatrixRows.data() + warpBase, mma::kWarpLanes),
+                        registers);
       for (uint32_t lane = 0; lane < lanes; ++lane) {
         threads[warpBase + lane].result = 0;
         makeReady(warpBase + lane);
@@ -455,12 +519,21 @@ struct Device::Impl {
 
   void *sharedAddress(int64_t offset) { return shared.data() + offset; }
 
+  bool inShared(const void *pointer, uint64_t bytes) const {
+    auto address = reinterpret_cast<uintptr_t>(pointer);
+    auto base = reinterpret_cast<uintptr_t>(shared.data());
+    return address >= base && address + bytes <= base + shared.size();
+  }
+
+  /// `operation` names the access in messages when it is not a plain load,
+  /// store or atomic (an ldmatrix row, a cp.async landing).
   void checkAccess(const void *pointer, int64_t bytes, int64_t align,
-                   AccessKind kind) {
+                   AccessKind kind, std::string_view operation = {}) {
     ++stats.checkedAccesses;
     auto address = reinterpret_cast<uintptr_t>(pointer);
     auto what = [&] {
-      std::string verb = kind == AccessKind::Load    ? "load"
+      std::string verb = !operation.empty()          ? std::string(operation)
+                         : kind == AccessKind::Load  ? "load"
                          : kind == AccessKind::Store ? "store"
                                                      : "atomic";
       return describeThread(current) + ": " + verb + " of " +
@@ -472,6 +545,8 @@ struct Device::Impl {
     auto sharedBase = reinterpret_cast<uintptr_t>(shared.data());
     if (address >= sharedBase &&
         address + bytes <= sharedBase + shared.size()) {
+      if (pendingCopyBytes > 0)
+        checkNotPending(address - sharedBase, bytes, what);
       if (options.detectSharedRaces && kind != AccessKind::Atomic)
         recordSharedAccess(address - sharedBase, bytes, kind, what);
       return;
@@ -501,6 +576,126 @@ struct Device::Impl {
     }
     fail(what() + " is outside every buffer of the launch, shared memory "
                   "and the thread's stack");
+  }
+
+  /// A shared byte a pending cp.async will write holds the old value (or the
+  /// new one, the GPU does not say): touching it is an error.
+  template <typename What>
+  void checkNotPending(uintptr_t offset, int64_t bytes, What what) {
+    for (int64_t i = 0; i < bytes; ++i)
+      if (uint32_t owner = pendingCopyOwner[offset + size_t(i)])
+        fail(what() + " touches shared offset " +
+             std::to_string(offset + size_t(i)) +
+             ", the destination of a cp.async of " + describeThread(owner - 1) +
+             " that has not landed: that thread's cp.async.wait_group must "
+             "complete it first, and a barrier must follow it before other "
+             "threads touch it");
+  }
+
+  CopyQueue &copyQueue() {
+    if (copyQueues.size() < threadCount) {
+      copyQueues.resize(threadCount);
+      pendingCopyOwner.assign(shared.size(), 0);
+    }
+    return copyQueues[current];
+  }
+
+  /// cp.async.{ca,cg}.shared.global [destination], [source], size,
+  /// sourceSize: the source's first sourceSize bytes, then zeros.
+  void cpAsync(uint8_t *destination, const uint8_t *source, int32_t size,
+               int32_t sourceSize) {
+    auto what = [&] {
+      return describeThread(current) + ": cp.async of " + std::to_string(size) +
+             " bytes (src-size " + std::to_string(sourceSize) + ") from " +
+             hex(uintptr_t(source)) + " to " + hex(uintptr_t(destination));
+    };
+    if (size != 4 && size != 8 && size != 16)
+      fail(what() + ": cp-size must be 4, 8 or 16");
+    if (sourceSize < 0 || sourceSize > size)
+      fail(what() + ": src-size must be at most cp-size (PTX leaves a larger "
+                    "one undefined)");
+    if (!inShared(destination, uint64_t(size)))
+      fail(what() + ": the destination is not inside shared memory");
+    if (uintptr_t(destination) % uint64_t(size) != 0)
+      fail(what() + ": the destination is not aligned to " +
+           std::to_string(size) + " bytes");
+    if (sourceSize > 0) {
+      if (inShared(source, 1))
+        fail(what() + ": the source is in shared memory (cp.async reads "
+                      ".global)");
+      checkAccess(source, sourceSize, size, AccessKind::Load,
+                  "cp.async source read");
+    }
+    CopyQueue &queue = copyQueue();
+    size_t offset = size_t(destination - shared.data());
+    for (int32_t i = 0; i < size; ++i)
+      if (uint32_t owner = pendingCopyOwner[offset + size_t(i)])
+        fail(what() + ": shared offset " + std::to_string(offset + size_t(i)) +
+             " is already the destination of a pending cp.async of " +
+             describeThread(owner - 1));
+    PendingCopy copy;
+    copy.destination = destination;
+    copy.bytes = uint32_t(size);
+    copy.group = kUncommitted;
+    if (sourceSize > 0)
+      std::memcpy(copy.data, source, size_t(sourceSize));
+    for (int32_t i = 0; i < size; ++i)
+      pendingCopyOwner[offset + size_t(i)] = current + 1;
+    pendingCopyBytes += uint64_t(size);
+    queue.copies.push_back(copy);
+  }
+
+  /// cp.async.commit_group: this thread's uncommitted copies form the next
+  /// group (an empty group counts too).
+  void cpAsyncCommit() {
+    CopyQueue &queue = copyQueue();
+    for (PendingCopy &copy : queue.copies)
+      if (copy.group == kUncommitted)
+        copy.group = queue.committedGroups;
+    ++queue.committedGroups;
+  }
+
+  /// cp.async.wait_group N: every committed group but the N most recent
+  /// lands; uncommitted copies do not.
+  void cpAsyncWait(int32_t newest) {
+    if (newest < 0)
+      fail(describeThread(current) + ": cp.async.wait_group " +
+           std::to_string(newest) + " (N must not be negative)");
+    CopyQueue &queue = copyQueue();
+    uint32_t complete = queue.committedGroups > uint32_t(newest)
+                            ? queue.committedGroups - uint32_t(newest)
+                            : 0;
+    landCopies(queue, [&](const PendingCopy &copy) {
+      return copy.group != kUncommitted && copy.group < complete;
+    });
+  }
+
+  /// Lands (in issue order) and forgets the copies `lands` picks. A landing
+  /// is the issuing thread's store for the race check: another thread must
+  /// see it through a barrier.
+  template <typename Lands> void landCopies(CopyQueue &queue, Lands lands) {
+    std::vector<PendingCopy> staying;
+    for (const PendingCopy &copy : queue.copies) {
+      if (!lands(copy)) {
+        staying.push_back(copy);
+        continue;
+      }
+      size_t offset = size_t(copy.destination - shared.data());
+      std::fill_n(pendingCopyOwner.begin() + std::ptrdiff_t(offset), copy.bytes,
+                  0u);
+      pendingCopyBytes -= copy.bytes;
+      checkAccess(copy.destination, copy.bytes, copy.bytes, AccessKind::Store,
+                  "cp.async landing");
+      std::memcpy(copy.destination, copy.data, copy.bytes);
+    }
+    queue.copies = std::move(staying);
+  }
+
+  /// A thread that exits with copies in flight: they still land (the GPU
+  /// finishes them), as its stores.
+  void landCopiesAtExit() {
+    if (current < copyQueues.size() && !copyQueues[current].copies.empty())
+      landCopies(copyQueues[current], [](const PendingCopy &) { return true; });
   }
 
   template <typename What>
@@ -547,6 +742,10 @@ struct Device::Impl {
     ++epoch;
     std::fill(shared.begin(), shared.end(), kSharedPoison);
     std::fill(warpEpochs.begin(), warpEpochs.end(), 0);
+    for (CopyQueue &queue : copyQueues)
+      queue = {};
+    std::fill(pendingCopyOwner.begin(), pendingCopyOwner.end(), 0u);
+    pendingCopyBytes = 0;
     // Threads in descending order: nothing may depend on lane 0 going first.
     for (uint32_t i = 0; i < threadCount; ++i) {
       ThreadRecord &t = threads[i];
@@ -575,8 +774,7 @@ struct Device::Impl {
       ++atWarpOp;
       if (example.empty())
         example = "; " + describeThread(i) + " waits in " +
-                  std::string(warpOpName(t.kind)) + " with member mask " +
-                  hex(t.mask);
+                  warpOpName(t.kind, t.b) + " with member mask " + hex(t.mask);
     }
     return makeError(
         ErrorCode::Unsupported,
@@ -649,6 +847,8 @@ Status Device::launch(const KernelLaunch &launch,
   d.shared.assign(sharedBytes, kSharedPoison);
   d.sharedRecords.assign(d.options.detectSharedRaces ? sharedBytes : 0, {});
   d.warpEpochs.assign((d.threadCount + kWarpSize - 1) / kWarpSize, 0);
+  d.copyQueues.clear(); // sized again at the launch's first cp.async
+  d.pendingCopyOwner.clear();
   d.ranges.assign(buffers.begin(), buffers.end());
   d.ranges.insert(d.ranges.end(), d.moduleMemory.begin(), d.moduleMemory.end());
   std::sort(d.ranges.begin(), d.ranges.end(),
@@ -792,12 +992,13 @@ uint64_t lowbit_emu_warp_op(int32_t kind, uint32_t mask, uint32_t value,
   return currentDevice->warpOp(WarpOpKind(kind), mask, value, b, c);
 }
 
-/// mma.sync.aligned.<kind> at the module's mma `site` (every lane of the
-/// warp must be at the same one): this lane's registers in, its d0 out; d1..d3
-/// follow from lowbit_emu_mma_result (the host code calls it right after).
-float lowbit_emu_mma(int32_t kind, int32_t site, uint32_t a0, uint32_t a1,
-                     uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1,
-                     float c0, float c1, float c2, float c3) {
+/// mma.sync.aligned.<variant> (an MmaVariant code) at the module's
+/// matrix-op `site` (every lane of the warp must be at the same one): this
+/// lane's registers in (C as bits), the bits of its d0 out; d1..d3 follow
+/// from lowbit_emu_fragment (the host code calls it right after).
+uint32_t lowbit_emu_mma(int32_t variant, int32_t site, uint32_t a0, uint32_t a1,
+                        uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1,
+                        uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3) {
   MmaLaneRegisters registers;
   registers.a[0] = a0;
   registers.a[1] = a1;
@@ -809,14 +1010,34 @@ float lowbit_emu_mma(int32_t kind, int32_t site, uint32_t a0, uint32_t a1,
   registers.c[1] = c1;
   registers.c[2] = c2;
   registers.c[3] = c3;
-  return currentDevice->mmaSync(WarpOpKind(kind), uint32_t(site), registers)
-      .d[0];
+  return currentDevice->mmaSync(variant, uint32_t(site), registers).d[0];
 }
 
-/// d[index] of this lane's last mma.sync.
-float lowbit_emu_mma_result(int32_t index) {
+/// ldmatrix.sync.aligned.<variant> (an LdMatrixVariant code) at `site`: this
+/// lane's row address in, its first register out; the others follow from
+/// lowbit_emu_fragment.
+uint32_t lowbit_emu_ldmatrix(int32_t variant, int32_t site, const void *row) {
+  return currentDevice->ldmatrix(variant, uint32_t(site),
+                                 static_cast<const uint8_t *>(row));
+}
+
+/// Register `index` of this lane's last mma.sync (d) or ldmatrix.
+uint32_t lowbit_emu_fragment(int32_t index) {
   Device::Impl &d = *currentDevice;
   return d.mmaRegisters[d.current].d[std::clamp(index, 0, 3)];
+}
+
+void lowbit_emu_cp_async(void *destination, const void *source, int32_t size,
+                         int32_t sourceSize) {
+  currentDevice->cpAsync(static_cast<uint8_t *>(destination),
+                         static_cast<const uint8_t *>(source), size,
+                         sourceSize);
+}
+
+void lowbit_emu_cp_async_commit() { currentDevice->cpAsyncCommit(); }
+
+void lowbit_emu_cp_async_wait(int32_t newest) {
+  currentDevice->cpAsyncWait(newest);
 }
 
 void *lowbit_emu_shared(int64_t offset) {
@@ -906,8 +1127,13 @@ std::span<const RuntimeSymbol> runtimeSymbols() {
       {"lowbit_emu_warp_op", reinterpret_cast<void *>(&lowbit_emu_warp_op)},
       {"lowbit_emu_shared", reinterpret_cast<void *>(&lowbit_emu_shared)},
       {"lowbit_emu_mma", reinterpret_cast<void *>(&lowbit_emu_mma)},
-      {"lowbit_emu_mma_result",
-       reinterpret_cast<void *>(&lowbit_emu_mma_result)},
+      {"lowbit_emu_ldmatrix", reinterpret_cast<void *>(&lowbit_emu_ldmatrix)},
+      {"lowbit_emu_fragment", reinterpret_cast<void *>(&lowbit_emu_fragment)},
+      {"lowbit_emu_cp_async", reinterpret_cast<void *>(&lowbit_emu_cp_async)},
+      {"lowbit_emu_cp_async_commit",
+       reinterpret_cast<void *>(&lowbit_emu_cp_async_commit)},
+      {"lowbit_emu_cp_async_wait",
+       reinterpret_cast<void *>(&lowbit_emu_cp_async_wait)},
       {"lowbit_emu_access", reinterpret_cast<void *>(&lowbit_emu_access)},
       {"lowbit_emu_cvt_f32x2", reinterpret_cast<void *>(&lowbit_emu_cvt_f32x2)},
       {"lowbit_emu_cvt_to_half2",

@@ -4,12 +4,14 @@
 // The MLIR-free half of the GPU emulator (docs/emulator.md). The MLIR half
 // (lowering/GpuEmulator.h) turns the kernels as they leave the GPU tail into
 // host code whose NVVM ops are calls to the functions runtimeSymbols()
-// lists; this file runs them:
+// lists (their codes: lowering/GpuEmulatorAbi.h); this file runs them:
 //
 //   - every block of the grid, one after another, in a fixed shuffled order;
 //   - every thread of a block as a fiber (its own stack); a barrier or a
-//     warp-synchronous op (shfl/vote/redux/bar.warp.sync/mma.sync) switches
-//     fibers;
+//     warp-synchronous op (shfl/vote/redux/bar.warp.sync/mma.sync/ldmatrix)
+//     switches fibers;
+//   - cp.async copies land at the issuing thread's cp.async.wait_group that
+//     completes them; an access to their destination before is an error;
 //   - a barrier that not every thread of the block reaches, a warp op whose
 //     member mask names an exited, missing or disagreeing lane, an access
 //     outside the launch's buffers, shared memory, module globals and the
@@ -24,8 +26,8 @@
 #define LOWBIT_RUNTIME_EMULATOR_SIMT_H
 
 #include "lowbit/Expected.h"
+#include "lowering/GpuEmulatorAbi.h"
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -35,18 +37,6 @@
 #include <vector>
 
 namespace lowbit::emulator {
-
-/// A kernel's host entry: takes cuLaunchKernel's parameter array (each
-/// element points at one parameter's value).
-using KernelEntry = void (*)(void **parameters);
-
-/// A range of host memory the kernel may access.
-struct MemoryRange {
-  const void *base = nullptr;
-  size_t bytes = 0;
-  bool writable = true;
-  std::string name;
-};
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
@@ -100,72 +90,9 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
-/// The runtime functions the rewritten kernels call, by symbol name.
-struct RuntimeSymbol {
-  std::string_view name;
-  void *address;
-};
+/// The runtime functions the rewritten kernels call, by symbol name (for
+/// lowbit::compileForEmulator).
 std::span<const RuntimeSymbol> runtimeSymbols();
-
-/// Codes of lowbit_emu_sreg's argument (the special registers).
-enum class SpecialRegister : int32_t {
-  TidX,
-  TidY,
-  TidZ,
-  NtidX,
-  NtidY,
-  NtidZ,
-  CtaidX,
-  CtaidY,
-  CtaidZ,
-  NctaidX,
-  NctaidY,
-  NctaidZ,
-  LaneId,
-  WarpSize,
-};
-
-/// The warp-synchronous operations (lowbit_emu_warp_op's `kind`).
-enum class WarpOpKind : int32_t {
-  ShflBfly,
-  ShflUp,
-  ShflDown,
-  ShflIdx,
-  VoteAny,
-  VoteAll,
-  VoteBallot,
-  VoteUni,
-  ReduxAdd,
-  ReduxAnd,
-  ReduxMax,
-  ReduxMin,
-  ReduxOr,
-  ReduxUmax,
-  ReduxUmin,
-  ReduxXor,
-  ReduxFmin,
-  ReduxFmax,
-  ReduxFminAbs,
-  ReduxFmaxAbs,
-  ReduxFminNan,
-  ReduxFmaxNan,
-  ReduxFminAbsNan,
-  ReduxFmaxAbsNan,
-  SyncWarp,
-  Elect,
-  // mma.sync.aligned.{m16n8k16,m16n8k8}.row.col.f32.{f16,bf16}.*.f32: every
-  // lane of the warp takes part (lowbit_emu_mma).
-  MmaM16N8K16F16,
-  MmaM16N8K16BF16,
-  MmaM16N8K8F16,
-  MmaM16N8K8BF16,
-};
-
-/// The formats of the native cvt ops (lowbit_emu_cvt_* `format`).
-enum class CvtFormat : int32_t { E4M3, E5M2, UE8M0, E2M3, E3M2, E2M1 };
-
-/// lowbit_emu_access's `kind`.
-enum class AccessKind : int32_t { Load, Store, Atomic };
 
 } // namespace lowbit::emulator
 

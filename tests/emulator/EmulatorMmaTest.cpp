@@ -1,10 +1,9 @@
 //===- EmulatorMmaTest.cpp - nvvm.mma.sync in the GPU emulator ------------===//
 //
 // Hand-written tensor-core kernels (MmaKernels.h) run in the emulator and
-// compared bit for bit with a plain matmul here: each element of D is the
-// f32 nearest to c + the K products summed in f64 from k = 0 (the
-// emulator's model, docs/emulator.md "Tensor cores"). f16 and bf16,
-// m16n8k16 and m16n8k8, one mma and a chain of two; small integers,
+// compared bit for bit with the documented order computed here: d = c, then
+// d = fmaf(a_k, b_k, d) for k ascending (docs/emulator.md "Tensor cores"). f16
+// and bf16, m16n8k16 and m16n8k8, one mma and a chain of two; small integers,
 // random values, negative zeros, subnormals, NaN and infinities. Then what
 // must fail: a lane that skips the mma, and kernels whose fragment map is
 // wrong (two registers swapped). The same kernels' PTX assembles with
@@ -60,23 +59,69 @@ TEST_CASE("emulator: the mma fragment maps cover each matrix once",
   CHECK(mma::accumulatorElement(5, 2) == mma::MatrixCoordinate{9, 2});
 }
 
-TEST_CASE("emulator: mma.sync equals the f64 matmul rounded once",
+namespace {
+
+/// D of `v`'s kernel over `tiles`, checked bit for bit against referenceD
+/// (counting its NaN in `nans`).
+std::vector<int32_t> runAndCheck(const MmaKernelVariant &v,
+                                 const std::vector<MmaTile> &tiles,
+                                 size_t &nans) {
+  std::vector<int32_t> d;
+  std::string error = runMmaTiles(mmaKernelText(v), v, tiles, d);
+  INFO(describe(v) << ": " << error);
+  REQUIRE(error == "");
+  CHECK(mismatches(v, tiles, d, &nans) == 0);
+  return d;
+}
+
+} // namespace
+
+TEST_CASE("emulator: mma.sync is the fma chain d = fmaf(a_k, b_k, d)",
           "[emulator][mma]") {
-  size_t elements = 0, nans = 0;
+  size_t elements = 0, nans = 0, chainOnly = 0;
   for (const MmaKernelVariant &v : everyVariant()) {
     std::vector<MmaTile> tiles =
         makeTiles(v, uint32_t(v.k * 10 + v.bf16 * 3 + v.steps));
-    std::vector<int32_t> d;
-    std::string error = runMmaTiles(mmaKernelText(v), v, tiles, d);
-    INFO(describe(v) << ": " << error);
-    REQUIRE(error == "");
-    CHECK(mismatches(v, tiles, d, &nans) == 0);
+    std::vector<int32_t> d = runAndCheck(v, tiles, nans);
     elements += d.size();
+    // The last tile tells the chain from one rounding of the exact sum:
+    // the emulator must give the chain there, not the f64 sum.
+    std::vector<uint32_t> chain = referenceD(tiles.back(), v),
+                          exact = float64ReferenceD(tiles.back(), v);
+    size_t differ = 0;
+    for (size_t i = 0; i < 128; ++i)
+      if (chain[i] != exact[i]) {
+        ++differ;
+        CHECK(uint32_t(d[(tiles.size() - 1) * 128 + i]) == chain[i]);
+      }
+    CHECK(differ == 128);
+    chainOnly += differ;
   }
   CHECK(nans > 0);
   std::cout << "emulator: mma.sync m16n8k16/m16n8k8 x f16/bf16 x 1/2 steps: "
             << elements << " elements of D bit-exact (" << nans
-            << " NaN) against the f64 matmul rounded once\n";
+            << " NaN) against the fma chain, " << chainOnly
+            << " of them where one rounding of the exact sum differs\n";
+}
+
+TEST_CASE("emulator: 8-bit mma.sync (e4m3, e5m2, s8, u8) as the PTX ISA says",
+          "[emulator][mma]") {
+  size_t elements = 0, nans = 0;
+  for (const MmaKernelVariant &v : everyByteVariant()) {
+    elements +=
+        runAndCheck(v, makeTiles(v, uint32_t(100 + v.steps)), nans).size();
+  }
+  // The overflow tile: .satfinite and wrapping give different D.
+  MmaKernelVariant wrapping{32, false, 1};
+  wrapping.bytes = MmaKernelVariant::Bytes::S8;
+  MmaKernelVariant saturating = wrapping;
+  saturating.satfinite = true;
+  MmaTile overflow = makeTiles(wrapping, 1).back();
+  CHECK(referenceD(overflow, wrapping) != referenceD(overflow, saturating));
+  CHECK(nans > 0);
+  std::cout << "emulator: mma.sync m16n8k32 e4m3/e5m2 (fma chain, mixed "
+               "too), s8/u8 (exact, wrapping and .satfinite) x 1/2 steps: "
+            << elements << " elements of D bit-exact (" << nans << " NaN)\n";
 }
 
 TEST_CASE("emulator: a wrong fragment map fails the check", "[emulator][mma]") {
@@ -187,4 +232,45 @@ TEST_CASE("emulator: the mma kernels' PTX assembles", "[emulator][mma]") {
   CHECK(assembled == 3 * 4);
   std::cout << "emulator: " << assembled
             << " mma kernels' PTX assembled (sm_80, sm_90a, sm_100a)\n";
+}
+
+TEST_CASE("emulator: the 8-bit mma kernels' PTX assembles", "[emulator][mma]") {
+  INFO("ptxas not found (CUDA_HOME/bin/ptxas); the CUDA toolkit is required");
+  REQUIRE(!test::ptxasPath().empty());
+  using Bytes = MmaKernelVariant::Bytes;
+  struct Case {
+    Bytes bytes; ///< A's; B is e4m3 for the FP8 kinds, s8 for the integer
+    bool satfinite;
+    const char *instruction;
+  } cases[] = {
+      {Bytes::E4M3, false,
+       "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"},
+      {Bytes::E5M2, false,
+       "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32"},
+      {Bytes::S8, false, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"},
+      {Bytes::U8, true,
+       "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.u8.s8.s32"},
+      {Bytes::S8, true,
+       "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"},
+  };
+  int assembled = 0;
+  for (const Case &c : cases)
+    for (const char *arch : {"sm_89", "sm_90a"}) {
+      MmaKernelVariant v{32, false, 2};
+      v.bytes = c.bytes;
+      bool integer = v.integer();
+      v.bytesB = integer ? Bytes::S8 : Bytes::E4M3;
+      v.satfinite = c.satfinite;
+      // The FP8 mma needs PTX 8.4 (target/ChipCapabilities.cpp); the
+      // chips' default is older.
+      std::string target = std::string(arch) + (integer ? "" : "+ptx84");
+      std::string ptx;
+      INFO(target << " " << describe(v));
+      REQUIRE(test::compileToPtx(mmaKernelText(v), target, ptx));
+      CHECK(ptx.find(c.instruction) != std::string::npos);
+      assembled += test::checkAssembles(ptx, arch);
+    }
+  CHECK(assembled == 10);
+  std::cout << "emulator: " << assembled
+            << " 8-bit mma kernels' PTX assembled (sm_89, sm_90a)\n";
 }

@@ -6,6 +6,10 @@
 //   A register r holds (row g + 8 (r & 1), cols 2t + 8 (r >> 1) and +1):
 //     word (g + 8 (r & 1)) W + t + 4 (r >> 1)
 //   B register r holds (rows 2t + 8r and +1, col g): word g W + t + 4r
+// and for the 8-bit m16n8k32 (9.7.14.5.10), four elements a register and
+// W = K / 4, the same words:
+//   A register r holds (row g + 8 (r & 1), cols 4t + 16 (r >> 1) .. +3)
+//   B register r holds (rows 4t + 16r .. +3, col g)
 //   C/D element i is (row g + 8 (i >> 1), col 2t + (i & 1)):
 //     word (g + 8 (i >> 1)) 8 + 2t + (i & 1)
 //
@@ -20,8 +24,15 @@
 namespace lowbit::testing {
 
 std::string mmaKernelText(const MmaKernelVariant &v) {
-  const int words = v.k / 2; // per row of A and of B^T
-  const int aRegs = v.k / 4, bRegs = v.k / 8;
+  using Bytes = MmaKernelVariant::Bytes;
+  const bool bytes = v.bytes != Bytes::None;
+  const bool integer = v.integer();
+  auto typeName = [](Bytes type) {
+    static const char *const names[] = {"", "e4m3", "e5m2", "s8", "u8"};
+    return names[int(type)];
+  };
+  const int words = bytes ? v.k / 4 : v.k / 2; // per row of A and of B^T
+  const int aRegs = words / 2, bRegs = words / 4;
   const int aTile = 16 * words, bTile = 8 * words;
   std::ostringstream o;
   const char *buffer = "memref<?x?xi32>";
@@ -70,13 +81,14 @@ std::string mmaKernelText(const MmaKernelVariant &v) {
       << "      %" << name << " = arith.addi %" << name << "_5, %" << name
       << "_o : index\n";
   };
-  const char *pairType = v.bf16 ? "i32" : "vector<2xf16>";
+  const bool wordRegisters = v.bf16 || bytes;
+  const char *pairType = wordRegisters ? "i32" : "vector<2xf16>";
   auto loadPair = [&](const std::string &name, const char *memref) {
-    // bf16 registers are i32 in NVVM, f16 ones vector<2xf16>.
-    std::string word = v.bf16 ? name : name + "_w";
+    // bf16 and 8-bit registers are i32 in NVVM, f16 ones vector<2xf16>.
+    std::string word = wordRegisters ? name : name + "_w";
     o << "      %" << word << " = memref.load %" << memref << "[%c0, %" << name
       << "_i] : " << buffer << "\n";
-    if (!v.bf16)
+    if (!wordRegisters)
       o << "      %" << name << " = llvm.bitcast %" << word
         << " : i32 to vector<2xf16>\n";
   };
@@ -85,9 +97,10 @@ std::string mmaKernelText(const MmaKernelVariant &v) {
     std::string name = "cw" + std::to_string(i);
     index(name, 128, 8, 2, 64 * (i >> 1) + (i & 1));
     o << "      %" << name << "_v = memref.load %c[%c0, %" << name
-      << "] : " << buffer << "\n"
-      << "      %acc0_" << i << " = arith.bitcast %" << name
-      << "_v : i32 to f32\n";
+      << "] : " << buffer << "\n";
+    if (!integer) // s32 accumulators are the words as loaded
+      o << "      %acc0_" << i << " = arith.bitcast %" << name
+        << "_v : i32 to f32\n";
   }
   for (int s = 0; s < v.steps; ++s) {
     std::string step = std::to_string(s);
@@ -106,7 +119,8 @@ std::string mmaKernelText(const MmaKernelVariant &v) {
       b.push_back("%" + name);
     }
     for (int i = 0; i < 4; ++i)
-      c.push_back("%acc" + step + "_" + std::to_string(i));
+      c.push_back(s == 0 && integer ? "%cw" + std::to_string(i) + "_v"
+                                    : "%acc" + step + "_" + std::to_string(i));
     if (s == 0) {
       if (v.swap == MmaKernelVariant::Swap::A)
         std::swap(a[0], a[1]);
@@ -121,25 +135,50 @@ std::string mmaKernelText(const MmaKernelVariant &v) {
         text += (text.empty() ? "" : ", ") + value;
       return text;
     };
-    o << "      %m" << step << " = nvvm.mma.sync A[" << list(a) << "] B["
-      << list(b) << "] C[" << list(c) << "]\n"
-      << "          {layoutA = #nvvm.mma_layout<row>, "
-         "layoutB = #nvvm.mma_layout<col>,\n";
-    if (v.bf16)
-      o << "           multiplicandAPtxType = #nvvm.mma_type<bf16>,\n"
-        << "           multiplicandBPtxType = #nvvm.mma_type<bf16>,\n";
-    o << "           shape = #nvvm.shape<m = 16, n = 8, k = " << v.k << ">}\n"
-      << "          : (" << pairType << ", " << pairType
-      << ", f32) -> !llvm.struct<(f32, f32, f32, f32)>\n";
+    const char *accumulator = integer ? "i32" : "f32";
+    std::string result = std::string("!llvm.struct<(") + accumulator + ", " +
+                         accumulator + ", " + accumulator + ", " + accumulator +
+                         ")>";
+    if (bytes && !integer) {
+      o << "      %m" << step
+        << " = llvm.call_intrinsic \"llvm.nvvm.mma.m16n8k32.row.col.f32."
+        << typeName(v.bytes) << "." << typeName(v.typeB()) << ".f32\"("
+        << list(a) << ", " << list(b) << ", " << list(c)
+        << ") : (i32, i32, i32, i32, i32, i32, f32, f32, "
+        << "f32, f32) -> " << result << "\n";
+    } else {
+      o << "      %m" << step << " = nvvm.mma.sync A[" << list(a) << "] B["
+        << list(b) << "] C[" << list(c) << "]\n"
+        << "          {layoutA = #nvvm.mma_layout<row>, "
+           "layoutB = #nvvm.mma_layout<col>,\n";
+      const char *typeA = integer ? typeName(v.bytes) : v.bf16 ? "bf16" : "";
+      const char *typeB = integer ? typeName(v.typeB()) : typeA;
+      if (*typeA)
+        o << "           multiplicandAPtxType = #nvvm.mma_type<" << typeA
+          << ">,\n"
+          << "           multiplicandBPtxType = #nvvm.mma_type<" << typeB
+          << ">,\n";
+      if (integer)
+        o << "           intOverflowBehavior = #nvvm.mma_int_overflow<"
+          << (v.satfinite ? "satfinite" : "wrapped") << ">,\n";
+      o << "           shape = #nvvm.shape<m = 16, n = 8, k = " << v.k << ">}\n"
+        << "          : (" << pairType << ", " << pairType << ", "
+        << accumulator << ") -> " << result << "\n";
+    }
     for (int i = 0; i < 4; ++i)
       o << "      %acc" << s + 1 << "_" << i << " = llvm.extractvalue %m"
-        << step << "[" << i << "] : !llvm.struct<(f32, f32, f32, f32)>\n";
+        << step << "[" << i << "] : " << result << "\n";
   }
   for (int i = 0; i < 4; ++i) {
     std::string name = "cw" + std::to_string(i);
-    o << "      %" << name << "_out = arith.bitcast %acc" << v.steps << "_" << i
-      << " : f32 to i32\n"
-      << "      memref.store %" << name << "_out, %d[%c0, %" << name
+    std::string value =
+        "%acc" + std::to_string(v.steps) + "_" + std::to_string(i);
+    if (!integer) {
+      o << "      %" << name << "_out = arith.bitcast " << value
+        << " : f32 to i32\n";
+      value = "%" + name + "_out";
+    }
+    o << "      memref.store " << value << ", %d[%c0, %" << name
       << "] : " << buffer << "\n";
   }
   o << "      }\n      gpu.return\n    }\n  }\n}\n";

@@ -7,12 +7,13 @@
 // kernel's arithmetic, not taken from lowering/GpuMmaLayout.h), so the
 // emulator's own map is checked against an independent one. Buffers (all
 // 1 x N i32):
-//   a: per tile, `steps` A tiles, row-major 16 x K halves (K / 2 words a row)
+//   a: per tile, `steps` A tiles, row-major 16 x K halves (K / 2 words a row;
+//      8-bit elements: K / 4 words a row)
 //   b: per tile, `steps` B tiles stored transposed, 8 x K halves (B^T
 //      row-major: element (k, n) at row n, column k)
-//   c: per tile, C row-major 16 x 8 f32 bits
-//   d: per tile, D row-major 16 x 8 f32 bits (written); its size sets the
-//      grid.
+//   c: per tile, C row-major 16 x 8 f32 (or s32) bits
+//   d: per tile, D row-major 16 x 8 f32 (or s32) bits (written); its size
+//      sets the grid.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,16 @@ struct MmaKernelVariant {
   int k = 16;        ///< 16 (m16n8k16) or 8 (m16n8k8)
   bool bf16 = false; ///< bf16 multiplicands (f16 otherwise)
   int steps = 1;     ///< mma ops chained through the accumulator
+  /// 8-bit multiplicands (m16n8k32: k must be 32, bf16 false): e4m3/e5m2
+  /// through the LLVM intrinsic (f32 accumulators; MLIR 22's nvvm.mma.sync
+  /// has no FP8 form), s8 through nvvm.mma.sync (s32 accumulators).
+  enum class Bytes { None, E4M3, E5M2, S8, U8 } bytes = Bytes::None;
+  /// B's 8-bit type where it differs from A's (e4m3 x e5m2, s8 x u8, ...).
+  Bytes bytesB = Bytes::None;
+  bool satfinite = false; ///< s8/u8: .satfinite (wrapping otherwise)
+
+  Bytes typeB() const { return bytesB == Bytes::None ? bytes : bytesB; }
+  bool integer() const { return bytes == Bytes::S8 || bytes == Bytes::U8; }
   int skipLane = -1; ///< this lane returns before the mma (a violation)
   /// A wrong fragment map: the kernel swaps two registers of A (0 and 1),
   /// B (0 and 1; m16n8k16 only) or C (1 and 2) before the (first) mma.
