@@ -13,6 +13,7 @@
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
+#include "runtime/compiler/MatmulCompiler.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/KvJitSpec.h"
 #include "runtime/jit/LaunchPlan.h"
@@ -40,7 +41,7 @@ public:
       if constexpr (std::is_same_v<Buffer, compiler::HostBuffer>) {
         if (buffer.shape.size() != 2)
           return makeError(ErrorCode::InvalidArgument,
-                           "kv_attend takes 2-D buffers");
+                           "the kernel takes 2-D buffers");
         converted.push_back({buffer.data, buffer.shape[0], buffer.shape[1]});
       } else {
         converted.push_back(
@@ -78,6 +79,8 @@ compileKvSpecForGpu(const KvJitSpec &spec, const Target &target) {
     return compiler::compileKiviToPtx(spec.kivi, target);
   case KvJitSpec::Kind::KiviAttention:
     return compiler::compileKiviAttentionToPtx(spec.kiviDecode, target);
+  case KvJitSpec::Kind::Matmul:
+    return compiler::compileMatmulToPtx(spec.matmul, target);
   case KvJitSpec::Kind::Cache:
     break;
   }
@@ -127,6 +130,9 @@ compileKvCpu(std::string_view specText) {
   case KvJitSpec::Kind::KiviAttention:
     return wrap<compiler::KvBuffer>(
         compiler::compileKiviAttentionForCpu(spec->kiviDecode));
+  case KvJitSpec::Kind::Matmul:
+    return wrap<compiler::HostBuffer>(
+        compiler::compileMatmulForCpu(spec->matmul));
   }
   return makeError(ErrorCode::Unsupported, "unknown KV kernel kind");
 }
