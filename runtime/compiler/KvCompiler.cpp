@@ -74,10 +74,7 @@ llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
       return std::move(error);
     return translateToLlvmIr(**module);
   }
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  (*module)->print(stream);
-  return text;
+  return moduleText(**module);
 }
 
 llvm::Expected<GpuCompilation> compileKvToPtx(const kv::KvKernelSpec &spec,

@@ -110,10 +110,7 @@ llvm::Expected<std::string> loweredText(const matmul::MatmulSpec &spec,
   auto module = lowerModule(buildMatmulModule(*context, spec), lower);
   if (!module)
     return module.takeError();
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  (*module)->print(stream);
-  return text;
+  return moduleText(**module);
 }
 
 } // namespace

@@ -8,20 +8,12 @@ namespace lowbit::compiler {
 
 namespace {
 
-/// The element type name of a stored scale (memrefTypeOf's names).
+/// The element type name of a stored scale (memrefTypeOf's names): the
+/// float types as themselves, e8m0 and ue4m3 codes as bytes.
 std::string scaleElementName(ScaleType type) {
-  switch (type) {
-  case ScaleType::F32:
-    return "f32";
-  case ScaleType::F16:
-    return "f16";
-  case ScaleType::BF16:
-    return "bf16";
-  case ScaleType::E8M0:
-  case ScaleType::UE4M3:
+  if (type == ScaleType::E8M0 || type == ScaleType::UE4M3)
     return "i8";
-  }
-  return "f32";
+  return std::string(scaleTypeName(type));
 }
 
 /// A static size, or `dim` where the spec leaves it to the call.
