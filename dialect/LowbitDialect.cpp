@@ -4,6 +4,7 @@
 #include "dialect/LowbitAttentionOps.h"
 #include "dialect/LowbitKiviOps.h"
 #include "dialect/LowbitKvOps.h"
+#include "dialect/LowbitMatmulOps.h"
 #include "dialect/LowbitOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -29,5 +30,9 @@ void lowbit::dialect::LowbitDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialect/LowbitAttentionOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/LowbitMatmulOps.cpp.inc"
       >();
 }

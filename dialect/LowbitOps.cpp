@@ -11,6 +11,8 @@
 
 #include "dialect/LowbitOps.h"
 
+#include "dialect/DequantizeOperands.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/OpImplementation.h"
@@ -273,27 +275,32 @@ LogicalResult QuantizeOp::verify() {
 }
 
 LogicalResult DequantizeOp::verify() {
-  Operation *op = getOperation();
-  lowbit::Scheme scheme = getScheme().getScheme();
-  LogicalShape logical(getResult().getType());
+  return verifyDequantizeOperands(getOperation(), getScheme().getScheme(),
+                                  getResult().getType(), getCodes(),
+                                  getScales(), getZeros(), getGlobal());
+}
+
+LogicalResult lowbit::dialect::verifyDequantizeOperands(
+    Operation *op, const lowbit::Scheme &scheme, Type resultType, Value codes,
+    Value scales, Value zeros, Value global) {
+  LogicalShape logical(resultType);
   if (failed(checkSchemeForShape(op, scheme, logical)))
     return failure();
   Slot zerosSlot = scheme.scale.zeroPoint ? Slot::Operand : Slot::Absent;
   Slot globalSlot = scheme.scale.globalScale == lowbit::GlobalScale::None
                         ? Slot::Absent
                         : Slot::Operand;
-  if (failed(checkSlot(op, "zeros", zerosSlot, getZeros(), Value(),
+  if (failed(checkSlot(op, "zeros", zerosSlot, zeros, Value(),
                        scheme.scale.zeroPoint
                            ? "the scheme has a zero point"
                            : "the scheme has no zero point")) ||
-      failed(checkSlot(op, "global scale", globalSlot, getGlobal(), Value(),
+      failed(checkSlot(op, "global scale", globalSlot, global, Value(),
                        globalSlot == Slot::Absent
                            ? "the scheme has no global scale"
                            : "the scheme has a global scale")) ||
-      failed(checkCodes(op, scheme, logical, getCodes())))
+      failed(checkCodes(op, scheme, logical, codes)))
     return failure();
-  return checkSideTensors(op, scheme, logical, getScales(), getZeros(),
-                          getGlobal());
+  return checkSideTensors(op, scheme, logical, scales, zeros, global);
 }
 
 //===----------------------------------------------------------------------===//

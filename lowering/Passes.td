@@ -116,6 +116,25 @@ def LowbitAttentionToLoops : Pass<"lowbit-attention-to-loops", "mlir::ModuleOp">
   ];
 }
 
+def LowbitMatmulToLoops : Pass<"lowbit-matmul-to-loops", "mlir::ModuleOp"> {
+  let summary = "Lower lowbit.matmul to the documented order's loops";
+  let description = [{
+    Rewrites each quantized-weight matmul into a lowbit.dequantize of its
+    weights into an [N, K] scratch of X's dtype (left for lowbit-to-loops,
+    which runs after it) and one scf.parallel unit per (m, n) running the
+    order of docs/matmul.md: 32 slices of 32-wide chunks, an fma chain per
+    slice, the slices summed in order, the bias added, the result rounded to
+    Y's dtype. The CPU tail runs it; it is bit for bit the ordered reference
+    (matmul/MatmulOrder.h). The result must be materialized into a memref
+    (the kernel function's parameter).
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+    "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
+    "mlir::bufferization::BufferizationDialect"
+  ];
+}
+
 def LowbitToGpu : Pass<"lowbit-to-gpu", "mlir::ModuleOp"> {
   let summary = "Map lowbit kernels to bandwidth-shaped gpu.launch";
   let description = [{

@@ -36,6 +36,8 @@ void buildLowbitToLoopsForGpuPipeline(OpPassManager &pm) {
 void buildLowbitToLoopsForCpuPipeline(OpPassManager &pm) {
   pm.addPass(createLowbitFlattenLeadingDims());
   pm.addPass(createLowbitFusionToLoops());
+  // Before lowbit-to-loops, which lowers the weights' dequantize it adds.
+  pm.addPass(createLowbitMatmulToLoops());
   addLoopLowerings(pm);
 }
 

@@ -8,6 +8,7 @@
 #include "runtime/compiler/KiviCompiler.h"
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
+#include "runtime/compiler/MatmulCompiler.h"
 
 namespace lowbit::compiler {
 
@@ -59,5 +60,6 @@ template class HostKernel<kv::KvKernelSpec, KvBuffer>;
 template class HostKernel<kv::KiviKernelSpec, KvBuffer>;
 template class HostKernel<kv::KvAttentionSpec, HostBuffer>;
 template class HostKernel<kv::KiviAttentionSpec, KvBuffer>;
+template class HostKernel<matmul::MatmulSpec, HostBuffer>;
 
 } // namespace lowbit::compiler

@@ -104,6 +104,13 @@ lowerModule(llvm::Expected<OwningOpRef<ModuleOp>> module,
   return module;
 }
 
+std::string moduleText(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module.print(stream);
+  return text;
+}
+
 llvm::Expected<std::unique_ptr<HostExecutable>>
 loopsToHost(LoopsModuleBuilder build) {
   ContextLease context = borrowContext();

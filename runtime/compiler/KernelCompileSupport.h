@@ -55,6 +55,9 @@ llvm::Error runLoweringPasses(mlir::ModuleOp module,
                               llvm::ArrayRef<PassFactory> passes,
                               const std::string &what);
 
+/// `module` as MLIR text (the compilers' loops- and GPU-level dumps).
+std::string moduleText(mlir::ModuleOp module);
+
 /// A module already lowered to loops, through the CPU tail to a loaded
 /// executable.
 llvm::Expected<std::unique_ptr<HostExecutable>>

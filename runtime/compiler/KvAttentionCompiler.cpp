@@ -296,10 +296,7 @@ llvm::Expected<std::string> loweredText(const kv::KvAttentionSpec &spec,
   auto module = lowerModule(buildKvAttentionModule(*context, spec), lower);
   if (!module)
     return module.takeError();
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  (*module)->print(stream);
-  return text;
+  return moduleText(**module);
 }
 
 } // namespace

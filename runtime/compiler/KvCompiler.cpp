@@ -74,10 +74,7 @@ llvm::Expected<std::string> emitKv(const kv::KvKernelSpec &spec,
       return error;
     return translateToLlvmIr(**module);
   }
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  (*module)->print(stream);
-  return text;
+  return moduleText(**module);
 }
 
 /// A paged kernel's block table names each page at most once (kv/KvPaged.h):

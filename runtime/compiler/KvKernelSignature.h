@@ -40,7 +40,13 @@ enum CallDim : int64_t {
   kSplits = -7,      ///< split-K partitions: ceil(max tokens / split)
   kQueryRows = -8,   ///< kv_attend's 2-D rows: B * Hq
   kCacheRows = -9,   ///< kv_attend's: B * Hkv * T, or P * Hkv * 16
-  kPartialRows = -10 ///< kv_attend's: B * Hkv * S * Hq / Hkv
+  kPartialRows = -10, ///< kv_attend's: B * Hkv * S * Hq / Hkv
+  kMatmulRows = -11,  ///< matmul's M (X's and Y's rows)
+  kMatmulCols = -12,  ///< matmul's N (output channels), when dynamic
+  kMatmulDepth = -13, ///< matmul's K, when dynamic
+  kMatmulCodeCols = -14,  ///< the weights' code bytes a row (K or ceil(K/2))
+  kMatmulScaleRows = -15, ///< the weights' scale rows (scaleShape)
+  kMatmulScaleCols = -16  ///< the weights' scale columns (scaleShape)
 };
 
 inline bool isCallDim(int64_t size) { return size < 0; }

@@ -43,7 +43,7 @@ public:
   }
 
 private:
-  static constexpr size_t kDims = size_t(-compiler::kPartialRows) + 1;
+  static constexpr size_t kDims = size_t(-compiler::kMatmulScaleCols) + 1;
   static size_t slot(CallDim dim) {
     size_t index = size_t(-int64_t(dim));
     return index < kDims ? index : 0;
@@ -168,6 +168,26 @@ Status checkDerivedSizes(const jit::KvJitSpec &spec, const CallSizes &sizes) {
     return expectDerived(sizes, compiler::kGroupRows,
                          ceilDiv(maxTokens, d.keys.groupSize),
                          "the tokens and the group size");
+  }
+  case Kind::Matmul: {
+    // The weights' buffers follow from N and K (MatmulSignature.h).
+    const matmul::MatmulSpec &m = spec.matmul;
+    int64_t n = m.isDynamic() ? sizes.find(compiler::kMatmulCols) : m.n;
+    int64_t k = m.isDynamic() ? sizes.find(compiler::kMatmulDepth) : m.k;
+    std::string error;
+    if (!matmul::validateWeightShape(m.scheme, n, k, &error))
+      return makeError(ErrorCode::InvalidArgument, error);
+    Shape2D codes = codesShape(m.scheme, n, k);
+    Shape2D scales = scaleShape(m.scheme, n, k);
+    for (auto [dim, expected] :
+         {std::pair{compiler::kMatmulCodeCols, codes.cols},
+          std::pair{compiler::kMatmulScaleRows, scales.rows},
+          std::pair{compiler::kMatmulScaleCols, scales.cols}})
+      if (Status derived =
+              expectDerived(sizes, dim, expected, "the scheme, n and k");
+          !derived)
+        return derived;
+    return Status::success();
   }
   }
   return Status::success();

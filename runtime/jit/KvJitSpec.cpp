@@ -14,6 +14,8 @@ std::string KvJitSpec::text() const {
     return kv::printKvAttentionSpec(decode);
   case Kind::KiviAttention:
     return kv::printKiviAttentionSpec(kiviDecode);
+  case Kind::Matmul:
+    return matmul::printMatmulSpec(matmul);
   }
   return {};
 }
@@ -30,6 +32,8 @@ std::string_view KvJitSpec::opName() const {
     return "kv_attend";
   case Kind::KiviAttention:
     return "kivi_attend";
+  case Kind::Matmul:
+    return "matmul";
   }
   return {};
 }
@@ -44,6 +48,8 @@ std::vector<compiler::KvKernelParam> KvJitSpec::params() const {
     return compiler::kvAttentionParams(decode);
   case Kind::KiviAttention:
     return compiler::kiviAttentionParams(kiviDecode);
+  case Kind::Matmul:
+    return compiler::matmulParams(matmul);
   }
   return {};
 }
@@ -62,7 +68,7 @@ bool isKvSpecText(std::string_view text) {
   std::string_view word = firstWord(text);
   return word == "kv_append" || word == "kv_dequantize" ||
          word == "kivi_append" || word == "kivi_dequantize" ||
-         word == "kv_attend" || word == "kivi_attend";
+         word == "kv_attend" || word == "kivi_attend" || word == "matmul";
 }
 
 Expected<KvJitSpec> parseKvJitSpec(std::string_view text) {
@@ -92,13 +98,22 @@ Expected<KvJitSpec> parseKvJitSpec(std::string_view text) {
         kv::parseKiviAttentionSpec(text, &error);
     if ((parsed = decode.has_value()))
       spec.kiviDecode = *decode;
+  } else if (word == "matmul") {
+    spec.kind = KvJitSpec::Kind::Matmul;
+    std::optional<matmul::MatmulSpec> parsedMatmul =
+        matmul::parseMatmulSpec(text, &error);
+    if ((parsed = parsedMatmul.has_value()))
+      spec.matmul = *parsedMatmul;
   } else {
     error = "'" + std::string(word) +
             "' is not a KV kernel (kv_append, kv_dequantize, kivi_append, "
-            "kivi_dequantize, kv_attend, kivi_attend)";
+            "kivi_dequantize, kv_attend, kivi_attend) or matmul";
   }
   if (!parsed)
-    return makeError(ErrorCode::InvalidArgument, "KV kernel spec: " + error);
+    return makeError(ErrorCode::InvalidArgument,
+                     (spec.kind == KvJitSpec::Kind::Matmul ? "matmul spec: "
+                                                            : "KV kernel spec: ") +
+                         error);
   return spec;
 }
 
@@ -125,6 +140,18 @@ std::string_view kvCallDimName(int64_t dim) {
     return "cache_rows";
   case kPartialRows:
     return "partial_rows";
+  case kMatmulRows:
+    return "m";
+  case kMatmulCols:
+    return "n";
+  case kMatmulDepth:
+    return "k";
+  case kMatmulCodeCols:
+    return "code_cols";
+  case kMatmulScaleRows:
+    return "scale_rows";
+  case kMatmulScaleCols:
+    return "scale_cols";
   default:
     return "";
   }

@@ -14,6 +14,7 @@
 #include "runtime/compiler/KvAttentionCompiler.h"
 #include "runtime/compiler/KvCompiler.h"
 #include "runtime/compiler/KvFamilyCompile.h"
+#include "runtime/compiler/MatmulCompiler.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/KvJitSpec.h"
 #include "runtime/jit/LaunchPlan.h"
@@ -41,7 +42,7 @@ public:
       if constexpr (std::is_same_v<Buffer, compiler::HostBuffer>) {
         if (buffer.shape.size() != 2)
           return makeError(ErrorCode::InvalidArgument,
-                           "kv_attend takes 2-D buffers");
+                           "the kernel takes 2-D buffers");
         converted.push_back({buffer.data, buffer.shape[0], buffer.shape[1]});
       } else {
         converted.push_back(
@@ -77,6 +78,7 @@ compiler::KvFamilySpec familySpec(const KvJitSpec &spec) {
     return spec.kivi;
   case KvJitSpec::Kind::KiviAttention:
     return spec.kiviDecode;
+  case KvJitSpec::Kind::Matmul: // compileKvSpecForGpu takes it first.
   case KvJitSpec::Kind::Cache:
     break;
   }
@@ -87,6 +89,8 @@ compiler::KvFamilySpec familySpec(const KvJitSpec &spec) {
 
 llvm::Expected<compiler::GpuCompilation>
 compileKvSpecForGpu(const KvJitSpec &spec, const Target &target) {
+  if (spec.kind == KvJitSpec::Kind::Matmul)
+    return compiler::compileMatmulToPtx(spec.matmul, target);
   return compiler::compileKvFamilyToPtx(familySpec(spec), target);
 }
 
@@ -137,6 +141,9 @@ compileKvCpu(std::string_view specText) {
   case KvJitSpec::Kind::KiviAttention:
     return wrap<compiler::KvBuffer>(
         compiler::compileKiviAttentionForCpu(spec->kiviDecode));
+  case KvJitSpec::Kind::Matmul:
+    return wrap<compiler::HostBuffer>(
+        compiler::compileMatmulForCpu(spec->matmul));
   }
   return makeError(ErrorCode::Unsupported, "unknown KV kernel kind");
 }

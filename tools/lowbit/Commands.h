@@ -32,6 +32,7 @@ CommandResult runDecode(Arguments args);
 CommandResult runDemo(Arguments args);
 CommandResult runQuantize(Arguments args);
 CommandResult runDequantize(Arguments args);
+CommandResult runMatmul(Arguments args);
 CommandResult runEval(Arguments args);
 CommandResult runAot(Arguments args);
 CommandResult runCache(Arguments args);
@@ -41,6 +42,8 @@ CommandResult runKv(Arguments args);
 CommandResult runCheckpoint(Arguments args);
 /// `lowbit eval --kv`: the KV schemes' error table.
 CommandResult runEvalKv(Arguments args);
+/// `lowbit eval --matmul` (EvalMatmulCommand.cpp).
+CommandResult runEvalMatmul(Arguments args);
 /// `lowbit eval --fused`: fused kernels against the unfused pair (in the
 /// compiler library).
 CommandResult runEvalFused(Arguments args);

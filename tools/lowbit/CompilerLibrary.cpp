@@ -37,6 +37,7 @@ constexpr LibraryCommand kLibraryCommands[] = {
     {"compile", runCompile},
     {"quantize", runQuantize},
     {"dequantize", runDequantize},
+    {"matmul", runMatmul},
     {"aot", runAot},
     {"demo", runDemo},
     {"report", runReport},

@@ -21,6 +21,7 @@
 #include "format/Quantize.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/DemoMatmul.h"
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/FusedComparison.h"
 #include "tools/lowbit/JitBackend.h"
@@ -566,6 +567,7 @@ CommandResult runDemo(Arguments args) {
              "scheme needs several launches,\ne.g. amax then quantize)\n",
              kDemoChip);
   runFusedSection(*rows, *cols, uint32_t(*seed), **jit, *gpu);
+  runMatmulDemoSection(uint32_t(*seed), kDemoChip);
   return std::nullopt;
 }
 

@@ -37,6 +37,8 @@ constexpr std::string_view kUsage =
     "granularities on a weight-like matrix (--weight-rows x --weight-cols,\n"
     "default 4096x4096) whose rows have log-normal scales.\n\n"
     "lowbit eval --kv: the KV-cache schemes instead (docs/kv-cache.md).\n"
+    "lowbit eval --matmul: the SQNR of a quantized-weight matmul for each\n"
+    "weight scheme (docs/matmul.md).\n"
     "lowbit eval --fused: fused kernels (prologue | quantize) against the\n"
     "unfused pair: identical codes and SQNR (docs/fusion.md).\n";
 
@@ -134,6 +136,8 @@ Scheme int4Scheme(const char *name, Granularity granularity, int axis,
 CommandResult runEval(Arguments args) {
   if (!args.empty() && args.front() == "--kv")
     return runEvalKv(args.subspan(1));
+  if (!args.empty() && args.front() == "--matmul")
+    return runEvalMatmul(args.subspan(1));
   std::string error;
   CommandResult done;
   auto parsed = parseCommandLineOrHelp("eval", args, kOptions, kUsage, &done);

@@ -39,6 +39,8 @@ void setError(std::string *error, std::string message) {
 std::mutex jitMutex;
 Jit *processJit = nullptr;
 
+} // namespace
+
 Jit *sharedJit(std::string *error) {
   std::lock_guard<std::mutex> lock(jitMutex);
   if (!processJit) {
@@ -51,6 +53,8 @@ Jit *sharedJit(std::string *error) {
   }
   return processJit;
 }
+
+namespace {
 
 /// The CPU kernel of `spec` from the Jit (compiled on first request).
 std::optional<Kernel> cpuKernel(const KernelSpec &spec, std::string *error,

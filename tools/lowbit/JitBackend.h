@@ -33,6 +33,10 @@
 #include <string_view>
 #include <vector>
 
+namespace lowbit {
+class Jit;
+} // namespace lowbit
+
 namespace lowbit::cli {
 
 /// Wall-clock time of the steps of one JIT call, in milliseconds. A kernel
@@ -101,6 +105,11 @@ jitQuantizeFused(const KernelSpec &spec,
                  int64_t cols, std::vector<uint8_t> *residual,
                  std::string *error, JitTiming *timing = nullptr,
                  const KernelRunner &runner = {});
+
+/// The process's Jit (LOWBIT_CACHE, LOWBIT_CACHE_DIR), made on first use
+/// and destroyed by releaseJitKernels(); null and a message when it cannot
+/// be made.
+Jit *sharedJit(std::string *error);
 
 /// Destroys the process's Jit and every kernel it holds (and their JIT
 /// engines). Call before main() returns.

@@ -55,6 +55,8 @@ constexpr Subcommand kSubcommands[] = {
      CacheUse::Reads},
     {"dequantize", "turn a quantized directory back into a .npy tensor",
      kInCompilerLibrary, CacheUse::Reads},
+    {"matmul", "Y = X . dequant(W)^T: a .npy times a quantized weight set",
+     kInCompilerLibrary, CacheUse::Reads},
     {"eval", "error tables of the schemes on synthetic data", runEval,
      CacheUse::None},
     {"aot", "write PTX/cubin bundles with a manifest for the MLIR-free runtime",

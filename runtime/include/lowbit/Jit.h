@@ -279,7 +279,10 @@ public:
 
   /// The KV-cache kernel of `specText` (`kv_append ...`, `kv_dequantize
   /// ...`, `kivi_append ...`, `kivi_dequantize ...`, `kv_attend ...`,
-  /// `kivi_attend ...`) on `target`: the same caches as get() (a repeat is
+  /// `kivi_attend ...`), or the quantized-weight matmul (`matmul SCHEME
+  /// [from=] [to=] [bias] [n= k= | dynamic]`, docs/matmul.md: its 2-D
+  /// parameters are x, codes, scales[, zeros][, global][, bias], y) on
+  /// `target`: the same caches as get() (a repeat is
   /// a lookup; GPU kernels on disk, CPU engines in memory), the same
   /// compiler (linked or loaded). InvalidArgument for a spec that does
   /// not parse.

@@ -1,0 +1,100 @@
+//===- LowbitMatmulOps.cpp - lowbit.matmul's verifier ---------------------===//
+//
+// Refuses what no kernel can mean: a scheme that is not a weight scheme, a
+// group that straddles K without a tail, weights that are not
+// lowbit.dequantize's buffers for [N, K], sizes of X, Y and the bias that
+// disagree (docs/matmul.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/LowbitMatmulOps.h"
+
+#include "dialect/DequantizeOperands.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace lowbit::dialect;
+
+namespace {
+
+bool isDynamic(int64_t size) { return ShapedType::isDynamic(size); }
+
+/// Two sizes agree when either is dynamic or they are equal.
+bool compatible(int64_t a, int64_t b) {
+  return isDynamic(a) || isDynamic(b) || a == b;
+}
+
+std::string sizeText(int64_t size) {
+  return isDynamic(size) ? std::string("?") : std::to_string(size);
+}
+
+int64_t toModelSize(int64_t size) {
+  return isDynamic(size) ? lowbit::kDynamic : size;
+}
+
+lowbit::matmul::MatmulDtype dtypeOf(Value value) {
+  Type element = getElementTypeOrSelf(value.getType());
+  if (element.isF16())
+    return lowbit::matmul::MatmulDtype::F16;
+  if (element.isBF16())
+    return lowbit::matmul::MatmulDtype::BF16;
+  return lowbit::matmul::MatmulDtype::F32;
+}
+
+} // namespace
+
+lowbit::Scheme MatmulOp::getWeightScheme() {
+  return getScheme().getScheme();
+}
+
+lowbit::matmul::MatmulDtype MatmulOp::getInputDtype() { return dtypeOf(getX()); }
+
+lowbit::matmul::MatmulDtype MatmulOp::getOutputDtype() {
+  return dtypeOf(getResult());
+}
+
+int64_t MatmulOp::getM() { return getX().getType().getDimSize(0); }
+
+int64_t MatmulOp::getK() { return getX().getType().getDimSize(1); }
+
+int64_t MatmulOp::getN() {
+  int64_t n = getResult().getType().getDimSize(1);
+  return isDynamic(n) ? getCodes().getType().getDimSize(0) : n;
+}
+
+LogicalResult MatmulOp::verify() {
+  lowbit::Scheme scheme = getWeightScheme();
+  if (std::string refusal = lowbit::matmul::weightSchemeRefusal(scheme);
+      !refusal.empty())
+    return emitOpError() << "scheme " << getScheme()
+                         << " is not a weight scheme: " << refusal;
+  ArrayRef<int64_t> result = getResult().getType().getShape();
+  int64_t m = getM(), k = getK(), codeRows = getCodes().getType().getDimSize(0);
+  if (!compatible(result[0], m))
+    return emitOpError() << "result rows (" << sizeText(result[0])
+                         << ") differ from X's rows M (" << sizeText(m) << ")";
+  if (!compatible(result[1], codeRows))
+    return emitOpError() << "result columns (" << sizeText(result[1])
+                         << ") differ from the weights' rows N ("
+                         << sizeText(codeRows) << ")";
+  int64_t n = getN();
+  if (getBias() && !compatible(getBias().getType().getDimSize(0), n))
+    return emitOpError() << "bias has "
+                         << sizeText(getBias().getType().getDimSize(0))
+                         << " elements for N = " << sizeText(n);
+  std::string error;
+  if (!lowbit::matmul::validateWeightShape(scheme, toModelSize(n),
+                                           toModelSize(k), &error))
+    return emitOpError() << error;
+  // The weights are exactly lowbit.dequantize's operands for [N, K].
+  auto weightType = RankedTensorType::get({n, k}, Builder(getContext()).getF32Type());
+  return verifyDequantizeOperands(getOperation(), scheme, weightType,
+                                  getCodes(), getScales(), getZeros(),
+                                  getGlobal());
+}
+
+#define GET_OP_CLASSES
+#include "dialect/LowbitMatmulOps.cpp.inc"

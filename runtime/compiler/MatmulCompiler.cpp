@@ -1,0 +1,161 @@
+//===- MatmulCompiler.cpp - Quantized-weight matmul: spec -> kernels ------===//
+
+#include "runtime/compiler/MatmulCompiler.h"
+
+#include "dialect/LowbitMatmulOps.h"
+#include "format/SchemeText.h"
+#include "lowering/Passes.h"
+#include "runtime/compiler/KernelCompileSupport.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+namespace ld = lowbit::dialect;
+
+namespace lowbit::compiler {
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildMatmulModule(MLIRContext &context, const matmul::MatmulSpec &spec) {
+  // The model's refusals first, in its words (the verifier would say the
+  // same about the op, less directly).
+  std::string error;
+  if (std::string refusal = matmul::weightSchemeRefusal(spec.scheme);
+      !refusal.empty())
+    return compileError("the matmul's scheme is not a weight scheme: " +
+                        refusal);
+  if (!spec.isDynamic() &&
+      !matmul::validateWeightShape(spec.scheme, spec.n, spec.k, &error))
+    return compileError(error);
+  context.loadDialect<ld::LowbitDialect, bufferization::BufferizationDialect,
+                      memref::MemRefDialect>();
+  FailureOr<ld::SchemeAttr> scheme =
+      ld::toSchemeAttr(&context, spec.scheme, &error);
+  if (failed(scheme))
+    return compileError("the matmul's scheme is invalid: " + error);
+  std::vector<KvKernelParam> params = matmulParams(spec);
+  return buildSignatureModule(
+      context, params,
+      [&](OpBuilder &builder, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder b(loc, builder);
+        auto arg = [&](StringRef name) -> Value {
+          for (auto [index, param] : llvm::enumerate(params))
+            if (param.name == name)
+              return args[index];
+          return {};
+        };
+        auto tensorOf = [&](Value buffer) -> Value {
+          if (!buffer)
+            return {};
+          auto type = cast<MemRefType>(buffer.getType());
+          return bufferization::ToTensorOp::create(
+              b, RankedTensorType::get(type.getShape(), type.getElementType()),
+              buffer, /*restrict=*/true, /*writable=*/false);
+        };
+        // The bias is the ABI's [1, N] row; the op takes [N].
+        Value bias = arg("bias");
+        if (bias)
+          bias = memref::CollapseShapeOp::create(
+              b, bias, ArrayRef<ReassociationIndices>{{0, 1}});
+        Value output = arg("y");
+        auto outputType = cast<MemRefType>(output.getType());
+        auto matmulOp = ld::MatmulOp::create(
+            b,
+            RankedTensorType::get(outputType.getShape(),
+                                  outputType.getElementType()),
+            tensorOf(arg("x")), tensorOf(arg("codes")), tensorOf(arg("scales")),
+            tensorOf(arg("zeros")), tensorOf(arg("global")), tensorOf(bias),
+            *scheme);
+        bufferization::MaterializeInDestinationOp::create(
+            b, /*result=*/Type(), matmulOp.getResult(), output,
+            /*restrict=*/true, /*writable=*/true);
+      },
+      "matmul");
+}
+
+llvm::Error lowerMatmulToLoops(ModuleOp module) {
+  return runLoweringPasses(
+      module, {createLowbitMatmulToLoops, createLowbitToLoops},
+      "lowbit-matmul-to-loops");
+}
+
+llvm::Error lowerMatmulForGpu(ModuleOp module) {
+  if (llvm::Error error = runLoweringPasses(module, {createLowbitToGpu},
+                                            "the matmul GPU lowering"))
+    return error;
+  // Loops over the op on the host would run it on the CPU: a matmul the
+  // GPU lowering left is one it has no kernel for.
+  std::string left;
+  module.walk([&](ld::MatmulOp op) {
+    if (left.empty())
+      left = "matmul " + printSchemeText(op.getWeightScheme()) + " from=" +
+             std::string(matmul::matmulDtypeName(op.getInputDtype())) +
+             " to=" +
+             std::string(matmul::matmulDtypeName(op.getOutputDtype()));
+  });
+  if (!left.empty())
+    return compileError("lowbit.matmul has no GPU kernel here: the GPU "
+                        "lowering (lowbit-to-gpu) left '" +
+                        left + "' unmapped (docs/matmul.md, \"The GPU "
+                               "kernels\")");
+  return llvm::Error::success();
+}
+
+namespace {
+
+/// buildMatmulModule then `lower`, printed.
+llvm::Expected<std::string> loweredText(const matmul::MatmulSpec &spec,
+                                        llvm::Error (*lower)(ModuleOp)) {
+  ContextLease context = borrowContext();
+  auto module = lowerModule(buildMatmulModule(*context, spec), lower);
+  if (!module)
+    return module.takeError();
+  return moduleText(**module);
+}
+
+} // namespace
+
+llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec) {
+  return loweredText(spec, lowerMatmulToLoops);
+}
+
+llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec) {
+  return loweredText(spec, lowerMatmulForGpu);
+}
+
+llvm::Expected<GpuCompilation>
+compileMatmulToPtx(const matmul::MatmulSpec &spec, const Target &target,
+                   const GpuCompileOptions &options) {
+  if (!target.isNvidia())
+    return compileError("the matmul's GPU kernels need an NVIDIA target, "
+                        "got '" +
+                        target.str() + "'");
+  ContextLease context = borrowContext();
+  auto module = buildMatmulModule(*context, spec);
+  if (!module)
+    return module.takeError();
+  return compileModuleForGpu(**module, lowerMatmulForGpu, target, options);
+}
+
+llvm::Expected<std::unique_ptr<MatmulCpuKernel>>
+compileMatmulForCpu(const matmul::MatmulSpec &spec) {
+  auto executable = loopsToHost([&](MLIRContext &context) {
+    return lowerModule(buildMatmulModule(context, spec), lowerMatmulToLoops);
+  });
+  if (!executable)
+    return executable.takeError();
+  return std::make_unique<MatmulCpuKernel>(
+      spec, std::move(*executable),
+      [](const matmul::MatmulSpec &spec,
+         const std::vector<HostBuffer> &buffers) -> llvm::Error {
+        std::vector<std::array<int64_t, 2>> shapes;
+        for (const HostBuffer &buffer : buffers)
+          shapes.push_back({buffer.rows, buffer.cols});
+        std::string error;
+        if (!matmulSizesOf(spec, shapes, &error))
+          return compileError(error);
+        return llvm::Error::success();
+      });
+}
+
+} // namespace lowbit::compiler

@@ -1,0 +1,93 @@
+//===- DemoMatmul.cpp - `lowbit demo`'s matmul rows -----------------------===//
+
+#include "tools/lowbit/DemoMatmul.h"
+
+#include "format/SchemeText.h"
+#include "matmul/MatmulOrder.h"
+#include "matmul/WeightSchemes.h"
+#include "tools/lowbit/MatmulBackends.h"
+#include "tools/lowbit/MatmulData.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr int64_t kRows = 16, kCols = 256, kDepth = 1024;
+
+std::string firstLineOf(const std::string &text) {
+  return text.substr(0, text.find('\n'));
+}
+
+} // namespace
+
+void runMatmulDemoSection(uint32_t seed, std::string_view chip) {
+  fmt::print("\nQuantized-weight matmul (docs/matmul.md): Y = X . "
+             "dequant(W)^T, X bf16 [{}x{}],\nW [{}x{}] weight-like, the CPU "
+             "kernel against the ordered reference:\n\n",
+             kRows, kDepth, kCols, kDepth);
+  fmt::print("{:<22}  {:>10}  {:>7}  {:>9}  {:>7}  {}\n", "weights",
+             "B/weight", "vs bf16", "bit-exact", "GPU emu", "notes");
+  std::vector<float> weights = weightLikeMatrix(kCols, kDepth, seed);
+  const matmul::MatmulDtype input = matmul::MatmulDtype::BF16;
+  std::vector<uint8_t> x = normalActivations(input, kRows, kDepth, seed + 1);
+  size_t exact = 0, count = 0;
+  std::string emulatorError; // the first; the others are the same refusal
+  for (const matmul::WeightSchemeEntry &entry :
+       matmul::weightSchemeEntries()) {
+    ++count;
+    std::string error;
+    std::optional<Scheme> scheme = parseSchemeText(entry.text, &error);
+    std::optional<QuantizedTensor> tensor =
+        scheme ? quantize(*scheme, weights, kCols, kDepth, &error)
+               : std::nullopt;
+    if (!tensor) {
+      fmt::print("{:<22}  {}\n", entry.label, firstLineOf(error));
+      continue;
+    }
+    double bytesPerWeight =
+        double(storageBits(*tensor)) / 8.0 / double(kCols * kDepth);
+    MatmulProblem problem;
+    problem.spec.scheme = *scheme;
+    problem.spec.scheme.scale.mode = ScaleMode::Dynamic;
+    problem.spec.input = input;
+    problem.spec.output = input;
+    problem.weights = &*tensor;
+    problem.x = x;
+    problem.m = kRows;
+    std::optional<std::vector<uint8_t>> expected = matmul::orderedMatmul(
+        *tensor, input, x, kRows, {}, input, &error);
+    std::string notes;
+    std::optional<std::vector<uint8_t>> cpu =
+        expected ? runMatmulOnCpu(problem, &error) : std::nullopt;
+    std::string bitExact = "-";
+    if (cpu) {
+      bitExact = *cpu == *expected ? "yes" : "no";
+      exact += *cpu == *expected;
+    } else {
+      notes = "cpu: " + firstLineOf(error);
+    }
+    std::string emulated = "-";
+    if (std::optional<std::vector<uint8_t>> gpu =
+            runMatmulInEmulator(problem, chip, &error))
+      emulated = expected && *gpu == *expected ? "yes" : "no";
+    else if (emulatorError.empty())
+      emulatorError = firstLineOf(error);
+    fmt::print("{:<22}  {:>10.4f}  {:>6.2f}x  {:>9}  {:>7}  {}\n", entry.label,
+               bytesPerWeight, 2.0 / bytesPerWeight, bitExact, emulated,
+               notes);
+  }
+  if (!emulatorError.empty())
+    fmt::print("\nGPU emu -: {}\n", emulatorError);
+  fmt::print("\n{}/{} matmul CPU kernels bit-exact against the ordered "
+             "reference\n(B/weight counts codes, scales, zero points and the "
+             "global scale; vs bf16: 2 bytes / B/weight)\n",
+             exact, count);
+}
+
+} // namespace lowbit::cli

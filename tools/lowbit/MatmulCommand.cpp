@@ -1,0 +1,190 @@
+//===- MatmulCommand.cpp - `lowbit matmul` --------------------------------===//
+//
+// Y = X . dequant(W)^T (+ bias) for a weight set written by `lowbit
+// quantize` from an [N, K] weight (docs/matmul.md), on the CPU kernel or
+// on a target's GPU kernels in the emulator. Every input is checked before
+// anything is compiled or written; Y is written through a temporary file
+// and a rename.
+//
+//===----------------------------------------------------------------------===//
+
+#include "matmul/MatmulSpec.h"
+#include "runtime/core/Npy.h"
+#include "runtime/files/QuantizedFiles.h"
+#include "tools/lowbit/CommandLine.h"
+#include "tools/lowbit/Commands.h"
+#include "tools/lowbit/EmulatorBackend.h"
+#include "tools/lowbit/MatmulBackends.h"
+#include "tools/lowbit/OutputPaths.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: lowbit matmul --weights DIR --input X.npy --out Y.npy\n"
+    "         [--bias B.npy] [--out-dtype f32|f16|bf16]\n"
+    "         [--backend cpu|gpu-emulator [--target ARCH]]\n\n"
+    "Y = X . dequant(W)^T (+ bias), accumulated in f32 in the order of\n"
+    "docs/matmul.md. DIR is a set written by 'lowbit quantize' from an\n"
+    "[N, K] weight (rows are output channels). X is an [M, K] .npy of\n"
+    "float32, float16, or uint16 holding bf16 bits; B is a float32 [N].\n"
+    "Y is [M, N] in X's dtype unless --out-dtype says otherwise (bf16 as\n"
+    "uint16 bits). --backend cpu (the default) runs the JIT-compiled CPU\n"
+    "kernel; gpu-emulator runs the GPU kernels of --target (default\n"
+    "sm_90a) in the GPU emulator. Both give the same bytes.\n";
+
+constexpr std::array<OptionSpec, 7> kOptions = {{
+    {"weights", true},
+    {"input", true},
+    {"out", true},
+    {"bias", true},
+    {"out-dtype", true},
+    {"backend", true},
+    {"target", true},
+}};
+
+/// X's dtype from its .npy dtype (.npy has no bf16: uint16 holds its bits,
+/// as lowbit writes bf16).
+std::optional<matmul::MatmulDtype> inputDtypeOf(npy::DType dtype) {
+  switch (dtype) {
+  case npy::DType::F32:
+    return matmul::MatmulDtype::F32;
+  case npy::DType::F16:
+    return matmul::MatmulDtype::F16;
+  case npy::DType::U16:
+    return matmul::MatmulDtype::BF16;
+  default:
+    return std::nullopt;
+  }
+}
+
+npy::DType npyDtypeOf(matmul::MatmulDtype dtype) {
+  switch (dtype) {
+  case matmul::MatmulDtype::F32:
+    return npy::DType::F32;
+  case matmul::MatmulDtype::F16:
+    return npy::DType::F16;
+  case matmul::MatmulDtype::BF16:
+    return npy::DType::U16;
+  }
+  return npy::DType::F32;
+}
+
+} // namespace
+
+CommandResult runMatmul(Arguments args) {
+  CommandResult done;
+  auto parsed = parseCommandLineOrHelp("matmul", args, kOptions, kUsage, &done);
+  if (!parsed)
+    return done;
+  if (!parsed->operands.empty())
+    return fail(fmt::format("'matmul' takes no operands, got '{}'",
+                            parsed->operands.front()));
+  for (const char *required : {"weights", "input", "out"})
+    if (!parsed->value(required))
+      return fail(fmt::format("'matmul' needs --{}", required));
+  if (CommandResult aliased = CommandPaths()
+                                  .reads("weights", parsed->value("weights"))
+                                  .reads("input", parsed->value("input"))
+                                  .reads("bias", parsed->value("bias"))
+                                  .writes("out", parsed->value("out"))
+                                  .check())
+    return aliased;
+  std::string backend = "cpu";
+  if (const std::string *value = parsed->value("backend"))
+    backend = *value;
+  if (backend != "cpu" && backend != "gpu-emulator")
+    return fail(fmt::format("unknown backend '{}' (available: cpu, "
+                            "gpu-emulator)",
+                            backend));
+  const std::string *target = parsed->value("target");
+  if (target && backend != "gpu-emulator")
+    return fail("--target is for --backend gpu-emulator");
+  std::optional<matmul::MatmulDtype> outDtype;
+  if (const std::string *value = parsed->value("out-dtype"))
+    if (!(outDtype = matmul::parseMatmulDtype(*value)))
+      return fail(fmt::format("unknown --out-dtype '{}': expected f32, f16 "
+                              "or bf16",
+                              *value));
+
+  std::string error;
+  const std::string &directory = *parsed->value("weights");
+  std::vector<int64_t> weightShape;
+  std::optional<QuantizedTensor> weights =
+      files::readQuantizedDirectory(directory, &error, &weightShape);
+  if (!weights)
+    return fail(fmt::format("--weights {}: {}", directory, error));
+  if (weightShape.size() != 2)
+    return fail(fmt::format("--weights {}: the set is {}-D; matmul takes "
+                            "one quantized from an [N, K] weight",
+                            directory, weightShape.size()));
+  if (std::string refusal = matmul::weightSchemeRefusal(weights->scheme);
+      !refusal.empty())
+    return fail(fmt::format("--weights {}: its scheme is not a weight "
+                            "scheme: {}",
+                            directory, refusal));
+  const int64_t n = weights->rows, k = weights->cols;
+
+  const std::string &inputPath = *parsed->value("input");
+  std::optional<npy::Array> x = npy::readNpy(inputPath, &error);
+  if (!x)
+    return fail(error);
+  if (x->shape.size() != 2)
+    return fail(fmt::format("--input {}: X must be [M, K], got shape {}",
+                            inputPath, x->shapeText()));
+  std::optional<matmul::MatmulDtype> inputDtype = inputDtypeOf(x->dtype);
+  if (!inputDtype)
+    return fail(fmt::format("--input {}: X must be float32, float16 or "
+                            "uint16 (bf16 bits), got {}",
+                            inputPath, npy::dtypeName(x->dtype)));
+  if (x->shape[1] != k)
+    return fail(fmt::format("K mismatch: --input {} is [{}, {}] but the "
+                            "weights in {} are [N, K] = [{}, {}]",
+                            inputPath, x->shape[0], x->shape[1], directory, n,
+                            k));
+
+  MatmulProblem problem;
+  problem.spec.scheme = weights->scheme;
+  problem.spec.scheme.scale.mode = ScaleMode::Dynamic;
+  problem.spec.input = *inputDtype;
+  problem.spec.output = outDtype.value_or(*inputDtype);
+  problem.weights = &*weights;
+  problem.x = std::move(x->bytes);
+  problem.m = x->shape[0];
+  if (const std::string *biasPath = parsed->value("bias")) {
+    std::optional<npy::Array> bias = npy::readNpy(*biasPath, &error);
+    if (!bias)
+      return fail(error);
+    if (bias->dtype != npy::DType::F32 || bias->shape.size() != 1 ||
+        bias->shape[0] != n)
+      return fail(fmt::format("--bias {}: the bias must be float32 [N] = "
+                              "[{}], got {} {}",
+                              *biasPath, n, npy::dtypeName(bias->dtype),
+                              bias->shapeText()));
+    problem.spec.bias = true;
+    problem.bias = bias->values<float>();
+  }
+
+  std::optional<std::vector<uint8_t>> y =
+      backend == "cpu"
+          ? runMatmulOnCpu(problem, &error)
+          : runMatmulInEmulator(problem,
+                                target ? *target : kEmulatorDefaultTarget,
+                                &error);
+  if (!y)
+    return fail(error);
+  npy::Array output;
+  output.dtype = npyDtypeOf(problem.spec.output);
+  output.shape = {problem.m, n};
+  output.bytes = std::move(*y);
+  if (!npy::writeNpy(*parsed->value("out"), output, &error))
+    return fail(error);
+  return std::nullopt;
+}
+
+} // namespace lowbit::cli
