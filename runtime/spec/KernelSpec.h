@@ -17,11 +17,8 @@
 //   add_rmsnorm(eps=1e-5) | quantize fp8_e4m3
 //   silu_mul | quantize mxfp4          smooth | quantize int8
 //   hadamard(128) | quantize mxfp4     map(x * 0.5 + 1) | quantize e4m3
-// SCHEME is a named scheme (mxfp4, nvfp4, ...) or the compact form
-//   scheme(format=e2m1,scale=group(32;axis=1),tail=true,type=e8m0,
-//          rule=floor,zero_point=false,global=none,layout=row_major,
-//          packing=nibble)
-// whose omitted keys take lowbit::ScaleSpec's defaults.
+// SCHEME is a named scheme or the compact `scheme(...)` form
+// (format/SchemeText.h, which also gives printSchemeText/parseSchemeText).
 //
 // The text is a cache key and must have one meaning, so contradictions are
 // refused with a message naming the token: a key given twice (even with
@@ -38,6 +35,7 @@
 
 #include "format/Prologue.h"
 #include "format/Scheme.h"
+#include "format/SchemeText.h"
 
 #include <cstdint>
 #include <optional>
@@ -83,10 +81,6 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
 /// The canonical text: every key spelled out, in a fixed order, so equal
 /// specs print equal (the cache key uses it). parseKernelSpec reads it back.
 std::string printKernelSpec(const KernelSpec &spec);
-/// Named scheme name, or the compact `scheme(...)` form.
-std::string printSchemeText(const Scheme &scheme);
-std::optional<Scheme> parseSchemeText(std::string_view text,
-                                      std::string *error = nullptr);
 
 std::string_view valueTypeName(ValueType type);
 std::optional<ValueType> parseValueType(std::string_view name);

@@ -1,0 +1,118 @@
+//===- MatmulBound.cpp - The matmul against float64, with a proven bound --===//
+
+#include "matmul/MatmulBound.h"
+
+#include "format/Codec.h"
+#include "matmul/MatmulOrder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace lowbit::matmul {
+
+namespace {
+
+/// gamma_n = n u / (1 - n u), the bound on |prod of n (1 + delta)| - 1.
+double gamma(int64_t count, double unitRoundoff) {
+  double nu = double(count) * unitRoundoff;
+  return nu / (1.0 - nu);
+}
+
+/// Y's element `index` as a double.
+double outputValue(MatmulDtype dtype, std::span<const uint8_t> bytes,
+                   int64_t index) {
+  if (dtype == MatmulDtype::F32) {
+    uint32_t bits = 0;
+    for (int byte = 0; byte < 4; ++byte)
+      bits |= uint32_t(bytes[size_t(index * 4 + byte)]) << (8 * byte);
+    return double(bitsToFloat(bits));
+  }
+  uint16_t bits = uint16_t(bytes[size_t(index * 2)] |
+                           bytes[size_t(index * 2 + 1)] << 8);
+  return double(dtype == MatmulDtype::F16 ? halfToFloat(bits)
+                                          : bfloat16ToFloat(bits));
+}
+
+/// The unit roundoff and half the smallest subnormal of Y's dtype; both 0
+/// for f32, where Y is the accumulator itself.
+std::pair<double, double> outputRounding(MatmulDtype dtype) {
+  switch (dtype) {
+  case MatmulDtype::F32:
+    return {0.0, 0.0};
+  case MatmulDtype::F16:
+    return {std::ldexp(1.0, -11), std::ldexp(1.0, -25)};
+  case MatmulDtype::BF16:
+    return {std::ldexp(1.0, -8), std::ldexp(1.0, -134)};
+  }
+  return {0.0, 0.0};
+}
+
+} // namespace
+
+int64_t roundingDepth(int64_t k, bool bias) {
+  // Slice s holds chunks s, s + 32, ...; slice 0 has the most elements:
+  // every chunk but a short last one is full.
+  int64_t numChunks = (k + kChunk - 1) / kChunk;
+  int64_t chunksOfSliceZero = (numChunks + kSlices - 1) / kSlices;
+  int64_t mostTerms = std::min(k, chunksOfSliceZero * kChunk);
+  return mostTerms + (kSlices - 1) + (bias ? 1 : 0);
+}
+
+BoundCheck checkFloat64Bound(std::span<const float> x,
+                             std::span<const float> w,
+                             std::span<const float> bias,
+                             std::span<const uint8_t> yBytes,
+                             MatmulDtype output, int64_t m, int64_t n,
+                             int64_t k) {
+  const double u = std::ldexp(1.0, -24), u64 = std::ldexp(1.0, -53);
+  int64_t depth = roundingDepth(k, !bias.empty());
+  int64_t roundings = k + (kSlices - 1) + (bias.empty() ? 0 : 1);
+  double gammaL = gamma(depth, u);
+  // The f64 sums below add K + 1 terms: each is within gamma64_(K+1) of
+  // its exact value (the products of two f32 are exact in f64).
+  double gamma64 = gamma(k + 1, u64);
+  auto [uOut, etaOut] = outputRounding(output);
+  BoundCheck check;
+  for (int64_t row = 0; row < m; ++row)
+    for (int64_t col = 0; col < n; ++col) {
+      double sum = 0, absSum = 0;
+      for (int64_t index = 0; index < k; ++index) {
+        double product =
+            double(x[size_t(row * k + index)]) * double(w[size_t(col * k + index)]);
+        sum += product;
+        absSum += std::fabs(product);
+      }
+      if (!bias.empty()) {
+        sum += double(bias[size_t(col)]);
+        absSum += std::fabs(double(bias[size_t(col)]));
+      }
+      // S <= absSum / (1 - gamma64); Y64 within e64 of sum.
+      double exactAbsSum = absSum / (1.0 - gamma64);
+      double sumError = gamma64 * exactAbsSum;
+      double bound = (1.0 + uOut) * (gammaL * exactAbsSum +
+                                     double(roundings) * std::ldexp(1.0, -149)) +
+                     uOut * (std::fabs(sum) + sumError) + etaOut + sumError;
+      double y = outputValue(output, yBytes, row * n + col);
+      double error = std::fabs(y - sum);
+      bool holds = std::isfinite(y) && error <= bound;
+      if (std::isfinite(y)) {
+        check.worstRatio =
+            std::max(check.worstRatio, bound > 0 ? error / bound
+                                                 : (error > 0 ? INFINITY : 0));
+        if (absSum > 0)
+          check.worstRelative = std::max(check.worstRelative, error / absSum);
+      }
+      if (!holds && check.holds) {
+        std::ostringstream text;
+        text.precision(17);
+        text << "Y[" << row << "," << col << "] = " << y << " vs float64 "
+             << sum << ": error " << error << " > bound " << bound;
+        check.holds = false;
+        check.failure = text.str();
+      }
+    }
+  return check;
+}
+
+} // namespace lowbit::matmul

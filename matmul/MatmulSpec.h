@@ -1,0 +1,76 @@
+//===- MatmulSpec.h - A quantized-weight matmul kernel, as text -*- C++ -*-===//
+//
+// The MLIR-free description of one lowbit.matmul kernel (docs/matmul.md):
+//
+//   Y[M,N] = X[M,K] . dequant(W)[N,K]^T (+ bias[N])
+//
+// and its one-line text form, a cache key like the kernel spec's:
+//
+//   matmul SCHEME [from=f32|f16|bf16] [to=f32|f16|bf16] [bias]
+//          [n=N k=K | dynamic]
+//
+// SCHEME is a named scheme or the compact `scheme(...)` form
+// (format/SchemeText.h), taken as the weights' scheme: W is [N, K] as
+// `lowbit quantize` writes it from an [N, K] weight, rows are output
+// channels, groups and blocks run along K. M (the batch) is always
+// dynamic. Every contradiction is refused with a message naming the token.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_MATMUL_MATMULSPEC_H
+#define LOWBIT_MATMUL_MATMULSPEC_H
+
+#include "format/Scheme.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace lowbit::matmul {
+
+/// The dtype of X and of Y.
+enum class MatmulDtype : uint8_t { F32, F16, BF16 };
+
+std::string_view matmulDtypeName(MatmulDtype dtype);
+std::optional<MatmulDtype> parseMatmulDtype(std::string_view name);
+/// Bytes of one element (4 or 2).
+int64_t matmulDtypeBytes(MatmulDtype dtype);
+
+struct MatmulSpec {
+  /// The weights' scheme. Its scale mode is always Dynamic: the matmul reads
+  /// the stored scales whatever rule picked them, so one kernel has one
+  /// spelling. (Scheme has no default constructor; the first named scheme
+  /// stands in.)
+  Scheme scheme = namedSchemes().front();
+  MatmulDtype input = MatmulDtype::F32;
+  MatmulDtype output = MatmulDtype::F32;
+  bool bias = false;
+  /// kDynamic, or the static N (output channels) and K (reduction).
+  int64_t n = kDynamic, k = kDynamic;
+
+  bool isDynamic() const { return n == kDynamic; }
+  bool operator==(const MatmulSpec &other) const = default;
+};
+
+/// Why `scheme` cannot be a weight scheme (empty when it can): it must be
+/// valid (validateScheme: codes fit their byte or nibble container), and
+/// its scales must run along K: one per tensor, one per output channel (per_token or
+/// per_channel(axis=0)), groups along K (group(G;axis=1)) or blocks.
+std::string weightSchemeRefusal(const Scheme &scheme);
+
+/// Checks `scheme` against the weights' [n, k] (e.g. a group that straddles
+/// K where the scheme forbids a tail), in the matmul's words.
+bool validateWeightShape(const Scheme &scheme, int64_t n, int64_t k,
+                         std::string *error);
+
+/// Parses the text form; nullopt and a message naming the offending token.
+std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
+                                          std::string *error = nullptr);
+/// The canonical text: every key written in a fixed order, `bias` when the
+/// spec has one; parseMatmulSpec reads it back to the same spec.
+std::string printMatmulSpec(const MatmulSpec &spec);
+
+} // namespace lowbit::matmul
+
+#endif // LOWBIT_MATMUL_MATMULSPEC_H
