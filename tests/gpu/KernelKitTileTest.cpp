@@ -35,16 +35,16 @@ OwningOpRef<ModuleOp> tileKernel(MLIRContext &context) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(b);
   b.setInsertionPointToEnd(module->getBody());
   Type f16 = b.getF16Type(), i32 = b.getI32Type();
-  auto input = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                               f16);
+  auto input =
+      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, f16);
   auto output = MemRefType::get({32, 7}, i32);
-  auto function = func::FuncOp::create(
-      b, "tiles", b.getFunctionType({input, output}, {}));
+  auto function =
+      func::FuncOp::create(b, "tiles", b.getFunctionType({input, output}, {}));
   b.setInsertionPointToStart(function.addEntryBlock());
   kit::KernelEmitter kit(b);
-  gpu::LaunchOp launch = kit.launchBlocks(
-      kit.idx(1), kit::kWarpSize,
-      {kit::workgroupMemRefType(&context, {16, 16}, f16)});
+  gpu::LaunchOp launch =
+      kit.launchBlocks(kit.idx(1), kit::kWarpSize,
+                       {kit::workgroupMemRefType(&context, {16, 16}, f16)});
   func::ReturnOp::create(b);
   b.setInsertionPoint(launch.getBody().front().getTerminator());
   Value in = function.getArgument(0), out = function.getArgument(1);
@@ -54,13 +54,13 @@ OwningOpRef<ModuleOp> tileKernel(MLIRContext &context) {
   // + 7 as 16 bytes (all of them read), then 8 and 4 of the same again.
   Value row = arith::DivUIOp::create(b, lane, kit.idx(2));
   Value col = kit.mul(arith::RemUIOp::create(b, lane, kit.idx(2)), kit.idx(8));
-  Value source =
-      kit.elementPointer(in, {row, col}, kit::KernelEmitter::kGlobalAddressSpace);
+  Value source = kit.elementPointer(in, {row, col},
+                                    kit::KernelEmitter::kGlobalAddressSpace);
   Value destination = kit.elementPointer(
       tile, {row, col}, kit::KernelEmitter::kSharedAddressSpace);
   // The zero-fill form reads the bytes left in the row (at most 16).
-  Value left = kit.mul(
-      arith::SubIOp::create(b, kit::dimOf(b, in, 1), col), kit.idx(2));
+  Value left =
+      kit.mul(arith::SubIOp::create(b, kit::dimOf(b, in, 1), col), kit.idx(2));
   Value sourceBytes = arith::IndexCastOp::create(
       b, i32, arith::MinUIOp::create(b, left, kit.idx(16)));
   kit.copyAsync(destination, source, 16, sourceBytes);
@@ -81,7 +81,8 @@ OwningOpRef<ModuleOp> tileKernel(MLIRContext &context) {
   SmallVector<Value> registers;
   for (auto [count, transpose] :
        std::array<std::pair<int, bool>, 3>{{{1, false}, {2, true}, {4, false}}})
-    llvm::append_range(registers, kit.loadMatrices(rowPointer, count, transpose));
+    llvm::append_range(registers,
+                       kit.loadMatrices(rowPointer, count, transpose));
   for (auto [column, value] : llvm::enumerate(registers))
     memref::StoreOp::create(b, value, out, ValueRange{lane, kit.idx(column)});
   return module;
