@@ -215,7 +215,7 @@ constexpr std::array<std::array<int64_t, 2>, 2> kShapes = {
 
 } // namespace
 
-TEST_CASE("matmul-gpu: the GEMV is bit-exact to the order for every "
+TEST_CASE("the GEMV is bit-exact to the order for every "
           "weight scheme on sm_80, sm_90a and sm_100a",
           "[matmul-gpu][emulator]") {
   // X and Y dtypes rotate over the schemes and the bias alternates, as in
@@ -228,8 +228,7 @@ TEST_CASE("matmul-gpu: the GEMV is bit-exact to the order for every "
   }
 }
 
-TEST_CASE("matmul-gpu: the GEMV's PTX assembles on every chip",
-          "[matmul-gpu][ptx]") {
+TEST_CASE("the GEMV's PTX assembles on every chip", "[matmul-gpu][ptx]") {
   // One module with every scheme's kernel (X and Y rotating): one
   // compile and one ptxas run per chip.
   std::vector<GemvCase> cases;
@@ -256,7 +255,7 @@ TEST_CASE("matmul-gpu: the GEMV's PTX assembles on every chip",
   }
 }
 
-TEST_CASE("matmul-gpu sweep: every scheme, dtype pair and target, K past "
+TEST_CASE("sweep: every scheme, dtype pair and target, K past "
           "1024",
           "[.sweep][matmul-gpu]") {
   static constexpr std::array<std::array<int64_t, 2>, 3> kSweepShapes = {
