@@ -107,7 +107,8 @@ protected:
     return memref::LoadOp::create(b, buffer, SmallVector<Value>(rank, idx(0)));
   }
 
-  /// What element (row, col) needs, read from the stored scales.
+  /// What element (row, col) needs, read from the stored (row-major)
+  /// scales.
   lowbit::GroupParams loadParams(Value scales, Value zeros, Value row,
                                  Value col) {
     const lowbit::ScaleSpec &scale = scheme.scale;
@@ -116,6 +117,10 @@ protected:
       scaleRow = idx(0);
     else if (scale.granularity == lowbit::Granularity::Group)
       scaleCol = arith::DivUIOp::create(b, col, idx(scale.groupSize));
+    else if (scale.granularity == lowbit::Granularity::Block) {
+      scaleRow = arith::DivUIOp::create(b, row, idx(scale.blockRows));
+      scaleCol = arith::DivUIOp::create(b, col, idx(scale.blockCols));
+    }
     lowbit::GroupParams params;
     params.scale = decodeScale(
         memref::LoadOp::create(b, scales, ValueRange{scaleRow, scaleCol}));

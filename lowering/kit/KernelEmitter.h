@@ -6,7 +6,8 @@
 // DecodeAttentionEmitter.h. It holds the builder and what every kernel
 // needs to say the same way: index math and constants, buffer sizes, 1-D
 // launches, shared memory, barriers, warp shuffles and butterfly
-// reductions, and 16-byte vector accesses. The mma fragments are
+// reductions, 16-byte vector accesses, and the tensor-core tile moves
+// (ldmatrix, cp.async and its groups). The mma fragments are
 // GpuMmaLayout.h's (which lane holds which element) and GpuMma.h's (the
 // op).
 //
@@ -20,6 +21,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -200,6 +202,95 @@ public:
   }
   static int64_t vectorSizeInBytes(mlir::VectorType type) {
     return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Tensor-core tiles: ldmatrix and cp.async
+  //===--------------------------------------------------------------------===//
+
+  /// Address spaces of the pointers ldmatrix and cp.async take.
+  static constexpr unsigned kGlobalAddressSpace = 1;
+  static constexpr unsigned kSharedAddressSpace = 3;
+
+  /// The address of `buffer[indices]` as an `!llvm.ptr<addressSpace>`:
+  /// the aligned base plus the row-major element offset (the buffers of
+  /// the kernel ABI and workgroup memory have the identity layout and
+  /// offset 0). A global pointer is cast from the generic one a kernel
+  /// parameter holds; a shared one is already in address space 3.
+  mlir::Value elementPointer(mlir::Value buffer, mlir::ValueRange indices,
+                             unsigned addressSpace) {
+    auto type = mlir::cast<mlir::MemRefType>(buffer.getType());
+    mlir::Value offset = idx(0);
+    for (auto [dim, index] : llvm::enumerate(indices))
+      offset = add(mul(offset, dimOf(b, buffer, int64_t(dim))), index);
+    mlir::Value base =
+        mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
+    mlir::Value address = add(
+        base, mul(offset, idx(type.getElementTypeBitWidth() / 8)));
+    mlir::Value bits =
+        mlir::arith::IndexCastOp::create(b, b.getI64Type(), address);
+    auto sourceSpace =
+        addressSpace == kSharedAddressSpace ? kSharedAddressSpace : 0;
+    mlir::Value pointer = mlir::LLVM::IntToPtrOp::create(
+        b, mlir::LLVM::LLVMPointerType::get(b.getContext(), sourceSpace),
+        bits);
+    if (sourceSpace == addressSpace)
+      return pointer;
+    return mlir::LLVM::AddrSpaceCastOp::create(
+        b, mlir::LLVM::LLVMPointerType::get(b.getContext(), addressSpace),
+        pointer);
+  }
+
+  /// ldmatrix.sync.aligned.m8n8.x`count`[.trans].shared.b16: `count` (1,
+  /// 2 or 4) 8x8 b16 matrices; lanes 8 j .. 8 j + 7 give the row
+  /// addresses (`rowPointer`, an !llvm.ptr<3>, 16-byte aligned) of matrix
+  /// j. Returns one i32 per matrix: lane l holds elements (l / 4, 2 (l % 4))
+  /// and the next column of each (of the transposed matrix with
+  /// `transpose`), the mma fragments' pairs.
+  llvm::SmallVector<mlir::Value, 4> loadMatrices(mlir::Value rowPointer,
+                                                 int count, bool transpose) {
+    mlir::Type i32Type = b.getI32Type();
+    mlir::Type resultType =
+        count == 1 ? i32Type
+                   : mlir::LLVM::LLVMStructType::getLiteral(
+                         b.getContext(),
+                         llvm::SmallVector<mlir::Type>(count, i32Type));
+    mlir::Value loaded = mlir::NVVM::LdMatrixOp::create(
+        b, resultType, rowPointer, count,
+        transpose ? mlir::NVVM::MMALayout::col : mlir::NVVM::MMALayout::row,
+        mlir::NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+        mlir::NVVM::LdStMatrixEltType::B16);
+    if (count == 1)
+      return {loaded};
+    llvm::SmallVector<mlir::Value, 4> registers;
+    for (int64_t i = 0; i < count; ++i)
+      registers.push_back(mlir::LLVM::ExtractValueOp::create(
+          b, loaded, llvm::ArrayRef<int64_t>{i}));
+    return registers;
+  }
+
+  /// cp.async.{ca,cg}.shared.global [shared], [global], `bytes` (4, 8 or
+  /// 16; .cg, which bypasses L1, for 16): an asynchronous copy, complete
+  /// after the wait on its group. With `sourceBytes` (an i32 at most
+  /// `bytes`), only that many bytes are read and the rest of the
+  /// destination is zero-filled: the form for a tile's ragged edge (0
+  /// reads nothing).
+  void copyAsync(mlir::Value sharedPointer, mlir::Value globalPointer,
+                 int64_t bytes, mlir::Value sourceBytes = {}) {
+    mlir::NVVM::CpAsyncOp::create(
+        b, sharedPointer, globalPointer, int32_t(bytes),
+        bytes == 16 ? mlir::NVVM::LoadCacheModifierKind::CG
+                    : mlir::NVVM::LoadCacheModifierKind::CA,
+        sourceBytes);
+  }
+  /// cp.async.commit_group: the copies issued since the last commit form
+  /// a group.
+  void commitCopies() { mlir::NVVM::CpAsyncCommitGroupOp::create(b); }
+  /// cp.async.wait_group `pending`: waits until at most `pending` of this
+  /// thread's groups are incomplete (0: all). Other threads' copies need a
+  /// barrier after it.
+  void waitCopies(int64_t pending) {
+    mlir::NVVM::CpAsyncWaitGroupOp::create(b, int32_t(pending));
   }
 
 protected:
