@@ -33,7 +33,7 @@ set(LOWBIT_CORE_HEADERS
   runtime/include/lowbit/lowbit.h
   runtime/include/dlpack/dlpack.h
   format/Codec.h format/Format.h format/Prologue.h format/Quantize.h
-  format/Scheme.h
+  format/Scheme.h format/SchemeText.h
   runtime/spec/KernelSpec.h
   runtime/core/AtomicFile.h runtime/core/Json.h runtime/core/Npy.h
   runtime/cache/Hash.h runtime/cache/KernelCache.h runtime/cache/KernelKey.h
