@@ -33,8 +33,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::vector<float> weights = cli::weightLikeMatrix(n, k, 1);
-  std::vector<uint8_t> x =
-      cli::normalActivations(matmul::MatmulDtype::F32, m, k, 2);
+  std::vector<uint8_t> x = cli::normalActivations(ValueType::F32, m, k, 2);
   std::vector<uint8_t> y(size_t(m * n * 4));
   for (const char *text : {"int4_g128", "int8_g64", "fp8_e4m3", "mxfp4",
                            "nvfp4"}) {

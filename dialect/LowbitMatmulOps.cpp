@@ -35,13 +35,13 @@ int64_t toModelSize(int64_t size) {
   return isDynamic(size) ? lowbit::kDynamic : size;
 }
 
-lowbit::matmul::MatmulDtype dtypeOf(Value value) {
+lowbit::ValueType dtypeOf(Value value) {
   Type element = getElementTypeOrSelf(value.getType());
   if (element.isF16())
-    return lowbit::matmul::MatmulDtype::F16;
+    return lowbit::ValueType::F16;
   if (element.isBF16())
-    return lowbit::matmul::MatmulDtype::BF16;
-  return lowbit::matmul::MatmulDtype::F32;
+    return lowbit::ValueType::BF16;
+  return lowbit::ValueType::F32;
 }
 
 } // namespace
@@ -50,11 +50,9 @@ lowbit::Scheme MatmulOp::getWeightScheme() {
   return getScheme().getScheme();
 }
 
-lowbit::matmul::MatmulDtype MatmulOp::getInputDtype() { return dtypeOf(getX()); }
+lowbit::ValueType MatmulOp::getInputDtype() { return dtypeOf(getX()); }
 
-lowbit::matmul::MatmulDtype MatmulOp::getOutputDtype() {
-  return dtypeOf(getResult());
-}
+lowbit::ValueType MatmulOp::getOutputDtype() { return dtypeOf(getResult()); }
 
 int64_t MatmulOp::getM() { return getX().getType().getDimSize(0); }
 

@@ -66,8 +66,8 @@ def Lowbit_MatmulOp : Lowbit_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
     /// The weights' scheme (the model's; named when it is a named scheme).
     ::lowbit::Scheme getWeightScheme();
     /// X's and Y's dtypes in the model's terms.
-    ::lowbit::matmul::MatmulDtype getInputDtype();
-    ::lowbit::matmul::MatmulDtype getOutputDtype();
+    ::lowbit::ValueType getInputDtype();
+    ::lowbit::ValueType getOutputDtype();
     /// Static sizes, or ShapedType::kDynamic: M and K from X, N from the
     /// result (or the codes' rows).
     int64_t getM();

@@ -272,4 +272,27 @@ std::optional<Scheme> parseSchemeText(std::string_view text,
   return scheme;
 }
 
+std::string_view valueTypeName(ValueType type) {
+  switch (type) {
+  case ValueType::F32:
+    return "f32";
+  case ValueType::F16:
+    return "f16";
+  case ValueType::BF16:
+    return "bf16";
+  }
+  return "";
+}
+
+std::optional<ValueType> parseValueType(std::string_view name) {
+  for (ValueType type : {ValueType::F32, ValueType::F16, ValueType::BF16})
+    if (valueTypeName(type) == name)
+      return type;
+  return std::nullopt;
+}
+
+int64_t valueTypeBytes(ValueType type) {
+  return type == ValueType::F32 ? 4 : 2;
+}
+
 } // namespace lowbit

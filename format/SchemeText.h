@@ -25,6 +25,15 @@
 
 namespace lowbit {
 
+/// The dtype of a spec's unquantized values: quantize's input,
+/// dequantize's output, a matmul's X and Y.
+enum class ValueType : uint8_t { F32, F16, BF16 };
+
+std::string_view valueTypeName(ValueType type);
+std::optional<ValueType> parseValueType(std::string_view name);
+/// Bytes of one element (4 or 2).
+int64_t valueTypeBytes(ValueType type);
+
 /// Named scheme name, or the compact `scheme(...)` form.
 std::string printSchemeText(const Scheme &scheme);
 std::optional<Scheme> parseSchemeText(std::string_view text,

@@ -20,9 +20,9 @@ double gamma(int64_t count, double unitRoundoff) {
 }
 
 /// Y's element `index` as a double.
-double outputValue(MatmulDtype dtype, std::span<const uint8_t> bytes,
+double outputValue(ValueType dtype, std::span<const uint8_t> bytes,
                    int64_t index) {
-  if (dtype == MatmulDtype::F32) {
+  if (dtype == ValueType::F32) {
     uint32_t bits = 0;
     for (int byte = 0; byte < 4; ++byte)
       bits |= uint32_t(bytes[size_t(index * 4 + byte)]) << (8 * byte);
@@ -30,19 +30,19 @@ double outputValue(MatmulDtype dtype, std::span<const uint8_t> bytes,
   }
   uint16_t bits = uint16_t(bytes[size_t(index * 2)] |
                            bytes[size_t(index * 2 + 1)] << 8);
-  return double(dtype == MatmulDtype::F16 ? halfToFloat(bits)
-                                          : bfloat16ToFloat(bits));
+  return double(dtype == ValueType::F16 ? halfToFloat(bits)
+                                        : bfloat16ToFloat(bits));
 }
 
 /// The unit roundoff and half the smallest subnormal of Y's dtype; both 0
 /// for f32, where Y is the accumulator itself.
-std::pair<double, double> outputRounding(MatmulDtype dtype) {
+std::pair<double, double> outputRounding(ValueType dtype) {
   switch (dtype) {
-  case MatmulDtype::F32:
+  case ValueType::F32:
     return {0.0, 0.0};
-  case MatmulDtype::F16:
+  case ValueType::F16:
     return {std::ldexp(1.0, -11), std::ldexp(1.0, -25)};
-  case MatmulDtype::BF16:
+  case ValueType::BF16:
     return {std::ldexp(1.0, -8), std::ldexp(1.0, -134)};
   }
   return {0.0, 0.0};
@@ -59,12 +59,10 @@ int64_t roundingDepth(int64_t k, bool bias) {
   return mostTerms + (kSlices - 1) + (bias ? 1 : 0);
 }
 
-BoundCheck checkFloat64Bound(std::span<const float> x,
-                             std::span<const float> w,
+BoundCheck checkFloat64Bound(std::span<const float> x, std::span<const float> w,
                              std::span<const float> bias,
-                             std::span<const uint8_t> yBytes,
-                             MatmulDtype output, int64_t m, int64_t n,
-                             int64_t k) {
+                             std::span<const uint8_t> yBytes, ValueType output,
+                             int64_t m, int64_t n, int64_t k) {
   const double u = std::ldexp(1.0, -24), u64 = std::ldexp(1.0, -53);
   int64_t depth = roundingDepth(k, !bias.empty());
   int64_t roundings = k + (kSlices - 1) + (bias.empty() ? 0 : 1);

@@ -51,12 +51,10 @@ struct BoundCheck {
 /// Checks Y (raw bytes of `output`, [M, N]) against the float64 matmul of
 /// x [M, K] and w [N, K] (the order's f32 inputs) plus the bias (empty or
 /// [N]). A non-finite Y fails.
-BoundCheck checkFloat64Bound(std::span<const float> x,
-                             std::span<const float> w,
+BoundCheck checkFloat64Bound(std::span<const float> x, std::span<const float> w,
                              std::span<const float> bias,
-                             std::span<const uint8_t> yBytes,
-                             MatmulDtype output, int64_t m, int64_t n,
-                             int64_t k);
+                             std::span<const uint8_t> yBytes, ValueType output,
+                             int64_t m, int64_t n, int64_t k);
 
 } // namespace lowbit::matmul
 

@@ -23,16 +23,16 @@ bool fail(std::string *error, std::string message) {
   return false;
 }
 
-HalfType halfTypeOf(MatmulDtype dtype) {
-  return dtype == MatmulDtype::F16 ? HalfType::F16 : HalfType::BF16;
+HalfType halfTypeOf(ValueType dtype) {
+  return dtype == ValueType::F16 ? HalfType::F16 : HalfType::BF16;
 }
 
 } // namespace
 
 std::optional<std::vector<float>> orderedWeights(const QuantizedTensor &weights,
-                                                 MatmulDtype input,
+                                                 ValueType input,
                                                  std::string *error) {
-  if (input == MatmulDtype::F32)
+  if (input == ValueType::F32)
     return dequantize(weights, error);
   // The tensor cores take w in X's dtype, so every path rounds it so: the
   // same rounding (and canonical NaN) as dequantizing to that dtype.
@@ -43,10 +43,10 @@ std::optional<std::vector<float>> orderedWeights(const QuantizedTensor &weights,
   return widenToFloat(halfTypeOf(input), *bits);
 }
 
-std::vector<float> widenActivations(MatmulDtype dtype,
+std::vector<float> widenActivations(ValueType dtype,
                                     std::span<const uint8_t> bytes) {
-  size_t count = bytes.size() / size_t(matmulDtypeBytes(dtype));
-  if (dtype == MatmulDtype::F32) {
+  size_t count = bytes.size() / size_t(valueTypeBytes(dtype));
+  if (dtype == ValueType::F32) {
     std::vector<float> values(count);
     std::memcpy(values.data(), bytes.data(), count * sizeof(float));
     return values;
@@ -86,23 +86,22 @@ std::vector<float> orderedAccumulate(std::span<const float> x,
   return acc;
 }
 
-uint32_t roundOutputBits(MatmulDtype dtype, float value) {
+uint32_t roundOutputBits(ValueType dtype, float value) {
   if (std::isnan(value))
-    return dtype == MatmulDtype::F32 ? 0x7fffffffu : 0x7fffu;
+    return dtype == ValueType::F32 ? 0x7fffffffu : 0x7fffu;
   switch (dtype) {
-  case MatmulDtype::F32:
+  case ValueType::F32:
     return floatBits(value);
-  case MatmulDtype::F16:
+  case ValueType::F16:
     return floatToHalf(value);
-  case MatmulDtype::BF16:
+  case ValueType::BF16:
     return floatToBFloat16(value);
   }
   return floatBits(value);
 }
 
-std::vector<uint8_t> roundOutput(MatmulDtype dtype,
-                                 std::span<const float> acc) {
-  size_t bytes = size_t(matmulDtypeBytes(dtype));
+std::vector<uint8_t> roundOutput(ValueType dtype, std::span<const float> acc) {
+  size_t bytes = size_t(valueTypeBytes(dtype));
   std::vector<uint8_t> out(acc.size() * bytes);
   for (size_t index = 0; index < acc.size(); ++index) {
     uint32_t bits = roundOutputBits(dtype, acc[index]);
@@ -114,17 +113,17 @@ std::vector<uint8_t> roundOutput(MatmulDtype dtype,
 }
 
 std::optional<std::vector<uint8_t>>
-orderedMatmul(const QuantizedTensor &weights, MatmulDtype input,
+orderedMatmul(const QuantizedTensor &weights, ValueType input,
               std::span<const uint8_t> xBytes, int64_t m,
-              std::span<const float> bias, MatmulDtype output,
+              std::span<const float> bias, ValueType output,
               std::string *error) {
   int64_t n = weights.rows, k = weights.cols;
   if (!validateWeightShape(weights.scheme, n, k, error))
     return std::nullopt;
-  if (m < 0 || int64_t(xBytes.size()) != m * k * matmulDtypeBytes(input)) {
+  if (m < 0 || int64_t(xBytes.size()) != m * k * valueTypeBytes(input)) {
     fail(error, "X holds " + std::to_string(xBytes.size()) + " bytes, not " +
                     std::to_string(m) + " x " + std::to_string(k) + " " +
-                    std::string(matmulDtypeName(input)) + " elements");
+                    std::string(valueTypeName(input)) + " elements");
     return std::nullopt;
   }
   if (!bias.empty() && int64_t(bias.size()) != n) {

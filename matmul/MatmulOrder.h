@@ -42,12 +42,12 @@ constexpr int64_t sliceOf(int64_t k) { return (k / kChunk) % kSlices; }
 /// w[n,k] as the order uses it, row-major [N, K]: the reference dequantize
 /// of `weights`, rounded to `input` when that is f16 or bf16.
 std::optional<std::vector<float>> orderedWeights(const QuantizedTensor &weights,
-                                                 MatmulDtype input,
+                                                 ValueType input,
                                                  std::string *error);
 
 /// X's elements as f32 (exact): `bytes` holds M*K little-endian elements of
 /// `dtype` (f16 and bf16 as their bit patterns).
-std::vector<float> widenActivations(MatmulDtype dtype,
+std::vector<float> widenActivations(ValueType dtype,
                                     std::span<const uint8_t> bytes);
 
 /// acc[m,n] before the output rounding, in the order: x is [M, K], w
@@ -60,18 +60,18 @@ std::vector<float> orderedAccumulate(std::span<const float> x,
 /// One f32 as Y's dtype: RNE, f16/bf16 overflow gives inf, a NaN becomes
 /// the canonical NaN (0x7fff for f16 and bf16, 0x7fffffff for f32), what
 /// the GPU's cvt.rn gives.
-uint32_t roundOutputBits(MatmulDtype dtype, float value);
+uint32_t roundOutputBits(ValueType dtype, float value);
 
 /// Y's bytes ([M, N] little-endian elements of `dtype`) from acc.
-std::vector<uint8_t> roundOutput(MatmulDtype dtype, std::span<const float> acc);
+std::vector<uint8_t> roundOutput(ValueType dtype, std::span<const float> acc);
 
 /// The whole reference: Y's bytes for X given as `input` bytes [M, K]
 /// (K = weights.cols). Fails with a message when the weights are invalid,
 /// the scheme is not a weight scheme or the sizes disagree.
 std::optional<std::vector<uint8_t>>
-orderedMatmul(const QuantizedTensor &weights, MatmulDtype input,
+orderedMatmul(const QuantizedTensor &weights, ValueType input,
               std::span<const uint8_t> xBytes, int64_t m,
-              std::span<const float> bias, MatmulDtype output,
+              std::span<const float> bias, ValueType output,
               std::string *error);
 
 } // namespace lowbit::matmul

@@ -29,30 +29,6 @@ int64_t scaleExtentAlongK(const ScaleSpec &scale) {
 
 } // namespace
 
-std::string_view matmulDtypeName(MatmulDtype dtype) {
-  switch (dtype) {
-  case MatmulDtype::F32:
-    return "f32";
-  case MatmulDtype::F16:
-    return "f16";
-  case MatmulDtype::BF16:
-    return "bf16";
-  }
-  return "f32";
-}
-
-std::optional<MatmulDtype> parseMatmulDtype(std::string_view name) {
-  for (MatmulDtype dtype : {MatmulDtype::F32, MatmulDtype::F16,
-                            MatmulDtype::BF16})
-    if (matmulDtypeName(dtype) == name)
-      return dtype;
-  return std::nullopt;
-}
-
-int64_t matmulDtypeBytes(MatmulDtype dtype) {
-  return dtype == MatmulDtype::F32 ? 4 : 2;
-}
-
 std::string weightSchemeRefusal(const Scheme &scheme) {
   std::string invalid;
   if (!validateScheme(scheme, &invalid))
@@ -159,7 +135,7 @@ std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
     std::string key = token.substr(0, equals);
     std::string value = token.substr(equals + 1);
     if (key == "from" || key == "to") {
-      std::optional<MatmulDtype> dtype = parseMatmulDtype(value);
+      std::optional<ValueType> dtype = parseValueType(value);
       if (!dtype) {
         fail(error, "'" + token + "': bad dtype (want f32, f16 or bf16)");
         return std::nullopt;
@@ -204,8 +180,8 @@ std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
 
 std::string printMatmulSpec(const MatmulSpec &spec) {
   std::string text = "matmul " + printSchemeText(spec.scheme) +
-                     " from=" + std::string(matmulDtypeName(spec.input)) +
-                     " to=" + std::string(matmulDtypeName(spec.output));
+                     " from=" + std::string(valueTypeName(spec.input)) +
+                     " to=" + std::string(valueTypeName(spec.output));
   if (spec.bias)
     text += " bias";
   if (spec.isDynamic())

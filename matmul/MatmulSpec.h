@@ -21,6 +21,7 @@
 #define LOWBIT_MATMUL_MATMULSPEC_H
 
 #include "format/Scheme.h"
+#include "format/SchemeText.h"
 
 #include <cstdint>
 #include <optional>
@@ -29,22 +30,14 @@
 
 namespace lowbit::matmul {
 
-/// The dtype of X and of Y.
-enum class MatmulDtype : uint8_t { F32, F16, BF16 };
-
-std::string_view matmulDtypeName(MatmulDtype dtype);
-std::optional<MatmulDtype> parseMatmulDtype(std::string_view name);
-/// Bytes of one element (4 or 2).
-int64_t matmulDtypeBytes(MatmulDtype dtype);
-
 struct MatmulSpec {
   /// The weights' scheme. Its scale mode is always Dynamic: the matmul reads
   /// the stored scales whatever rule picked them, so one kernel has one
   /// spelling. (Scheme has no default constructor; the first named scheme
   /// stands in.)
   Scheme scheme = namedSchemes().front();
-  MatmulDtype input = MatmulDtype::F32;
-  MatmulDtype output = MatmulDtype::F32;
+  ValueType input = ValueType::F32;
+  ValueType output = ValueType::F32;
   bool bias = false;
   /// kDynamic, or the static N (output channels) and K (reduction).
   int64_t n = kDynamic, k = kDynamic;

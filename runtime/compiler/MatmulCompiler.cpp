@@ -88,10 +88,9 @@ llvm::Error lowerMatmulForGpu(ModuleOp module) {
   std::string left;
   module.walk([&](ld::MatmulOp op) {
     if (left.empty())
-      left = "matmul " + printSchemeText(op.getWeightScheme()) + " from=" +
-             std::string(matmul::matmulDtypeName(op.getInputDtype())) +
-             " to=" +
-             std::string(matmul::matmulDtypeName(op.getOutputDtype()));
+      left = "matmul " + printSchemeText(op.getWeightScheme()) +
+             " from=" + std::string(valueTypeName(op.getInputDtype())) +
+             " to=" + std::string(valueTypeName(op.getOutputDtype()));
   });
   if (!left.empty())
     return compileError("lowbit.matmul has no GPU kernel here: the GPU "

@@ -31,8 +31,8 @@ std::vector<KvKernelParam> matmulParams(const matmul::MatmulSpec &spec) {
   std::vector<int64_t> scaleDims = {sizeOr(scales.rows, kMatmulScaleRows),
                                     sizeOr(scales.cols, kMatmulScaleCols)};
   std::vector<KvKernelParam> params;
-  params.push_back({"x", std::string(matmul::matmulDtypeName(spec.input)),
-                    {kMatmulRows, k}, false});
+  params.push_back(
+      {"x", std::string(valueTypeName(spec.input)), {kMatmulRows, k}, false});
   params.push_back(
       {"codes", "i8", {n, sizeOr(codes.cols, kMatmulCodeCols)}, false});
   params.push_back(
@@ -43,8 +43,8 @@ std::vector<KvKernelParam> matmulParams(const matmul::MatmulSpec &spec) {
     params.push_back({"global", "f32", {1, 1}, false});
   if (spec.bias)
     params.push_back({"bias", "f32", {1, n}, false});
-  params.push_back({"y", std::string(matmul::matmulDtypeName(spec.output)),
-                    {kMatmulRows, n}, true});
+  params.push_back(
+      {"y", std::string(valueTypeName(spec.output)), {kMatmulRows, n}, true});
   return params;
 }
 

@@ -56,25 +56,6 @@ bool takePrologues(std::string_view &text, std::vector<Prologue> &prologues,
 
 } // namespace
 
-std::string_view valueTypeName(ValueType type) {
-  switch (type) {
-  case ValueType::F32:
-    return "f32";
-  case ValueType::F16:
-    return "f16";
-  case ValueType::BF16:
-    return "bf16";
-  }
-  return "";
-}
-
-std::optional<ValueType> parseValueType(std::string_view name) {
-  for (ValueType type : {ValueType::F32, ValueType::F16, ValueType::BF16})
-    if (valueTypeName(type) == name)
-      return type;
-  return std::nullopt;
-}
-
 bool validateKernelSpec(const KernelSpec &spec, std::string *error) {
   if (!spec.prologues.empty() && spec.op != KernelOp::Quantize)
     return fail(error, "prologues ('" + printPrologue(spec.prologues[0]) +

@@ -47,9 +47,6 @@ namespace lowbit {
 
 enum class KernelOp : uint8_t { Quantize, Dequantize };
 
-/// The dtype of the unquantized side: quantize's input, dequantize's output.
-enum class ValueType : uint8_t { F32, F16, BF16 };
-
 /// For dynamic schemes with a second-level scale: computed from the
 /// tensor's amax in the kernel, or passed in by the caller (vLLM's NVFP4).
 enum class GlobalSource : uint8_t { Computed, Given };
@@ -81,9 +78,6 @@ std::optional<KernelSpec> parseKernelSpec(std::string_view text,
 /// The canonical text: every key spelled out, in a fixed order, so equal
 /// specs print equal (the cache key uses it). parseKernelSpec reads it back.
 std::string printKernelSpec(const KernelSpec &spec);
-
-std::string_view valueTypeName(ValueType type);
-std::optional<ValueType> parseValueType(std::string_view name);
 
 /// Checks the spec as a whole: the scheme is valid for the shape, and
 /// `global=given` only appears where a dynamic scheme has a global scale.

@@ -17,8 +17,8 @@ using namespace lowbit::matmul;
 
 namespace {
 
-constexpr MatmulDtype kDtypes[] = {MatmulDtype::F32, MatmulDtype::F16,
-                                   MatmulDtype::BF16};
+constexpr ValueType kDtypes[] = {ValueType::F32, ValueType::F16,
+                                 ValueType::BF16};
 constexpr int64_t kRows[] = {1, 3, 16, 17, 64};
 
 struct RunResult {
@@ -35,7 +35,7 @@ RunResult runKernel(compiler::MatmulCpuKernel &kernel,
   int64_t n = weights.rows, k = weights.cols;
   WeightBuffers buffers = weightBuffers(weights);
   RunResult result;
-  result.y.assign(size_t(m * n * matmulDtypeBytes(spec.output)), 0xA5);
+  result.y.assign(size_t(m * n * valueTypeBytes(spec.output)), 0xA5);
   std::vector<std::array<int64_t, 2>> shapes =
       compiler::matmulShapes(spec, {m, n, k});
   std::vector<void *> data = {xBytes.data(), buffers.codes.data(),
@@ -64,8 +64,8 @@ std::unique_ptr<compiler::MatmulCpuKernel> compileOrFail(const MatmulSpec &spec)
 
 /// Every M of kRows through one kernel: bit-exact to the reference, and
 /// within the float64 bound.
-void checkScheme(const test::WeightSchemeCase &weightCase, MatmulDtype input,
-                 MatmulDtype output, bool bias, int64_t n, int64_t k) {
+void checkScheme(const test::WeightSchemeCase &weightCase, ValueType input,
+                 ValueType output, bool bias, int64_t n, int64_t k) {
   MatmulSpec spec;
   spec.scheme = test::schemeOf(weightCase);
   spec.input = input;
@@ -109,8 +109,8 @@ TEST_CASE("matmul cpu: every weight scheme is bit-exact to the order") {
   // every dtype meets every packing; the sweep runs every pair.
   size_t index = 0;
   for (const test::WeightSchemeCase &weightCase : test::weightSchemeCases()) {
-    MatmulDtype input = kDtypes[index % 3];
-    MatmulDtype output = kDtypes[(index / 3 + index) % 3];
+    ValueType input = kDtypes[index % 3];
+    ValueType output = kDtypes[(index / 3 + index) % 3];
     checkScheme(weightCase, input, output, index % 2 == 1, /*n=*/13,
                 /*k=*/200);
     ++index;
@@ -126,12 +126,12 @@ TEST_CASE("matmul cpu: a static spec and K of one chunk") {
       *quantize(spec.scheme, test::weightLikeMatrix(5, 33, 3), 5, 33, &error);
   std::vector<float> bias = test::biasVector(5, 4);
   std::vector<uint8_t> xBytes =
-      test::normalActivations(MatmulDtype::BF16, 17, 33, 5);
+      test::normalActivations(ValueType::BF16, 17, 33, 5);
   RunResult actual = runKernel(*kernel, weights, xBytes, 17, bias);
   INFO(actual.error);
   REQUIRE(actual.error.empty());
-  CHECK(actual.y == *orderedMatmul(weights, MatmulDtype::BF16, xBytes, 17,
-                                   bias, MatmulDtype::F32, &error));
+  CHECK(actual.y == *orderedMatmul(weights, ValueType::BF16, xBytes, 17, bias,
+                                   ValueType::F32, &error));
 }
 
 TEST_CASE("matmul cpu: the kernel refuses buffers that disagree") {
@@ -175,8 +175,8 @@ TEST_CASE("matmul cpu: a scheme that is not a weight scheme is no kernel") {
 TEST_CASE("matmul cpu sweep: every scheme and dtype pair, K past 1024",
           "[.sweep]") {
   for (const test::WeightSchemeCase &weightCase : test::weightSchemeCases())
-    for (MatmulDtype input : kDtypes)
-      for (MatmulDtype output : kDtypes)
+    for (ValueType input : kDtypes)
+      for (ValueType output : kDtypes)
         checkScheme(weightCase, input, output, /*bias=*/true, /*n=*/67,
                     /*k=*/2113);
 }

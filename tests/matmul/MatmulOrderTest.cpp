@@ -48,15 +48,15 @@ TEST_CASE("matmul order: a hand-computed int8 product with a bias") {
   std::vector<float> bias = {0.5f, -1};
   std::string error;
   std::optional<std::vector<uint8_t>> y = orderedMatmul(
-      w, MatmulDtype::F32, f32Bytes(x), 2, bias, MatmulDtype::F32, &error);
+      w, ValueType::F32, f32Bytes(x), 2, bias, ValueType::F32, &error);
   INFO(error);
   REQUIRE(y);
   // Row 0: 127 - 2 + 6 + 0.5, 0 + 6 - 381 - 1; row 1: -127 + 1 + 0.5,
   // 0 - 63.5 - 1.
   CHECK(f32Values(*y) == std::vector<float>{131.5f, -376, -125.5f, -64.5f});
   // f16 output: the same values, all exact in f16.
-  y = orderedMatmul(w, MatmulDtype::F32, f32Bytes(x), 2, bias,
-                    MatmulDtype::F16, &error);
+  y = orderedMatmul(w, ValueType::F32, f32Bytes(x), 2, bias, ValueType::F16,
+                    &error);
   REQUIRE(y);
   CHECK(halfToFloat(uint16_t((*y)[2] | (*y)[3] << 8)) == -376.0f);
 }
@@ -104,15 +104,15 @@ TEST_CASE("matmul order: slices, chunks and fma are really the order") {
 }
 
 TEST_CASE("matmul order: the output rounding") {
-  CHECK(roundOutputBits(MatmulDtype::F16, 65520.0f) == 0x7c00u); // to inf
-  CHECK(roundOutputBits(MatmulDtype::F16, -65520.0f) == 0xfc00u);
-  CHECK(roundOutputBits(MatmulDtype::F16, 1.0f + std::ldexp(1.0f, -11)) ==
+  CHECK(roundOutputBits(ValueType::F16, 65520.0f) == 0x7c00u); // to inf
+  CHECK(roundOutputBits(ValueType::F16, -65520.0f) == 0xfc00u);
+  CHECK(roundOutputBits(ValueType::F16, 1.0f + std::ldexp(1.0f, -11)) ==
         0x3c00u); // tie to even
-  CHECK(roundOutputBits(MatmulDtype::BF16, 1.0f + std::ldexp(1.0f, -8)) ==
+  CHECK(roundOutputBits(ValueType::BF16, 1.0f + std::ldexp(1.0f, -8)) ==
         0x3f80u);
-  CHECK(roundOutputBits(MatmulDtype::BF16, -NAN) == 0x7fffu);
-  CHECK(roundOutputBits(MatmulDtype::F32, -NAN) == 0x7fffffffu);
-  CHECK(roundOutputBits(MatmulDtype::F32, -0.0f) == 0x80000000u);
+  CHECK(roundOutputBits(ValueType::BF16, -NAN) == 0x7fffu);
+  CHECK(roundOutputBits(ValueType::F32, -NAN) == 0x7fffffffu);
+  CHECK(roundOutputBits(ValueType::F32, -0.0f) == 0x80000000u);
 }
 
 TEST_CASE("matmul order: f16 and bf16 X take w rounded to their dtype") {
@@ -122,11 +122,11 @@ TEST_CASE("matmul order: f16 and bf16 X take w rounded to their dtype") {
   QuantizedTensor w = quantizeOrFail(scheme, weights, 1, 2);
   std::string error;
   std::optional<std::vector<float>> asF32 =
-      orderedWeights(w, MatmulDtype::F32, &error);
+      orderedWeights(w, ValueType::F32, &error);
   std::optional<std::vector<float>> asBf16 =
-      orderedWeights(w, MatmulDtype::BF16, &error);
+      orderedWeights(w, ValueType::BF16, &error);
   std::optional<std::vector<float>> asF16 =
-      orderedWeights(w, MatmulDtype::F16, &error);
+      orderedWeights(w, ValueType::F16, &error);
   REQUIRE(asF32);
   REQUIRE(asBf16);
   REQUIRE(asF16);
@@ -145,12 +145,12 @@ TEST_CASE("matmul order: refusals are messages") {
   QuantizedTensor w = quantizeOrFail(*lookupScheme("mxfp4"), weights, 4, 64);
   std::vector<float> x(3 * 63, 1.0f);
   std::string error;
-  CHECK_FALSE(orderedMatmul(w, MatmulDtype::F32, f32Bytes(x), 3, {},
-                            MatmulDtype::F32, &error));
+  CHECK_FALSE(orderedMatmul(w, ValueType::F32, f32Bytes(x), 3, {},
+                            ValueType::F32, &error));
   CHECK(error == "X holds 756 bytes, not 3 x 64 f32 elements");
   std::vector<float> xGood(3 * 64, 1.0f), bias(5, 0.0f);
-  CHECK_FALSE(orderedMatmul(w, MatmulDtype::F32, f32Bytes(xGood), 3, bias,
-                            MatmulDtype::F32, &error));
+  CHECK_FALSE(orderedMatmul(w, ValueType::F32, f32Bytes(xGood), 3, bias,
+                            ValueType::F32, &error));
   CHECK(error == "the bias has 5 elements, not n=4");
 }
 
@@ -169,9 +169,8 @@ TEST_CASE("matmul bound: holds for every weight scheme, and can fail") {
   for (const test::WeightSchemeCase &weightCase : test::weightSchemeCases()) {
     Scheme scheme = test::schemeOf(weightCase);
     QuantizedTensor w = quantizeOrFail(scheme, weights, n, k);
-    for (MatmulDtype dtype :
-         {MatmulDtype::F32, MatmulDtype::F16, MatmulDtype::BF16}) {
-      INFO(weightCase.label << " from=" << matmulDtypeName(dtype));
+    for (ValueType dtype : {ValueType::F32, ValueType::F16, ValueType::BF16}) {
+      INFO(weightCase.label << " from=" << valueTypeName(dtype));
       std::vector<uint8_t> xBytes = test::normalActivations(dtype, m, k, 13);
       std::string error;
       std::optional<std::vector<uint8_t>> y =
@@ -186,10 +185,9 @@ TEST_CASE("matmul bound: holds for every weight scheme, and can fail") {
       CHECK(check.holds);
       CHECK(check.worstRatio <= 1.0);
       // Not vacuous: f32 stays within a few u of S; f16/bf16 within u_out.
-      CHECK(check.worstRelative <
-            (dtype == MatmulDtype::F32 ? 1e-6
-             : dtype == MatmulDtype::F16 ? 1e-3
-                                         : 4e-3));
+      CHECK(check.worstRelative < (dtype == ValueType::F32   ? 1e-6
+                                   : dtype == ValueType::F16 ? 1e-3
+                                                             : 4e-3));
     }
   }
   // Not a check that cannot fail: Y[0,0] moved by 1e-4 of its S (the
@@ -197,24 +195,23 @@ TEST_CASE("matmul bound: holds for every weight scheme, and can fail") {
   Scheme scheme = *lookupScheme("mxfp8");
   QuantizedTensor w = quantizeOrFail(scheme, weights, n, k);
   std::vector<uint8_t> xBytes =
-      test::normalActivations(MatmulDtype::F32, m, k, 13);
+      test::normalActivations(ValueType::F32, m, k, 13);
   std::string error;
-  std::vector<uint8_t> y = *orderedMatmul(w, MatmulDtype::F32, xBytes, m, {},
-                                          MatmulDtype::F32, &error);
-  std::vector<float> x = widenActivations(MatmulDtype::F32, xBytes);
-  std::vector<float> wOrdered = *orderedWeights(w, MatmulDtype::F32, &error);
+  std::vector<uint8_t> y =
+      *orderedMatmul(w, ValueType::F32, xBytes, m, {}, ValueType::F32, &error);
+  std::vector<float> x = widenActivations(ValueType::F32, xBytes);
+  std::vector<float> wOrdered = *orderedWeights(w, ValueType::F32, &error);
   std::vector<float> values = f32Values(y);
   double absSum = 0;
   for (int64_t index = 0; index < k; ++index)
     absSum += std::fabs(double(x[size_t(index)]) * wOrdered[size_t(index)]);
   values[0] += float(absSum * 1e-4);
-  BoundCheck broken =
-      checkFloat64Bound(x, wOrdered, {}, f32Bytes(values), MatmulDtype::F32,
-                        m, n, k);
+  BoundCheck broken = checkFloat64Bound(x, wOrdered, {}, f32Bytes(values),
+                                        ValueType::F32, m, n, k);
   CHECK_FALSE(broken.holds);
   CHECK(broken.failure.starts_with("Y[0,0] = "));
   values[0] = INFINITY;
   CHECK_FALSE(checkFloat64Bound(x, wOrdered, {}, f32Bytes(values),
-                                MatmulDtype::F32, m, n, k)
+                                ValueType::F32, m, n, k)
                   .holds);
 }

@@ -22,15 +22,15 @@ TEST_CASE("matmul spec: defaults and the canonical text") {
   std::optional<MatmulSpec> spec = parseMatmulSpec("matmul int4_g128 from=bf16");
   REQUIRE(spec);
   CHECK(spec->scheme.name == "int4_g128");
-  CHECK(spec->input == MatmulDtype::BF16);
-  CHECK(spec->output == MatmulDtype::BF16); // to= defaults to from=
+  CHECK(spec->input == ValueType::BF16);
+  CHECK(spec->output == ValueType::BF16); // to= defaults to from=
   CHECK_FALSE(spec->bias);
   CHECK(spec->isDynamic());
   CHECK(printMatmulSpec(*spec) == "matmul int4_g128 from=bf16 to=bf16 dynamic");
 
   spec = parseMatmulSpec("matmul mxfp4 to=f32 bias n=96 k=4096 from=f16");
   REQUIRE(spec);
-  CHECK(spec->output == MatmulDtype::F32);
+  CHECK(spec->output == ValueType::F32);
   CHECK(spec->bias);
   CHECK(spec->n == 96);
   CHECK(spec->k == 4096);

@@ -39,19 +39,19 @@ namespace mt = lowbit::matmul::test;
 
 namespace {
 
-constexpr MatmulDtype kDtypes[] = {MatmulDtype::F32, MatmulDtype::F16,
-                                   MatmulDtype::BF16};
+constexpr ValueType kDtypes[] = {ValueType::F32, ValueType::F16,
+                                 ValueType::BF16};
 constexpr int64_t kRows[] = {1, 3, 16, 17, 64};
 constexpr std::array<const char *, 3> kEmulatedTargets = {"sm_80", "sm_90a",
                                                           "sm_100a"};
 
-mlir::Type dtypeType(mlir::Builder &b, MatmulDtype dtype) {
+mlir::Type dtypeType(mlir::Builder &b, ValueType dtype) {
   switch (dtype) {
-  case MatmulDtype::F16:
+  case ValueType::F16:
     return b.getF16Type();
-  case MatmulDtype::BF16:
+  case ValueType::BF16:
     return b.getBF16Type();
-  case MatmulDtype::F32:
+  case ValueType::F32:
     break;
   }
   return b.getF32Type();
@@ -59,7 +59,7 @@ mlir::Type dtypeType(mlir::Builder &b, MatmulDtype dtype) {
 
 struct GemvCase {
   Scheme scheme;
-  MatmulDtype input = MatmulDtype::F32, output = MatmulDtype::F32;
+  ValueType input = ValueType::F32, output = ValueType::F32;
   bool bias = false;
 };
 
@@ -140,9 +140,9 @@ std::vector<uint8_t> runGemv(const emulator::EmulatedProgram &program,
   Shape2D codes = codesShape(gemv.scheme, n, k);
   Shape2D scales = scaleShape(gemv.scheme, n, k);
   size_t scaleBytes = stored.scales.size() / size_t(scales.rows * scales.cols);
-  std::vector<uint8_t> y(size_t(m * n * matmulDtypeBytes(gemv.output)), 0xA5);
+  std::vector<uint8_t> y(size_t(m * n * valueTypeBytes(gemv.output)), 0xA5);
   std::vector<emulator::EmulatorBuffer> buffers = {
-      {xBytes.data(), m, k, size_t(matmulDtypeBytes(gemv.input)), false, "x"},
+      {xBytes.data(), m, k, size_t(valueTypeBytes(gemv.input)), false, "x"},
       {stored.codes.data(), codes.rows, codes.cols, 1, false, "codes"},
       {stored.scales.data(), scales.rows, scales.cols, scaleBytes, false,
        "scales"}};
@@ -154,7 +154,7 @@ std::vector<uint8_t> runGemv(const emulator::EmulatedProgram &program,
   if (gemv.bias)
     buffers.push_back({bias.data(), 1, n, 4, false, "bias"});
   buffers.push_back(
-      {y.data(), m, n, size_t(matmulDtypeBytes(gemv.output)), true, "y"});
+      {y.data(), m, n, size_t(valueTypeBytes(gemv.output)), true, "y"});
   emulator::Device device;
   Status status = program.run(device, buffers);
   if (!status)
@@ -164,13 +164,13 @@ std::vector<uint8_t> runGemv(const emulator::EmulatedProgram &program,
 
 /// Every M of kRows through one emulated kernel per target, bit-exact to
 /// the ordered reference, for each [n, k] of `shapes`.
-void checkGemv(const mt::WeightSchemeCase &weightCase, MatmulDtype input,
-               MatmulDtype output, bool bias,
+void checkGemv(const mt::WeightSchemeCase &weightCase, ValueType input,
+               ValueType output, bool bias,
                std::span<const std::array<int64_t, 2>> shapes,
                std::span<const char *const> targets) {
   GemvCase gemv{mt::schemeOf(weightCase), input, output, bias};
-  INFO(weightCase.label << " from=" << matmulDtypeName(input) << " to="
-                        << matmulDtypeName(output) << (bias ? " bias" : ""));
+  INFO(weightCase.label << " from=" << valueTypeName(input) << " to="
+                        << valueTypeName(output) << (bias ? " bias" : ""));
   std::string text = gemvModuleText({&gemv, 1});
   for (const char *targetName : targets) {
     INFO(targetName);
@@ -199,7 +199,7 @@ void checkGemv(const mt::WeightSchemeCase &weightCase, MatmulDtype input,
         INFO(error);
         REQUIRE(error.empty());
         CHECK(actual == *expected);
-        compared += expected->size() / size_t(matmulDtypeBytes(output));
+        compared += expected->size() / size_t(valueTypeBytes(output));
       }
     }
     std::printf("matmul-gpu: %-20s %-7s gemv: %zu outputs bit-exact\n",
@@ -261,8 +261,8 @@ TEST_CASE("sweep: every scheme, dtype pair and target, K past "
   static constexpr std::array<std::array<int64_t, 2>, 3> kSweepShapes = {
       {{13, 200}, {9, 256}, {67, 2113}}};
   for (const mt::WeightSchemeCase &weightCase : mt::weightSchemeCases())
-    for (MatmulDtype input : kDtypes)
-      for (MatmulDtype output : kDtypes)
+    for (ValueType input : kDtypes)
+      for (ValueType output : kDtypes)
         checkGemv(weightCase, input, output, /*bias=*/true, kSweepShapes,
                   kEmulatedTargets);
 }

@@ -34,7 +34,7 @@ void runMatmulDemoSection(uint32_t seed, std::string_view chip) {
   fmt::print("{:<22}  {:>10}  {:>7}  {:>9}  {:>7}  {}\n", "weights",
              "B/weight", "vs bf16", "bit-exact", "GPU emu", "notes");
   std::vector<float> weights = weightLikeMatrix(kCols, kDepth, seed);
-  const matmul::MatmulDtype input = matmul::MatmulDtype::BF16;
+  const ValueType input = ValueType::BF16;
   std::vector<uint8_t> x = normalActivations(input, kRows, kDepth, seed + 1);
   size_t exact = 0, count = 0;
   std::string emulatorError; // the first; the others are the same refusal

@@ -72,7 +72,7 @@ CommandResult runEvalMatmul(Arguments args) {
   if (*m * *n * *k > (int64_t(1) << 32))
     return fail("M x N x K would exceed 2^32 multiply-adds per scheme");
   uint64_t seed = uint64_t(*seedValue);
-  const matmul::MatmulDtype input = matmul::MatmulDtype::BF16;
+  const ValueType input = ValueType::BF16;
   std::vector<float> weights = weightLikeMatrix(*n, *k, seed);
   std::vector<uint8_t> xBytes = normalActivations(input, *m, *k, seed + 1);
   std::vector<float> x = matmul::widenActivations(input, xBytes);
@@ -104,7 +104,7 @@ CommandResult runEvalMatmul(Arguments args) {
         tensor ? dequantize(*tensor, &error) : std::nullopt;
     std::optional<std::vector<uint8_t>> y =
         dequantized ? matmul::orderedMatmul(*tensor, input, xBytes, *m, {},
-                                            matmul::MatmulDtype::F32, &error)
+                                            ValueType::F32, &error)
                     : std::nullopt;
     if (!y)
       return fail(fmt::format("{}: {}", entry.label, error));
@@ -114,8 +114,7 @@ CommandResult runEvalMatmul(Arguments args) {
       weightSignal += double(weights[index]) * weights[index];
       weightNoise += difference * difference;
     }
-    std::vector<float> values = matmul::widenActivations(
-        matmul::MatmulDtype::F32, *y);
+    std::vector<float> values = matmul::widenActivations(ValueType::F32, *y);
     for (size_t index = 0; index < exact.size(); ++index) {
       double difference = values[index] - exact[index];
       noise += difference * difference;

@@ -38,7 +38,7 @@ void assemble(const MatmulProblem &problem, AbiBuffers &buffers) {
   buffers.weights = matmul::weightBuffers(*problem.weights);
   buffers.x = problem.x;
   buffers.bias = problem.bias;
-  buffers.y.assign(size_t(problem.m * n * matmulDtypeBytes(spec.output)), 0);
+  buffers.y.assign(size_t(problem.m * n * valueTypeBytes(spec.output)), 0);
   buffers.params = compiler::matmulParams(spec);
   buffers.shapes = compiler::matmulShapes(spec, {problem.m, n, k});
   for (const compiler::KvKernelParam &param : buffers.params) {

@@ -50,26 +50,26 @@ constexpr std::array<OptionSpec, 7> kOptions = {{
 
 /// X's dtype from its .npy dtype (.npy has no bf16: uint16 holds its bits,
 /// as lowbit writes bf16).
-std::optional<matmul::MatmulDtype> inputDtypeOf(npy::DType dtype) {
+std::optional<ValueType> inputDtypeOf(npy::DType dtype) {
   switch (dtype) {
   case npy::DType::F32:
-    return matmul::MatmulDtype::F32;
+    return ValueType::F32;
   case npy::DType::F16:
-    return matmul::MatmulDtype::F16;
+    return ValueType::F16;
   case npy::DType::U16:
-    return matmul::MatmulDtype::BF16;
+    return ValueType::BF16;
   default:
     return std::nullopt;
   }
 }
 
-npy::DType npyDtypeOf(matmul::MatmulDtype dtype) {
+npy::DType npyDtypeOf(ValueType dtype) {
   switch (dtype) {
-  case matmul::MatmulDtype::F32:
+  case ValueType::F32:
     return npy::DType::F32;
-  case matmul::MatmulDtype::F16:
+  case ValueType::F16:
     return npy::DType::F16;
-  case matmul::MatmulDtype::BF16:
+  case ValueType::BF16:
     return npy::DType::U16;
   }
   return npy::DType::F32;
@@ -105,9 +105,9 @@ CommandResult runMatmul(Arguments args) {
   const std::string *target = parsed->value("target");
   if (target && backend != "gpu-emulator")
     return fail("--target is for --backend gpu-emulator");
-  std::optional<matmul::MatmulDtype> outDtype;
+  std::optional<ValueType> outDtype;
   if (const std::string *value = parsed->value("out-dtype"))
-    if (!(outDtype = matmul::parseMatmulDtype(*value)))
+    if (!(outDtype = parseValueType(*value)))
       return fail(fmt::format("unknown --out-dtype '{}': expected f32, f16 "
                               "or bf16",
                               *value));
@@ -137,7 +137,7 @@ CommandResult runMatmul(Arguments args) {
   if (x->shape.size() != 2)
     return fail(fmt::format("--input {}: X must be [M, K], got shape {}",
                             inputPath, x->shapeText()));
-  std::optional<matmul::MatmulDtype> inputDtype = inputDtypeOf(x->dtype);
+  std::optional<ValueType> inputDtype = inputDtypeOf(x->dtype);
   if (!inputDtype)
     return fail(fmt::format("--input {}: X must be float32, float16 or "
                             "uint16 (bf16 bits), got {}",

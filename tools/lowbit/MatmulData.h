@@ -37,17 +37,17 @@ inline std::vector<float> weightLikeMatrix(int64_t n, int64_t k,
 }
 
 /// Normal activations [m, k] as bytes of `dtype` (rounded RNE).
-inline std::vector<uint8_t> normalActivations(matmul::MatmulDtype dtype, int64_t m,
+inline std::vector<uint8_t> normalActivations(ValueType dtype, int64_t m,
                                               int64_t k, uint64_t seed) {
   Generator generator(seed);
-  std::vector<uint8_t> bytes(size_t(m * k * matmulDtypeBytes(dtype)));
+  std::vector<uint8_t> bytes(size_t(m * k * valueTypeBytes(dtype)));
   for (int64_t index = 0; index < m * k; ++index) {
     float value = float(generator.normal());
-    if (dtype == matmul::MatmulDtype::F32) {
+    if (dtype == ValueType::F32) {
       std::memcpy(&bytes[size_t(index * 4)], &value, 4);
     } else {
-      uint16_t bits = dtype == matmul::MatmulDtype::F16 ? floatToHalf(value)
-                                                : floatToBFloat16(value);
+      uint16_t bits =
+          dtype == ValueType::F16 ? floatToHalf(value) : floatToBFloat16(value);
       std::memcpy(&bytes[size_t(index * 2)], &bits, 2);
     }
   }
