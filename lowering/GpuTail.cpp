@@ -38,6 +38,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -231,6 +232,10 @@ void buildGpuTailPipeline(OpPassManager &pm, const Target &target,
   targetOptions.optLevel = options.optLevel.value_or(kPtxOptLevel);
   pm.addPass(createGpuNVVMAttachTarget(targetOptions));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  // View ops sunk into a kernel (the matmul's bias is a collapse_shape of
+  // the ABI's [1, N] row) have no NVVM lowering of their own: rewrite them
+  // as offsets and strides first. A kernel without views is unchanged.
+  kernels.addPass(memref::createExpandStridedMetadataPass());
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
   // math.absf/ctlz/... become LLVM intrinsics that NVPTX selects directly;

@@ -22,6 +22,7 @@
 #include "lowering/GpuFusedRows.h"
 #include "lowering/GpuKernelBuilder.h"
 #include "lowering/GpuKvAppend.h"
+#include "lowering/GpuMatmul.h"
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/Passes.h"
@@ -702,4 +703,5 @@ void lowbit::populateLowbitToGpuPatterns(RewritePatternSet &patterns,
   populateGpuFusedRowsPatterns(patterns, threadsPerBlock);
   populateGpuKvPatterns(patterns, threadsPerBlock);
   populateGpuDecodeAttentionPatterns(patterns);
+  populateGpuMatmulPatterns(patterns);
 }

@@ -4,6 +4,7 @@
 
 #include "dialect/LowbitMatmulOps.h"
 #include "format/SchemeText.h"
+#include "lowering/GpuMatmul.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/KernelCompileSupport.h"
 
@@ -85,18 +86,20 @@ llvm::Error lowerMatmulForGpu(ModuleOp module) {
     return error;
   // Loops over the op on the host would run it on the CPU: a matmul the
   // GPU lowering left is one it has no kernel for.
-  std::string left;
+  std::string left, why;
   module.walk([&](ld::MatmulOp op) {
-    if (left.empty())
-      left = "matmul " + printSchemeText(op.getWeightScheme()) +
-             " from=" + std::string(valueTypeName(op.getInputDtype())) +
-             " to=" + std::string(valueTypeName(op.getOutputDtype()));
+    if (!left.empty())
+      return;
+    left = "matmul " + printSchemeText(op.getWeightScheme()) +
+           " from=" + std::string(valueTypeName(op.getInputDtype())) +
+           " to=" + std::string(valueTypeName(op.getOutputDtype()));
+    why = gpuMatmulRefusal(op);
   });
   if (!left.empty())
     return compileError("lowbit.matmul has no GPU kernel here: the GPU "
                         "lowering (lowbit-to-gpu) left '" +
-                        left + "' unmapped (docs/matmul.md, \"The GPU "
-                               "kernels\")");
+                        left + "' unmapped" + (why.empty() ? "" : ": " + why) +
+                        " (docs/matmul-gpu.md)");
   return llvm::Error::success();
 }
 

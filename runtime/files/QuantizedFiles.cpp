@@ -172,6 +172,10 @@ std::optional<Scheme> schemeFromMeta(const JsonValue &meta,
     setError(error, "meta.json describes an invalid scheme: " + reason);
     return std::nullopt;
   }
+  // A user scheme (`quantize --spec "quantize scheme(...)"`) has no name:
+  // the validated fields are the whole scheme.
+  if (name->empty())
+    return scheme;
   // "scheme" names the scheme the fields spell out; only what quantize's
   // options change (--rule, --global, --layout, --scale) may differ.
   std::optional<Scheme> named = lookupScheme(*name, &reason);

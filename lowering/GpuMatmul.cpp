@@ -1,0 +1,79 @@
+//===- GpuMatmul.cpp - lowbit.matmul to its GPU kernels -------------------===//
+//
+// lowbit-to-gpu's rewrite of lowbit.matmul (docs/matmul-gpu.md): an op
+// whose result is written into a kernel parameter and whose scales the
+// kernels read becomes the GEMV launch of GpuMatmulGemv.h. An op it leaves
+// is refused by the compile entry with gpuMatmulRefusal's reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GpuMatmul.h"
+#include "dialect/LowbitMatmulOps.h"
+#include "lowering/DecodeAttentionEmitter.h"
+#include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuMatmulGemv.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+namespace ld = lowbit::dialect;
+
+namespace {
+
+/// Why the GEMV cannot serve `op`, or "" when it can.
+std::string refusalOf(ld::MatmulOp op) {
+  if (!lowbit::gemvCoversScheme(op.getWeightScheme()))
+    return "the GPU kernels read row-major scales per tensor, per output "
+           "channel, in groups along K or in blocks (not the swizzled "
+           "128x4 layout)";
+  if (!lowbit::gpu_mapping::resultDestination(op.getResult(), op))
+    return "the result is not written by one "
+           "bufferization.materialize_in_destination into a memref defined "
+           "before the op (the kernel function's parameter)";
+  return "";
+}
+
+struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ld::MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    std::string why = refusalOf(op);
+    if (!why.empty())
+      return rewriter.notifyMatchFailure(op, why);
+    auto materialize =
+        lowbit::gpu_mapping::resultDestination(op.getResult(), op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    b.setInsertionPoint(op);
+    // The bias is [N], collapsed from the ABI's [1, N], so it need not come
+    // straight from a to_tensor: operandMemref reads it through to_buffer.
+    using lowbit::attention::operandMemref;
+    lowbit::MatmulBuffers buffers;
+    buffers.x = operandMemref(b, op.getX());
+    buffers.codes = operandMemref(b, op.getCodes());
+    buffers.scales = operandMemref(b, op.getScales());
+    buffers.zeros = operandMemref(b, op.getZeros());
+    buffers.global = operandMemref(b, op.getGlobal());
+    buffers.bias = operandMemref(b, op.getBias());
+    buffers.output = materialize.getDest();
+    lowbit::emitMatmulGemv(b, op.getWeightScheme(), buffers,
+                           /*enabled=*/Value());
+    rewriter.eraseOp(materialize);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void lowbit::populateGpuMatmulPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulToGpu>(patterns.getContext());
+}
+
+std::string lowbit::gpuMatmulRefusal(Operation *op) {
+  auto matmul = dyn_cast<ld::MatmulOp>(op);
+  if (!matmul)
+    return "not a lowbit.matmul";
+  return refusalOf(matmul);
+}
