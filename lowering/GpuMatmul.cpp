@@ -2,8 +2,10 @@
 //
 // lowbit-to-gpu's rewrite of lowbit.matmul (docs/matmul-gpu.md): an op
 // whose result is written into a kernel parameter and whose scales the
-// kernels read becomes the GEMV launch of GpuMatmulGemv.h. An op it leaves
-// is refused by the compile entry with gpuMatmulRefusal's reason.
+// kernels read becomes the GEMV launch of GpuMatmulGemv.h and, for an
+// f16/bf16 X, the mma.sync GEMM launch of GpuMatmulGemm.h, each with an
+// empty grid unless M picks it (M <= 16: the GEMV). An op it leaves is
+// refused by the compile entry with gpuMatmulRefusal's reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 #include "dialect/LowbitMatmulOps.h"
 #include "lowering/DecodeAttentionEmitter.h"
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuMatmulGemm.h"
 #include "lowering/GpuMatmulGemv.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -20,6 +23,10 @@ using namespace mlir;
 namespace ld = lowbit::dialect;
 
 namespace {
+
+/// The largest M the GEMV serves for an f16/bf16 X; the mma.sync GEMM takes
+/// the rest (docs/matmul-gpu.md, "Choosing the kernel at run time").
+constexpr int64_t kGemvMaxRows = 16;
 
 /// Why the GEMV cannot serve `op`, or "" when it can.
 std::string refusalOf(ld::MatmulOp op) {
@@ -57,8 +64,22 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
     buffers.global = operandMemref(b, op.getGlobal());
     buffers.bias = operandMemref(b, op.getBias());
     buffers.output = materialize.getDest();
-    lowbit::emitMatmulGemv(b, op.getWeightScheme(), buffers,
-                           /*enabled=*/Value());
+    // M is the batch, known only at run time: both kernels are launched,
+    // the one M does not pick with an empty grid, which every launcher
+    // skips. An f32 X has only the GEMV (tf32 would round X).
+    if (cast<MemRefType>(buffers.x.getType()).getElementType().isF32()) {
+      lowbit::emitMatmulGemv(b, op.getWeightScheme(), buffers,
+                             /*enabled=*/Value());
+    } else {
+      Value rows = lowbit::kit::dimOf(b, buffers.x, 0);
+      Value bound = arith::ConstantIndexOp::create(b, kGemvMaxRows);
+      lowbit::emitMatmulGemv(
+          b, op.getWeightScheme(), buffers,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ule, rows, bound));
+      lowbit::emitMatmulGemm(
+          b, op.getWeightScheme(), buffers,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, rows, bound));
+    }
     rewriter.eraseOp(materialize);
     rewriter.eraseOp(op);
     return success();

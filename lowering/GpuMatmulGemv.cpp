@@ -45,12 +45,13 @@ inline constexpr int64_t kRowsPerPass = 16;
 /// first that is >= r, so M = 1 does one fma per weight, not 16.
 inline constexpr std::array<int64_t, 3> kRowBuckets = {1, 4, kRowsPerPass};
 
-class GemvEmitter : public gpu_mapping::GpuKernelBuilder {
+class GemvEmitter : public MatmulKernelBuilder {
 public:
   GemvEmitter(ImplicitLocOpBuilder &builder, const Scheme &scheme,
               const MatmulBuffers &buffers)
-      : GpuKernelBuilder(builder, scheme, kWarpsPerBlock * kit::kWarpSize),
-        buffers(buffers), nibble(scheme.packing == Packing::Nibble),
+      : MatmulKernelBuilder(builder, scheme, buffers,
+                            kWarpsPerBlock * kit::kWarpSize),
+        nibble(scheme.packing == Packing::Nibble),
         perGroup(scheme.scale.granularity == Granularity::Group ||
                  scheme.scale.granularity == Granularity::Block),
         groupSize(scheme.scale.granularity == Granularity::Group
@@ -123,15 +124,7 @@ private:
             b, arith::AddFOp::create(b, slices.getRegionIterArg(0), partial)
                    .getResult());
       }
-      Value acc = slices.getResult(0);
-      if (buffers.bias) {
-        // [N] or the ABI's [1, N].
-        SmallVector<Value, 2> at(
-            cast<MemRefType>(buffers.bias.getType()).getRank() - 1, idx(0));
-        at.push_back(column);
-        acc = arith::AddFOp::create(
-            b, acc, memref::LoadOp::create(b, buffers.bias, at));
-      }
+      Value acc = addBias(slices.getResult(0), column);
       memref::StoreOp::create(b, roundOutput(acc), buffers.output,
                               ValueRange{add(rowBase, lane), column});
     }
@@ -311,26 +304,7 @@ private:
     params.global = global;
     return params;
   }
-  /// The order's w: the reference's f32, rounded to X's dtype (RNE; the
-  /// cvt.rn gives the canonical NaN) and widened back, exactly.
-  Value toInputType(Value weight) {
-    Type input = cast<MemRefType>(buffers.x.getType()).getElementType();
-    return widen(narrow(weight, input));
-  }
-  /// acc as Y's element: RNE, a NaN the canonical NaN of Y's type
-  /// (matmul::roundOutputBits).
-  Value roundOutput(Value acc) {
-    auto outputType = cast<FloatType>(
-        cast<MemRefType>(buffers.output.getType()).getElementType());
-    uint64_t canonicalBits = outputType.isF32() ? 0x7fffffffu : 0x7fffu;
-    Value canonicalNan = arith::ConstantOp::create(
-        b, b.getFloatAttr(outputType, APFloat(outputType.getFloatSemantics(),
-                                              APInt(outputType.getWidth(),
-                                                    canonicalBits))));
-    return select(isNan(acc), canonicalNan, narrow(acc, outputType));
-  }
 
-  const MatmulBuffers &buffers;
   bool nibble;
   /// Whether the parameters change along K, every `groupSize` elements
   /// (groups along K, blocks).

@@ -13,17 +13,11 @@
 #define LOWBIT_LOWERING_GPUMATMULGEMV_H
 
 #include "format/Scheme.h"
+#include "lowering/MatmulKernelCommon.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace lowbit {
-
-/// The buffers of one matmul: X [M, K], the weights as lowbit.dequantize
-/// takes them for an [N, K] result (codes, scales, optional zeros and
-/// global), optional bias ([N] or [1, N]), Y [M, N].
-struct MatmulBuffers {
-  mlir::Value x, codes, scales, zeros, global, bias, output;
-};
 
 /// Whether the GEMV reads `scheme`'s scales: row-major, per tensor, per
 /// output channel (per token, per channel on axis 0), in groups along K

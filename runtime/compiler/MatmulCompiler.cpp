@@ -7,6 +7,7 @@
 #include "lowering/GpuMatmul.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/KernelCompileSupport.h"
+#include "target/ChipCapabilities.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -125,13 +126,26 @@ llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec) {
   return loweredText(spec, lowerMatmulForGpu);
 }
 
+std::string matmulTargetRefusal(const matmul::MatmulSpec &spec,
+                                const Target &target) {
+  if (!target.isNvidia())
+    return "the matmul's GPU kernels need an NVIDIA target, got '" +
+           target.str() + "'";
+  // Every chip lowbit supports is sm_80 or newer and has it; the GEMM's
+  // requirement is still stated where a target is chosen.
+  if (spec.input != ValueType::F32 &&
+      !targetHas(target, TensorInstruction::MmaSyncF16))
+    return "the matmul's GEMM (an f16/bf16 X, M > 16) needs mma.sync "
+           "m16n8k16, which '" +
+           target.str() + "' lacks";
+  return "";
+}
+
 llvm::Expected<GpuCompilation>
 compileMatmulToPtx(const matmul::MatmulSpec &spec, const Target &target,
                    const GpuCompileOptions &options) {
-  if (!target.isNvidia())
-    return compileError("the matmul's GPU kernels need an NVIDIA target, "
-                        "got '" +
-                        target.str() + "'");
+  if (std::string why = matmulTargetRefusal(spec, target); !why.empty())
+    return compileError(why);
   ContextLease context = borrowContext();
   auto module = buildMatmulModule(*context, spec);
   if (!module)

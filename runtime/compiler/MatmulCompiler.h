@@ -47,8 +47,14 @@ llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec);
 /// The GPU form as text (what the GPU tail and the emulator take).
 llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec);
 
+/// Why `target` cannot run `spec`'s GPU kernels, or "" when it can: an
+/// NVIDIA target, with mma.sync m16n8k16 for an f16/bf16 X (the GEMM).
+std::string matmulTargetRefusal(const matmul::MatmulSpec &spec,
+                                const Target &target);
+
 /// The kernels for an NVIDIA `target` through the one GPU compile
-/// (compileModuleForGpu with lowerMatmulForGpu).
+/// (compileModuleForGpu with lowerMatmulForGpu); matmulTargetRefusal's
+/// reason as the error for a target that cannot run them.
 llvm::Expected<GpuCompilation>
 compileMatmulToPtx(const matmul::MatmulSpec &spec, const Target &target,
                    const GpuCompileOptions &options = {});

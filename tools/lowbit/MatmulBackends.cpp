@@ -106,6 +106,11 @@ runMatmulInEmulator(const MatmulProblem &problem, std::string_view targetText,
     return std::nullopt;
   }
   auto prefix = [&] { return "gpu-emulator (" + target->str() + "): "; };
+  if (std::string why = compiler::matmulTargetRefusal(problem.spec, *target);
+      !why.empty()) {
+    fail(error, prefix() + why);
+    return std::nullopt;
+  }
   llvm::Expected<std::string> gpuText = compiler::matmulGpuText(problem.spec);
   if (!gpuText) {
     fail(error, prefix() + llvm::toString(gpuText.takeError()));

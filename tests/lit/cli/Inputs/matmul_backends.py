@@ -1,10 +1,12 @@
 """Runs `lowbit matmul` with --backend cpu and --backend gpu-emulator for
 the weight schemes of issue 27 and checks the two outputs are
 byte-identical (.npy files compared whole). X is f32, f16 or bf16, with and
-without a bias, at M in {1, 3, 17}: by default three of those nine inputs
-per scheme (each dtype, each M and both bias cases over the schemes);
---full runs all nine (the sweep). Prints one line per scheme; exits 1 on
-the first difference.
+without a bias, at M in {1, 3, 17, 40}: M <= 16 and an f32 X run the GEMV,
+an f16/bf16 X with M > 16 the mma.sync GEMM (docs/matmul-gpu.md). By
+default three of those twelve inputs per scheme: M = 1 and M = 3 (the
+GEMV, the dtype rotating with the scheme) and one GEMM input (M = 17 or
+40, f16 or bf16, alternating over the schemes); --full runs all twelve
+(the sweep). Prints one line per scheme; exits 1 on the first difference.
 
 Usage: matmul_backends.py DIR TARGET [--full] [--schemes A,B,...]
 (DIR holds matmul_inputs.py's files)
@@ -39,6 +41,21 @@ SCHEMES = {
 }
 
 
+ROWS = (1, 3, 17, 40)
+DTYPES = ("f32", "f16", "bf16")
+
+
+def picked_by_default(index, number):
+    """Whether the default run takes input `index` (ordered (M, dtype)) for
+    scheme `number`: the GEMV at M = 1 and 3 with the dtype rotating, and
+    one GEMM input."""
+    rows, dtype = ROWS[index // len(DTYPES)], index % len(DTYPES)
+    if rows <= 3:
+        return dtype == (index // len(DTYPES) + number) % len(DTYPES)
+    gemm_rows = ROWS[2 + number % 2]
+    return rows == gemm_rows and dtype == 1 + (number // 2) % 2
+
+
 def run(args):
     subprocess.run(["lowbit"] + args, check=True, stdout=subprocess.DEVNULL)
 
@@ -47,7 +64,7 @@ def main(directory, target, full, only):
     x32 = np.load(os.path.join(directory, "x32.npy"))
     xbf16 = np.load(os.path.join(directory, "xbf16.npy"))
     inputs = []
-    for rows in (1, 3, 17):
+    for rows in ROWS:
         picked = np.resize(np.arange(x32.shape[0]), rows)
         for name, x in (("f32", x32[picked]), ("f16", x32[picked].astype(
                 np.float16)), ("bf16", xbf16[picked])):
@@ -63,9 +80,7 @@ def main(directory, target, full, only):
              os.path.join(directory, "w.npy"), "--out", weights])
         compared = 0
         for index, x in enumerate(inputs):
-            # Inputs are ordered (M, dtype); the default picks one M per
-            # dtype, rotating with the scheme.
-            if not full and index % 3 != (index // 3 + number) % 3:
+            if not full and not picked_by_default(index, number):
                 continue
             extra = ["--bias", bias] if index % 2 == 0 else []
             outputs = []

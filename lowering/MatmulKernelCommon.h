@@ -1,0 +1,78 @@
+//===- MatmulKernelCommon.h - What lowbit.matmul's GPU kernels share -*- C++
+//-*-===//
+//
+// The buffers of one matmul and the two roundings of docs/matmul.md's
+// order that both GPU kernels (the GEMV of GpuMatmulGemv.h, the mma.sync
+// GEMM of GpuMatmulGemm.h) apply: w rounded to X's dtype, the accumulator
+// rounded to Y's with the canonical NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_LOWERING_MATMULKERNELCOMMON_H
+#define LOWBIT_LOWERING_MATMULKERNELCOMMON_H
+
+#include "lowering/GpuKernelBuilder.h"
+
+namespace lowbit {
+
+/// The buffers of one matmul: X [M, K], the weights as lowbit.dequantize
+/// takes them for an [N, K] result (codes, scales, optional zeros and
+/// global), optional bias ([N] or [1, N]), Y [M, N].
+struct MatmulBuffers {
+  mlir::Value x, codes, scales, zeros, global, bias, output;
+};
+
+/// Base of the matmul kernels' emitters.
+class MatmulKernelBuilder : public gpu_mapping::GpuKernelBuilder {
+public:
+  MatmulKernelBuilder(mlir::ImplicitLocOpBuilder &builder, const Scheme &scheme,
+                      const MatmulBuffers &buffers, int64_t threadsPerBlock)
+      : GpuKernelBuilder(builder, scheme, threadsPerBlock), buffers(buffers) {}
+
+protected:
+  mlir::Type inputType() const {
+    return mlir::cast<mlir::MemRefType>(buffers.x.getType()).getElementType();
+  }
+  /// The order's w as X's element: the reference's f32 rounded to X's
+  /// dtype (RNE; the cvt.rn gives the canonical NaN).
+  mlir::Value roundWeight(mlir::Value weight) {
+    return narrow(weight, inputType());
+  }
+  /// The order's w as an f32: rounded to X's dtype and widened back,
+  /// exactly.
+  mlir::Value toInputType(mlir::Value weight) {
+    return widen(roundWeight(weight));
+  }
+  /// acc as Y's element: RNE, a NaN the canonical NaN of Y's type
+  /// (matmul::roundOutputBits).
+  mlir::Value roundOutput(mlir::Value acc) {
+    auto outputType = mlir::cast<mlir::FloatType>(
+        mlir::cast<mlir::MemRefType>(buffers.output.getType())
+            .getElementType());
+    uint64_t canonicalBits = outputType.isF32() ? 0x7fffffffu : 0x7fffu;
+    mlir::Value canonicalNan = mlir::arith::ConstantOp::create(
+        b, b.getFloatAttr(outputType,
+                          llvm::APFloat(outputType.getFloatSemantics(),
+                                        llvm::APInt(outputType.getWidth(),
+                                                    canonicalBits))));
+    return select(isNan(acc), canonicalNan, narrow(acc, outputType));
+  }
+  /// acc + bias[column] (f32), or acc without a bias.
+  mlir::Value addBias(mlir::Value acc, mlir::Value column) {
+    if (!buffers.bias)
+      return acc;
+    // [N] or the ABI's [1, N].
+    llvm::SmallVector<mlir::Value, 2> at(
+        mlir::cast<mlir::MemRefType>(buffers.bias.getType()).getRank() - 1,
+        idx(0));
+    at.push_back(column);
+    return mlir::arith::AddFOp::create(
+        b, acc, mlir::memref::LoadOp::create(b, buffers.bias, at));
+  }
+
+  const MatmulBuffers &buffers;
+};
+
+} // namespace lowbit
+
+#endif // LOWBIT_LOWERING_MATMULKERNELCOMMON_H

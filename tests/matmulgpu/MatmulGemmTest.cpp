@@ -1,0 +1,211 @@
+//===- MatmulGemmTest.cpp - The matmul's mma.sync GEMM in the GPU emulator ===//
+//
+// The GEMM of lowering/GpuMatmulGemm.h (docs/matmul-gpu.md) over the matmul
+// ABI's 2-D buffers, lowered by the GPU tail and run in the GPU emulator on
+// sm_80, sm_90a and sm_100a: Y bit for bit the ordered reference
+// (matmul::orderedMatmul) for every weight scheme of issue 27, f16 and bf16
+// X, M in {17, 64}, ragged N and K (a partial tile, a chunk cut by K, rows
+// that are not 16-byte aligned and take the element-load path) and a K
+// past 1024 (chunks wrap around the 32 slices, so slices hold two chunks
+// and the slice-major walk's closed form is exercised). Then the whole
+// compiled module: the launch plan picks the GEMV for M <= 16 and the GEMM
+// for M > 16, one launch each, and the emulated module is bit-exact at
+// M in {1, 16, 17, 64}. Its PTX assembles with ptxas on every chip.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MatmulKernelHarness.h"
+
+#include "lowering/GpuMatmulGemm.h"
+#include "matmul/MatmulSpec.h"
+#include "runtime/compiler/MatmulCompiler.h"
+#include "tests/matmul/MatmulTestData.h"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <functional>
+
+using namespace lowbit;
+using namespace lowbit::matmul;
+namespace mt = lowbit::matmul::test;
+using namespace lowbit::matmul::test;
+
+namespace {
+
+constexpr ValueType kInputs[] = {ValueType::F16, ValueType::BF16};
+constexpr ValueType kOutputs[] = {ValueType::F32, ValueType::F16,
+                                  ValueType::BF16};
+constexpr std::array<const char *, 3> kEmulatedTargets = {"sm_80", "sm_90a",
+                                                          "sm_100a"};
+
+using Shapes = std::span<const std::array<int64_t, 3>>;
+
+/// Y of `run` (one kernel's module or the whole compiled one) against the
+/// ordered reference for each [m, n, k] of `shapes`; the outputs compared.
+size_t
+checkAgainstOrder(const KernelCase &kernel, Shapes shapes,
+                  const std::function<std::vector<uint8_t>(
+                      const QuantizedTensor &, std::vector<uint8_t>, int64_t,
+                      std::vector<float>, std::string &)> &run) {
+  size_t compared = 0;
+  for (auto [m, n, k] : shapes) {
+    INFO("m=" << m << " n=" << n << " k=" << k);
+    std::string error;
+    std::optional<QuantizedTensor> weights = quantize(
+        kernel.scheme, mt::weightLikeMatrix(n, k, uint64_t(n * 31 + k)), n, k,
+        &error);
+    INFO(error);
+    REQUIRE(weights);
+    std::vector<float> biasValues =
+        kernel.bias ? mt::biasVector(n, 7) : std::vector<float>();
+    std::vector<uint8_t> xBytes =
+        mt::normalActivations(kernel.input, m, k, uint64_t(m + k));
+    std::optional<std::vector<uint8_t>> expected = orderedMatmul(
+        *weights, kernel.input, xBytes, m, biasValues, kernel.output, &error);
+    REQUIRE(expected);
+    std::vector<uint8_t> actual = run(*weights, xBytes, m, biasValues, error);
+    INFO(error);
+    REQUIRE(error.empty());
+    CHECK(actual == *expected);
+    compared += expected->size() / size_t(valueTypeBytes(kernel.output));
+  }
+  return compared;
+}
+
+/// The GEMM alone, on each target, bit-exact to the order.
+void checkGemm(const mt::WeightSchemeCase &weightCase, ValueType input,
+               ValueType output, bool bias, Shapes shapes) {
+  KernelCase gemm{mt::schemeOf(weightCase), input, output, bias};
+  INFO(weightCase.label << " from=" << valueTypeName(input) << " to="
+                        << valueTypeName(output) << (bias ? " bias" : ""));
+  std::string text = kernelModuleText({&gemm, 1}, emitMatmulGemm);
+  for (const char *targetName : kEmulatedTargets) {
+    INFO(targetName);
+    std::unique_ptr<emulator::EmulatedProgram> program =
+        compileKernels(text, targetName);
+    size_t compared = checkAgainstOrder(
+        gemm, shapes,
+        [&](const QuantizedTensor &weights, std::vector<uint8_t> xBytes,
+            int64_t m, std::vector<float> biasValues, std::string &error) {
+          return runKernel(*program, gemm, weights, std::move(xBytes), m,
+                           std::move(biasValues), error);
+        });
+    std::printf("matmul-gpu: %-20s %-7s gemm: %zu outputs bit-exact\n",
+                weightCase.label, targetName, compared);
+  }
+}
+
+/// [m, n, k]: M = 17 and 64 on a ragged 13 x 200 (one partial column
+/// tile, the last chunk cut at 8, 16-byte aligned rows: cp.async with
+/// zero-fill), 130 x 75 (two column tiles, rows of X not 16-byte aligned:
+/// the element-load path, an odd K) and, at M = 17, 9 x 1100 (35 chunks:
+/// slices 0-2 hold two).
+constexpr std::array<std::array<int64_t, 3>, 5> kShapes = {{{17, 13, 200},
+                                                            {64, 13, 200},
+                                                            {17, 130, 75},
+                                                            {64, 130, 75},
+                                                            {17, 9, 1100}}};
+
+} // namespace
+
+TEST_CASE("the mma.sync GEMM is bit-exact to the order for every weight "
+          "scheme on sm_80, sm_90a and sm_100a",
+          "[matmul-gpu][emulator]") {
+  // X alternates f16/bf16, Y rotates and the bias alternates over the
+  // schemes; the sweep runs every pair.
+  size_t index = 0;
+  for (const mt::WeightSchemeCase &weightCase : mt::weightSchemeCases()) {
+    checkGemm(weightCase, kInputs[index % 2], kOutputs[(index / 2) % 3],
+              index % 3 != 1, kShapes);
+    ++index;
+  }
+}
+
+TEST_CASE("the compiled matmul picks the GEMV for M <= 16 and the GEMM "
+          "above, one launch per call, bit-exact",
+          "[matmul-gpu][emulator]") {
+  std::string error;
+  std::optional<MatmulSpec> spec =
+      parseMatmulSpec("matmul int4_g128 from=bf16 to=f16 bias", &error);
+  INFO(error);
+  REQUIRE(spec);
+  std::optional<Target> target = parseTarget("sm_90a", &error);
+  REQUIRE(target);
+  int64_t n = 13, k = 200;
+
+  // The launch plan: the GEMV's then the GEMM's launch, grids selected by
+  // M; exactly one is non-empty for every M.
+  llvm::Expected<compiler::GpuCompilation> compiled =
+      compiler::compileMatmulToPtx(*spec, *target);
+  if (!compiled)
+    FAIL(llvm::toString(compiled.takeError()));
+  const launch::LaunchPlan &plan = compiled->plan;
+  INFO(plan.serialize());
+  REQUIRE(plan.unsupported.empty());
+  REQUIRE(plan.steps.size() == 2);
+  CHECK(compiled->ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16."
+                           "f32") != std::string::npos);
+  // The ABI's shapes: x, codes, scales, zeros, bias, y.
+  Shape2D codes = codesShape(spec->scheme, n, k);
+  Shape2D scales = scaleShape(spec->scheme, n, k);
+  for (int64_t m : {1, 16, 17, 64}) {
+    INFO("m=" << m);
+    std::array<launch::Shape, 6> shapes = {{{m, k},
+                                            {codes.rows, codes.cols},
+                                            {scales.rows, scales.cols},
+                                            {scales.rows, scales.cols},
+                                            {1, n},
+                                            {m, n}}};
+    std::array<int64_t, 2> grids{};
+    for (size_t step = 0; step < 2; ++step) {
+      auto expression =
+          launch::Expression::compile(plan.steps[step].sizes[0], shapes.size());
+      REQUIRE(expression);
+      auto grid = expression->evaluate(shapes);
+      REQUIRE(grid);
+      grids[step] = *grid;
+    }
+    bool gemv = m <= 16;
+    CHECK((grids[0] > 0) == gemv);
+    CHECK((grids[1] > 0) == !gemv);
+    CHECK(grids[0] * grids[1] == 0);
+  }
+
+  // The whole module in the emulator (the CLI's gpu-emulator path).
+  llvm::Expected<std::string> text = compiler::matmulGpuText(*spec);
+  if (!text)
+    FAIL(llvm::toString(text.takeError()));
+  std::unique_ptr<emulator::EmulatedProgram> program =
+      compileKernels(*text, "sm_90a");
+  KernelCase kernel{spec->scheme, spec->input, spec->output, spec->bias};
+  std::array<std::array<int64_t, 3>, 4> rows = {
+      {{1, n, k}, {16, n, k}, {17, n, k}, {64, n, k}}};
+  checkAgainstOrder(
+      kernel, rows,
+      [&](const QuantizedTensor &weights, std::vector<uint8_t> xBytes,
+          int64_t m, std::vector<float> biasValues, std::string &runError) {
+        return runKernel(*program, kernel, weights, std::move(xBytes), m,
+                         std::move(biasValues), runError);
+      });
+}
+
+TEST_CASE("the GEMM's PTX assembles on every chip", "[matmul-gpu][ptx]") {
+  std::vector<KernelCase> cases = rotatedCases(kInputs, kOutputs);
+  checkKernelsAssemble(cases, emitMatmulGemm,
+                       {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                        "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                        "cp.async.cg.shared.global", "cp.async.commit_group",
+                        "cp.async.wait_group"});
+}
+
+TEST_CASE("sweep: the GEMM for every scheme and dtype pair, larger shapes",
+          "[.sweep][matmul-gpu]") {
+  static constexpr std::array<std::array<int64_t, 3>, 3> kSweepShapes = {
+      {{64, 13, 200}, {100, 67, 2113}, {17, 136, 64}}};
+  for (const mt::WeightSchemeCase &weightCase : mt::weightSchemeCases())
+    for (ValueType input : kInputs)
+      for (ValueType output : kOutputs)
+        checkGemm(weightCase, input, output, /*bias=*/true, kSweepShapes);
+}
