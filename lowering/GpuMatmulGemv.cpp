@@ -18,6 +18,7 @@
 #include "lowering/GpuMatmulGemv.h"
 
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/MatmulArithmetic.h"
 #include "matmul/MatmulOrder.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -132,7 +133,10 @@ private:
         acc = arith::AddFOp::create(
             b, acc, memref::LoadOp::create(b, buffers.bias, at));
       }
-      memref::StoreOp::create(b, roundOutput(acc), buffers.output,
+      auto outputType = cast<FloatType>(
+          cast<MemRefType>(buffers.output.getType()).getElementType());
+      memref::StoreOp::create(b, roundMatmulOutput(b, acc, outputType),
+                              buffers.output,
                               ValueRange{add(rowBase, lane), column});
     }
     // The next pass overwrites the partials.
@@ -317,19 +321,6 @@ private:
     Type input = cast<MemRefType>(buffers.x.getType()).getElementType();
     return widen(narrow(weight, input));
   }
-  /// acc as Y's element: RNE, a NaN the canonical NaN of Y's type
-  /// (matmul::roundOutputBits).
-  Value roundOutput(Value acc) {
-    auto outputType = cast<FloatType>(
-        cast<MemRefType>(buffers.output.getType()).getElementType());
-    uint64_t canonicalBits = outputType.isF32() ? 0x7fffffffu : 0x7fffu;
-    Value canonicalNan = arith::ConstantOp::create(
-        b, b.getFloatAttr(outputType, APFloat(outputType.getFloatSemantics(),
-                                              APInt(outputType.getWidth(),
-                                                    canonicalBits))));
-    return select(isNan(acc), canonicalNan, narrow(acc, outputType));
-  }
-
   const MatmulBuffers &buffers;
   bool nibble;
   /// Whether the parameters change along K, every `groupSize` elements
