@@ -56,7 +56,10 @@ public:
                  scheme.scale.granularity == Granularity::Block),
         groupSize(scheme.scale.granularity == Granularity::Group
                       ? scheme.scale.groupSize
-                      : scheme.scale.blockCols) {}
+                      : scheme.scale.blockCols) {
+    // Integer codes by the magic number, not I2F (exact, the same bits).
+    setMagicIntegerDecode(true);
+  }
 
   void emit(Value enabled) {
     Value n = dimOf(b, buffers.output, 1);

@@ -17,6 +17,7 @@
 #include "dialect/LowbitMatmulOps.h"
 #include "lowering/DecodeAttentionEmitter.h"
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/MatmulArithmetic.h"
 #include "lowering/Passes.h"
 #include "lowering/kit/KernelEmitter.h"
 #include "matmul/MatmulOrder.h"
@@ -45,22 +46,6 @@ public:
     if (value.getType().isF32())
       return value;
     return arith::ExtFOp::create(b, b.getF32Type(), value);
-  }
-
-  /// acc as Y's element: RNE, a NaN the canonical NaN of Y's type
-  /// (matmul::roundOutputBits).
-  Value roundOutput(Value acc, Type outputType) {
-    auto floatType = cast<FloatType>(outputType);
-    uint64_t canonicalBits = floatType.isF32() ? 0x7fffffffu : 0x7fffu;
-    Value canonicalNan = arith::ConstantOp::create(
-        b, b.getFloatAttr(floatType,
-                          APFloat(floatType.getFloatSemantics(),
-                                  APInt(floatType.getWidth(), canonicalBits))));
-    Value isNan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, acc, acc);
-    Value rounded = floatType.isF32()
-                        ? acc
-                        : arith::TruncFOp::create(b, outputType, acc).getResult();
-    return select(isNan, canonicalNan, rounded);
   }
 
   /// p after the fma chain of one slice over x[row, :] and w[col, :].
@@ -164,8 +149,9 @@ LogicalResult lowerMatmul(ld::MatmulOp op) {
         biasValue = memref::LoadOp::create(b, bias, col);
       acc = arith::AddFOp::create(b, acc, biasValue);
     }
-    memref::StoreOp::create(b, emitter.roundOutput(acc, outputType), output,
-                            ValueRange{row, col});
+    memref::StoreOp::create(
+        b, lowbit::roundMatmulOutput(b, acc, cast<FloatType>(outputType)),
+        output, ValueRange{row, col});
   }
   memref::DeallocOp::create(b, weights);
   materialize->erase();

@@ -12,6 +12,7 @@
 #define LOWBIT_LOWERING_MATMULKERNELCOMMON_H
 
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/MatmulArithmetic.h"
 
 namespace lowbit {
 
@@ -46,16 +47,11 @@ protected:
   /// acc as Y's element: RNE, a NaN the canonical NaN of Y's type
   /// (matmul::roundOutputBits).
   mlir::Value roundOutput(mlir::Value acc) {
-    auto outputType = mlir::cast<mlir::FloatType>(
-        mlir::cast<mlir::MemRefType>(buffers.output.getType())
-            .getElementType());
-    uint64_t canonicalBits = outputType.isF32() ? 0x7fffffffu : 0x7fffu;
-    mlir::Value canonicalNan = mlir::arith::ConstantOp::create(
-        b, b.getFloatAttr(outputType,
-                          llvm::APFloat(outputType.getFloatSemantics(),
-                                        llvm::APInt(outputType.getWidth(),
-                                                    canonicalBits))));
-    return select(isNan(acc), canonicalNan, narrow(acc, outputType));
+    return roundMatmulOutput(
+        b, acc,
+        mlir::cast<mlir::FloatType>(
+            mlir::cast<mlir::MemRefType>(buffers.output.getType())
+                .getElementType()));
   }
   /// acc + bias[column] (f32), or acc without a bias.
   mlir::Value addBias(mlir::Value acc, mlir::Value column) {

@@ -337,13 +337,39 @@ Value ScaleMath::dequantizeValue(Value code, const GroupParams &params) {
     Value mask = i32(int32_t(scheme.element.codeMask()));
     Value codeValue = arith::AndIOp::create(
         b, arith::ExtUIOp::create(b, b.getI32Type(), code), mask);
+    if (magicIntegerDecode) {
+      // (2^23 + c) - (2^23 + z): both exact, 0 <= c, z < 2^8.
+      Value difference = arith::SubFOp::create(b, magicFloat(codeValue),
+                                               magicFloat(params.zero));
+      return mulf(difference, params.scale);
+    }
     Value shifted = arith::SubIOp::create(b, codeValue, params.zero);
     return mulf(arith::SIToFPOp::create(b, b.getF32Type(), shifted),
                 params.scale);
   }
+  if (magicIntegerDecode && scheme.element.isInt())
+    return scaleDecoded(magicDecodeInt(code), params);
   Value decoded =
       ld::DecodeOp::create(b, b.getF32Type(), code, elementFormatAttr);
   return scaleDecoded(decoded, params);
+}
+
+Value ScaleMath::magicFloat(Value unsignedBits) {
+  Value bits = arith::OrIOp::create(b, unsignedBits, i32(0x4b000000));
+  return arith::BitcastOp::create(b, b.getF32Type(), bits);
+}
+
+Value ScaleMath::magicDecodeInt(Value code) {
+  const Format &element = scheme.element;
+  Value bits = arith::AndIOp::create(
+      b, arith::ExtUIOp::create(b, b.getI32Type(), code),
+      i32(int32_t(element.codeMask())));
+  // Two's complement c to the offset binary c + 2^(b-1): flip the sign bit.
+  int32_t offset = element.isSigned() ? int32_t(1) << (element.bits() - 1) : 0;
+  if (offset != 0)
+    bits = arith::XOrIOp::create(b, bits, i32(offset));
+  return arith::SubFOp::create(b, magicFloat(bits),
+                               f32(float(8388608 + offset)));
 }
 
 Value ScaleMath::scaleDecoded(Value decoded, const GroupParams &params) {
@@ -359,7 +385,9 @@ Value ScaleMath::scaleDecoded(Value decoded, const GroupParams &params) {
 
 std::pair<Value, Value> ScaleMath::dequantizePair(Value first, Value second,
                                                   const GroupParams &params) {
-  if (kind == ScaleKind::Asymmetric)
+  // No x2 conversion decodes integers: the magic form goes per element.
+  if (kind == ScaleKind::Asymmetric ||
+      (magicIntegerDecode && scheme.element.isInt()))
     return {dequantizeValue(first, params), dequantizeValue(second, params)};
   Value codes = vector::FromElementsOp::create(
       b, VectorType::get({2}, b.getI8Type()), ValueRange{first, second});

@@ -123,6 +123,17 @@ public:
   std::pair<mlir::Value, mlir::Value> dequantizePair(mlir::Value first,
                                                      mlir::Value second,
                                                      const GroupParams &params);
+  /// Integer codes (an int element format's, and the asymmetric kinds'
+  /// c - z) become f32 by the magic number instead of a conversion:
+  /// bits(0x4b000000 | u) is the f32 2^23 + u for 0 <= u < 2^23, so an
+  /// unsigned code u is that minus 2^23, a signed b-bit code c is u =
+  /// c ^ 2^(b-1) minus 2^23 + 2^(b-1), and c - z is (2^23 + c) - (2^23 +
+  /// z): one exact subtraction, the bits sitofp gives, in ALU ops instead
+  /// of the conversion pipe's I2F (docs/matmul-gpu.md, "Dequantization in
+  /// registers"). Off by default, so the dequantize kernels keep their
+  /// PTX; the matmul's GEMV turns it on.
+  void setMagicIntegerDecode(bool on) { magicIntegerDecode = on; }
+
   /// Sets params.reciprocal where x * (1 / s) has the bits of x / s: the
   /// power-of-two e8m0 scales of symmetric schemes.
   GroupParams withExactReciprocal(GroupParams params);
@@ -133,6 +144,12 @@ protected:
   dialect::FormatAttrInterface elementFormatAttr, scaleFormatAttr;
 
 private:
+  /// The f32 2^23 + u of an i32 0 <= u < 2^23 (setMagicIntegerDecode).
+  mlir::Value magicFloat(mlir::Value unsignedBits);
+  /// An int element format's code as its exact f32 by the magic number.
+  mlir::Value magicDecodeInt(mlir::Value code);
+
+  bool magicIntegerDecode = false;
   /// The f32 value quantizeValue encodes, for the symmetric kinds.
   mlir::Value scaledForEncode(mlir::Value value, const GroupParams &params);
   /// A decoded element times its scale(s), in the reference's order.

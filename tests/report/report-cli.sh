@@ -58,6 +58,16 @@ grep -qi 'hadamard' "$work/fused-refused.err" || { cat "$work/fused-refused.err"
 
 "$lowbit" report --help | grep -q '^usage: lowbit report (SPEC... | --all)'
 
+# A matmul spec: the GEMV at M = 1 and 16, its bytes (x 8 KiB, codes 8 MiB,
+# f16 scales 256 KiB, zeros 128 KiB, y 8 KiB at M = 1) and the loop of
+# each M's row bucket, read off the SASS.
+"$lowbit" report 'matmul int4_g128 from=bf16' --m 1,16 > "$work/matmul.txt"
+cat "$work/matmul.txt"
+grep -q '^  model inputs (M=1 N=4096 K=4096): HBM bytes x=8192 codes=8388608 scales=262144 zeros=131072 y=8192 (total 8798208' "$work/matmul.txt"
+grep -Eq '^  GEMV: bucket 1 rows, SASS loop at [0-9]+ of [0-9]+ instr' "$work/matmul.txt"
+grep -Eq '^  GEMV: bucket 16 rows, SASS loop at [0-9]+ of [0-9]+ instr' "$work/matmul.txt"
+grep -q '^matmul int4_g128 from=bf16 to=bf16 dynamic at M=16 N=4096 K=4096 on sm_90a: 1 launch(es)' "$work/matmul.txt"
+
 expect_failure() {
   local pattern=$1; shift
   if "$lowbit" report "$@" > "$work/out" 2> "$work/err"; then
@@ -72,5 +82,8 @@ expect_failure 'must be an NVIDIA chip' 'quantize mxfp4' --target cpu
 expect_failure 'sm_999' 'quantize mxfp4' --target sm_999
 expect_failure 'give SPECs or --all' --all 'quantize mxfp4'
 expect_failure 'expected ROWSxCOLS' 'quantize mxfp4' --size 12
+expect_failure "'0' is not a positive row count" 'matmul int4_g128 from=bf16' --m 1,0
+expect_failure "spec 'matmul nosuchscheme'" 'matmul nosuchscheme'
+expect_failure 'not the --size 64x256' 'matmul int4_g128 from=bf16 n=128 k=256' --size 64x256
 expect_failure 'cover the named schemes' 'quantize mxfp4 scale=static' --with-nvrtc
 echo PASS

@@ -25,6 +25,7 @@
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/KvCacheReport.h"
+#include "tools/lowbit/MatmulReport.h"
 #include "tools/lowbit/ParamRoles.h"
 
 #include <charconv>
@@ -37,7 +38,8 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: lowbit report (SPEC... | --all) [--target CHIP[,CHIP...]]\n"
-    "                     [--size ROWSxCOLS] [--markdown] [--with-nvrtc]\n"
+    "                     [--size ROWSxCOLS] [--m M[,M...]] [--markdown]\n"
+    "                     [--with-nvrtc]\n"
     "Static report of each GPU kernel of a spec: launches, grid and block,\n"
     "global load/store widths, bytes per element against the format's\n"
     "minimum, PTX instructions per element, registers, spills, occupancy\n"
@@ -48,18 +50,20 @@ constexpr std::string_view kUsage =
     "                (batch 1 at 32768 tokens; --size does not apply)\n"
     "                or a KV-cache spec, 'kv_append kv_int8_g64 ...' (batch\n"
     "                64 at 1 and 256 new tokens; --size does not apply)\n"
+    "                or a matmul spec, 'matmul int4_g128 from=bf16' (weights\n"
+    "                N x K from --size, default 4096x4096, or the spec's n, "
+    "k)\n"
     "  --all         every named scheme, quantize and dequantize, f32\n"
     "  --target      sm_80, sm_89, sm_90a (default), sm_100a, sm_120a,\n"
     "                comma-separated (chip constants: docs/gpu-report.md)\n"
     "  --size        the reference tensor (default 8192x8192)\n"
+    "  --m           a matmul's rows of X, comma-separated (default 1,16)\n"
     "  --markdown    one table row per kernel instead of the long form\n"
     "  --with-nvrtc  also the NVRTC reference kernels of the named schemes\n";
 
-constexpr OptionSpec kOptions[] = {{"all", false},
-                                   {"target", true},
-                                   {"size", true},
-                                   {"markdown", false},
-                                   {"with-nvrtc", false}};
+constexpr OptionSpec kOptions[] = {{"all", false},      {"target", true},
+                                   {"size", true},      {"m", true},
+                                   {"markdown", false}, {"with-nvrtc", false}};
 
 /// A launch size as a function of the tensor's rows and cols, read off the
 /// plan by evaluating it at the reference size and at twice the rows and
@@ -93,6 +97,8 @@ std::string describeSize(const std::string &expression,
     text = ratio(rows * cols, "rows*cols");
   return text.empty() ? fmt::format("{} at this size", base) : text;
 }
+
+} // namespace
 
 /// One step of a launch plan evaluated at `shapes`: grid, block, shared
 /// bytes, which parameter slots hold which buffer, and whether the grid
@@ -134,6 +140,8 @@ Expected<report::KernelLaunch> launchOfStep(const jit::LaunchStep &step,
   }
   return launch;
 }
+
+namespace {
 
 struct ReportOptions {
   std::vector<report::ChipModel> chips;
@@ -368,6 +376,23 @@ CommandResult runReport(Arguments args) {
     return fail(
         fmt::format("report: give SPECs or --all (not both)\n{}", kUsage));
   ReportOptions options;
+  std::vector<int64_t> matmulRows(kMatmulReportRows.begin(),
+                                  kMatmulReportRows.end());
+  if (const std::string *rows = parsed->value("m")) {
+    matmulRows.clear();
+    for (size_t start = 0; start <= rows->size();) {
+      size_t comma = std::min(rows->find(',', start), rows->size());
+      std::string_view text =
+          std::string_view(*rows).substr(start, comma - start);
+      start = comma + 1;
+      int64_t value = 0;
+      auto [end, ec] =
+          std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size() || value < 1)
+        return fail(fmt::format("--m: '{}' is not a positive row count", text));
+      matmulRows.push_back(value);
+    }
+  }
   if (const std::string *size = parsed->value("size")) {
     std::string reason;
     if (!parseRowsByCols(*size, kMaxBenchElements, options.rows, options.cols,
@@ -404,6 +429,7 @@ CommandResult runReport(Arguments args) {
   std::vector<KernelSpec> specs;
   std::vector<kv::KvAttentionSpec> attentionSpecs;
   std::vector<kv::KvKernelSpec> cacheSpecs;
+  std::vector<matmul::MatmulSpec> matmulSpecs;
   if (all)
     specs = allNamedSchemeSpecs();
   for (std::string_view text : parsed->operands) {
@@ -413,6 +439,14 @@ CommandResult runReport(Arguments args) {
       if (!cache)
         return fail(fmt::format("spec '{}': {}", text, error));
       cacheSpecs.push_back(*cache);
+      continue;
+    }
+    if (text.starts_with("matmul")) {
+      std::optional<matmul::MatmulSpec> matmulSpec =
+          matmul::parseMatmulSpec(text, &error);
+      if (!matmulSpec)
+        return fail(fmt::format("spec '{}': {}", text, error));
+      matmulSpecs.push_back(*matmulSpec);
       continue;
     }
     if (text.starts_with("kv_attend")) {
@@ -488,6 +522,26 @@ CommandResult runReport(Arguments args) {
                           options.targets[t].chip, cache.error().message));
         add(*cache);
       }
+  for (size_t t = 0; t < options.targets.size(); ++t)
+    for (const matmul::MatmulSpec &spec : matmulSpecs) {
+      // The weights: --size, else the spec's static [n, k], else the
+      // default.
+      int64_t n = parsed->value("size") ? options.rows
+                  : spec.isDynamic()    ? kMatmulReportN
+                                        : spec.n;
+      int64_t k = parsed->value("size") ? options.cols
+                  : spec.isDynamic()    ? kMatmulReportK
+                                        : spec.k;
+      for (int64_t m : matmulRows) {
+        Expected<std::string> rows = reportMatmul(
+            spec, n, k, m, options.targets[t], options.chips[t], markdown);
+        if (!rows)
+          return fail(
+              fmt::format("'{}' on {}: {}", matmul::printMatmulSpec(spec),
+                          options.targets[t].chip, rows.error().message));
+        output += *rows;
+      }
+    }
   fmt::print("{}", output);
   return std::nullopt;
 }

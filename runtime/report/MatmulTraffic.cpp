@@ -1,0 +1,190 @@
+//===- MatmulTraffic.cpp - The quantized-weight matmul in the report ------===//
+
+#include "runtime/report/MatmulTraffic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace lowbit::report {
+
+Buffer matmulBuffer(const std::string &name, int64_t bytes, bool written) {
+  return {name == "codes" ? "input" : name, bytes, written};
+}
+
+void setMatmulTraffic(SpecInput &input, const MatmulShape &shape) {
+  // The streamed side is loaded, as in quantize; valueBytes only scales
+  // the PTX loops' trips, which the codes' own bytes per trip replace
+  // (the loop's address dataflow names the codes buffer).
+  input.op = KernelOp::Quantize;
+  input.valueBytes = 1;
+  input.elements = shape.n * shape.k;
+  input.minimumBytes = 0;
+  for (const Buffer &buffer : input.buffers)
+    input.minimumBytes += double(buffer.bytes);
+}
+
+double mmaSyncPeakSeconds(const ChipModel &chip, const MatmulShape &shape) {
+  double mmas =
+      double(shape.m) * double(shape.n) * double(shape.k) / (16.0 * 8.0 * 16.0);
+  return mmas * chip.mmaSyncIssueSlots /
+         (double(chip.issuePerSmPerClock) * chip.smCount * chip.clockHz);
+}
+
+namespace {
+
+/// The GEMV's row buckets and chunk (lowering/GpuMatmulGemv.cpp,
+/// matmul::kChunk): a pass of M rows runs the first bucket >= M.
+constexpr int64_t kRowBuckets[] = {1, 4, 16};
+constexpr int64_t kChunkWeights = 32, kSlices = 32;
+
+std::string loopMixText(const std::map<std::string, int> &mix) {
+  std::string text;
+  for (const auto &[kind, count] : mix)
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", kind, count);
+  return text;
+}
+
+} // namespace
+
+std::optional<GemvEstimate> estimateGemv(const SpecInput &input,
+                                         const LaunchReport &launch,
+                                         const MatmulShape &shape,
+                                         int codesBytesPerChunk,
+                                         int xElementBytes) {
+  if (!launch.sass || !input.chip.constants || launch.threads == 0)
+    return std::nullopt;
+  GemvEstimate out;
+  int64_t rows = std::min<int64_t>(shape.m, 16);
+  for (int64_t bucket : kRowBuckets)
+    if (out.bucket == 0 && bucket >= rows)
+      out.bucket = bucket;
+  int expected =
+      codesBytesPerChunk + int(out.bucket * kChunkWeights * xElementBytes);
+  const SassKernel &sass = *launch.sass;
+  const SassLoop *chosen = nullptr;
+  for (const SassLoop &loop : sass.loops)
+    if (loop.globalLoadBytes >= expected &&
+        (!chosen || loop.globalLoadBytes < chosen->globalLoadBytes))
+      chosen = &loop;
+  if (!chosen)
+    return std::nullopt;
+  out.firstInstruction = chosen->firstInstruction;
+  out.loopInstructions = chosen->instructions();
+  out.loadBytesPerTrip = chosen->globalLoadBytes;
+  double chunksPerTrip =
+      std::max(1.0, std::floor(double(chosen->globalLoadBytes) / expected));
+  out.weightsPerTrip = kChunkWeights * chunksPerTrip;
+  // A passes of 16 rows each; a lane's chunks are every 32nd of K's.
+  int64_t passes = (shape.m + 15) / 16;
+  int64_t chunks = (shape.k + kChunkWeights - 1) / kChunkWeights;
+  out.tripsPerWarp =
+      double(passes) *
+      std::ceil(double((chunks + kSlices - 1) / kSlices) / chunksPerTrip);
+
+  // Issue: the loop's SASS per warp trip, by dispatch or by the busiest
+  // pipe the chip table rates (the shared model's rule, on this loop).
+  const ChipConstants &row = *input.chip.constants;
+  double all = out.loopInstructions, fp32 = 0, int32 = 0;
+  for (int i = chosen->firstInstruction; i <= chosen->lastInstruction; ++i) {
+    std::string_view kind = sass.classes[size_t(i)];
+    fp32 += kind == "fp32" || kind == "fp16";
+    int32 += kind == "int";
+    ++out.loopMix[std::string(kind)];
+  }
+  double clocksPerTrip = all / input.chip.issuePerSmPerClock;
+  out.binding = "dispatch";
+  for (auto [name, count, lanes] :
+       {std::tuple{"fp32 pipe", fp32, row.fp32LanesPerClock.value},
+        std::tuple{"INT32 pipe", int32, row.int32LanesPerClock.value}})
+    if (lanes > 0 && count * 32 / lanes > clocksPerTrip) {
+      clocksPerTrip = count * 32 / lanes;
+      out.binding = name;
+    }
+  int64_t blocks =
+      launch.launch.grid[0] * launch.launch.grid[1] * launch.launch.grid[2];
+  int64_t activeSms = std::min<int64_t>(input.chip.smCount, blocks);
+  double warps = double(launch.threads) / 32;
+  out.issueSeconds = warps * out.tripsPerWarp * clocksPerTrip /
+                     (double(activeSms) * input.chip.clockHz);
+
+  // Memory: every byte once at peak, or the loads the resident warps keep
+  // in flight over the latency, whichever is slower.
+  double peak = input.chip.hbmBytesPerSecond;
+  double resident = double(launch.blocksPerSm) *
+                    double(launch.launch.block[0] * launch.launch.block[1] *
+                           launch.launch.block[2]) *
+                    double(activeSms);
+  out.bytesInFlight = resident * out.loadBytesPerTrip;
+  double loadBandwidth =
+      std::min(peak, out.bytesInFlight / input.chip.memoryLatencySeconds);
+  out.memorySeconds = input.minimumBytes / loadBandwidth;
+  if (out.issueSeconds > out.memorySeconds)
+    out.binding = "issue (" + out.binding + ")";
+  else
+    out.binding =
+        loadBandwidth < peak ? "memory-level parallelism" : "HBM bandwidth";
+  out.seconds = std::max(out.issueSeconds, out.memorySeconds);
+  out.fraction = input.minimumBytes / peak / out.seconds;
+  out.fractionWithLaunch = input.minimumBytes / peak /
+                           (out.seconds + input.chip.launchOverheadSeconds);
+  return out;
+}
+
+std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
+                             const MatmulShape &shape) {
+  std::string text = fmt::format("  model inputs (M={} N={} K={}): HBM bytes",
+                                 shape.m, shape.n, shape.k);
+  int64_t xBytes = 0, codesBytes = 0;
+  for (const Buffer &buffer : input.buffers) {
+    text += fmt::format(
+        " {}={}", buffer.role == "input" ? "codes" : buffer.role, buffer.bytes);
+    if (buffer.role == "x")
+      xBytes = buffer.bytes;
+    if (buffer.role == "input")
+      codesBytes = buffer.bytes;
+  }
+  text +=
+      fmt::format(" (total {:.0f}, {:.2f} us at peak)\n", input.minimumBytes,
+                  input.minimumBytes / input.chip.hbmBytesPerSecond * 1e6);
+  for (const LaunchReport &launch : report.launches) {
+    int64_t blocks =
+        launch.launch.grid[0] * launch.launch.grid[1] * launch.launch.grid[2];
+    text += fmt::format("  {}: {} blocks, {} per SM; X re-read by every block "
+                        "(L2, not counted): {} bytes\n",
+                        launch.launch.kernel, blocks, launch.blocksPerSm,
+                        blocks * xBytes);
+    if (launch.mmaPerThread > 0 || launch.tensorPerThread > 0) {
+      text += fmt::format(
+          "  mma.sync: {:.1f}% of the dense peak ({:.2f} us "
+          "at peak, {:.2f} us estimated)\n",
+          100 * mmaSyncPeakSeconds(input.chip, shape) / launch.seconds,
+          mmaSyncPeakSeconds(input.chip, shape) * 1e6, launch.seconds * 1e6);
+      continue;
+    }
+    int codesPerChunk = int(codesBytes * 32 / (shape.n * shape.k));
+    int xElementBytes = int(xBytes / (shape.m * shape.k));
+    std::optional<GemvEstimate> gemv =
+        estimateGemv(input, launch, shape, codesPerChunk, xElementBytes);
+    if (!gemv) {
+      text += "  GEMV: no SASS loop of M's row bucket (no estimate)\n";
+      continue;
+    }
+    text += fmt::format(
+        "  GEMV: bucket {} rows, SASS loop at {} of {} instr ({:.2f} per "
+        "weight), {} B loaded per trip, {:.0f} trips per warp; issue {:.2f} "
+        "us, memory {:.2f} us ({:.1f} MiB in flight); {:.1f}% of HBM "
+        "({:.1f}% with the launch overhead), bound by {}; the loop: {}\n",
+        gemv->bucket, gemv->firstInstruction, gemv->loopInstructions,
+        gemv->loopInstructions / gemv->weightsPerTrip, gemv->loadBytesPerTrip,
+        gemv->tripsPerWarp, gemv->issueSeconds * 1e6, gemv->memorySeconds * 1e6,
+        gemv->bytesInFlight / (1 << 20), 100 * gemv->fraction,
+        100 * gemv->fractionWithLaunch, gemv->binding,
+        loopMixText(gemv->loopMix));
+  }
+  return text;
+}
+
+} // namespace lowbit::report

@@ -1,0 +1,125 @@
+//===- MatmulTrafficTest.cpp - The matmul's inputs to the report model ----===//
+//
+// runtime/report/MatmulTraffic.h on the committed PTX and SASS of
+// `matmul int4_g128 from=bf16` (the GEMV, sm_90a; `lowbit report` compiled
+// them): the bytes, the loop of M's row bucket and the estimate it gives,
+// pinned, so that a change of the model or of its inputs shows here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/report/MatmulTraffic.h"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+using namespace lowbit;
+using namespace lowbit::report;
+
+namespace {
+
+std::string readReportData(const std::string &name) {
+  std::ifstream file(std::string(LOWBIT_TEST_DATA_DIR) + "/report/" + name);
+  REQUIRE(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// The GEMV of int4_g128 (asymmetric, f16 scales, i8 zeros) for a bf16 X
+/// [m, 4096] and 4096 x 4096 weights, as `lowbit report` builds it: the
+/// ABI's five 2-D buffers, each a 7-slot descriptor, one block of 8 warps
+/// per 8 columns, 255 registers and 17,920 B of shared memory (nvJitLink).
+SpecInput gemvInput(int64_t m) {
+  constexpr int64_t n = 4096, k = 4096;
+  SpecInput input;
+  input.title = "matmul int4_g128 from=bf16";
+  std::optional<ChipModel> chip = chipModel("sm_90a");
+  REQUIRE(chip);
+  input.chip = *chip;
+  input.ptx = readReportData("matmul_int4_g128_bf16.ptx");
+  input.sass = readReportData("matmul_int4_g128_bf16.sm_90a.sass");
+  input.buffers = {matmulBuffer("x", m * k * 2, false),
+                   matmulBuffer("codes", n * k / 2, false),
+                   matmulBuffer("scales", n * (k / 128) * 2, false),
+                   matmulBuffer("zeros", n * (k / 128), false),
+                   matmulBuffer("y", m * n * 2, true)};
+  setMatmulTraffic(input, {m, n, k});
+  KernelLaunch launch;
+  launch.kernel = "kernel_kernel";
+  launch.grid = {n / 8, 1, 1};
+  launch.block = {256, 1, 1};
+  for (int buffer = 0; buffer < 5; ++buffer)
+    launch.bufferOfParameter.insert(launch.bufferOfParameter.end(),
+                                    {buffer, buffer, -1, -1, -1, -1, -1});
+  input.launches = {launch};
+  runtime::KernelResources resources;
+  resources.function = "kernel_kernel";
+  resources.registers = 255;
+  resources.sharedBytes = 17920;
+  input.resources = {resources};
+  return input;
+}
+
+} // namespace
+
+TEST_CASE("matmul: every ABI buffer once, the codes streamed", "[report]") {
+  SpecInput input = gemvInput(1);
+  CHECK(input.buffers[1].role == "input");
+  CHECK(input.op == KernelOp::Quantize);
+  CHECK(input.elements == 4096 * 4096);
+  // x 8 KiB, codes 8 MiB, scales 256 KiB, zeros 128 KiB, y 8 KiB.
+  CHECK(input.minimumBytes == 8192 + 8388608 + 262144 + 131072 + 8192);
+}
+
+TEST_CASE("matmul: the GEMV's loop of M's row bucket from the SASS",
+          "[report]") {
+  for (auto [m, bucket, first, instructions, loadBytes, binding, fraction] :
+       {std::tuple{int64_t(1), int64_t(1), 125, 650, 125, "issue (INT32 pipe)",
+                   0.149},
+        std::tuple{int64_t(16), int64_t(16), 1940, 2077, 1079,
+                   "issue (dispatch)", 0.058}}) {
+    CAPTURE(m);
+    SpecInput input = gemvInput(m);
+    Expected<SpecReport> report = analyzeSpec(input);
+    REQUIRE(report);
+    REQUIRE(report->launches.size() == 1);
+    const LaunchReport &launch = report->launches[0];
+    REQUIRE(launch.sass);
+    CHECK(launch.blocksPerSm == 1); // 255 registers
+    std::optional<GemvEstimate> gemv =
+        estimateGemv(input, launch, {m, 4096, 4096}, 16, 2);
+    REQUIRE(gemv);
+    CHECK(gemv->bucket == bucket);
+    CHECK(gemv->firstInstruction == first);
+    CHECK(gemv->loopInstructions == instructions);
+    CHECK(gemv->loadBytesPerTrip == loadBytes);
+    // A lane's 4 chunks of K = 4096 (128 chunks over 32 lanes), one a trip.
+    CHECK(gemv->weightsPerTrip == 32);
+    CHECK(gemv->tripsPerWarp == 4);
+    CHECK(gemv->binding == binding);
+    CHECK(gemv->fraction == Approx(fraction).margin(0.001));
+    CHECK(gemv->fractionWithLaunch < gemv->fraction);
+    // The bytes at peak over the larger of the two terms.
+    CHECK(gemv->fraction ==
+          Approx(input.minimumBytes / input.chip.hbmBytesPerSecond /
+                 std::max(gemv->issueSeconds, gemv->memorySeconds)));
+    std::string text = matmulInputsText(input, *report, {m, 4096, 4096});
+    CHECK(text.find("X re-read by every block (L2, not counted): " +
+                    std::to_string(512 * m * 4096 * 2) + " bytes") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("matmul: the dense mma.sync peak", "[report]") {
+  std::optional<ChipModel> chip = chipModel("sm_90a");
+  REQUIRE(chip);
+  // 4096^3 / 2048 multiplies, each mmaSyncIssueSlots slots of one of the
+  // SM's issuePerSmPerClock sub-partitions.
+  MatmulShape shape{4096, 4096, 4096};
+  double mmas = 4096.0 * 4096.0 * 4096.0 / 2048.0;
+  CHECK(mmaSyncPeakSeconds(*chip, shape) ==
+        Approx(mmas * chip->mmaSyncIssueSlots /
+               (chip->issuePerSmPerClock * chip->smCount * chip->clockHz)));
+}
