@@ -2,11 +2,11 @@
 // activations"): the spec's w=/a= form and its refusals, the order of the
 // reference on hand-built cases whose bits change under another order, the
 // int32 accumulation, and the float64 bound for every pair of issue 28.
+#include "matmul/QuantizedOrder.h"
 #include "format/Codec.h"
 #include "format/Format.h"
 #include "matmul/MatmulBound.h"
 #include "matmul/MatmulOrder.h"
-#include "matmul/QuantizedOrder.h"
 #include "tests/matmul/MatmulTestData.h"
 
 #include <catch2/catch.hpp>
@@ -88,10 +88,12 @@ TEST_CASE("quantized matmul spec: pairs that cannot work are refused") {
         "'w=mxfp4 a=nvfp4': the activations' scales cover 16 along K and "
         "the weights' 32: the order scales each K block once per side, so "
         "both extents are equal (or one side's scale covers all of K)");
-  CHECK(refusalOf("matmul w=int8 a=int4_g128").ends_with(
-      "the activations' scheme has zero points: with quantized activations "
-      "both sides are symmetric, so that a product of codes is a product of "
-      "values"));
+  CHECK(refusalOf("matmul w=int8 a=int4_g128")
+            .ends_with("the activations' scheme has zero points: with "
+                       "quantized activations "
+                       "both sides are symmetric, so that a product of codes "
+                       "is a product of "
+                       "values"));
   CHECK(refusalOf("matmul w=fp8_e4m3 a=scheme(format=e4m3,scale=block(2x64),"
                   "tail=true)")
             .ends_with("the activations' scales are block; X takes one scale "
@@ -105,9 +107,10 @@ TEST_CASE("quantized matmul spec: pairs that cannot work are refused") {
         "SCHEME')");
   CHECK(refusalOf("matmul a=mxfp4 w=mxfp4") ==
         "'a=mxfp4': a= follows w=SCHEME (matmul w=SCHEME a=SCHEME)");
-  CHECK(refusalOf("hadamard(128) | matmul w=mxfp4 a=mxfp4").starts_with(
-      "the prologues at K = dynamic: 'hadamard(128)' needs a static column "
-      "count"));
+  CHECK(refusalOf("hadamard(128) | matmul w=mxfp4 a=mxfp4")
+            .starts_with("the prologues at K = dynamic: 'hadamard(128)' needs "
+                         "a static column "
+                         "count"));
   CHECK(refusalOf("matmul w=scheme(format=int8,scale=per_token) "
                   "a=scheme(format=int8,scale=per_token) n=4 k=200000") ==
         "k=200000: an integer block of the order sums its code products in "
@@ -182,7 +185,8 @@ TEST_CASE("quantized matmul order: scale factors fold the global scale") {
        {"nvfp4", "scheme(format=e2m1,scale=group(16;axis=1),tail=true,"
                  "type=ue4m3,rule=absmax,global=encode,packing=nibble)"}) {
     Scheme scheme = schemeNamed(name);
-    std::optional<QuantizedTensor> tensor = quantize(scheme, values, 3, 40, nullptr);
+    std::optional<QuantizedTensor> tensor =
+        quantize(scheme, values, 3, 40, nullptr);
     REQUIRE(tensor);
     std::vector<float> factors = scaleFactors(*tensor);
     REQUIRE(factors.size() == tensor->scaleCodes.size());
@@ -205,7 +209,8 @@ TEST_CASE("quantized matmul bound: holds for every pair, and can fail") {
     std::optional<QuantizedTensor> w =
         quantize(spec->scheme, test::weightLikeMatrix(n, k, 3), n, k, &error);
     REQUIRE(w);
-    std::vector<uint8_t> xBytes = test::normalActivations(ValueType::BF16, m, k, 5);
+    std::vector<uint8_t> xBytes =
+        test::normalActivations(ValueType::BF16, m, k, 5);
     std::vector<float> bias = test::biasVector(n, 9);
     std::optional<std::vector<uint8_t>> y =
         orderedQuantizedMatmul(*spec, *w, xBytes, m, bias, &error);
@@ -238,9 +243,8 @@ TEST_CASE("quantized matmul order: refusals are messages") {
   std::optional<MatmulSpec> spec =
       parseMatmulSpec("matmul w=fp8_e4m3 a=fp8_e4m3 from=f32");
   REQUIRE(spec);
-  std::optional<QuantizedTensor> w =
-      quantize(schemeNamed("mxfp4"), test::weightLikeMatrix(4, 64, 1), 4, 64,
-               nullptr);
+  std::optional<QuantizedTensor> w = quantize(
+      schemeNamed("mxfp4"), test::weightLikeMatrix(4, 64, 1), 4, 64, nullptr);
   REQUIRE(w);
   std::string error;
   std::vector<uint8_t> xBytes(4 * 64 * 4);
