@@ -99,8 +99,8 @@ LogicalResult MatmulOp::verify() {
   lowbit::matmul::MatmulSpec spec;
   spec.scheme = scheme;
   spec.activation = getActivationScheme();
-  if (!lowbit::matmul::validateMatmulShape(spec, toModelSize(n),
-                                           toModelSize(k), &error))
+  if (!lowbit::matmul::validateMatmulShape(spec, toModelSize(n), toModelSize(k),
+                                           &error))
     return emitOpError() << error;
   // The weights are exactly lowbit.dequantize's operands for [N, K].
   auto weightType = RankedTensorType::get({n, k}, Builder(getContext()).getF32Type());

@@ -595,8 +595,8 @@ std::optional<Prologue> parsePrologue(std::string_view text,
   return prologue;
 }
 
-bool takePrologueChain(std::string_view &text,
-                       std::vector<Prologue> &prologues, std::string *error) {
+bool takePrologueChain(std::string_view &text, std::vector<Prologue> &prologues,
+                       std::string *error) {
   int depth = 0;
   size_t start = 0;
   for (size_t i = 0; i < text.size(); ++i) {

@@ -149,8 +149,8 @@ LogicalResult lowerMatmul(ld::MatmulOp op) {
     }
     Value acc = slices.getResult(0);
     if (bias)
-      acc = arith::AddFOp::create(
-          b, acc, lowbit::matmul_loops::loadBias(b, bias, col));
+      acc = arith::AddFOp::create(b, acc,
+                                  lowbit::matmul_loops::loadBias(b, bias, col));
     memref::StoreOp::create(
         b, lowbit::matmul_loops::roundOutput(b, acc, outputType), output,
         ValueRange{row, col});

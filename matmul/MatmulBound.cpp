@@ -84,9 +84,8 @@ BoundCheck checkElements(std::span<const uint8_t> yBytes, ValueType output,
       // S <= absSum / (1 - gamma64); Y64 within e64 of sum.
       double exactAbsSum = absSum / (1.0 - gamma64);
       double sumError = gamma64 * exactAbsSum;
-      double bound =
-          (1.0 + uOut) * (gammaL * exactAbsSum + element.absolute) +
-          uOut * (std::fabs(sum) + sumError) + etaOut + sumError;
+      double bound = (1.0 + uOut) * (gammaL * exactAbsSum + element.absolute) +
+                     uOut * (std::fabs(sum) + sumError) + etaOut + sumError;
       double y = outputValue(output, yBytes, row * n + col);
       double error = std::fabs(y - sum);
       bool holds = std::isfinite(y) && error <= bound;
@@ -120,23 +119,24 @@ BoundCheck checkFloat64Bound(std::span<const float> x, std::span<const float> w,
   int64_t roundings = k + (kSlices - 1) + (bias.empty() ? 0 : 1);
   // The f64 sums below add K + 1 terms: each is within gamma64_(K+1) of
   // its exact value (the products of two f32 are exact in f64).
-  return checkElements(
-      yBytes, output, m, n, gamma(depth, u), gamma(k + 1, u64),
-      [&](int64_t row, int64_t col) {
-        ElementSums element;
-        for (int64_t index = 0; index < k; ++index) {
-          double product = double(x[size_t(row * k + index)]) *
-                           double(w[size_t(col * k + index)]);
-          element.sum += product;
-          element.absSum += std::fabs(product);
-        }
-        if (!bias.empty()) {
-          element.sum += double(bias[size_t(col)]);
-          element.absSum += std::fabs(double(bias[size_t(col)]));
-        }
-        element.absolute = double(roundings) * std::ldexp(1.0, -149);
-        return element;
-      });
+  return checkElements(yBytes, output, m, n, gamma(depth, u), gamma(k + 1, u64),
+                       [&](int64_t row, int64_t col) {
+                         ElementSums element;
+                         for (int64_t index = 0; index < k; ++index) {
+                           double product = double(x[size_t(row * k + index)]) *
+                                            double(w[size_t(col * k + index)]);
+                           element.sum += product;
+                           element.absSum += std::fabs(product);
+                         }
+                         if (!bias.empty()) {
+                           element.sum += double(bias[size_t(col)]);
+                           element.absSum +=
+                               std::fabs(double(bias[size_t(col)]));
+                         }
+                         element.absolute =
+                             double(roundings) * std::ldexp(1.0, -149);
+                         return element;
+                       });
 }
 
 int64_t quantizedRoundingDepth(int64_t k, int64_t blockK, bool bias) {
@@ -156,16 +156,15 @@ BoundCheck checkQuantizedBound(const QuantizedTensor &x,
   int64_t depth = quantizedRoundingDepth(k, blockK, !bias.empty());
   std::vector<float> xValues = codeValues(x), wValues = codeValues(w);
   std::vector<float> xFactors = scaleFactors(x), wFactors = scaleFactors(w);
-  auto dequantized = [](const QuantizedTensor &tensor,
-                        std::span<const float> values,
-                        std::span<const float> factors, int64_t row,
-                        int64_t col) {
-    // q f is exact in f64: a code has at most 8 significant bits, a factor
-    // 24.
-    return double(values[size_t(row * tensor.cols + col)]) *
-           double(factors[size_t(scaleIndexOf(tensor.scheme, tensor.rows,
-                                              tensor.cols, row, col))]);
-  };
+  auto dequantized =
+      [](const QuantizedTensor &tensor, std::span<const float> values,
+         std::span<const float> factors, int64_t row, int64_t col) {
+        // q f is exact in f64: a code has at most 8 significant bits, a factor
+        // 24.
+        return double(values[size_t(row * tensor.cols + col)]) *
+               double(factors[size_t(scaleIndexOf(tensor.scheme, tensor.rows,
+                                                  tensor.cols, row, col))]);
+      };
   // K products (each rounded once in f64) and K + 1 adds.
   return checkElements(
       yBytes, output, m, n, gamma(depth, u), gamma(2 * k + 1, u64),
@@ -188,8 +187,8 @@ BoundCheck checkQuantizedBound(const QuantizedTensor &x,
         // subnormal result, and a subnormal block factor fx fw loses up to
         // 2^-150 times its block's partial sum; each carried by at most
         // `depth` factors (1 + d) < 2.
-        element.absolute = (double(numBlocks + 1) + codeProducts) *
-                           std::ldexp(1.0, -149);
+        element.absolute =
+            (double(numBlocks + 1) + codeProducts) * std::ldexp(1.0, -149);
         return element;
       });
 }

@@ -50,9 +50,9 @@ std::string activationPairRefusal(const Scheme &weights,
     if (std::string refusal = sideRefusal(*scheme, side); !refusal.empty())
       return refusal;
   const ScaleSpec &scale = activations.scale;
-  bool perRow = scale.granularity == Granularity::PerToken ||
-                (scale.granularity == Granularity::PerChannel &&
-                 scale.axis == 0);
+  bool perRow =
+      scale.granularity == Granularity::PerToken ||
+      (scale.granularity == Granularity::PerChannel && scale.axis == 0);
   bool groupsAlongK =
       scale.granularity == Granularity::Group && scale.axis == 1;
   if (scale.granularity != Granularity::PerTensor && !perRow && !groupsAlongK)
@@ -63,16 +63,14 @@ std::string activationPairRefusal(const Scheme &weights,
            "groups along K (group(G;axis=1))";
   if (weights.element.isInt() != activations.element.isInt())
     return "the weights are " + std::string(weights.element.name()) +
-           " and the activations " +
-           std::string(activations.element.name()) +
+           " and the activations " + std::string(activations.element.name()) +
            ": both integer or both float (no tensor-core instruction "
            "multiplies an integer by a float)";
   int64_t weightExtent = scaleExtentAlongK(weights.scale);
   int64_t activationExtent = scaleExtentAlongK(activations.scale);
   if (weightExtent > 0 && activationExtent > 0 &&
       weightExtent != activationExtent)
-    return "the activations' scales cover " +
-           std::to_string(activationExtent) +
+    return "the activations' scales cover " + std::to_string(activationExtent) +
            " along K and the weights' " + std::to_string(weightExtent) +
            ": the order scales each K block once per side, so both "
            "extents are equal (or one side's scale covers all of K)";
@@ -218,8 +216,8 @@ std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
     if (std::string refusal =
             activationPairRefusal(spec.scheme, *spec.activation);
         !refusal.empty()) {
-      fail(error, "'" + std::string(tokens[1]) + " " +
-                      std::string(tokens[2]) + "': " + refusal);
+      fail(error, "'" + std::string(tokens[1]) + " " + std::string(tokens[2]) +
+                      "': " + refusal);
       return std::nullopt;
     }
   } else if (!spec.prologues.empty()) {
@@ -317,7 +315,7 @@ std::string printMatmulSpec(const MatmulSpec &spec) {
                                 " a=" + printSchemeText(*spec.activation)
                           : "matmul " + printSchemeText(spec.scheme);
   text += " from=" + std::string(valueTypeName(spec.input)) +
-                     " to=" + std::string(valueTypeName(spec.output));
+          " to=" + std::string(valueTypeName(spec.output));
   if (spec.bias)
     text += " bias";
   if (spec.isDynamic())

@@ -37,9 +37,8 @@ ValueDtype valueDtypeOf(ValueType type) {
 /// The scale factor of `tensor` for row `row` and K block `block` of
 /// `blockK`: the factor of the block's first element (a scale unit never
 /// straddles a block: its extent along K is B or all of K).
-float blockFactor(const QuantizedTensor &tensor,
-                  std::span<const float> factors, int64_t row, int64_t block,
-                  int64_t blockK) {
+float blockFactor(const QuantizedTensor &tensor, std::span<const float> factors,
+                  int64_t row, int64_t block, int64_t blockK) {
   return factors[size_t(scaleIndexOf(tensor.scheme, tensor.rows, tensor.cols,
                                      row, block * blockK))];
 }
@@ -88,9 +87,8 @@ std::vector<float> scaleFactors(const QuantizedTensor &tensor) {
 }
 
 std::optional<QuantizedTensor>
-quantizeActivations(const MatmulSpec &spec, std::span<const float> x,
-                    int64_t m, int64_t k,
-                    std::span<const PrologueOperands> sides,
+quantizeActivations(const MatmulSpec &spec, std::span<const float> x, int64_t m,
+                    int64_t k, std::span<const PrologueOperands> sides,
                     std::string *error) {
   if (!spec.activation) {
     fail(error, "the spec quantizes no activations (it has no a=)");
@@ -158,7 +156,8 @@ orderedQuantizedMatmul(const MatmulSpec &spec, const QuantizedTensor &weights,
       !validateQuantized(weights, error))
     return std::nullopt;
   int64_t width = prologueInputWidth(spec.prologues, k);
-  if (m < 0 || int64_t(xBytes.size()) != m * width * valueTypeBytes(spec.input)) {
+  if (m < 0 ||
+      int64_t(xBytes.size()) != m * width * valueTypeBytes(spec.input)) {
     fail(error, "X holds " + std::to_string(xBytes.size()) + " bytes, not " +
                     std::to_string(m) + " x " + std::to_string(width) + " " +
                     std::string(valueTypeName(spec.input)) + " elements");
@@ -170,9 +169,8 @@ orderedQuantizedMatmul(const MatmulSpec &spec, const QuantizedTensor &weights,
     return std::nullopt;
   }
   std::vector<PrologueOperands> sides(spec.prologues.size());
-  std::optional<QuantizedTensor> x =
-      quantizeActivations(spec, widenActivations(spec.input, xBytes), m, k,
-                          sides, error);
+  std::optional<QuantizedTensor> x = quantizeActivations(
+      spec, widenActivations(spec.input, xBytes), m, k, sides, error);
   if (!x)
     return std::nullopt;
   return roundOutput(spec.output, quantizedAccumulate(*x, weights, bias));

@@ -1,4 +1,5 @@
-//===- QuantizedOrder.h - The quantized-activation matmul's order -*- C++ -*-===//
+//===- QuantizedOrder.h - The quantized-activation matmul's order -*- C++
+//-*-===//
 //
 // The ordered reference of `matmul w=SCHEME a=SCHEME` (docs/matmul.md,
 // "Quantized activations"): X is quantized with the activations' scheme by
@@ -68,8 +69,8 @@ std::vector<float> scaleFactors(const QuantizedTensor &tensor);
 /// then the activations' reference quantizer. `sides` holds the prologues'
 /// side tensors (bindPrologueOperands).
 std::optional<QuantizedTensor>
-quantizeActivations(const MatmulSpec &spec, std::span<const float> x,
-                    int64_t m, int64_t k, std::span<const PrologueOperands> sides,
+quantizeActivations(const MatmulSpec &spec, std::span<const float> x, int64_t m,
+                    int64_t k, std::span<const PrologueOperands> sides,
                     std::string *error);
 
 /// acc[m, n] before the output rounding, in the order: x [M, K] and w

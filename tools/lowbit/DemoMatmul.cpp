@@ -32,8 +32,10 @@ void runQuantizedActivationRows(const std::vector<float> &weights,
   fmt::print("\nQuantized activations (W8A8, W4A4): X quantized inside the "
              "kernel, the CPU kernel\nagainst the ordered reference (no GPU "
              "kernel for them yet):\n\n");
-  fmt::print("{:<6}  {:<30}  {:>10}  {:>9}  {}\n", "kind", "weights x "
-             "activations", "B/weight", "bit-exact", "notes");
+  fmt::print("{:<6}  {:<30}  {:>10}  {:>9}  {}\n", "kind",
+             "weights x "
+             "activations",
+             "B/weight", "bit-exact", "notes");
   size_t exact = 0, count = 0;
   for (const matmul::ActivationPairEntry &pair :
        matmul::activationPairEntries()) {
@@ -45,10 +47,10 @@ void runQuantizedActivationRows(const std::vector<float> &weights,
       continue;
     ++count;
     std::string error, notes, bitExact = "-";
-    std::optional<matmul::MatmulSpec> spec = matmul::parseMatmulSpec(
-        fmt::format("matmul w={} a={} from=bf16", pair.weights,
-                    pair.activations),
-        &error);
+    std::optional<matmul::MatmulSpec> spec =
+        matmul::parseMatmulSpec(fmt::format("matmul w={} a={} from=bf16",
+                                            pair.weights, pair.activations),
+                                &error);
     std::optional<QuantizedTensor> tensor =
         spec ? quantize(spec->scheme, weights, kCols, kDepth, &error)
              : std::nullopt;

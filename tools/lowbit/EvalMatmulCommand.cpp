@@ -74,8 +74,9 @@ CommandResult evalQuantizedActivations(const std::vector<float> &weights,
   for (int64_t row = 0; row < m; ++row)
     for (int64_t col = 0; col < n; ++col)
       for (int64_t index = 0; index < k; ++index)
-        exact[size_t(row * n + col)] += double(x[size_t(row * k + index)]) *
-                                        double(weights[size_t(col * k + index)]);
+        exact[size_t(row * n + col)] +=
+            double(x[size_t(row * k + index)]) *
+            double(weights[size_t(col * k + index)]);
   Prologue hadamard = *parsePrologue("hadamard(128)");
   // W rotated as X will be: (X H)(W H)^T = X W^T.
   std::optional<std::vector<float>> rotated =
@@ -85,8 +86,8 @@ CommandResult evalQuantizedActivations(const std::vector<float> &weights,
   fmt::print("\nquantized activations: X bf16 [{}x{}] with outlier channels "
              "(every 37th 20x)\n",
              m, k);
-  fmt::print("  {:<30} {:>14} {:>20}\n", "weights x activations",
-             "SQNR(Y) dB", "hadamard(128) dB");
+  fmt::print("  {:<30} {:>14} {:>20}\n", "weights x activations", "SQNR(Y) dB",
+             "hadamard(128) dB");
   for (const matmul::ActivationPairEntry &pair :
        matmul::activationPairEntries()) {
     std::string row = fmt::format("  {:<30}", pair.label);
