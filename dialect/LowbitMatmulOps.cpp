@@ -50,6 +50,12 @@ lowbit::Scheme MatmulOp::getWeightScheme() {
   return getScheme().getScheme();
 }
 
+std::optional<lowbit::Scheme> MatmulOp::getActivationScheme() {
+  if (SchemeAttr scheme = getActSchemeAttr())
+    return scheme.getScheme();
+  return std::nullopt;
+}
+
 lowbit::ValueType MatmulOp::getInputDtype() { return dtypeOf(getX()); }
 
 lowbit::ValueType MatmulOp::getOutputDtype() { return dtypeOf(getResult()); }
@@ -69,6 +75,12 @@ LogicalResult MatmulOp::verify() {
       !refusal.empty())
     return emitOpError() << "scheme " << getScheme()
                          << " is not a weight scheme: " << refusal;
+  if (std::optional<lowbit::Scheme> activations = getActivationScheme())
+    if (std::string refusal =
+            lowbit::matmul::activationPairRefusal(scheme, *activations);
+        !refusal.empty())
+      return emitOpError() << "act_scheme " << getActSchemeAttr() << ": "
+                           << refusal;
   ArrayRef<int64_t> result = getResult().getType().getShape();
   int64_t m = getM(), k = getK(), codeRows = getCodes().getType().getDimSize(0);
   if (!compatible(result[0], m))
@@ -84,8 +96,11 @@ LogicalResult MatmulOp::verify() {
                          << sizeText(getBias().getType().getDimSize(0))
                          << " elements for N = " << sizeText(n);
   std::string error;
-  if (!lowbit::matmul::validateWeightShape(scheme, toModelSize(n),
-                                           toModelSize(k), &error))
+  lowbit::matmul::MatmulSpec spec;
+  spec.scheme = scheme;
+  spec.activation = getActivationScheme();
+  if (!lowbit::matmul::validateMatmulShape(spec, toModelSize(n), toModelSize(k),
+                                           &error))
     return emitOpError() << error;
   // The weights are exactly lowbit.dequantize's operands for [N, K].
   auto weightType = RankedTensorType::get({n, k}, Builder(getContext()).getF32Type());

@@ -40,11 +40,24 @@ def Lowbit_MatmulOp : Lowbit_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
     - `bias`: `[N]` f32 (optional);
     - result: `[M, N]`, f32, f16 or bf16 (any of them, whatever X's).
 
+    With `act_scheme` (W8A8, W4A4; docs/matmul.md, "Quantized
+    activations"), X is quantized with that scheme inside the op (its scales
+    computed from X) and the product runs on the two sides' codes, in K
+    blocks scaled in f32; the pair must pass
+    `lowbit::matmul::activationPairRefusal` (both symmetric, both integer or
+    both float, equal scale extents along K).
+
     ```mlir
     %y = lowbit.matmul %x, %codes scales(%s : tensor<96x2xf16>)
         zeros(%z : tensor<96x2xi8>) bias(%b : tensor<96xf32>)
         {scheme = #lowbit.scheme<"int4_g128">}
         : tensor<?x256xbf16>, tensor<96x128xi8> -> tensor<?x96xbf16>
+    %y8 = lowbit.matmul %x, %codes8 scales(%s8 : tensor<96x1xf32>)
+        {scheme = #lowbit.scheme<format = #lowbit.float<"e4m3">,
+                  scale = #lowbit.scale<per_token>, packing = byte>,
+         act_scheme = #lowbit.scheme<format = #lowbit.float<"e4m3">,
+                  scale = #lowbit.scale<per_token>, packing = byte>}
+        : tensor<?x256xbf16>, tensor<96x256xi8> -> tensor<?x96xbf16>
     ```
   }];
   let arguments = (ins Lowbit_MatmulValueTensor:$x,
@@ -53,7 +66,8 @@ def Lowbit_MatmulOp : Lowbit_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
                        Optional<Lowbit_MatmulCodesTensor>:$zeros,
                        Optional<Lowbit_MatmulGlobalTensor>:$global,
                        Optional<Lowbit_MatmulBiasTensor>:$bias,
-                       Lowbit_SchemeAttr:$scheme);
+                       Lowbit_SchemeAttr:$scheme,
+                       OptionalAttr<Lowbit_SchemeAttr>:$act_scheme);
   let results = (outs Lowbit_MatmulValueTensor:$result);
   let assemblyFormat = [{
     $x `,` $codes `scales` `(` $scales `:` type($scales) `)`
@@ -65,6 +79,8 @@ def Lowbit_MatmulOp : Lowbit_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
   let extraClassDeclaration = [{
     /// The weights' scheme (the model's; named when it is a named scheme).
     ::lowbit::Scheme getWeightScheme();
+    /// The activations' scheme when X is quantized (act_scheme).
+    std::optional<::lowbit::Scheme> getActivationScheme();
     /// X's and Y's dtypes in the model's terms.
     ::lowbit::ValueType getInputDtype();
     ::lowbit::ValueType getOutputDtype();

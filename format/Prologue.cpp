@@ -10,6 +10,7 @@
 
 #include "format/Codec.h"
 #include "format/PrologueLimits.h"
+#include "format/SchemeText.h"
 
 #include <algorithm>
 #include <array>
@@ -592,6 +593,40 @@ std::optional<Prologue> parsePrologue(std::string_view text,
   }
   }
   return prologue;
+}
+
+bool takePrologueChain(std::string_view &text, std::vector<Prologue> &prologues,
+                       std::string *error) {
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(')
+      ++depth;
+    if (text[i] == ')' && depth > 0)
+      --depth;
+    if (text[i] != '|' || depth != 0)
+      continue;
+    std::vector<std::string_view> tokens =
+        splitSpecTokens(text.substr(start, i - start));
+    if (tokens.size() != 1)
+      return fail(error, tokens.empty()
+                             ? "an empty prologue before '|' at column " +
+                                   std::to_string(i + 1)
+                             : "a prologue is one token, got '" +
+                                   std::string(tokens[1]) + "' after '" +
+                                   std::string(tokens[0]) + "'");
+    // Refused before parsing the rest: a hostile spec may hold thousands.
+    if (prologues.size() == kMaxPrologues)
+      return fail(error, "more than " + std::to_string(kMaxPrologues) +
+                             " prologues in the chain (the limit)");
+    std::optional<Prologue> prologue = parsePrologue(tokens[0], error);
+    if (!prologue)
+      return false;
+    prologues.push_back(std::move(*prologue));
+    start = i + 1;
+  }
+  text = text.substr(start);
+  return true;
 }
 
 std::string printPrologue(const Prologue &prologue) {

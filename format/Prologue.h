@@ -117,6 +117,12 @@ bool validatePrologueChain(std::span<const Prologue> chain, int64_t cols,
 /// `hadamard(row)`, `map(x * 0.5 + 1)`. Errors name the offending token.
 std::optional<Prologue> parsePrologue(std::string_view text,
                                       std::string *error = nullptr);
+/// Takes the prologue chain off the front of a spec's text: splits `text`
+/// at top-level '|', parses every part but the last as one prologue token
+/// (at most kMaxPrologues) and leaves the last part (the kernel op) in
+/// `text`. The one prologue grammar of the quantize and matmul specs.
+bool takePrologueChain(std::string_view &text,
+                       std::vector<Prologue> &prologues, std::string *error);
 /// The canonical text (parsePrologue reads it back to an equal prologue).
 std::string printPrologue(const Prologue &prologue);
 

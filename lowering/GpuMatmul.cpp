@@ -30,6 +30,9 @@ constexpr int64_t kGemvMaxRows = 16;
 
 /// Why the GEMV cannot serve `op`, or "" when it can.
 std::string refusalOf(ld::MatmulOp op) {
+  if (op.getActSchemeAttr())
+    return "the activations are quantized (act_scheme): the GPU kernels "
+           "are weight-only (docs/matmul.md, \"Quantized activations\")";
   if (!lowbit::gemvCoversScheme(op.getWeightScheme()))
     return "the GPU kernels read row-major scales per tensor, per output "
            "channel, in groups along K or in blocks (not the swizzled "

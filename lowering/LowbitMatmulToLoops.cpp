@@ -12,12 +12,15 @@
 //     32nd chunk) and each chunk's k ascending; acc = +0 + p[0] + ... +
 //     p[31]; + bias[n]; rounded to Y's dtype, a NaN the canonical NaN.
 //
+// A matmul with an act_scheme (quantized activations) takes the other
+// order, written by lowerQuantizedMatmul (QuantizedMatmulLoops.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialect/LowbitMatmulOps.h"
 #include "lowering/DecodeAttentionEmitter.h"
 #include "lowering/GpuKernelBuilder.h"
-#include "lowering/MatmulArithmetic.h"
+#include "lowering/MatmulLoops.h"
 #include "lowering/Passes.h"
 #include "lowering/kit/KernelEmitter.h"
 #include "matmul/MatmulOrder.h"
@@ -87,9 +90,16 @@ LogicalResult lowerMatmul(ld::MatmulOp op) {
            << "lowers only with its result written by one "
               "bufferization.materialize_in_destination into a memref "
               "defined before it (the kernel function's parameter)";
+  Value output = materialize.getDest();
+  if (op.getActSchemeAttr()) {
+    if (failed(lowbit::matmul_loops::lowerQuantizedMatmul(op, output)))
+      return failure();
+    materialize->erase();
+    op->erase();
+    return success();
+  }
   ImplicitLocOpBuilder b(op.getLoc(), op);
   MatmulLoopEmitter emitter(b);
-  Value output = materialize.getDest();
   Value x = lowbit::attention::operandMemref(b, op.getX());
   Value bias = lowbit::attention::operandMemref(b, op.getBias());
   Value m = lowbit::kit::dimOf(b, x, 0);
@@ -138,20 +148,12 @@ LogicalResult lowerMatmul(ld::MatmulOp op) {
                  .getResult());
     }
     Value acc = slices.getResult(0);
-    if (bias) {
-      // The kernel ABI's bias is a [1, N] row viewed as [N]: read the row
-      // itself (the CPU tail keeps no reshaped views).
-      Value biasValue;
-      if (auto view = bias.getDefiningOp<memref::CollapseShapeOp>())
-        biasValue = memref::LoadOp::create(b, view.getSrc(),
-                                           ValueRange{emitter.idx(0), col});
-      else
-        biasValue = memref::LoadOp::create(b, bias, col);
-      acc = arith::AddFOp::create(b, acc, biasValue);
-    }
+    if (bias)
+      acc = arith::AddFOp::create(b, acc,
+                                  lowbit::matmul_loops::loadBias(b, bias, col));
     memref::StoreOp::create(
-        b, lowbit::roundMatmulOutput(b, acc, cast<FloatType>(outputType)),
-        output, ValueRange{row, col});
+        b, lowbit::matmul_loops::roundOutput(b, acc, outputType), output,
+        ValueRange{row, col});
   }
   memref::DeallocOp::create(b, weights);
   materialize->erase();

@@ -25,6 +25,7 @@
 #ifndef LOWBIT_MATMUL_MATMULBOUND_H
 #define LOWBIT_MATMUL_MATMULBOUND_H
 
+#include "format/Quantize.h"
 #include "matmul/MatmulSpec.h"
 
 #include <cstdint>
@@ -55,6 +56,25 @@ BoundCheck checkFloat64Bound(std::span<const float> x, std::span<const float> w,
                              std::span<const float> bias,
                              std::span<const uint8_t> yBytes, ValueType output,
                              int64_t m, int64_t n, int64_t k);
+
+/// The quantized-activation order's L (docs/matmul.md, "Quantized
+/// activations"): the most terms of one K block, the block's conversion
+/// and scale-factor roundings, the acc chain's numBlocks fmas, the bias.
+int64_t quantizedRoundingDepth(int64_t k, int64_t blockK, bool bias);
+
+/// Checks Y (raw bytes of `output`, [M, N]) of a quantized-activation
+/// matmul against float64 with X and W each dequantized (q f, exact):
+///
+///   |Y - Y64| <= (1 + u_out) (g_L S + (numBlocks + 1 + P) 2^-149)
+///                + u_out |Y64| + eta_out
+///
+/// S = sum |x w| + |bias|, P = sum |qx qw| (the code products), L =
+/// quantizedRoundingDepth. The f64 sums' own error widens it, as above.
+BoundCheck checkQuantizedBound(const QuantizedTensor &x,
+                               const QuantizedTensor &w,
+                               std::span<const float> bias,
+                               std::span<const uint8_t> yBytes,
+                               ValueType output);
 
 } // namespace lowbit::matmul
 

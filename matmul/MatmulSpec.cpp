@@ -3,6 +3,7 @@
 #include "matmul/MatmulSpec.h"
 
 #include "format/SchemeText.h"
+#include "matmul/QuantizedOrder.h"
 
 #include <map>
 #include <vector>
@@ -17,17 +18,64 @@ bool fail(std::string *error, std::string message) {
   return false;
 }
 
-/// The extent along K of one scale unit, when the scheme has one (groups
-/// along K, blocks); 0 when a scale covers the whole of K.
-int64_t scaleExtentAlongK(const ScaleSpec &scale) {
-  if (scale.granularity == Granularity::Group)
-    return scale.groupSize;
-  if (scale.granularity == Granularity::Block)
-    return scale.blockCols;
-  return 0;
+std::string sideRefusal(const Scheme &scheme, const char *side) {
+  std::string prefix = std::string(side) + " ";
+  if (containerBits(scheme) > 8)
+    return prefix + "codes of " + std::string(scheme.element.name()) +
+           " need more than 8 bits; quantized operands are 8 bits or less";
+  if (scheme.scale.zeroPoint)
+    return prefix + "scheme has zero points: with quantized activations "
+                    "both sides are symmetric, so that a product of codes "
+                    "is a product of values";
+  if (scheme.packing == Packing::NibbleHalves)
+    return prefix + "codes are packed in nibble halves (Q4_0's layout); "
+                    "quantized operands are packed in bytes or nibbles";
+  if (scheme.scale.layout != ScaleLayout::RowMajor)
+    return prefix + "scales are swizzled; quantized operands take "
+                    "row-major scales";
+  return "";
 }
 
 } // namespace
+
+std::string activationPairRefusal(const Scheme &weights,
+                                  const Scheme &activations) {
+  if (std::string refusal = weightSchemeRefusal(weights); !refusal.empty())
+    return "the weights' scheme is not a weight scheme: " + refusal;
+  std::string invalid;
+  if (!validateScheme(activations, &invalid))
+    return "the activations' scheme is invalid: " + invalid;
+  for (auto [scheme, side] : {std::pair{&weights, "the weights'"},
+                              std::pair{&activations, "the activations'"}})
+    if (std::string refusal = sideRefusal(*scheme, side); !refusal.empty())
+      return refusal;
+  const ScaleSpec &scale = activations.scale;
+  bool perRow =
+      scale.granularity == Granularity::PerToken ||
+      (scale.granularity == Granularity::PerChannel && scale.axis == 0);
+  bool groupsAlongK =
+      scale.granularity == Granularity::Group && scale.axis == 1;
+  if (scale.granularity != Granularity::PerTensor && !perRow && !groupsAlongK)
+    return "the activations' scales are " +
+           std::string(granularityName(scale.granularity)) +
+           (scale.granularity == Granularity::Group ? "(axis=0)" : "") +
+           "; X takes one scale per tensor, one per token (row of X) or "
+           "groups along K (group(G;axis=1))";
+  if (weights.element.isInt() != activations.element.isInt())
+    return "the weights are " + std::string(weights.element.name()) +
+           " and the activations " + std::string(activations.element.name()) +
+           ": both integer or both float (no tensor-core instruction "
+           "multiplies an integer by a float)";
+  int64_t weightExtent = scaleExtentAlongK(weights.scale);
+  int64_t activationExtent = scaleExtentAlongK(activations.scale);
+  if (weightExtent > 0 && activationExtent > 0 &&
+      weightExtent != activationExtent)
+    return "the activations' scales cover " + std::to_string(activationExtent) +
+           " along K and the weights' " + std::to_string(weightExtent) +
+           ": the order scales each K block once per side, so both "
+           "extents are equal (or one side's scale covers all of K)";
+  return "";
+}
 
 std::string weightSchemeRefusal(const Scheme &scheme) {
   std::string invalid;
@@ -66,8 +114,41 @@ bool validateWeightShape(const Scheme &scheme, int64_t n, int64_t k,
   return true;
 }
 
+bool validateMatmulShape(const MatmulSpec &spec, int64_t n, int64_t k,
+                         std::string *error) {
+  if (!validateWeightShape(spec.scheme, n, k, error))
+    return false;
+  if (!spec.activation)
+    return true;
+  const Scheme &activations = *spec.activation;
+  int64_t extent = scaleExtentAlongK(activations.scale);
+  if (extent > 0 && k != kDynamic && k % extent != 0 &&
+      !activations.scale.allowTail)
+    return fail(error, "k=" + std::to_string(k) +
+                           ": the activations' last group of " +
+                           std::to_string(extent) +
+                           " straddles K's end and their scheme allows no "
+                           "tail (tail=false)");
+  if (k != kDynamic && activations.element.isInt() &&
+      orderBlockK(spec.scheme, activations, k) > kMaxIntegerBlock)
+    return fail(error, "k=" + std::to_string(k) +
+                           ": an integer block of the order sums its code "
+                           "products in int32, exact for at most " +
+                           std::to_string(kMaxIntegerBlock) + " of them");
+  std::string chainError;
+  if (!validatePrologueChain(spec.prologues, k, &chainError))
+    return fail(error, "the prologues at K = " +
+                           (k == kDynamic ? std::string("dynamic")
+                                          : std::to_string(k)) +
+                           ": " + chainError);
+  return true;
+}
+
 std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
                                           std::string *error) {
+  MatmulSpec spec;
+  if (!takePrologueChain(text, spec.prologues, error))
+    return std::nullopt;
   std::vector<std::string_view> tokens = splitSpecTokens(text);
   if (tokens.empty() || tokens[0] != "matmul") {
     fail(error, "a matmul spec starts with 'matmul', got '" +
@@ -76,27 +157,75 @@ std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
   }
   if (tokens.size() < 2) {
     fail(error, "a matmul spec is 'matmul SCHEME [from=] [to=] [bias] "
-                "[n=N k=K | dynamic]'");
+                "[n=N k=K | dynamic]' or 'matmul w=SCHEME a=SCHEME ...'");
     return std::nullopt;
   }
-  MatmulSpec spec;
-  std::string schemeError;
-  std::optional<Scheme> scheme = parseSchemeText(tokens[1], &schemeError);
-  if (!scheme) {
-    fail(error, "'" + std::string(tokens[1]) + "': " + schemeError);
-    return std::nullopt;
+  // A scheme as the matmul reads it: its mode is the weights' stored scales
+  // or X's computed ones either way, so it is Dynamic; named when it is a
+  // named scheme.
+  auto readScheme = [&](std::string_view token,
+                        std::string_view schemeText) -> std::optional<Scheme> {
+    std::string schemeError;
+    std::optional<Scheme> scheme = parseSchemeText(schemeText, &schemeError);
+    if (!scheme) {
+      fail(error, "'" + std::string(token) + "': " + schemeError);
+      return std::nullopt;
+    }
+    scheme->scale.mode = ScaleMode::Dynamic;
+    if (const Scheme *named = findNamedScheme(*scheme))
+      scheme->name = named->name;
+    else
+      scheme->name.clear();
+    return scheme;
+  };
+  // The weight-only form names its scheme bare; the quantized-activation
+  // form says w= and a=.
+  size_t first = 2;
+  std::optional<Scheme> weights;
+  if (!tokens[1].starts_with("w=")) {
+    if (tokens[1].starts_with("a=")) {
+      fail(error, "'" + std::string(tokens[1]) +
+                      "': a= follows w=SCHEME (matmul w=SCHEME a=SCHEME)");
+      return std::nullopt;
+    }
+    weights = readScheme(tokens[1], tokens[1]);
+  } else {
+    weights = readScheme(tokens[1], tokens[1].substr(2));
+    if (weights && (tokens.size() < 3 || !tokens[2].starts_with("a="))) {
+      fail(error, "'" + std::string(tokens[1]) +
+                      "' needs a=SCHEME next (the weight-only form is "
+                      "'matmul SCHEME')");
+      return std::nullopt;
+    }
+    if (weights) {
+      spec.activation = readScheme(tokens[2], tokens[2].substr(2));
+      if (!spec.activation)
+        return std::nullopt;
+      first = 3;
+    }
   }
-  if (std::string refusal = weightSchemeRefusal(*scheme); !refusal.empty()) {
+  if (!weights)
+    return std::nullopt;
+  if (std::string refusal = weightSchemeRefusal(*weights); !refusal.empty()) {
     fail(error, "'" + std::string(tokens[1]) +
                     "' is not a weight scheme: " + refusal);
     return std::nullopt;
   }
-  spec.scheme = *scheme;
-  spec.scheme.scale.mode = ScaleMode::Dynamic;
-  if (const Scheme *named = findNamedScheme(spec.scheme))
-    spec.scheme.name = named->name;
-  else
-    spec.scheme.name.clear();
+  spec.scheme = *weights;
+  if (spec.activation) {
+    if (std::string refusal =
+            activationPairRefusal(spec.scheme, *spec.activation);
+        !refusal.empty()) {
+      fail(error, "'" + std::string(tokens[1]) + " " + std::string(tokens[2]) +
+                      "': " + refusal);
+      return std::nullopt;
+    }
+  } else if (!spec.prologues.empty()) {
+    fail(error, "the prologue '" + printPrologue(spec.prologues[0]) +
+                    "' goes in front of the activations' quantize: it "
+                    "needs 'matmul w=SCHEME a=SCHEME'");
+    return std::nullopt;
+  }
 
   // Each setting once: a repeat (even with the same value) contradicts, and
   // n=, k= and dynamic are one setting, the shape.
@@ -109,7 +238,7 @@ std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
     return inserted;
   };
   bool haveTo = false;
-  for (size_t index = 2; index < tokens.size(); ++index) {
+  for (size_t index = first; index < tokens.size(); ++index) {
     std::string token(tokens[index]);
     if (token == "bias") {
       if (!firstTime("bias", token))
@@ -161,7 +290,8 @@ std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
       (key == "n" ? spec.n : spec.k) = *size;
     } else {
       fail(error, "'" + token + "': unknown key '" + key +
-                      "' (from, to, n, k; or the words bias, dynamic)");
+                      "' (from, to, n, k; w= and a= come first; or the "
+                      "words bias, dynamic)");
       return std::nullopt;
     }
   }
@@ -172,16 +302,20 @@ std::optional<MatmulSpec> parseMatmulSpec(std::string_view text,
   }
   if (!haveTo)
     spec.output = spec.input;
-  if (!spec.isDynamic() &&
-      !validateWeightShape(spec.scheme, spec.n, spec.k, error))
+  if (!validateMatmulShape(spec, spec.n, spec.k, error))
     return std::nullopt;
   return spec;
 }
 
 std::string printMatmulSpec(const MatmulSpec &spec) {
-  std::string text = "matmul " + printSchemeText(spec.scheme) +
-                     " from=" + std::string(valueTypeName(spec.input)) +
-                     " to=" + std::string(valueTypeName(spec.output));
+  std::string text;
+  for (const Prologue &prologue : spec.prologues)
+    text += printPrologue(prologue) + " | ";
+  text += spec.activation ? "matmul w=" + printSchemeText(spec.scheme) +
+                                " a=" + printSchemeText(*spec.activation)
+                          : "matmul " + printSchemeText(spec.scheme);
+  text += " from=" + std::string(valueTypeName(spec.input)) +
+          " to=" + std::string(valueTypeName(spec.output));
   if (spec.bias)
     text += " bias";
   if (spec.isDynamic())

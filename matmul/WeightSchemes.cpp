@@ -29,4 +29,20 @@ const std::vector<WeightSchemeEntry> &weightSchemeEntries() {
   return entries;
 }
 
+const std::vector<ActivationPairEntry> &activationPairEntries() {
+  static const std::vector<ActivationPairEntry> entries = {
+      {"fp8 per tensor", "fp8_e4m3", "fp8_e4m3"},
+      {"fp8 per token x per channel", "scheme(format=e4m3,scale=per_token)",
+       "scheme(format=e4m3,scale=per_token)"},
+      {"fp8 1x128 x 128x128",
+       "scheme(format=e4m3,scale=block(128x128),tail=true)",
+       "scheme(format=e4m3,scale=group(128;axis=1),tail=true)"},
+      {"int8 per token x per channel", "scheme(format=int8,scale=per_token)",
+       "scheme(format=int8,scale=per_token)"},
+      {"nvfp4 x nvfp4", "nvfp4", "nvfp4"},
+      {"mxfp4 x mxfp4", "mxfp4", "mxfp4"},
+  };
+  return entries;
+}
+
 } // namespace lowbit::matmul

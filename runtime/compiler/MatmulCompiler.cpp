@@ -26,8 +26,20 @@ buildMatmulModule(MLIRContext &context, const matmul::MatmulSpec &spec) {
       !refusal.empty())
     return compileError("the matmul's scheme is not a weight scheme: " +
                         refusal);
-  if (!spec.isDynamic() &&
-      !matmul::validateWeightShape(spec.scheme, spec.n, spec.k, &error))
+  if (spec.activation) {
+    if (std::string refusal =
+            matmul::activationPairRefusal(spec.scheme, *spec.activation);
+        !refusal.empty())
+      return compileError("the matmul's activations: " + refusal);
+    if (!spec.prologues.empty())
+      return compileError(
+          "the prologue '" + printPrologue(spec.prologues.front()) +
+          "' in front of the quantized-activation matmul has no kernel yet: "
+          "the ordered reference (lowbit eval --matmul) runs it, the "
+          "kernels take X as it is (docs/matmul.md, \"Quantized "
+          "activations\")");
+  }
+  if (!matmul::validateMatmulShape(spec, spec.n, spec.k, &error))
     return compileError(error);
   context.loadDialect<ld::LowbitDialect, bufferization::BufferizationDialect,
                       memref::MemRefDialect>();
@@ -35,6 +47,15 @@ buildMatmulModule(MLIRContext &context, const matmul::MatmulSpec &spec) {
       ld::toSchemeAttr(&context, spec.scheme, &error);
   if (failed(scheme))
     return compileError("the matmul's scheme is invalid: " + error);
+  ld::SchemeAttr activationScheme;
+  if (spec.activation) {
+    FailureOr<ld::SchemeAttr> attr =
+        ld::toSchemeAttr(&context, *spec.activation, &error);
+    if (failed(attr))
+      return compileError("the matmul's activation scheme is invalid: " +
+                          error);
+    activationScheme = *attr;
+  }
   std::vector<KvKernelParam> params = matmulParams(spec);
   return buildSignatureModule(
       context, params,
@@ -67,7 +88,7 @@ buildMatmulModule(MLIRContext &context, const matmul::MatmulSpec &spec) {
                                   outputType.getElementType()),
             tensorOf(arg("x")), tensorOf(arg("codes")), tensorOf(arg("scales")),
             tensorOf(arg("zeros")), tensorOf(arg("global")), tensorOf(bias),
-            *scheme);
+            *scheme, activationScheme);
         bufferization::MaterializeInDestinationOp::create(
             b, /*result=*/Type(), matmulOp.getResult(), output,
             /*restrict=*/true, /*writable=*/true);
@@ -122,7 +143,21 @@ llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec) {
   return loweredText(spec, lowerMatmulToLoops);
 }
 
+llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec) {
+  if (!spec.activation)
+    return llvm::Error::success();
+  return compileError(
+      "'" + matmul::printMatmulSpec(spec) +
+      "' quantizes its activations, and lowbit has no GPU kernel for "
+      "quantized activations yet: the fp8/int8 mma.sync m16n8k32 and "
+      "block-scaled FP4 GEMMs with X's quantize fused in front are not "
+      "built; run it with --backend cpu (docs/matmul.md, \"Quantized "
+      "activations\")");
+}
+
 llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec) {
+  if (llvm::Error refusal = refuseQuantizedActivationsOnGpu(spec))
+    return refusal;
   return loweredText(spec, lowerMatmulForGpu);
 }
 
@@ -146,6 +181,8 @@ compileMatmulToPtx(const matmul::MatmulSpec &spec, const Target &target,
                    const GpuCompileOptions &options) {
   if (std::string why = matmulTargetRefusal(spec, target); !why.empty())
     return compileError(why);
+  if (llvm::Error refusal = refuseQuantizedActivationsOnGpu(spec))
+    return refusal;
   ContextLease context = borrowContext();
   auto module = buildMatmulModule(*context, spec);
   if (!module)

@@ -44,6 +44,9 @@ llvm::Error lowerMatmulToLoops(mlir::ModuleOp module);
 llvm::Error lowerMatmulForGpu(mlir::ModuleOp module);
 /// The loops-level module as text (the CPU tail's input).
 llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec);
+/// Refuses a spec with quantized activations (no GPU kernel for them yet),
+/// naming what is missing; success for the weight-only matmul.
+llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec);
 /// The GPU form as text (what the GPU tail and the emulator take).
 llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec);
 

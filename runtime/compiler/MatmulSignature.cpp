@@ -92,8 +92,7 @@ matmulSizesOf(const matmul::MatmulSpec &spec,
     return fail("y has N = " + std::to_string(sizes.n) + " columns; the " +
                 "spec's weights have n=" + std::to_string(spec.n));
   std::string shapeError;
-  if (!matmul::validateWeightShape(spec.scheme, sizes.n, sizes.k,
-                                   &shapeError))
+  if (!matmul::validateMatmulShape(spec, sizes.n, sizes.k, &shapeError))
     return fail(shapeError);
   std::vector<std::array<int64_t, 2>> expected = matmulShapes(spec, sizes);
   for (size_t index = 0; index < shapes.size(); ++index)

@@ -2,8 +2,6 @@
 
 #include "runtime/spec/KernelSpec.h"
 
-#include "format/PrologueLimits.h"
-
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -16,42 +14,6 @@ bool fail(std::string *error, std::string message) {
   if (error)
     *error = std::move(message);
   return false;
-}
-
-/// Splits `text` at top-level '|': every part but the last is one prologue
-/// token; `text` becomes the last part (the kernel op).
-bool takePrologues(std::string_view &text, std::vector<Prologue> &prologues,
-                   std::string *error) {
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '(')
-      ++depth;
-    if (text[i] == ')' && depth > 0)
-      --depth;
-    if (text[i] != '|' || depth != 0)
-      continue;
-    std::vector<std::string_view> tokens =
-        splitSpecTokens(text.substr(start, i - start));
-    if (tokens.size() != 1)
-      return fail(error, tokens.empty()
-                             ? "an empty prologue before '|' at column " +
-                                   std::to_string(i + 1)
-                             : "a prologue is one token, got '" +
-                                   std::string(tokens[1]) + "' after '" +
-                                   std::string(tokens[0]) + "'");
-    // Refused before parsing the rest: a hostile spec may hold thousands.
-    if (prologues.size() == kMaxPrologues)
-      return fail(error, "more than " + std::to_string(kMaxPrologues) +
-                             " prologues in the chain (the limit)");
-    std::optional<Prologue> prologue = parsePrologue(tokens[0], error);
-    if (!prologue)
-      return false;
-    prologues.push_back(std::move(*prologue));
-    start = i + 1;
-  }
-  text = text.substr(start);
-  return true;
 }
 
 } // namespace
@@ -76,7 +38,7 @@ bool validateKernelSpec(const KernelSpec &spec, std::string *error) {
 std::optional<KernelSpec> parseKernelSpec(std::string_view text,
                                           std::string *error) {
   std::vector<Prologue> prologues;
-  if (!takePrologues(text, prologues, error))
+  if (!takePrologueChain(text, prologues, error))
     return std::nullopt;
   std::vector<std::string_view> tokens = splitSpecTokens(text);
   if (tokens.size() < 2) {

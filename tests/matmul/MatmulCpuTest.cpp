@@ -6,6 +6,7 @@
 #include "matmul/MatmulOrder.h"
 #include "matmul/MatmulWeights.h"
 #include "runtime/compiler/MatmulCompiler.h"
+#include "tests/matmul/MatmulCpuRun.h"
 #include "tests/matmul/MatmulTestData.h"
 
 #include <catch2/catch.hpp>
@@ -14,53 +15,15 @@
 
 using namespace lowbit;
 using namespace lowbit::matmul;
+using test::compileOrFail;
+using test::RunResult;
+using test::runKernel;
 
 namespace {
 
 constexpr ValueType kDtypes[] = {ValueType::F32, ValueType::F16,
                                  ValueType::BF16};
 constexpr int64_t kRows[] = {1, 3, 16, 17, 64};
-
-struct RunResult {
-  std::vector<uint8_t> y;
-  std::string error;
-};
-
-/// Runs `kernel` on the weights, X and bias; y is [m, n] of the output.
-RunResult runKernel(compiler::MatmulCpuKernel &kernel,
-                    const QuantizedTensor &weights,
-                    std::vector<uint8_t> xBytes, int64_t m,
-                    std::vector<float> bias) {
-  const MatmulSpec &spec = kernel.spec();
-  int64_t n = weights.rows, k = weights.cols;
-  WeightBuffers buffers = weightBuffers(weights);
-  RunResult result;
-  result.y.assign(size_t(m * n * valueTypeBytes(spec.output)), 0xA5);
-  std::vector<std::array<int64_t, 2>> shapes =
-      compiler::matmulShapes(spec, {m, n, k});
-  std::vector<void *> data = {xBytes.data(), buffers.codes.data(),
-                              buffers.scales.data()};
-  if (spec.scheme.scale.zeroPoint)
-    data.push_back(buffers.zeros.data());
-  if (spec.scheme.scale.globalScale != GlobalScale::None)
-    data.push_back(buffers.global.data());
-  if (spec.bias)
-    data.push_back(bias.data());
-  data.push_back(result.y.data());
-  std::vector<compiler::HostBuffer> hostBuffers;
-  for (size_t index = 0; index < data.size(); ++index)
-    hostBuffers.push_back({data[index], shapes[index][0], shapes[index][1]});
-  if (llvm::Error error = kernel.run(hostBuffers))
-    result.error = llvm::toString(std::move(error));
-  return result;
-}
-
-std::unique_ptr<compiler::MatmulCpuKernel> compileOrFail(const MatmulSpec &spec) {
-  auto kernel = compiler::compileMatmulForCpu(spec);
-  if (!kernel)
-    FAIL(printMatmulSpec(spec) << ": " << llvm::toString(kernel.takeError()));
-  return std::move(*kernel);
-}
 
 /// Every M of kRows through one kernel: bit-exact to the reference, and
 /// within the float64 bound.

@@ -87,8 +87,8 @@ TEST_CASE("matmul spec: each contradiction is refused, naming the token") {
   CHECK(refusalOf("matmul mxfp4 from=f64") ==
         "'from=f64': bad dtype (want f32, f16 or bf16)");
   CHECK(refusalOf("matmul mxfp4 rows=3") ==
-        "'rows=3': unknown key 'rows' (from, to, n, k; or the words bias, "
-        "dynamic)");
+        "'rows=3': unknown key 'rows' (from, to, n, k; w= and a= come "
+        "first; or the words bias, dynamic)");
   CHECK(refusalOf("matmul mxfp4 transposed") ==
         "'transposed' is not key=value, 'bias' or 'dynamic'");
   CHECK(refusalOf("quantize mxfp4") ==

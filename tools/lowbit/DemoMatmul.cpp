@@ -4,6 +4,7 @@
 
 #include "format/SchemeText.h"
 #include "matmul/MatmulOrder.h"
+#include "matmul/QuantizedOrder.h"
 #include "matmul/WeightSchemes.h"
 #include "tools/lowbit/MatmulBackends.h"
 #include "tools/lowbit/MatmulData.h"
@@ -22,6 +23,64 @@ constexpr int64_t kRows = 16, kCols = 256, kDepth = 1024;
 
 std::string firstLineOf(const std::string &text) {
   return text.substr(0, text.find('\n'));
+}
+
+/// The W8A8 and W4A4 rows: X quantized in the same kernel (docs/matmul.md,
+/// "Quantized activations"), the CPU kernel against the ordered reference.
+void runQuantizedActivationRows(const std::vector<float> &weights,
+                                const std::vector<uint8_t> &x) {
+  fmt::print("\nQuantized activations (W8A8, W4A4): X quantized inside the "
+             "kernel, the CPU kernel\nagainst the ordered reference (no GPU "
+             "kernel for them yet):\n\n");
+  fmt::print("{:<6}  {:<30}  {:>10}  {:>9}  {}\n", "kind",
+             "weights x "
+             "activations",
+             "B/weight", "bit-exact", "notes");
+  size_t exact = 0, count = 0;
+  for (const matmul::ActivationPairEntry &pair :
+       matmul::activationPairEntries()) {
+    std::string label = pair.label;
+    const char *kind = label == "fp8 per token x per channel" ? "W8A8"
+                       : label == "nvfp4 x nvfp4"             ? "W4A4"
+                                                              : nullptr;
+    if (!kind)
+      continue;
+    ++count;
+    std::string error, notes, bitExact = "-";
+    std::optional<matmul::MatmulSpec> spec =
+        matmul::parseMatmulSpec(fmt::format("matmul w={} a={} from=bf16",
+                                            pair.weights, pair.activations),
+                                &error);
+    std::optional<QuantizedTensor> tensor =
+        spec ? quantize(spec->scheme, weights, kCols, kDepth, &error)
+             : std::nullopt;
+    std::optional<std::vector<uint8_t>> expected =
+        tensor ? matmul::orderedQuantizedMatmul(*spec, *tensor, x, kRows, {},
+                                                &error)
+               : std::nullopt;
+    MatmulProblem problem;
+    if (spec)
+      problem.spec = *spec;
+    problem.weights = tensor ? &*tensor : nullptr;
+    problem.x = x;
+    problem.m = kRows;
+    std::optional<std::vector<uint8_t>> cpu =
+        expected ? runMatmulOnCpu(problem, &error) : std::nullopt;
+    if (cpu) {
+      bitExact = *cpu == *expected ? "yes" : "no";
+      exact += *cpu == *expected;
+    } else {
+      notes = firstLineOf(error);
+    }
+    double bytesPerWeight =
+        tensor ? double(storageBits(*tensor)) / 8.0 / double(kCols * kDepth)
+               : 0.0;
+    fmt::print("{:<6}  {:<30}  {:>10.4f}  {:>9}  {}\n", kind, label,
+               bytesPerWeight, bitExact, notes);
+  }
+  fmt::print("\n{}/{} quantized-activation CPU kernels bit-exact against the "
+             "ordered reference\n",
+             exact, count);
 }
 
 } // namespace
@@ -88,6 +147,7 @@ void runMatmulDemoSection(uint32_t seed, std::string_view chip) {
              "reference\n(B/weight counts codes, scales, zero points and the "
              "global scale; vs bf16: 2 bytes / B/weight)\n",
              exact, count);
+  runQuantizedActivationRows(weights, x);
 }
 
 } // namespace lowbit::cli

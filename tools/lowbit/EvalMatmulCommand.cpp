@@ -11,6 +11,7 @@
 
 #include "format/SchemeText.h"
 #include "matmul/MatmulOrder.h"
+#include "matmul/QuantizedOrder.h"
 #include "matmul/WeightSchemes.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
@@ -31,7 +32,12 @@ constexpr std::string_view kUsage =
     "The SQNR of Y = X . dequant(W)^T (Y from the ordered reference of\n"
     "docs/matmul.md, X normal in bf16) against the float64 matmul with the\n"
     "unquantized weights, for each weight scheme, on a weight-like [N, K]\n"
-    "matrix with outlier input channels. Defaults: M 16, N 256, K 1024.\n";
+    "matrix with outlier input channels. Defaults: M 16, N 256, K 1024.\n"
+    "A second table quantizes X too (W8A8, W4A4: each pair of\n"
+    "docs/matmul.md, \"Quantized activations\") on activations with\n"
+    "outlier channels, without and with a hadamard(128) prologue (W rotated\n"
+    "the same way, so the product is unchanged), against the float64\n"
+    "matmul of the bf16 X and the unquantized W.\n";
 
 constexpr std::array<OptionSpec, 4> kOptions = {{
     {"m", true},
@@ -43,6 +49,74 @@ constexpr std::array<OptionSpec, 4> kOptions = {{
 double sqnrDb(double signal, double noise) {
   return noise > 0 ? 10 * std::log10(signal / noise)
                    : std::numeric_limits<double>::infinity();
+}
+
+/// The SQNR (dB) of Y's f32 bytes against `exact`.
+double outputSqnr(std::span<const uint8_t> y, std::span<const double> exact) {
+  std::vector<float> values = matmul::widenActivations(ValueType::F32, y);
+  double signal = 0, noise = 0;
+  for (size_t index = 0; index < exact.size(); ++index) {
+    signal += exact[index] * exact[index];
+    noise += (values[index] - exact[index]) * (values[index] - exact[index]);
+  }
+  return sqnrDb(signal, noise);
+}
+
+/// The W8A8/W4A4 table: every pair without and with hadamard(128).
+CommandResult evalQuantizedActivations(const std::vector<float> &weights,
+                                       int64_t m, int64_t n, int64_t k,
+                                       uint64_t seed) {
+  std::string error;
+  std::vector<uint8_t> xBytes =
+      outlierActivations(ValueType::BF16, m, k, seed + 2);
+  std::vector<float> x = matmul::widenActivations(ValueType::BF16, xBytes);
+  std::vector<double> exact(size_t(m * n));
+  for (int64_t row = 0; row < m; ++row)
+    for (int64_t col = 0; col < n; ++col)
+      for (int64_t index = 0; index < k; ++index)
+        exact[size_t(row * n + col)] +=
+            double(x[size_t(row * k + index)]) *
+            double(weights[size_t(col * k + index)]);
+  Prologue hadamard = *parsePrologue("hadamard(128)");
+  // W rotated as X will be: (X H)(W H)^T = X W^T.
+  std::optional<std::vector<float>> rotated =
+      k % 128 == 0 ? applyPrologue(hadamard, weights, n, k, {}, std::nullopt,
+                                   nullptr, &error)
+                   : std::nullopt;
+  fmt::print("\nquantized activations: X bf16 [{}x{}] with outlier channels "
+             "(every 37th 20x)\n",
+             m, k);
+  fmt::print("  {:<30} {:>14} {:>20}\n", "weights x activations", "SQNR(Y) dB",
+             "hadamard(128) dB");
+  for (const matmul::ActivationPairEntry &pair :
+       matmul::activationPairEntries()) {
+    std::string row = fmt::format("  {:<30}", pair.label);
+    for (bool rotate : {false, true}) {
+      if (rotate && !rotated) {
+        row += fmt::format(" {:>20}", "- (K % 128)");
+        continue;
+      }
+      std::optional<matmul::MatmulSpec> spec = matmul::parseMatmulSpec(
+          fmt::format("{}matmul w={} a={} from=bf16 to=f32 n={} k={}",
+                      rotate ? "hadamard(128) | " : "", pair.weights,
+                      pair.activations, n, k),
+          &error);
+      std::optional<QuantizedTensor> w =
+          spec ? quantize(spec->scheme, rotate ? *rotated : weights, n, k,
+                          &error)
+               : std::nullopt;
+      std::optional<std::vector<uint8_t>> y =
+          w ? matmul::orderedQuantizedMatmul(*spec, *w, xBytes, m, {}, &error)
+            : std::nullopt;
+      if (!y)
+        return fail(fmt::format("{}: {}", pair.label, error));
+      double sqnr = outputSqnr(*y, exact);
+      row += rotate ? fmt::format(" {:>20.2f}", sqnr)
+                    : fmt::format(" {:>14.2f}", sqnr);
+    }
+    fmt::print("{}\n", row);
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -123,7 +197,7 @@ CommandResult runEvalMatmul(Arguments args) {
                double(storageBits(*tensor)) / double(*n * *k),
                sqnrDb(weightSignal, weightNoise), sqnrDb(signal, noise));
   }
-  return std::nullopt;
+  return evalQuantizedActivations(weights, *m, *n, *k, seed);
 }
 
 } // namespace lowbit::cli

@@ -27,7 +27,7 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: lowbit matmul --weights DIR --input X.npy --out Y.npy\n"
-    "         [--bias B.npy] [--out-dtype f32|f16|bf16]\n"
+    "         [--bias B.npy] [--out-dtype f32|f16|bf16] [--act SCHEME]\n"
     "         [--backend cpu|gpu-emulator [--target ARCH]]\n\n"
     "Y = X . dequant(W)^T (+ bias), accumulated in f32 in the order of\n"
     "docs/matmul.md. DIR is a set written by 'lowbit quantize' from an\n"
@@ -36,9 +36,12 @@ constexpr std::string_view kUsage =
     "Y is [M, N] in X's dtype unless --out-dtype says otherwise (bf16 as\n"
     "uint16 bits). --backend cpu (the default) runs the JIT-compiled CPU\n"
     "kernel; gpu-emulator runs the GPU kernels of --target (default\n"
-    "sm_90a) in the GPU emulator. Both give the same bytes.\n";
+    "sm_90a) in the GPU emulator. Both give the same bytes.\n"
+    "--act SCHEME quantizes X with SCHEME inside the same call (W8A8,\n"
+    "W4A4: 'matmul w=... a=...', docs/matmul.md, \"Quantized\n"
+    "activations\"); it runs on --backend cpu only for now.\n";
 
-constexpr std::array<OptionSpec, 7> kOptions = {{
+constexpr std::array<OptionSpec, 8> kOptions = {{
     {"weights", true},
     {"input", true},
     {"out", true},
@@ -46,6 +49,7 @@ constexpr std::array<OptionSpec, 7> kOptions = {{
     {"out-dtype", true},
     {"backend", true},
     {"target", true},
+    {"act", true},
 }};
 
 /// X's dtype from its .npy dtype (.npy has no bf16: uint16 holds its bits,
@@ -153,6 +157,17 @@ CommandResult runMatmul(Arguments args) {
   problem.spec.scheme.scale.mode = ScaleMode::Dynamic;
   problem.spec.input = *inputDtype;
   problem.spec.output = outDtype.value_or(*inputDtype);
+  if (const std::string *act = parsed->value("act")) {
+    std::optional<Scheme> activations = parseSchemeText(*act, &error);
+    if (!activations)
+      return fail(fmt::format("--act {}: {}", *act, error));
+    activations->scale.mode = ScaleMode::Dynamic;
+    if (std::string refusal =
+            matmul::activationPairRefusal(problem.spec.scheme, *activations);
+        !refusal.empty())
+      return fail(fmt::format("--act {}: {}", *act, refusal));
+    problem.spec.activation = *activations;
+  }
   problem.weights = &*weights;
   problem.x = std::move(x->bytes);
   problem.m = x->shape[0];

@@ -54,6 +54,26 @@ inline std::vector<uint8_t> normalActivations(ValueType dtype, int64_t m,
   return bytes;
 }
 
+/// Activations [m, k] with outlier channels, as bytes of `dtype`: normal,
+/// and every 37th channel (from 3) 20x larger, as LLM activations have
+/// (the case rotation and smoothing are for).
+inline std::vector<uint8_t> outlierActivations(ValueType dtype, int64_t m,
+                                               int64_t k, uint64_t seed) {
+  Generator generator(seed);
+  std::vector<uint8_t> bytes(size_t(m * k * valueTypeBytes(dtype)));
+  for (int64_t index = 0; index < m * k; ++index) {
+    float value = float(generator.normal() * (index % k % 37 == 3 ? 20 : 1));
+    if (dtype == ValueType::F32) {
+      std::memcpy(&bytes[size_t(index * 4)], &value, 4);
+    } else {
+      uint16_t bits =
+          dtype == ValueType::F16 ? floatToHalf(value) : floatToBFloat16(value);
+      std::memcpy(&bytes[size_t(index * 2)], &bits, 2);
+    }
+  }
+  return bytes;
+}
+
 inline std::vector<float> biasVector(int64_t n, uint64_t seed) {
   Generator generator(seed);
   std::vector<float> bias(static_cast<size_t>(n));

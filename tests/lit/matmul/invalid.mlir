@@ -178,3 +178,33 @@ func.func @f(%x: tensor<3x64xf32>, %c: tensor<4x64xi8>, %s: tensor<4x2xi8>,
       : tensor<3x64xf32>, tensor<4x64xi8> -> tensor<3x4xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<3x64xf32>, %c: tensor<4x64xi8>, %s: tensor<1x1xf32>) {
+  // expected-error @+1 {{act_scheme #lowbit.scheme<"fp8_e4m3">: the weights are int8 and the activations e4m3: both integer or both float}}
+  %y = lowbit.matmul %x, %c scales(%s : tensor<1x1xf32>)
+      {scheme = #lowbit.scheme<"int8">, act_scheme = #lowbit.scheme<"fp8_e4m3">}
+      : tensor<3x64xf32>, tensor<4x64xi8> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3x64xf32>, %c: tensor<4x32xi8>, %s: tensor<4x2xi8>) {
+  // expected-error @+1 {{the activations' scales cover 16 along K and the weights' 32}}
+  %y = lowbit.matmul %x, %c scales(%s : tensor<4x2xi8>)
+      {scheme = #lowbit.scheme<"mxfp4">, act_scheme = #lowbit.scheme<"nvfp4">}
+      : tensor<3x64xf32>, tensor<4x32xi8> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3x64xf32>, %c: tensor<4x64xi8>, %s: tensor<1x1xf32>) {
+  // expected-error @+1 {{the activations' scheme has zero points}}
+  %y = lowbit.matmul %x, %c scales(%s : tensor<1x1xf32>)
+      {scheme = #lowbit.scheme<"int8">, act_scheme = #lowbit.scheme<"int4_g128">}
+      : tensor<3x64xf32>, tensor<4x64xi8> -> tensor<3x4xf32>
+  return
+}

@@ -47,3 +47,14 @@ func.func @mxfp4_ragged(%x: tensor<17x99xf32>, %c: tensor<5x50xi8>,
       : tensor<17x99xf32>, tensor<5x50xi8> -> tensor<17x5xf32>
   return %y : tensor<17x5xf32>
 }
+
+// Quantized activations: the act_scheme attribute round-trips.
+// CHECK-LABEL: func.func @w4a4
+// CHECK: lowbit.matmul %{{.*}}, %{{.*}} scales(%{{.*}} : tensor<8x2xi8>) {act_scheme = #lowbit.scheme<"mxfp4">, scheme = #lowbit.scheme<"mxfp4">} : tensor<?x64xbf16>, tensor<8x32xi8> -> tensor<?x8xbf16>
+func.func @w4a4(%x: tensor<?x64xbf16>, %c: tensor<8x32xi8>,
+                %s: tensor<8x2xi8>) -> tensor<?x8xbf16> {
+  %y = lowbit.matmul %x, %c scales(%s : tensor<8x2xi8>)
+      {scheme = #lowbit.scheme<"mxfp4">, act_scheme = #lowbit.scheme<"mxfp4">}
+      : tensor<?x64xbf16>, tensor<8x32xi8> -> tensor<?x8xbf16>
+  return %y : tensor<?x8xbf16>
+}
