@@ -218,12 +218,8 @@ exportPackQuantized(const ImportedWeight &weight, const std::string &prefix) {
   return out;
 }
 
-namespace {
-
-/// lowbit's scheme for a float-quantized strategy: e4m3 codes, AbsMax,
-/// scales of `scaleType` per tensor, per row, or per block.
-Expected<Scheme> fp8Scheme(const FloatQuantizedConfig &config,
-                           ScaleType scaleType) {
+Expected<Scheme> floatQuantizedScheme(const FloatQuantizedConfig &config,
+                                      ScaleType scaleType) {
   using Strategy = FloatQuantizedConfig::Strategy;
   Scheme scheme{"", *lookupFormat("e4m3"), ScaleSpec{}, Packing::Byte};
   scheme.scale.type = scaleType;
@@ -244,8 +240,6 @@ Expected<Scheme> fp8Scheme(const FloatQuantizedConfig &config,
   return scheme;
 }
 
-} // namespace
-
 Expected<ImportedWeight>
 importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
                      const FloatQuantizedConfig &config) {
@@ -260,7 +254,7 @@ importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
       scaleTypeOf(scales->info->dtype, prefix + ".weight_scale");
   if (!scaleType)
     return std::move(scaleType).takeError();
-  Expected<Scheme> scheme = fp8Scheme(config, *scaleType);
+  Expected<Scheme> scheme = floatQuantizedScheme(config, *scaleType);
   if (!scheme)
     return std::move(scheme).takeError();
   Expected<Shape2D> extents = unpackedShape(*codes->info, 1, 1);
@@ -300,7 +294,7 @@ exportFloatQuantized(const ImportedWeight &weight, const std::string &prefix) {
     config.strategy = Strategy::Channel;
   else if (scheme.scale.granularity == Granularity::Block)
     config = {Strategy::Block, scheme.scale.blockRows, scheme.scale.blockCols};
-  Expected<Scheme> expected = fp8Scheme(config, scheme.scale.type);
+  Expected<Scheme> expected = floatQuantizedScheme(config, scheme.scale.type);
   if (!expected || !(scheme == *expected) || !weight.inputOrder.empty())
     return invalid("float-quantized holds e4m3 codes with F32/BF16/F16 "
                    "scales per tensor, per output channel or per block; this "
