@@ -167,14 +167,24 @@ exportPackQuantized(const ImportedWeight &weight, const std::string &prefix) {
   packed.bytes.assign(size_t(n * wordsPerRow * 4), std::byte{0});
   // The file is in channel order (weight_g_idx says each one's group).
   std::vector<int64_t> columnOf = columnOfChannel(weight);
-  for (int64_t row = 0; row < n; ++row)
-    for (int64_t channel = 0; channel < k; ++channel) {
-      size_t word = size_t(row * wordsPerRow + channel / packing.perWord());
-      orWord(
-          packed.bytes, word,
-          packing.place(codeAt(tensor, row, columnOf[size_t(channel)]) ^ flip,
-                        channel));
-    }
+  if (weight.inputOrder.empty() && k % packing.perWord() == 0) {
+    // Rows of whole words in channel order: the little-endian words' bytes
+    // are lowbit's packed codes (element 0 in the low field) with each
+    // field's top bit flipped when signed, the loop below's result.
+    std::memcpy(packed.bytes.data(), tensor.codes.data(), tensor.codes.size());
+    std::byte flipped{uint8_t(flip ? (bits == 4 ? 0x88 : 0x80) : 0)};
+    for (std::byte &byte : packed.bytes)
+      byte ^= flipped;
+  } else {
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t channel = 0; channel < k; ++channel) {
+        size_t word = size_t(row * wordsPerRow + channel / packing.perWord());
+        orWord(
+            packed.bytes, word,
+            packing.place(codeAt(tensor, row, columnOf[size_t(channel)]) ^ flip,
+                          channel));
+      }
+  }
   out.push_back(std::move(packed));
   if (!weight.inputOrder.empty()) {
     OwnedTensor gIdx{prefix + ".weight_g_idx", DType::I32, {k}, {}};

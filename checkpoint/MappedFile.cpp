@@ -65,4 +65,15 @@ MappedFile::~MappedFile() {
     ::munmap(const_cast<std::byte *>(mapping), size);
 }
 
+void releasePages(std::span<const std::byte> range) {
+  if (range.empty())
+    return;
+  uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  uintptr_t begin = uintptr_t(range.data()) / page * page;
+  uintptr_t end =
+      (uintptr_t(range.data()) + range.size() + page - 1) / page * page;
+  // Advice only: a failure leaves the pages resident, nothing else.
+  ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
 } // namespace lowbit::checkpoint

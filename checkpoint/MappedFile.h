@@ -38,6 +38,12 @@ private:
   size_t size = 0;
 };
 
+/// Drops the process's pages of `range`, a view into a mapping, once it
+/// has been read: a reader that streams a file larger than memory keeps
+/// its resident set at what it holds, not at what it has read. The pages
+/// are the file's, unmodified, so a later read maps them again.
+void releasePages(std::span<const std::byte> range);
+
 } // namespace lowbit::checkpoint
 
 #endif // LOWBIT_CHECKPOINT_MAPPEDFILE_H

@@ -164,6 +164,7 @@ Expected<QuantizedOutput> quantizeTensor(const ModelPlan &plan,
   std::optional<QuantizedTensor> quantized;
   {
     std::vector<float> values = inputValues(info, tensor.input->data());
+    releasePages(tensor.input->data());
     quantized = quantize(*tensor.scheme, values, rows, cols, &error);
     if (!quantized)
       return invalid("'" + tensor.name + "': " + error);
@@ -197,6 +198,9 @@ public:
       : plan(plan), shard(shard), jobs(size_t(jobs)), tensorDone(tensorDone) {}
 
   bool next(std::string_view &piece, std::string *error) {
+    // The copied tensor given last time has been written by now.
+    releasePages(copied);
+    copied = {};
     if (!headerGiven) {
       std::vector<TensorSpec> specs;
       for (size_t index : shard.tensors)
@@ -217,8 +221,9 @@ public:
         const PlannedTensor &tensor =
             plan.tensors[shard.tensors[batchStart + batchPosition]];
         if (!tensor.scheme) {
-          std::span<const std::byte> bytes = tensor.input->data();
-          piece = {reinterpret_cast<const char *>(bytes.data()), bytes.size()};
+          copied = tensor.input->data();
+          piece = {reinterpret_cast<const char *>(copied.data()),
+                   copied.size()};
           finishTensor();
           return true;
         }
@@ -295,6 +300,7 @@ private:
   size_t jobs;
   const std::function<void()> &tensorDone;
   bool headerGiven = false;
+  std::span<const std::byte> copied;
   std::string headerBytes;
   std::vector<std::optional<QuantizedOutput>> batch;
   size_t batchStart = 0, batchPosition = 0, outputPosition = 0;
