@@ -2,7 +2,6 @@
 
 #include "checkpoint/GgufWriter.h"
 
-#include "runtime/core/AtomicFile.h"
 
 #include <bit>
 #include <set>
@@ -132,13 +131,7 @@ serializeGguf(std::span<const std::pair<std::string, GgufValue>> metadata,
 Status writeGguf(const std::string &path,
                  std::span<const std::pair<std::string, GgufValue>> metadata,
                  std::span<const GgufTensorData> tensors) {
-  Expected<std::string> file = serializeGguf(metadata, tensors);
-  if (!file)
-    return std::move(file).takeError();
-  std::string error;
-  if (!runtime::writeFileAtomically(path, *file, &error))
-    return makeError(ErrorCode::Io, error);
-  return Status::success();
+  return writeFileAtomically(path, serializeGguf(metadata, tensors));
 }
 
 } // namespace lowbit::checkpoint

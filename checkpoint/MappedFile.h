@@ -44,6 +44,11 @@ private:
 /// are the file's, unmodified, so a later read maps them again.
 void releasePages(std::span<const std::byte> range);
 
+/// Writes a serialized file (or passes its error on) through a temporary
+/// file and a rename: `path` holds the old file or the whole new one.
+Status writeFileAtomically(const std::string &path,
+                           Expected<std::string> bytes);
+
 } // namespace lowbit::checkpoint
 
 #endif // LOWBIT_CHECKPOINT_MAPPEDFILE_H

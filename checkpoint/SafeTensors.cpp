@@ -2,7 +2,6 @@
 
 #include "checkpoint/SafeTensors.h"
 
-#include "runtime/core/AtomicFile.h"
 #include "runtime/core/Json.h"
 
 #include <algorithm>
@@ -421,13 +420,7 @@ serializeFile(std::span<const TensorData> tensors,
 Status writeSafeTensors(
     const std::string &path, std::span<const TensorData> tensors,
     std::span<const std::pair<std::string, std::string>> metadata) {
-  Expected<std::string> file = serializeFile(tensors, metadata);
-  if (!file)
-    return std::move(file).takeError();
-  std::string error;
-  if (!runtime::writeFileAtomically(path, *file, &error))
-    return makeError(ErrorCode::Io, error);
-  return Status::success();
+  return writeFileAtomically(path, serializeFile(tensors, metadata));
 }
 
 } // namespace lowbit::checkpoint
