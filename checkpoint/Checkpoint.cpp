@@ -147,6 +147,16 @@ Expected<Checkpoint> Checkpoint::open(const std::string &path) {
   return checkpoint;
 }
 
+std::string serializeIndex(json::JsonValue weightMap, uint64_t totalBytes) {
+  json::JsonValue index = json::JsonValue::object();
+  json::JsonValue indexMetadata = json::JsonValue::object();
+  indexMetadata.set("total_size",
+                    json::JsonValue::number(static_cast<int64_t>(totalBytes)));
+  index.set("metadata", std::move(indexMetadata));
+  index.set("weight_map", std::move(weightMap));
+  return index.serialize() + "\n";
+}
+
 Status
 writeCheckpoint(const std::string &directory,
                 std::span<const TensorData> tensors, uint64_t maxShardBytes,
@@ -228,14 +238,8 @@ writeCheckpoint(const std::string &directory,
   // The index is staged last, so it is renamed last: until it is in place
   // the directory holds no checkpoint a reader would open.
   if (shardCount > 1) {
-    json::JsonValue index = json::JsonValue::object();
-    json::JsonValue indexMetadata = json::JsonValue::object();
-    indexMetadata.set("total_size", json::JsonValue::number(
-                                        static_cast<int64_t>(totalBytes)));
-    index.set("metadata", std::move(indexMetadata));
-    index.set("weight_map", std::move(weightMap));
     if (!staged.stage(directory + "/" + std::string(kIndexFileName),
-                      index.serialize() + "\n", &error))
+                      serializeIndex(std::move(weightMap), totalBytes), &error))
       return makeError(ErrorCode::Io, error);
   }
   if (!staged.commit(&error))

@@ -18,6 +18,7 @@
 #define LOWBIT_CHECKPOINT_CHECKPOINT_H
 
 #include "checkpoint/SafeTensors.h"
+#include "runtime/core/Json.h"
 
 #include <map>
 #include <memory>
@@ -58,6 +59,10 @@ private:
   std::vector<std::unique_ptr<SafeTensorsFile>> shards;
   std::map<std::string, Entry, std::less<>> byName;
 };
+
+/// model.safetensors.index.json's text: `weightMap` (an object, tensor
+/// name -> shard file) and the tensors' total bytes.
+std::string serializeIndex(json::JsonValue weightMap, uint64_t totalBytes);
 
 /// Writes `tensors` into `directory` (created if missing): one
 /// model.safetensors when they fit `maxShardBytes` of data, else shards of

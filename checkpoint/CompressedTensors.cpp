@@ -167,14 +167,24 @@ exportPackQuantized(const ImportedWeight &weight, const std::string &prefix) {
   packed.bytes.assign(size_t(n * wordsPerRow * 4), std::byte{0});
   // The file is in channel order (weight_g_idx says each one's group).
   std::vector<int64_t> columnOf = columnOfChannel(weight);
-  for (int64_t row = 0; row < n; ++row)
-    for (int64_t channel = 0; channel < k; ++channel) {
-      size_t word = size_t(row * wordsPerRow + channel / packing.perWord());
-      orWord(
-          packed.bytes, word,
-          packing.place(codeAt(tensor, row, columnOf[size_t(channel)]) ^ flip,
-                        channel));
-    }
+  if (weight.inputOrder.empty() && k % packing.perWord() == 0) {
+    // Rows of whole words in channel order: the little-endian words' bytes
+    // are lowbit's packed codes (element 0 in the low field) with each
+    // field's top bit flipped when signed, the loop below's result.
+    std::memcpy(packed.bytes.data(), tensor.codes.data(), tensor.codes.size());
+    std::byte flipped{uint8_t(flip ? (bits == 4 ? 0x88 : 0x80) : 0)};
+    for (std::byte &byte : packed.bytes)
+      byte ^= flipped;
+  } else {
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t channel = 0; channel < k; ++channel) {
+        size_t word = size_t(row * wordsPerRow + channel / packing.perWord());
+        orWord(
+            packed.bytes, word,
+            packing.place(codeAt(tensor, row, columnOf[size_t(channel)]) ^ flip,
+                          channel));
+      }
+  }
   out.push_back(std::move(packed));
   if (!weight.inputOrder.empty()) {
     OwnedTensor gIdx{prefix + ".weight_g_idx", DType::I32, {k}, {}};
@@ -218,12 +228,8 @@ exportPackQuantized(const ImportedWeight &weight, const std::string &prefix) {
   return out;
 }
 
-namespace {
-
-/// lowbit's scheme for a float-quantized strategy: e4m3 codes, AbsMax,
-/// scales of `scaleType` per tensor, per row, or per block.
-Expected<Scheme> fp8Scheme(const FloatQuantizedConfig &config,
-                           ScaleType scaleType) {
+Expected<Scheme> floatQuantizedScheme(const FloatQuantizedConfig &config,
+                                      ScaleType scaleType) {
   using Strategy = FloatQuantizedConfig::Strategy;
   Scheme scheme{"", *lookupFormat("e4m3"), ScaleSpec{}, Packing::Byte};
   scheme.scale.type = scaleType;
@@ -244,8 +250,6 @@ Expected<Scheme> fp8Scheme(const FloatQuantizedConfig &config,
   return scheme;
 }
 
-} // namespace
-
 Expected<ImportedWeight>
 importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
                      const FloatQuantizedConfig &config) {
@@ -260,7 +264,7 @@ importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
       scaleTypeOf(scales->info->dtype, prefix + ".weight_scale");
   if (!scaleType)
     return std::move(scaleType).takeError();
-  Expected<Scheme> scheme = fp8Scheme(config, *scaleType);
+  Expected<Scheme> scheme = floatQuantizedScheme(config, *scaleType);
   if (!scheme)
     return std::move(scheme).takeError();
   Expected<Shape2D> extents = unpackedShape(*codes->info, 1, 1);
@@ -300,7 +304,7 @@ exportFloatQuantized(const ImportedWeight &weight, const std::string &prefix) {
     config.strategy = Strategy::Channel;
   else if (scheme.scale.granularity == Granularity::Block)
     config = {Strategy::Block, scheme.scale.blockRows, scheme.scale.blockCols};
-  Expected<Scheme> expected = fp8Scheme(config, scheme.scale.type);
+  Expected<Scheme> expected = floatQuantizedScheme(config, scheme.scale.type);
   if (!expected || !(scheme == *expected) || !weight.inputOrder.empty())
     return invalid("float-quantized holds e4m3 codes with F32/BF16/F16 "
                    "scales per tensor, per output channel or per block; this "

@@ -56,6 +56,11 @@ struct FloatQuantizedConfig {
   int blockRows = 128, blockCols = 128;
 };
 
+/// lowbit's scheme for a float-quantized strategy: e4m3 codes, AbsMax,
+/// scales of `scaleType` per tensor, per row, or per block.
+Expected<Scheme> floatQuantizedScheme(const FloatQuantizedConfig &config,
+                                      ScaleType scaleType);
+
 Expected<ImportedWeight>
 importFloatQuantized(const Checkpoint &checkpoint, const std::string &prefix,
                      const FloatQuantizedConfig &config);

@@ -85,31 +85,6 @@ private:
   uint64_t offset = 0;
 };
 
-/// Bytes of a scalar value type; 0 for string and array.
-size_t scalarBytes(GgufValueType type) {
-  switch (type) {
-  case GgufValueType::U8:
-  case GgufValueType::I8:
-  case GgufValueType::Bool:
-    return 1;
-  case GgufValueType::U16:
-  case GgufValueType::I16:
-    return 2;
-  case GgufValueType::U32:
-  case GgufValueType::I32:
-  case GgufValueType::F32:
-    return 4;
-  case GgufValueType::U64:
-  case GgufValueType::I64:
-  case GgufValueType::F64:
-    return 8;
-  case GgufValueType::String:
-  case GgufValueType::Array:
-    return 0;
-  }
-  return 0;
-}
-
 Expected<GgufValueType> valueType(Reader &reader, const std::string &key) {
   Expected<uint64_t> raw = reader.read(4, "the type of '" + key + "'");
   if (!raw)
@@ -124,7 +99,7 @@ Expected<GgufValue> readValue(Reader &reader, GgufValueType type,
                               const std::string &key, bool inArray) {
   GgufValue value;
   value.type = type;
-  if (size_t bytes = scalarBytes(type)) {
+  if (size_t bytes = ggufScalarBytes(type)) {
     Expected<uint64_t> bits = reader.read(bytes, "the value of '" + key + "'");
     if (!bits)
       return bits.error();
@@ -157,7 +132,7 @@ Expected<GgufValue> readValue(Reader &reader, GgufValueType type,
   size_t minimum = *elementType == GgufValueType::String ? 8
                    : *elementType == GgufValueType::Array
                        ? 12
-                       : scalarBytes(*elementType);
+                       : ggufScalarBytes(*elementType);
   if (*count > reader.remaining() / minimum)
     return invalid("'" + key + "' is an array of " + std::to_string(*count) +
                    " elements, more than the " +
@@ -248,6 +223,30 @@ std::string_view ggufValueTypeName(GgufValueType type) {
   return names[size_t(type)];
 }
 
+size_t ggufScalarBytes(GgufValueType type) {
+  switch (type) {
+  case GgufValueType::U8:
+  case GgufValueType::I8:
+  case GgufValueType::Bool:
+    return 1;
+  case GgufValueType::U16:
+  case GgufValueType::I16:
+    return 2;
+  case GgufValueType::U32:
+  case GgufValueType::I32:
+  case GgufValueType::F32:
+    return 4;
+  case GgufValueType::U64:
+  case GgufValueType::I64:
+  case GgufValueType::F64:
+    return 8;
+  case GgufValueType::String:
+  case GgufValueType::Array:
+    return 0;
+  }
+  return 0;
+}
+
 std::optional<uint64_t> GgufValue::asUnsigned() const {
   switch (type) {
   case GgufValueType::U8:
@@ -259,7 +258,7 @@ std::optional<uint64_t> GgufValue::asUnsigned() const {
   case GgufValueType::I16:
   case GgufValueType::I32:
   case GgufValueType::I64: {
-    size_t width = scalarBytes(type) * 8;
+    size_t width = ggufScalarBytes(type) * 8;
     bool negative = (bits >> (width - 1)) & 1;
     if (negative)
       return std::nullopt;

@@ -52,6 +52,9 @@ enum class GgufValueType : uint32_t {
 
 std::string_view ggufValueTypeName(GgufValueType type);
 
+/// Bytes of a scalar value type; 0 for string and array.
+size_t ggufScalarBytes(GgufValueType type);
+
 /// One metadata value. A scalar keeps its little-endian bits zero-extended
 /// in `bits` (read it with the accessors); a string its bytes; an array
 /// its element type and elements (arrays of arrays are refused).

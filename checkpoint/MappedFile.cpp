@@ -2,6 +2,8 @@
 
 #include "checkpoint/MappedFile.h"
 
+#include "runtime/core/AtomicFile.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -63,6 +65,27 @@ MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
 MappedFile::~MappedFile() {
   if (mapping)
     ::munmap(const_cast<std::byte *>(mapping), size);
+}
+
+void releasePages(std::span<const std::byte> range) {
+  if (range.empty())
+    return;
+  uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  uintptr_t begin = uintptr_t(range.data()) / page * page;
+  uintptr_t end =
+      (uintptr_t(range.data()) + range.size() + page - 1) / page * page;
+  // Advice only: a failure leaves the pages resident, nothing else.
+  ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
+Status writeFileAtomically(const std::string &path,
+                           Expected<std::string> bytes) {
+  if (!bytes)
+    return std::move(bytes).takeError();
+  std::string error;
+  if (!runtime::writeFileAtomically(path, *bytes, &error))
+    return makeError(ErrorCode::Io, error);
+  return Status::success();
 }
 
 } // namespace lowbit::checkpoint

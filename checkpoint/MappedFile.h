@@ -38,6 +38,17 @@ private:
   size_t size = 0;
 };
 
+/// Drops the process's pages of `range`, a view into a mapping, once it
+/// has been read: a reader that streams a file larger than memory keeps
+/// its resident set at what it holds, not at what it has read. The pages
+/// are the file's, unmodified, so a later read maps them again.
+void releasePages(std::span<const std::byte> range);
+
+/// Writes a serialized file (or passes its error on) through a temporary
+/// file and a rename: `path` holds the old file or the whole new one.
+Status writeFileAtomically(const std::string &path,
+                           Expected<std::string> bytes);
+
 } // namespace lowbit::checkpoint
 
 #endif // LOWBIT_CHECKPOINT_MAPPEDFILE_H

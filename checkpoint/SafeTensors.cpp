@@ -2,7 +2,6 @@
 
 #include "checkpoint/SafeTensors.h"
 
-#include "runtime/core/AtomicFile.h"
 #include "runtime/core/Json.h"
 
 #include <algorithm>
@@ -324,7 +323,7 @@ SafeTensorsFile::data(std::string_view name) const {
 }
 
 Expected<std::string>
-serializeHeader(std::span<const TensorData> tensors,
+serializeHeader(std::span<const TensorSpec> tensors,
                 std::span<const std::pair<std::string, std::string>> metadata) {
   json::JsonValue document = json::JsonValue::object();
   if (!metadata.empty()) {
@@ -334,7 +333,7 @@ serializeHeader(std::span<const TensorData> tensors,
     document.set(std::string(kMetadataKey), std::move(map));
   }
   uint64_t offset = 0;
-  for (const TensorData &tensor : tensors) {
+  for (const TensorSpec &tensor : tensors) {
     if (tensor.name == kMetadataKey || document.get(tensor.name))
       return invalid("safetensors: tensor name '" + tensor.name +
                      "' is reserved or given twice");
@@ -342,11 +341,6 @@ serializeHeader(std::span<const TensorData> tensors,
         tensorByteSize(tensor.dtype, tensor.shape, tensor.name);
     if (!bytes)
       return std::move(bytes).takeError();
-    if (*bytes != tensor.bytes.size())
-      return invalid("safetensors: tensor '" + tensor.name + "' has " +
-                     std::to_string(tensor.bytes.size()) +
-                     " bytes, its shape and dtype need " +
-                     std::to_string(*bytes));
     json::JsonValue entry = json::JsonValue::object();
     entry.set("dtype",
               json::JsonValue::string(std::string(dtypeName(tensor.dtype))));
@@ -370,15 +364,53 @@ serializeHeader(std::span<const TensorData> tensors,
 }
 
 Expected<std::string>
+serializeHeader(std::span<const TensorData> tensors,
+                std::span<const std::pair<std::string, std::string>> metadata) {
+  std::vector<TensorSpec> specs;
+  for (const TensorData &tensor : tensors) {
+    Expected<uint64_t> bytes =
+        tensorByteSize(tensor.dtype, tensor.shape, tensor.name);
+    if (!bytes)
+      return std::move(bytes).takeError();
+    if (*bytes != tensor.bytes.size())
+      return invalid("safetensors: tensor '" + tensor.name + "' has " +
+                     std::to_string(tensor.bytes.size()) +
+                     " bytes, its shape and dtype need " +
+                     std::to_string(*bytes));
+    specs.push_back({tensor.name, tensor.dtype, tensor.shape});
+  }
+  return serializeHeader(std::span<const TensorSpec>(specs), metadata);
+}
+
+namespace {
+
+/// The 8-byte little-endian length, then the header.
+std::string withLengthField(const std::string &header) {
+  std::string file(8, '\0');
+  uint64_t length = header.size();
+  std::memcpy(file.data(), &length, sizeof(length));
+  file += header;
+  return file;
+}
+
+} // namespace
+
+Expected<std::string> serializeFileHeader(
+    std::span<const TensorSpec> tensors,
+    std::span<const std::pair<std::string, std::string>> metadata) {
+  Expected<std::string> header = serializeHeader(tensors, metadata);
+  if (!header)
+    return std::move(header).takeError();
+  return withLengthField(*header);
+}
+
+Expected<std::string>
 serializeFile(std::span<const TensorData> tensors,
               std::span<const std::pair<std::string, std::string>> metadata) {
   Expected<std::string> header = serializeHeader(tensors, metadata);
   if (!header)
     return std::move(header).takeError();
-  std::string file(8, '\0');
-  uint64_t length = header->size();
-  std::memcpy(file.data(), &length, sizeof(length));
-  file += *header;
+  std::string file = withLengthField(*header);
   for (const TensorData &tensor : tensors)
     file.append(reinterpret_cast<const char *>(tensor.bytes.data()),
                 tensor.bytes.size());
@@ -388,13 +420,7 @@ serializeFile(std::span<const TensorData> tensors,
 Status writeSafeTensors(
     const std::string &path, std::span<const TensorData> tensors,
     std::span<const std::pair<std::string, std::string>> metadata) {
-  Expected<std::string> file = serializeFile(tensors, metadata);
-  if (!file)
-    return std::move(file).takeError();
-  std::string error;
-  if (!runtime::writeFileAtomically(path, *file, &error))
-    return makeError(ErrorCode::Io, error);
-  return Status::success();
+  return writeFileAtomically(path, serializeFile(tensors, metadata));
 }
 
 } // namespace lowbit::checkpoint

@@ -131,6 +131,16 @@ struct TensorData {
   std::span<const std::byte> bytes;
 };
 
+/// A tensor's entry without its bytes: what a header needs, known before
+/// the data is (a streamed shard's header is written first).
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::U8;
+  std::vector<int64_t> shape;
+
+  bool operator==(const TensorSpec &other) const = default;
+};
+
 /// The bytes a tensor of `dtype` and `shape` occupies, or an error (a
 /// negative or overflowing shape, or a sub-byte dtype that does not fill
 /// whole bytes).
@@ -142,6 +152,16 @@ Expected<uint64_t> tensorByteSize(DType dtype, std::span<const int64_t> shape,
 Expected<std::string>
 serializeHeader(std::span<const TensorData> tensors,
                 std::span<const std::pair<std::string, std::string>> metadata);
+
+/// The same from the tensors' specs, each laid out with its shape's bytes.
+Expected<std::string>
+serializeHeader(std::span<const TensorSpec> tensors,
+                std::span<const std::pair<std::string, std::string>> metadata);
+
+/// What precedes the data buffer: the 8-byte length and the header.
+Expected<std::string> serializeFileHeader(
+    std::span<const TensorSpec> tensors,
+    std::span<const std::pair<std::string, std::string>> metadata);
 
 /// A whole file: the length, the header and the tensors' bytes in order.
 Expected<std::string>

@@ -86,11 +86,16 @@ StagedFiles::~StagedFiles() {
 
 bool StagedFiles::stage(const std::string &path, std::string_view bytes,
                         std::string *error) {
+  return stageFrom(path, singlePiece(bytes), error);
+}
+
+bool StagedFiles::stageFrom(const std::string &path, const PieceSource &next,
+                            std::string *error) {
   sweepStaleTemporaries(path);
   std::string temporary = temporaryNameFor(path);
   // Registered before it exists: an interrupt during the write removes it.
   trackTemporary(temporary);
-  if (!writeNewFile(AT_FDCWD, temporary, bytes, temporary, error)) {
+  if (!writeNewFileFrom(AT_FDCWD, temporary, next, temporary, error)) {
     untrackTemporary(temporary);
     return false;
   }

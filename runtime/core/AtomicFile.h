@@ -13,6 +13,7 @@
 #ifndef LOWBIT_RUNTIME_CORE_ATOMICFILE_H
 #define LOWBIT_RUNTIME_CORE_ATOMICFILE_H
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,15 @@ public:
   /// Writes `bytes` to a temporary file next to `path`.
   bool stage(const std::string &path, std::string_view bytes,
              std::string *error);
+  /// The same with the bytes produced piece by piece: `next` points its
+  /// first argument at the next bytes (valid until the next call; empty at
+  /// the end) or returns false with the error set (FileIo.h's PieceSource).
+  /// A file larger than memory (a checkpoint shard) is never assembled.
+  bool
+  stageFrom(const std::string &path,
+            const std::function<bool(std::string_view &, std::string *)> &next,
+            std::string *error);
+
   /// Renames every staged file to its destination.
   bool commit(std::string *error);
 

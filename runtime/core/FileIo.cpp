@@ -112,9 +112,25 @@ std::string ioError(std::string_view action, const std::string &path,
   return message;
 }
 
+PieceSource singlePiece(std::string_view bytes) {
+  return
+      [bytes, given = false](std::string_view &piece, std::string *) mutable {
+        piece = given ? std::string_view() : bytes;
+        given = true;
+        return true;
+      };
+}
+
 bool writeNewFile(int directoryFd, const std::string &name,
                   std::string_view bytes, const std::string &displayPath,
                   std::string *error) {
+  return writeNewFileFrom(directoryFd, name, singlePiece(bytes), displayPath,
+                          error);
+}
+
+bool writeNewFileFrom(int directoryFd, const std::string &name,
+                      const PieceSource &next, const std::string &displayPath,
+                      std::string *error) {
   int code = faultStep("create " + displayPath);
   int fd = -1;
   if (!code) {
@@ -127,23 +143,34 @@ bool writeNewFile(int directoryFd, const std::string &name,
     setError(error, ioError("cannot create", displayPath, code));
     return false;
   }
-  auto failWith = [&](const char *action, int failure) {
-    setError(error, ioError(action, displayPath, failure));
+  auto removeFile = [&] {
     if (fd >= 0)
       ::close(fd);
     ::unlinkat(directoryFd, name.c_str(), 0);
     return false;
   };
+  auto failWith = [&](const char *action, int failure) {
+    setError(error, ioError(action, displayPath, failure));
+    return removeFile();
+  };
   if (int fault = faultStep("write " + displayPath))
     return failWith("cannot write", fault);
-  size_t written = 0;
-  while (written < bytes.size()) {
-    ssize_t count = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (count < 0 && errno == EINTR)
-      continue;
-    if (count <= 0)
-      return failWith("cannot write", count < 0 ? errno : ENOSPC);
-    written += size_t(count);
+  std::string_view piece;
+  while (true) {
+    if (!next(piece, error))
+      return removeFile();
+    if (piece.empty())
+      break;
+    size_t written = 0;
+    while (written < piece.size()) {
+      ssize_t count =
+          ::write(fd, piece.data() + written, piece.size() - written);
+      if (count < 0 && errno == EINTR)
+        continue;
+      if (count <= 0)
+        return failWith("cannot write", count < 0 ? errno : ENOSPC);
+      written += size_t(count);
+    }
   }
   if (int fault = faultStep("fsync " + displayPath))
     return failWith("cannot sync", fault);

@@ -22,6 +22,7 @@
 #ifndef LOWBIT_RUNTIME_CORE_FILEIO_H
 #define LOWBIT_RUNTIME_CORE_FILEIO_H
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,23 @@ std::string ioError(std::string_view action, const std::string &path, int code);
 bool writeNewFile(int directoryFd, const std::string &name,
                   std::string_view bytes, const std::string &displayPath,
                   std::string *error);
+
+/// Produces a file's bytes piece by piece: points `piece` at the next bytes
+/// (valid until the next call; empty: the end) and returns true, or
+/// returns false with `error` set.
+using PieceSource =
+    std::function<bool(std::string_view &piece, std::string *error)>;
+
+/// A source of `bytes` as one piece.
+PieceSource singlePiece(std::string_view bytes);
+
+/// writeNewFile with the bytes from `next`, appended as they come, so a
+/// file larger than memory (a checkpoint shard) is written without being
+/// assembled first. The steps are the same; a failure of `next` removes
+/// the file too.
+bool writeNewFileFrom(int directoryFd, const std::string &name,
+                      const PieceSource &next, const std::string &displayPath,
+                      std::string *error);
 
 /// mkdir (mode 0755), one step.
 bool makeDirectory(const std::string &path, std::string *error);

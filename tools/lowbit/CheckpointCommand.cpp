@@ -10,11 +10,13 @@
 
 #include "checkpoint/Checkpoint.h"
 #include "checkpoint/Gguf.h"
+#include "checkpoint/GgufExport.h"
 #include "checkpoint/QuantConfig.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -24,7 +26,8 @@ namespace lowbit::cli {
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: lowbit checkpoint ls PATH\n\n"
+    "usage: lowbit checkpoint ls PATH\n"
+    "       lowbit checkpoint gguf PATH OUT.gguf --type q8_0|q4_0\n\n"
     "Lists the tensors of a safetensors checkpoint: PATH is a .safetensors\n"
     "file, or a directory holding model.safetensors or\n"
     "model.safetensors.index.json and its shards. One line a tensor, by\n"
@@ -33,7 +36,13 @@ constexpr std::string_view kUsage =
     "A quantized checkpoint's first line names the importer its config\n"
     "(hf_quant_config.json, config.json or quantize_config.json) picks.\n"
     "A .gguf file lists its tensors in file order: name, ggml type, ne[]\n"
-    "(fastest-varying first), and [begin, end) in its data section.\n";
+    "(fastest-varying first), and [begin, end) in its data section.\n\n"
+    "gguf writes the checkpoint's tensors into one GGUF file: each 2-D\n"
+    "float tensor of whole 32-element row blocks quantized to Q8_0 or Q4_0\n"
+    "(llama.cpp's reference quantizer, bit for bit), the others as F32 or\n"
+    "F16; names and shapes as they are (docs/checkpoints.md).\n";
+
+constexpr std::array<OptionSpec, 1> kOptions = {{{"type", true}}};
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -61,15 +70,38 @@ CommandResult listGguf(const std::string &path) {
   return std::nullopt;
 }
 
+/// `checkpoint gguf PATH OUT.gguf --type q8_0|q4_0`.
+CommandResult writeGgufFile(const ParsedCommandLine &parsed) {
+  const std::string *type = parsed.value("type");
+  if (!type || (*type != "q8_0" && *type != "q4_0"))
+    return fail("'checkpoint gguf' needs --type q8_0 or --type q4_0");
+  Expected<checkpoint::Checkpoint> opened =
+      checkpoint::Checkpoint::open(std::string(parsed.operands[1]));
+  if (!opened)
+    return fail(opened.error().message);
+  std::string out(parsed.operands[2]);
+  if (Status status = checkpoint::writeCheckpointAsGguf(
+          *opened, out,
+          *type == "q8_0" ? checkpoint::kGgmlQ8_0 : checkpoint::kGgmlQ4_0);
+      !status)
+    return fail(status.error().message);
+  return std::nullopt;
+}
+
 } // namespace
 
 CommandResult runCheckpoint(Arguments args) {
   CommandResult done;
-  auto parsed = parseCommandLineOrHelp("checkpoint", args, {}, kUsage, &done);
+  auto parsed =
+      parseCommandLineOrHelp("checkpoint", args, kOptions, kUsage, &done);
   if (!parsed)
     return done;
-  if (parsed->operands.size() != 2 || parsed->operands[0] != "ls")
-    return fail("usage: lowbit checkpoint ls PATH");
+  if (parsed->operands.size() == 3 && parsed->operands[0] == "gguf")
+    return writeGgufFile(*parsed);
+  if (parsed->operands.size() != 2 || parsed->operands[0] != "ls" ||
+      parsed->value("type"))
+    return fail("usage: lowbit checkpoint ls PATH | "
+                "lowbit checkpoint gguf PATH OUT.gguf --type q8_0|q4_0");
   std::string path(parsed->operands[1]);
   if (std::filesystem::path(path).extension() == ".gguf")
     return listGguf(path);

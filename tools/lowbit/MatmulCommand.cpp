@@ -10,7 +10,7 @@
 
 #include "matmul/MatmulSpec.h"
 #include "runtime/core/Npy.h"
-#include "runtime/files/QuantizedFiles.h"
+#include "tools/lowbit/CheckpointWeights.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/EmulatorBackend.h"
@@ -31,7 +31,9 @@ constexpr std::string_view kUsage =
     "         [--backend cpu|gpu-emulator [--target ARCH]]\n\n"
     "Y = X . dequant(W)^T (+ bias), accumulated in f32 in the order of\n"
     "docs/matmul.md. DIR is a set written by 'lowbit quantize' from an\n"
-    "[N, K] weight (rows are output channels). X is an [M, K] .npy of\n"
+    "[N, K] weight (rows are output channels), or CKPT::LAYER a quantized\n"
+    "layer of a GPTQ, AWQ, compressed-tensors or ModelOpt checkpoint\n"
+    "directory (docs/checkpoints.md). X is an [M, K] .npy of\n"
     "float32, float16, or uint16 holding bf16 bits; B is a float32 [N].\n"
     "Y is [M, N] in X's dtype unless --out-dtype says otherwise (bf16 as\n"
     "uint16 bits). --backend cpu (the default) runs the JIT-compiled CPU\n"
@@ -92,8 +94,9 @@ CommandResult runMatmul(Arguments args) {
   for (const char *required : {"weights", "input", "out"})
     if (!parsed->value(required))
       return fail(fmt::format("'matmul' needs --{}", required));
+  std::string weightsDirectory = weightsPath(*parsed->value("weights"));
   if (CommandResult aliased = CommandPaths()
-                                  .reads("weights", parsed->value("weights"))
+                                  .reads("weights", &weightsDirectory)
                                   .reads("input", parsed->value("input"))
                                   .reads("bias", parsed->value("bias"))
                                   .writes("out", parsed->value("out"))
@@ -120,7 +123,7 @@ CommandResult runMatmul(Arguments args) {
   const std::string &directory = *parsed->value("weights");
   std::vector<int64_t> weightShape;
   std::optional<QuantizedTensor> weights =
-      files::readQuantizedDirectory(directory, &error, &weightShape);
+      readWeights(directory, &error, &weightShape);
   if (!weights)
     return fail(fmt::format("--weights {}: {}", directory, error));
   if (weightShape.size() != 2)

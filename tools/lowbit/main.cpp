@@ -13,9 +13,11 @@
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
 #include "tools/lowbit/Diagnostics.h"
+#include "tools/lowbit/QuantizeModelCommand.h"
 
 #include "runtime/jit/CompilerLoader.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string_view>
@@ -73,6 +75,9 @@ constexpr Subcommand kSubcommands[] = {
      runKv, CacheUse::None},
     {"checkpoint", "list the tensors of a safetensors checkpoint",
      runCheckpoint, CacheUse::None},
+    {"quantize-model",
+     "quantize a Hugging Face checkpoint into a compressed-tensors one",
+     runQuantizeModel, CacheUse::None},
 };
 
 bool asksForHelp(Arguments args) {
@@ -88,8 +93,11 @@ bool asksForHelp(Arguments args) {
 void printUsage() {
   fmt::print("usage: lowbit <command> [options] [arguments]\n\n"
              "commands:\n");
+  size_t width = 0;
   for (const Subcommand &subcommand : kSubcommands)
-    fmt::print("  {:<10} {}\n", subcommand.name, subcommand.summary);
+    width = std::max(width, subcommand.name.size());
+  for (const Subcommand &subcommand : kSubcommands)
+    fmt::print("  {:<{}} {}\n", subcommand.name, width, subcommand.summary);
   fmt::print("\n'lowbit <command> --help' describes one command.\n");
 }
 

@@ -1,0 +1,59 @@
+//===- CheckpointWeights.cpp - A command's weights from a checkpoint ------===//
+
+#include "tools/lowbit/CheckpointWeights.h"
+
+#include "checkpoint/QuantConfig.h"
+#include "runtime/files/QuantizedFiles.h"
+
+namespace lowbit::cli {
+
+namespace {
+
+constexpr std::string_view kSeparator = "::";
+
+} // namespace
+
+std::string weightsPath(std::string_view weights) {
+  return std::string(weights.substr(0, weights.find(kSeparator)));
+}
+
+std::optional<QuantizedTensor> readWeights(std::string_view weights,
+                                           std::string *error,
+                                           std::vector<int64_t> *shape) {
+  size_t separator = weights.find(kSeparator);
+  if (separator == std::string_view::npos)
+    return files::readQuantizedDirectory(std::string(weights), error, shape);
+  std::string directory = weightsPath(weights);
+  std::string layer(weights.substr(separator + kSeparator.size()));
+  constexpr std::string_view kWeightSuffix = ".weight";
+  if (layer.ends_with(kWeightSuffix))
+    layer.resize(layer.size() - kWeightSuffix.size());
+  auto failWith = [&](const std::string &message) {
+    *error = message;
+    return std::nullopt;
+  };
+  if (layer.empty())
+    return failWith("'" + std::string(weights) + "' names no layer after '::'");
+  Expected<checkpoint::Checkpoint> opened =
+      checkpoint::Checkpoint::open(directory);
+  if (!opened)
+    return failWith(opened.error().message);
+  Expected<checkpoint::QuantLayout> layout =
+      checkpoint::detectLayout(directory);
+  if (!layout)
+    return failWith(layout.error().message);
+  Expected<checkpoint::ImportedWeight> imported =
+      checkpoint::importLayer(*opened, *layout, layer);
+  if (!imported)
+    return failWith(imported.error().message);
+  // An act-order weight's columns are a permutation of the input channels;
+  // a matmul would have to gather X first, which no command does yet.
+  if (!imported->inputOrder.empty())
+    return failWith("'" + layer +
+                    "' reorders its input channels (act-order "
+                    "g_idx); --weights takes a layer without one");
+  *shape = {imported->tensor.rows, imported->tensor.cols};
+  return std::move(imported->tensor);
+}
+
+} // namespace lowbit::cli

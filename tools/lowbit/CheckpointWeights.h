@@ -1,0 +1,36 @@
+//===- CheckpointWeights.h - A command's weights from a checkpoint -*- C++
+//-*-===//
+//
+// `--weights DIR::TENSOR` names a quantized weight of another tool's
+// checkpoint (GPTQ, AWQ, compressed-tensors, ModelOpt): the directory and
+// the layer, e.g. `ckpt::model.layers.0.mlp.down_proj` (a trailing
+// ".weight" is accepted). It is imported through the importer the
+// directory's config names (checkpoint/QuantConfig.h), bit for bit. Any
+// other value is a set written by `lowbit quantize` (docs/checkpoints.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_TOOLS_LOWBIT_CHECKPOINTWEIGHTS_H
+#define LOWBIT_TOOLS_LOWBIT_CHECKPOINTWEIGHTS_H
+
+#include "format/Quantize.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lowbit::cli {
+
+/// The file system path `--weights` reads: DIR of DIR::TENSOR, else all.
+std::string weightsPath(std::string_view weights);
+
+/// The weight set or checkpoint layer `weights` names; `shape` receives
+/// its shape ([N, K] for a checkpoint layer).
+std::optional<QuantizedTensor> readWeights(std::string_view weights,
+                                           std::string *error,
+                                           std::vector<int64_t> *shape);
+
+} // namespace lowbit::cli
+
+#endif // LOWBIT_TOOLS_LOWBIT_CHECKPOINTWEIGHTS_H
