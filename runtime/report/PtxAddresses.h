@@ -51,6 +51,10 @@ struct AddressInfo {
   /// 128-byte lines a warp-wide access of `bytes` touches, 0 when the
   /// address is lane-uniform or unknown.
   int warpLines = 0;
+  /// Adjacent lanes take adjacent elements (lane l + 1's address is lane
+  /// l's plus the access's bytes, for most lanes: runs of lanes over one
+  /// row each): the lanes share the range a loop walks.
+  bool lanesContiguous = false;
 };
 
 class AddressDataflow {

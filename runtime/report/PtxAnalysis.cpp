@@ -168,7 +168,8 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
     if (access) {
       AddressInfo address = dataflow.address(operands, access->bits / 8);
       kernel.accesses.push_back({index, access->bits, access->isLoad,
-                                 address.parameters, address.warpLines});
+                                 address.parameters, address.warpLines,
+                                 address.lanesContiguous});
       (access->isLoad ? kernel.loadWidths : kernel.storeWidths)[access->bits]++;
       (access->isLoad ? kernel.globalLoadBytes : kernel.globalStoreBytes) +=
           access->bits / 8;
