@@ -433,6 +433,9 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
   }
   out.fromSass = true;
   for (size_t i = 0; i < weight.size(); ++i) {
+    // A diverged warp's fallback: converged warps never run it.
+    if (i < sass.divergentPath.size() && sass.divergentPath[i])
+      continue;
     std::string_view kind = sass.classes[i];
     out.sassPerThread += weight[i];
     if (kind == "fp32" || kind == "fp16")

@@ -136,13 +136,32 @@ struct Pending {
   SassKernel kernel;
   std::map<std::string, int, std::less<>> labels;
   std::vector<std::pair<int, std::string>> branches;
+  /// BRA.DIV targets, and the unpredicated BRAs (their ends).
+  std::vector<std::string> divergentTargets;
+  std::vector<int> unconditionalBranches;
   std::vector<std::pair<int, int>> globalBytes; // load, store per instruction
 };
 
 void finish(Pending &pending, std::vector<SassKernel> &kernels) {
   SassKernel &kernel = pending.kernel;
-  kernel.loops =
-      findLoops(pending.branches, pending.labels, pending.globalBytes);
+  kernel.divergentPath.assign(size_t(kernel.instructions), false);
+  for (const std::string &target : pending.divergentTargets) {
+    auto label = pending.labels.find(target);
+    if (label == pending.labels.end())
+      continue;
+    auto end =
+        std::lower_bound(pending.unconditionalBranches.begin(),
+                         pending.unconditionalBranches.end(), label->second);
+    if (end == pending.unconditionalBranches.end())
+      continue;
+    for (int i = label->second; i <= *end; ++i)
+      kernel.divergentPath[size_t(i)] = true;
+  }
+  std::vector<std::pair<int, std::string>> converged;
+  for (const auto &branch : pending.branches)
+    if (!kernel.divergentPath[size_t(branch.first)])
+      converged.push_back(branch);
+  kernel.loops = findLoops(converged, pending.labels, pending.globalBytes);
   kernel.globalBytes = std::move(pending.globalBytes);
   // The critical loop streams the most global bytes per trip; among equals
   // (none streams), the largest.
@@ -200,7 +219,8 @@ std::vector<SassKernel> analyzeSass(std::string_view text) {
     if (size_t semicolon = instruction.find(';');
         semicolon != std::string_view::npos)
       instruction = trim(instruction.substr(0, semicolon));
-    if (instruction.starts_with('@'))
+    bool predicated = instruction.starts_with('@');
+    if (predicated)
       instruction = trim(instruction.substr(instruction.find(' ')));
     size_t space = instruction.find(' ');
     std::string_view opcode = instruction.substr(0, space);
@@ -241,9 +261,14 @@ std::vector<SassKernel> analyzeSass(std::string_view text) {
     if (head == "BRA") {
       size_t open = operands.find("`(");
       size_t shut = operands.find(')', open);
-      if (open != std::string_view::npos && shut != std::string_view::npos)
-        pending->branches.emplace_back(
-            index, std::string(operands.substr(open + 2, shut - open - 2)));
+      if (open == std::string_view::npos || shut == std::string_view::npos)
+        continue;
+      std::string target(operands.substr(open + 2, shut - open - 2));
+      if (std::find(parts.begin(), parts.end(), "DIV") != parts.end())
+        pending->divergentTargets.push_back(target);
+      else if (!predicated)
+        pending->unconditionalBranches.push_back(index);
+      pending->branches.emplace_back(index, std::move(target));
     }
   }
   if (pending)

@@ -6,12 +6,14 @@
 // must hold exactly those rows, so a model change that moves a prediction
 // fails here until the table (and its stated errors) is regenerated with
 // lowbit-calibration-table. Also: the model rules the calibration added
-// (lanes through uniform alignment arithmetic, remainder loops shared by
-// the lanes) on a small kernel, and the manifest's errors.
+// (lanes through `neg` of a pointer, remainder loops shared by the lanes,
+// a diverged warp's fallback path) on small kernels, and the manifest's
+// errors.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/report/Calibration.h"
+#include "runtime/report/SassAnalysis.h"
 
 #include <catch2/catch.hpp>
 
@@ -180,4 +182,52 @@ TEST_CASE("calibration rules: uniform alignment arithmetic, shared tails",
   CHECK(out.loopTrips[0] == Approx(16.0));
   CHECK(out.loopTrips[1] == Approx(1.0));
   CHECK(out.mainLoop == 0);
+}
+
+namespace {
+
+/// A shuffle reduction in a loop, as ptxas lays it out: `BRA.DIV` sends a
+/// warp whose lanes have diverged to an out-of-line fallback after the
+/// EXIT, which rejoins the loop with an unconditional BRA (TensorRT-LLM's
+/// scale_1x128_kernel has this shape).
+constexpr const char *kDivergentSass = R"sass(
+	.target	sm_100a
+.text.reduce:
+        /*0000*/                   S2R R0, SR_TID.X ;
+.L_x_0:
+        /*0010*/                   LDG.E R4, desc[UR8][R2.64] ;
+        /*0020*/                   BRA.DIV UR5, `(.L_x_2) ;
+        /*0030*/                   SHFL.DOWN PT, R5, R4, 0x10, 0x1f ;
+.L_x_3:
+        /*0040*/                   FMNMX R4, R4, R5, !PT ;
+        /*0050*/                   STG.E desc[UR8][R6.64], R4 ;
+        /*0060*/                   IADD3 R2, P1, R2, 0x100, RZ ;
+        /*0070*/               @P1 BRA `(.L_x_0) ;
+        /*0080*/                   EXIT ;
+.L_x_2:
+        /*0090*/                   WARPSYNC.ALL ;
+        /*00a0*/                   SHFL.DOWN P0, R5, R4, R26, R29 ;
+        /*00b0*/                   MOV R8, R5 ;
+        /*00c0*/                   BRA `(.L_x_3) ;
+.L_x_4:
+        /*00d0*/                   BRA `(.L_x_4);
+)sass";
+
+} // namespace
+
+TEST_CASE("SASS: a diverged warp's fallback is not run and is no loop",
+          "[report][calibration]") {
+  std::vector<SassKernel> kernels = analyzeSass(kDivergentSass);
+  REQUIRE(kernels.size() == 1);
+  const SassKernel &kernel = kernels[0];
+  REQUIRE(kernel.instructions == 14);
+  // Instructions 9-12 (WARPSYNC to the BRA back) are the fallback.
+  std::vector<bool> fallback(14, false);
+  for (int i = 9; i <= 12; ++i)
+    fallback[size_t(i)] = true;
+  CHECK(kernel.divergentPath == fallback);
+  // One loop, 1-7: the fallback's branch back to .L_x_3 makes none.
+  REQUIRE(kernel.loops.size() == 1);
+  CHECK(kernel.loops[0].firstInstruction == 1);
+  CHECK(kernel.loops[0].lastInstruction == 7);
 }
