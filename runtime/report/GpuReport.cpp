@@ -433,8 +433,8 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
   }
   out.fromSass = true;
   for (size_t i = 0; i < weight.size(); ++i) {
-    // A diverged warp's fallback: converged warps never run it.
-    if (i < sass.divergentPath.size() && sass.divergentPath[i])
+    // A diverged warp's fallback, a slow path: not run (SassAnalysis.h).
+    if (i < sass.coldPath.size() && sass.coldPath[i])
       continue;
     std::string_view kind = sass.classes[i];
     out.sassPerThread += weight[i];

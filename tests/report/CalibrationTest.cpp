@@ -7,8 +7,8 @@
 // fails here until the table (and its stated errors) is regenerated with
 // lowbit-calibration-table. Also: the model rules the calibration added
 // (lanes through `neg` of a pointer, remainder loops shared by the lanes,
-// a diverged warp's fallback path) on small kernels, and the manifest's
-// errors.
+// a diverged warp's fallback and the slow paths not counted) on small
+// kernels, and the manifest's errors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -225,9 +225,55 @@ TEST_CASE("SASS: a diverged warp's fallback is not run and is no loop",
   std::vector<bool> fallback(14, false);
   for (int i = 9; i <= 12; ++i)
     fallback[size_t(i)] = true;
-  CHECK(kernel.divergentPath == fallback);
+  CHECK(kernel.coldPath == fallback);
   // One loop, 1-7: the fallback's branch back to .L_x_3 makes none.
   REQUIRE(kernel.loops.size() == 1);
   CHECK(kernel.loops[0].firstInstruction == 1);
   CHECK(kernel.loops[0].lastInstruction == 7);
+}
+
+namespace {
+
+/// An f32 division as ptxas emits it: the fast path, then a block that
+/// calls the slow-path subroutine (for denormal, infinite or zero
+/// operands), and the subroutine after the kernel body.
+constexpr const char *kSlowPathSass = R"sass(
+	.target	sm_90a
+.text.divide:
+        /*0000*/                   MUFU.RCP R0, R3 ;
+        /*0010*/                   FCHK P0, R2, R3 ;
+        /*0020*/                   FFMA R4, R0, R2, RZ ;
+        /*0030*/              @!P0 BRA `(.L_x_1) ;
+        /*0040*/                   MOV R5, 0x60 ;
+        /*0050*/                   CALL.REL.NOINC `($__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath) ;
+        /*0060*/                   MOV R4, R6 ;
+.L_x_1:
+        /*0070*/                   STG.E desc[UR8][R8.64], R4 ;
+        /*0080*/                   EXIT ;
+.L_x_2:
+        /*0090*/                   BRA `(.L_x_2);
+$__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath:
+        /*00a0*/                   SHF.R.U32.HI R7, RZ, 0x17, R3 ;
+.L_x_3:
+        /*00b0*/                   IADD3 R7, R7, -0x1, RZ ;
+        /*00c0*/               @P1 BRA `(.L_x_3) ;
+        /*00d0*/                   RET.REL.NODEC R5 `(divide) ;
+)sass";
+
+} // namespace
+
+TEST_CASE("SASS: a division's slow path and its call are not run",
+          "[report][calibration]") {
+  std::vector<SassKernel> kernels = analyzeSass(kSlowPathSass);
+  REQUIRE(kernels.size() == 1);
+  const SassKernel &kernel = kernels[0];
+  REQUIRE(kernel.instructions == 14);
+  // The call's block (4-6) and the subroutine (10-13); the fast path, the
+  // store, the EXIT and the trap are run.
+  std::vector<bool> cold(14, false);
+  for (int i : {4, 5, 6, 10, 11, 12, 13})
+    cold[size_t(i)] = true;
+  CHECK(kernel.coldPath == cold);
+  // The subroutine's loop is no loop of the kernel.
+  CHECK(kernel.loops.empty());
 }
