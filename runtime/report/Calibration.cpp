@@ -103,7 +103,8 @@ std::string applyLine(const std::filesystem::path &directory,
     input.buffers.push_back(buffer);
   } else if (key == "launch") {
     // launch KERNEL GX GY GZ BX BY BZ DYNAMIC-SHARED grid|grid-stride
-    //        PARAMETER-BUFFERS (one per .param slot: a buffer's role, or -)
+    //        PARAMETERS (one per .param slot: a buffer's role, =VALUE for
+    //        an integer argument, or -)
     KernelLaunch launch;
     if (word.size() < 11)
       return "launch takes a kernel, grid and block sizes, dynamic shared "
@@ -120,6 +121,14 @@ std::string applyLine(const std::filesystem::path &directory,
     launch.gridStride = word[9] == "grid-stride";
     launch.policy = launch.gridStride ? "grid-stride" : "grid grows with it";
     for (size_t w = 10; w < word.size(); ++w) {
+      if (word[w].starts_with('=')) {
+        int64_t value = 0;
+        if (!parseNumber(word[w].substr(1), value))
+          return "launch: '" + word[w] + "' is not =INTEGER";
+        launch.parameterValues[int(w - 10)] = value;
+        launch.bufferOfParameter.push_back(-1);
+        continue;
+      }
       int buffer = -1;
       for (size_t b = 0; b < input.buffers.size(); ++b)
         if (input.buffers[b].role == word[w])

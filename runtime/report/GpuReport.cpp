@@ -657,6 +657,14 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     LaunchReport out;
     out.launch = launch;
     out.ptx = *ptx;
+    // The launch's scalar arguments make more lanes' addresses known.
+    if (!launch.parameterValues.empty()) {
+      Expected<std::vector<PtxKernel>> bound =
+          analyzePtx(input.ptx, {{launch.kernel, launch.parameterValues}});
+      if (!bound)
+        return bound.error();
+      out.ptx = *findKernel(*bound, launch.kernel);
+    }
     for (const runtime::KernelResources &resources : input.resources)
       if (resources.function == launch.kernel)
         out.resources = resources;
@@ -784,7 +792,8 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
                         {128, 1, 1},
                         0,
                         false,
-                        {1, -1, -1, 2, 3, 4, 0}};
+                        {1, -1, -1, 2, 3, 4, 0},
+                        {}};
     launches.push_back(launch);
     return launches;
   }
@@ -798,7 +807,8 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
                         {256, 1, 1},
                         0,
                         /*gridStride=*/true,
-                        {0, -1, 5}});
+                        {0, -1, 5},
+                        {}});
   }
   int64_t threads =
       groupSize == 0 ? count : rows * ((cols + groupSize - 1) / groupSize);
@@ -813,7 +823,8 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
        {128, 1, 1},
        0,
        false,
-       {0, -1, -1, needsTensorAmax ? 5 : -1, 1, 2, 3, 4}});
+       {0, -1, -1, needsTensorAmax ? 5 : -1, 1, 2, 3, 4},
+       {}});
   return launches;
 }
 

@@ -120,6 +120,11 @@ struct PtxKernel {
 
 /// Every .entry of `ptx`. A PTX without entries is an error.
 Expected<std::vector<PtxKernel>> analyzePtx(std::string_view ptx);
+/// The same with scalar arguments bound per kernel (.param slot -> value;
+/// PtxAddresses.h): the lanes' addresses through them are known.
+Expected<std::vector<PtxKernel>>
+analyzePtx(std::string_view ptx,
+           const std::map<std::string, std::map<int, int64_t>> &bound);
 
 // --- one spec's kernels -----------------------------------------------------
 
@@ -141,6 +146,9 @@ struct KernelLaunch {
   /// PTX .param slot -> index into the spec's buffers (-1: not a buffer
   /// address). A buffer counts as moved by the launch when its slot is read.
   std::vector<int> bufferOfParameter;
+  /// Scalar arguments the launch passes, where known (.param slot ->
+  /// value): the address analysis uses them (analyzePtx's `bound`).
+  std::map<int, int64_t> parameterValues;
 };
 
 struct SpecInput {

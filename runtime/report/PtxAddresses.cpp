@@ -4,7 +4,8 @@
 // definition above (a loop's induction variable is lane-uniform at either
 // definition, which is all the lane pattern needs). Rules, per opcode:
 //   - %tid.x and %laneid are the lanes 0..31; %ctaid, %ntid, %tid.y/z,
-//     symbols and ld.param are lane-uniform unknowns; integers are
+//     symbols and ld.param are lane-uniform unknowns (an ld.param of a
+//     slot whose value the launch gives is that constant); integers are
 //     constants;
 //   - mov, cvt, cvta copy; add, sub, mul/mad/shl by a constant are exact
 //     on the lane offsets; an `or` of a uniform base with lane offsets is
@@ -364,6 +365,9 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
       result = x;
     else if (y.known && x.uniform())
       result = y;
+  } else if ((head == "ld" || head == "ldu") && slots.size() == 1 &&
+             bound.count(*slots.begin())) {
+    result = LaneValue::constant(bound.at(*slots.begin()));
   } else if (head == "ld" || head == "ldu") {
     if (opcode.find(".param") != std::string_view::npos ||
         value(list.size() > 1

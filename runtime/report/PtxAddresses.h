@@ -59,6 +59,11 @@ struct AddressInfo {
 
 class AddressDataflow {
 public:
+  /// Scalar arguments a launch passes (.param slot -> value): an
+  /// `ld.param` of such a slot is that constant, not a lane-uniform
+  /// unknown (a runtime group size then leaves the lanes' addresses known).
+  explicit AddressDataflow(std::map<int, int64_t> boundParameters = {})
+      : bound(std::move(boundParameters)) {}
   /// Records the effect of one statement (opcode and its operand text,
   /// without the predicate and the ';').
   void step(std::string_view opcode, std::string_view operands);
@@ -72,6 +77,7 @@ private:
 
   std::map<std::string, LaneValue, std::less<>> values;
   std::map<std::string, std::set<int>, std::less<>> sources;
+  std::map<int, int64_t> bound;
 };
 
 } // namespace lowbit::report

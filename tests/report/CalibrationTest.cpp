@@ -277,3 +277,64 @@ TEST_CASE("SASS: a division's slow path and its call are not run",
   // The subroutine's loop is no loop of the kernel.
   CHECK(kernel.loops.empty());
 }
+
+namespace {
+
+/// A lane's offset scaled by a runtime size (a .param): lane-uniform
+/// unknown times the lane index, unknown lanes, unless the launch gives
+/// the size.
+constexpr const char *kScaledPtx = R"ptx(
+.visible .entry scaled(
+	.param .u64 scaled_param_0,
+	.param .u32 scaled_param_1
+)
+{
+	ld.param.u64 	%rd1, [scaled_param_0];
+	ld.param.u32 	%r1, [scaled_param_1];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r2, %tid.x;
+	mul.wide.u32 	%rd3, %r2, %r1;
+	add.s64 	%rd4, %rd2, %rd3;
+	ld.global.v4.b32 	{%r3, %r4, %r5, %r6}, [%rd4];
+	ret;
+}
+)ptx";
+
+} // namespace
+
+TEST_CASE("a launch's scalar arguments bind into the address analysis",
+          "[report][calibration]") {
+  Expected<std::vector<PtxKernel>> unbound = analyzePtx(kScaledPtx);
+  REQUIRE(unbound);
+  CHECK(unbound->front().accesses[0].warpLines == 0);
+  Expected<std::vector<PtxKernel>> bound =
+      analyzePtx(kScaledPtx, {{"scaled", {{1, 16}}}});
+  REQUIRE(bound);
+  // Lanes 16 B apart, 16 B each: 4 lines, adjacent.
+  CHECK(bound->front().accesses[0].warpLines == 4);
+  CHECK(bound->front().accesses[0].lanesContiguous);
+  // Another kernel's binding does not apply.
+  Expected<std::vector<PtxKernel>> other =
+      analyzePtx(kScaledPtx, {{"another", {{1, 16}}}});
+  REQUIRE(other);
+  CHECK(other->front().accesses[0].warpLines == 0);
+
+  // Through a launch: the manifest's `=VALUE` entries.
+  auto dir = std::filesystem::temp_directory_path() / "lowbit-scaled";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "scaled.ptx") << kScaledPtx;
+  std::ofstream(dir / "cases.txt")
+      << "case scaled\npart B200\nptx scaled.ptx\nelements 1024\n"
+         "buffer input 4096\nlaunch scaled 8 1 1 32 1 1 0 grid input =16\n"
+         "published 1 test\n";
+  Expected<std::vector<CalibrationCase>> cases =
+      loadCalibrationCases((dir / "cases.txt").string());
+  std::filesystem::remove_all(dir);
+  REQUIRE(cases);
+  const KernelLaunch &launch = cases->front().input.launches.front();
+  CHECK(launch.bufferOfParameter == std::vector<int>{0, -1});
+  CHECK(launch.parameterValues == std::map<int, int64_t>{{1, 16}});
+  Expected<SpecReport> report = analyzeSpec(cases->front().input);
+  REQUIRE(report);
+  CHECK(report->launches[0].ptx.accesses[0].warpLines == 4);
+}
