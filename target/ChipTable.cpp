@@ -162,6 +162,19 @@ std::vector<ChipConstants> makeTable() {
   return table;
 }
 
+/// Parts whose compute capability's row is another part's: the per-SM
+/// limits and rates are the row's, the device's numbers its own.
+std::vector<ChipConstants> makeOtherParts() {
+  std::vector<ChipConstants> parts;
+  ChipConstants h100 = *chipConstants("sm_90a");
+  h100.device = "H100 SXM";
+  h100.hbmBytesPerSecond =
+      of(3.35e12, "NVIDIA H100 SXM5 datasheet, as quoted by 3eyedtech.com's "
+                  "GPGPU page: 3.35 TB/s HBM3, 132 SMs");
+  parts.push_back(h100);
+  return parts;
+}
+
 } // namespace
 
 const std::vector<ChipConstants> &chipTable() {
@@ -179,6 +192,15 @@ const ChipConstants *chipConstants(const ChipInfo &chip) {
 const ChipConstants *chipConstants(std::string_view chip) {
   const ChipInfo *info = lookupChip(chip);
   return info ? chipConstants(*info) : nullptr;
+}
+
+const ChipConstants *partConstants(std::string_view device) {
+  static const std::vector<ChipConstants> others = makeOtherParts();
+  for (const std::vector<ChipConstants> *rows : {&chipTable(), &others})
+    for (const ChipConstants &constants : *rows)
+      if (constants.hasDevice() && constants.device == device)
+        return &constants;
+  return nullptr;
 }
 
 int64_t largestSharedBytesPerBlock() {

@@ -87,6 +87,14 @@ const ChipConstants *chipConstants(const ChipInfo &chip);
 /// The same by name; nullptr for an unknown name too.
 const ChipConstants *chipConstants(std::string_view chip);
 
+/// The row of a part by its device name ("H200 SXM", "H100 SXM"): the
+/// rows above, and parts of a compute capability whose row names another
+/// part (H100 SXM shares sm_90a with the H200 row). The report's default
+/// chips stay the rows above; the calibration on published kernels
+/// (docs/gpu-report.md, "Calibration") names the part it was measured on.
+/// nullptr for a part the table does not hold.
+const ChipConstants *partConstants(std::string_view device);
+
 /// The most shared memory one block of any recorded chip may take (after
 /// the opt-in): what a launch that names no chip may ask for at most.
 int64_t largestSharedBytesPerBlock();

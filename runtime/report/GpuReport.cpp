@@ -25,8 +25,11 @@
 
 namespace lowbit::report {
 
-std::optional<ChipModel> chipModel(std::string_view chip) {
-  const ChipConstants *row = chipConstants(chip);
+namespace {
+
+/// The model of one row of the chip table, named `chip`.
+std::optional<ChipModel> modelOf(const ChipConstants *row,
+                                 std::string_view chip) {
   // The model needs a part: a row of limits alone has no bandwidth.
   if (!row || !row->hasDevice())
     return std::nullopt;
@@ -50,6 +53,17 @@ std::optional<ChipModel> chipModel(std::string_view chip) {
   model.launchOverheadSeconds = row->launchOverheadSeconds.value;
   model.contendedAtomicSeconds = row->contendedAtomicSeconds.value;
   return model;
+}
+
+} // namespace
+
+std::optional<ChipModel> chipModel(std::string_view chip) {
+  return modelOf(chipConstants(chip), chip);
+}
+
+std::optional<ChipModel> partModel(std::string_view device) {
+  const ChipConstants *row = partConstants(device);
+  return row ? modelOf(row, row->chip) : std::nullopt;
 }
 
 std::string knownReportChips() {
@@ -114,6 +128,34 @@ std::string bytesText(double bytes) {
   return fmt::format("{:.0f} B", bytes);
 }
 
+/// The streamed accesses of `loop`: loads in quantize, stores in
+/// dequantize.
+std::vector<const PtxKernel::Access *> streamedAccesses(const SpecInput &input,
+                                                        const PtxKernel &ptx,
+                                                        const PtxLoop &loop) {
+  std::vector<const PtxKernel::Access *> streamed;
+  for (const PtxKernel::Access &access : ptx.accesses)
+    if (access.instruction >= loop.firstInstruction &&
+        access.instruction <= loop.lastInstruction &&
+        access.load == (input.op == KernelOp::Quantize))
+      streamed.push_back(&access);
+  return streamed;
+}
+
+/// The one ABI buffer an access addresses (PtxAddresses.h); nullopt when
+/// its address reads none or several.
+std::optional<int> bufferOf(const LaunchReport &out,
+                            const PtxKernel::Access &access) {
+  std::set<int> buffers;
+  for (int slot : access.addressParameters)
+    if (size_t(slot) < out.launch.bufferOfParameter.size() &&
+        out.launch.bufferOfParameter[size_t(slot)] >= 0)
+      buffers.insert(out.launch.bufferOfParameter[size_t(slot)]);
+  if (buffers.size() != 1)
+    return std::nullopt;
+  return *buffers.begin();
+}
+
 /// The trips of a streaming loop whose streamed accesses all address one
 /// buffer each (PtxAddresses.h): per buffer, its bytes per thread over the
 /// bytes the loop's trip streams from it; the loop takes the largest.
@@ -124,19 +166,12 @@ std::optional<double> attributedTrips(const SpecInput &input,
   if (out.threads <= 0)
     return std::nullopt;
   std::map<int, double> bytesPerTrip;
-  for (const PtxKernel::Access &access : out.ptx.accesses) {
-    if (access.instruction < loop.firstInstruction ||
-        access.instruction > loop.lastInstruction ||
-        access.load != (input.op == KernelOp::Quantize))
-      continue;
-    std::set<int> buffers;
-    for (int slot : access.addressParameters)
-      if (size_t(slot) < out.launch.bufferOfParameter.size() &&
-          out.launch.bufferOfParameter[size_t(slot)] >= 0)
-        buffers.insert(out.launch.bufferOfParameter[size_t(slot)]);
-    if (buffers.size() != 1)
+  for (const PtxKernel::Access *access :
+       streamedAccesses(input, out.ptx, loop)) {
+    std::optional<int> buffer = bufferOf(out, *access);
+    if (!buffer)
       return std::nullopt;
-    bytesPerTrip[*buffers.begin()] += access.bits / 8.0;
+    bytesPerTrip[*buffer] += access->bits / 8.0;
   }
   if (bytesPerTrip.empty())
     return std::nullopt;
@@ -147,12 +182,48 @@ std::optional<double> attributedTrips(const SpecInput &input,
   return trips;
 }
 
+/// Whether adjacent lanes take adjacent elements in every streamed access
+/// of `loop` (PtxAddresses.h), so the lanes share the range it walks.
+bool lanesAdjacent(const SpecInput &input, const PtxKernel &ptx,
+                   const PtxLoop &loop) {
+  std::vector<const PtxKernel::Access *> streamed =
+      streamedAccesses(input, ptx, loop);
+  return !streamed.empty() && std::all_of(streamed.begin(), streamed.end(),
+                                          [](const PtxKernel::Access *access) {
+                                            return access->lanesContiguous;
+                                          });
+}
+
+/// The ABI buffers the streamed accesses of `loop` address; nullopt when
+/// one of them has no single buffer.
+std::optional<std::set<int>> streamedBuffers(const SpecInput &input,
+                                             const LaunchReport &out,
+                                             const PtxLoop &loop) {
+  std::set<int> buffers;
+  for (const PtxKernel::Access *access :
+       streamedAccesses(input, out.ptx, loop)) {
+    std::optional<int> buffer = bufferOf(out, *access);
+    if (!buffer)
+      return std::nullopt;
+    buffers.insert(*buffer);
+  }
+  return buffers;
+}
+
 /// Loops weighted by their trips: a loop that streams S value bytes per trip
 /// runs elementsPerThread * valueBytes / S times; any other loop once (the
-/// static count is all the PTX says). A streaming loop placed after
-/// another whose trip streams an integer multiple of its own is taken for
-/// that loop's unroll remainder (LLVM's layout) and runs half the unroll
-/// factor on average. Nested loops take the innermost's weight.
+/// static count is all the PTX says). A streaming loop beside another
+/// whose trip streams an integer multiple F of its own is that loop's
+/// remainder or alignment prologue: LLVM's unroll leaves a remainder after
+/// the unrolled body, and vectorized code peels the unaligned head and the
+/// tail around its wide loop (vLLM's vectorize_with_alignment). A loop
+/// before the wide one counts only as a peeled head: its lanes take
+/// adjacent elements and both stream the same buffers (two passes over
+/// one or two tensors are not a prologue). It covers
+/// fewer than F of its own trips: where its lanes take adjacent elements
+/// the warp shares them, ceil((F - 1) / 32) trips a lane; otherwise each
+/// thread has its own, (F - 1) / 2 on average. Nested loops take the
+/// innermost's weight.
 void countInstructions(const SpecInput &input, LaunchReport &out) {
   const PtxKernel &ptx = out.ptx;
   std::vector<double> weight(size_t(ptx.instructions), 1.0);
@@ -167,15 +238,22 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
     const PtxLoop &loop = ptx.loops[l];
     double perTrip = elementsPerTrip(loop);
     double unroll = 0;
-    for (const PtxLoop &earlier : ptx.loops)
-      if (earlier.lastInstruction < loop.firstInstruction && perTrip > 0) {
-        double factor = elementsPerTrip(earlier) / perTrip;
+    std::optional<std::set<int>> buffers = streamedBuffers(input, out, loop);
+    bool shared = lanesAdjacent(input, ptx, loop);
+    for (const PtxLoop &other : ptx.loops)
+      if (&other != &loop && perTrip > 0 &&
+          (other.lastInstruction < loop.firstInstruction ||
+           (shared && buffers && !buffers->empty() &&
+            streamedBuffers(input, out, other) == buffers))) {
+        double factor = elementsPerTrip(other) / perTrip;
         if (factor > 1 && factor == std::floor(factor))
           unroll = std::max(unroll, factor);
       }
+    double remainderTrips =
+        shared ? std::ceil((unroll - 1) / 32) : (unroll - 1) / 2;
     double trips = 1;
     if (perTrip > 0 && out.elementsPerThread > 0)
-      trips = unroll > 0 ? std::max(1.0, (unroll - 1) / 2)
+      trips = unroll > 0 ? std::max(1.0, remainderTrips)
                          : std::max(1.0, out.elementsPerThread / perTrip);
     if (perTrip > 0 && unroll == 0)
       if (std::optional<double> own = attributedTrips(input, out, loop))
@@ -355,6 +433,9 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
   }
   out.fromSass = true;
   for (size_t i = 0; i < weight.size(); ++i) {
+    // A diverged warp's fallback, a slow path: not run (SassAnalysis.h).
+    if (i < sass.coldPath.size() && sass.coldPath[i])
+      continue;
     std::string_view kind = sass.classes[i];
     out.sassPerThread += weight[i];
     if (kind == "fp32" || kind == "fp16")
@@ -576,6 +657,14 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     LaunchReport out;
     out.launch = launch;
     out.ptx = *ptx;
+    // The launch's scalar arguments make more lanes' addresses known.
+    if (!launch.parameterValues.empty()) {
+      Expected<std::vector<PtxKernel>> bound =
+          analyzePtx(input.ptx, {{launch.kernel, launch.parameterValues}});
+      if (!bound)
+        return bound.error();
+      out.ptx = *findKernel(*bound, launch.kernel);
+    }
     for (const runtime::KernelResources &resources : input.resources)
       if (resources.function == launch.kernel)
         out.resources = resources;
@@ -703,7 +792,8 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
                         {128, 1, 1},
                         0,
                         false,
-                        {1, -1, -1, 2, 3, 4, 0}};
+                        {1, -1, -1, 2, 3, 4, 0},
+                        {}};
     launches.push_back(launch);
     return launches;
   }
@@ -717,7 +807,8 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
                         {256, 1, 1},
                         0,
                         /*gridStride=*/true,
-                        {0, -1, 5}});
+                        {0, -1, 5},
+                        {}});
   }
   int64_t threads =
       groupSize == 0 ? count : rows * ((cols + groupSize - 1) / groupSize);
@@ -732,7 +823,8 @@ std::vector<KernelLaunch> referenceKernelLaunches(KernelOp op, int groupSize,
        {128, 1, 1},
        0,
        false,
-       {0, -1, -1, needsTensorAmax ? 5 : -1, 1, 2, 3, 4}});
+       {0, -1, -1, needsTensorAmax ? 5 : -1, 1, 2, 3, 4},
+       {}});
   return launches;
 }
 

@@ -69,6 +69,10 @@ struct ChipModel {
 /// The chips of the chip table (sm_80, sm_89, sm_90a, sm_100a, sm_120a, and
 /// their portable names); nullopt for any other chip.
 std::optional<ChipModel> chipModel(std::string_view chip);
+/// The model of a part by its device name (ChipTable.h's partConstants:
+/// "H100 SXM" is sm_90a's limits with its own bandwidth); nullopt for a
+/// part the table does not hold.
+std::optional<ChipModel> partModel(std::string_view device);
 /// The chips chipModel knows, for messages.
 std::string knownReportChips();
 
@@ -98,6 +102,8 @@ struct PtxKernel {
     /// known stride (lanes 0..31 of a block whose x size is a multiple of
     /// 32); 0 where it does not (a lane-uniform or unknown address).
     int warpLines = 0;
+    /// Adjacent lanes take adjacent elements (PtxAddresses.h).
+    bool lanesContiguous = false;
     bool operator==(const Access &other) const = default;
   };
   std::vector<Access> accesses;
@@ -114,6 +120,11 @@ struct PtxKernel {
 
 /// Every .entry of `ptx`. A PTX without entries is an error.
 Expected<std::vector<PtxKernel>> analyzePtx(std::string_view ptx);
+/// The same with scalar arguments bound per kernel (.param slot -> value;
+/// PtxAddresses.h): the lanes' addresses through them are known.
+Expected<std::vector<PtxKernel>>
+analyzePtx(std::string_view ptx,
+           const std::map<std::string, std::map<int, int64_t>> &bound);
 
 // --- one spec's kernels -----------------------------------------------------
 
@@ -135,6 +146,9 @@ struct KernelLaunch {
   /// PTX .param slot -> index into the spec's buffers (-1: not a buffer
   /// address). A buffer counts as moved by the launch when its slot is read.
   std::vector<int> bufferOfParameter;
+  /// Scalar arguments the launch passes, where known (.param slot ->
+  /// value): the address analysis uses them (analyzePtx's `bound`).
+  std::map<int, int64_t> parameterValues;
 };
 
 struct SpecInput {

@@ -4,7 +4,8 @@
 // definition above (a loop's induction variable is lane-uniform at either
 // definition, which is all the lane pattern needs). Rules, per opcode:
 //   - %tid.x and %laneid are the lanes 0..31; %ctaid, %ntid, %tid.y/z,
-//     symbols and ld.param are lane-uniform unknowns; integers are
+//     symbols and ld.param are lane-uniform unknowns (an ld.param of a
+//     slot whose value the launch gives is that constant); integers are
 //     constants;
 //   - mov, cvt, cvta copy; add, sub, mul/mad/shl by a constant are exact
 //     on the lane offsets; an `or` of a uniform base with lane offsets is
@@ -13,6 +14,7 @@
 //     are the lane-varying one: a clamp to a uniform bound (the last valid
 //     row) is taken as not binding, as in every trip but the last;
 //   - any operation on values without a base is evaluated per lane;
+//     neg is exact (vLLM aligns a pointer by neg, and, shr of it);
 //     uniform inputs give a uniform result; anything else is unknown;
 //   - a load's result is data, not an address: it takes no .param slots,
 //     and is lane-uniform only when its address is.
@@ -243,6 +245,10 @@ AddressInfo AddressDataflow::address(std::string_view operands,
          at <= last; ++at)
       lines.insert(at);
   info.warpLines = int(lines.size());
+  int contiguousPairs = 0;
+  for (size_t l = 1; l < lanes.lanes.size(); ++l)
+    contiguousPairs += lanes.lanes[l] - lanes.lanes[l - 1] == bytes;
+  info.lanesContiguous = 2 * contiguousPairs > kWarpLanes;
   return info;
 }
 
@@ -293,6 +299,8 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
     result = sum(operand(1), operand(2), 1);
   else if (head == "sub")
     result = sum(operand(1), operand(2), -1);
+  else if (head == "neg")
+    result = product(operand(1), LaneValue::constant(-1));
   else if (head == "mul" && opcode.find(".hi") == std::string_view::npos)
     result = product(operand(1), operand(2));
   else if (head == "mad" && opcode.find(".hi") == std::string_view::npos)
@@ -357,6 +365,9 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
       result = x;
     else if (y.known && x.uniform())
       result = y;
+  } else if ((head == "ld" || head == "ldu") && slots.size() == 1 &&
+             bound.count(*slots.begin())) {
+    result = LaneValue::constant(bound.at(*slots.begin()));
   } else if (head == "ld" || head == "ldu") {
     if (opcode.find(".param") != std::string_view::npos ||
         value(list.size() > 1

@@ -51,10 +51,19 @@ struct AddressInfo {
   /// 128-byte lines a warp-wide access of `bytes` touches, 0 when the
   /// address is lane-uniform or unknown.
   int warpLines = 0;
+  /// Adjacent lanes take adjacent elements (lane l + 1's address is lane
+  /// l's plus the access's bytes, for most lanes: runs of lanes over one
+  /// row each): the lanes share the range a loop walks.
+  bool lanesContiguous = false;
 };
 
 class AddressDataflow {
 public:
+  /// Scalar arguments a launch passes (.param slot -> value): an
+  /// `ld.param` of such a slot is that constant, not a lane-uniform
+  /// unknown (a runtime group size then leaves the lanes' addresses known).
+  explicit AddressDataflow(std::map<int, int64_t> boundParameters = {})
+      : bound(std::move(boundParameters)) {}
   /// Records the effect of one statement (opcode and its operand text,
   /// without the predicate and the ';').
   void step(std::string_view opcode, std::string_view operands);
@@ -68,6 +77,7 @@ private:
 
   std::map<std::string, LaneValue, std::less<>> values;
   std::map<std::string, std::set<int>, std::less<>> sources;
+  std::map<int, int64_t> bound;
 };
 
 } // namespace lowbit::report

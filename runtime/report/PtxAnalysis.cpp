@@ -128,14 +128,15 @@ std::optional<std::string_view> entryBody(std::string_view ptx, size_t from,
   return std::nullopt;
 }
 
-PtxKernel analyzeBody(std::string name, std::string_view body) {
+PtxKernel analyzeBody(std::string name, std::string_view body,
+                      std::map<int, int64_t> boundParameters) {
   PtxKernel kernel;
   kernel.name = std::move(name);
   std::map<std::string, int, std::less<>> labels;
   std::vector<std::pair<int, std::string>> branches; // index, target
   std::vector<std::optional<MemoryAccess>> accesses;
   std::set<int> parameters;
-  AddressDataflow dataflow;
+  AddressDataflow dataflow(std::move(boundParameters));
   std::vector<PtxStatement> statements;
   std::vector<int> atomicStatements;
   for (std::string_view line : split(body, '\n')) {
@@ -168,7 +169,8 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
     if (access) {
       AddressInfo address = dataflow.address(operands, access->bits / 8);
       kernel.accesses.push_back({index, access->bits, access->isLoad,
-                                 address.parameters, address.warpLines});
+                                 address.parameters, address.warpLines,
+                                 address.lanesContiguous});
       (access->isLoad ? kernel.loadWidths : kernel.storeWidths)[access->bits]++;
       (access->isLoad ? kernel.globalLoadBytes : kernel.globalStoreBytes) +=
           access->bits / 8;
@@ -220,6 +222,12 @@ PtxKernel analyzeBody(std::string name, std::string_view body) {
 } // namespace
 
 Expected<std::vector<PtxKernel>> analyzePtx(std::string_view ptx) {
+  return analyzePtx(ptx, {});
+}
+
+Expected<std::vector<PtxKernel>>
+analyzePtx(std::string_view ptx,
+           const std::map<std::string, std::map<int, int64_t>> &bound) {
   std::vector<PtxKernel> kernels;
   size_t at = 0;
   while ((at = ptx.find(".entry ", at)) != std::string_view::npos) {
@@ -233,7 +241,10 @@ Expected<std::vector<PtxKernel>> analyzePtx(std::string_view ptx) {
     if (!body)
       return makeError(ErrorCode::InvalidArgument,
                        "PTX entry '" + name + "' has no complete body");
-    kernels.push_back(analyzeBody(std::move(name), *body));
+    auto values = bound.find(name);
+    kernels.push_back(analyzeBody(
+        std::move(name), *body,
+        values == bound.end() ? std::map<int, int64_t>() : values->second));
     at = bodyEnd;
   }
   if (kernels.empty())

@@ -136,13 +136,62 @@ struct Pending {
   SassKernel kernel;
   std::map<std::string, int, std::less<>> labels;
   std::vector<std::pair<int, std::string>> branches;
+  /// BRA.DIV targets, and the unpredicated BRAs (their ends).
+  std::vector<std::string> divergentTargets;
+  std::vector<int> unconditionalBranches;
+  /// The instructions of slow-path subroutines and the CALLs to them.
+  std::vector<int> slowPathCode, slowPathCalls;
+  /// The `$__internal_...` subroutine being read; empty in the kernel body.
+  std::string subroutine;
   std::vector<std::pair<int, int>> globalBytes; // load, store per instruction
 };
 
+/// SassKernel::coldPath: diverged warps' fallbacks, slow-path subroutines
+/// and the blocks that call them.
+std::vector<bool> coldPathOf(const Pending &pending) {
+  std::vector<bool> cold(size_t(pending.kernel.instructions), false);
+  for (const std::string &target : pending.divergentTargets) {
+    auto label = pending.labels.find(target);
+    if (label == pending.labels.end())
+      continue;
+    auto end =
+        std::lower_bound(pending.unconditionalBranches.begin(),
+                         pending.unconditionalBranches.end(), label->second);
+    if (end == pending.unconditionalBranches.end())
+      continue;
+    for (int i = label->second; i <= *end; ++i)
+      cold[size_t(i)] = true;
+  }
+  for (int i : pending.slowPathCode)
+    cold[size_t(i)] = true;
+  // A call's block: after the last branch or label before it, up to the
+  // next label.
+  std::set<int> starts, branchesAt;
+  for (const auto &[name, index] : pending.labels)
+    starts.insert(index);
+  for (const auto &branch : pending.branches)
+    branchesAt.insert(branch.first);
+  for (int call : pending.slowPathCalls) {
+    int first = call;
+    while (first > 0 && !starts.count(first) && !branchesAt.count(first - 1))
+      --first;
+    auto next = starts.upper_bound(call);
+    int last =
+        next == starts.end() ? pending.kernel.instructions - 1 : *next - 1;
+    for (int i = first; i <= last; ++i)
+      cold[size_t(i)] = true;
+  }
+  return cold;
+}
+
 void finish(Pending &pending, std::vector<SassKernel> &kernels) {
   SassKernel &kernel = pending.kernel;
-  kernel.loops =
-      findLoops(pending.branches, pending.labels, pending.globalBytes);
+  kernel.coldPath = coldPathOf(pending);
+  std::vector<std::pair<int, std::string>> run;
+  for (const auto &branch : pending.branches)
+    if (!kernel.coldPath[size_t(branch.first)])
+      run.push_back(branch);
+  kernel.loops = findLoops(run, pending.labels, pending.globalBytes);
   kernel.globalBytes = std::move(pending.globalBytes);
   // The critical loop streams the most global bytes per trip; among equals
   // (none streams), the largest.
@@ -186,6 +235,11 @@ std::vector<SassKernel> analyzeSass(std::string_view text) {
     }
     if (!pending)
       continue;
+    // A ptxas runtime subroutine after the kernel body.
+    if (line.starts_with("$__internal") && line.ends_with(':')) {
+      pending->subroutine = std::string(line.substr(0, line.size() - 1));
+      continue;
+    }
     if (line.starts_with(".L") && line.ends_with(':')) {
       pending->labels[std::string(line.substr(0, line.size() - 1))] =
           pending->kernel.instructions;
@@ -200,7 +254,8 @@ std::vector<SassKernel> analyzeSass(std::string_view text) {
     if (size_t semicolon = instruction.find(';');
         semicolon != std::string_view::npos)
       instruction = trim(instruction.substr(0, semicolon));
-    if (instruction.starts_with('@'))
+    bool predicated = instruction.starts_with('@');
+    if (predicated)
       instruction = trim(instruction.substr(instruction.find(' ')));
     size_t space = instruction.find(' ');
     std::string_view opcode = instruction.substr(0, space);
@@ -238,12 +293,21 @@ std::vector<SassKernel> analyzeSass(std::string_view text) {
       kernel.atomics[key]++;
     }
     pending->globalBytes.emplace_back(loadBytes, storeBytes);
+    if (pending->subroutine.find("slowpath") != std::string::npos)
+      pending->slowPathCode.push_back(index);
+    if (head == "CALL" && operands.find("slowpath") != std::string_view::npos)
+      pending->slowPathCalls.push_back(index);
     if (head == "BRA") {
       size_t open = operands.find("`(");
       size_t shut = operands.find(')', open);
-      if (open != std::string_view::npos && shut != std::string_view::npos)
-        pending->branches.emplace_back(
-            index, std::string(operands.substr(open + 2, shut - open - 2)));
+      if (open == std::string_view::npos || shut == std::string_view::npos)
+        continue;
+      std::string target(operands.substr(open + 2, shut - open - 2));
+      if (std::find(parts.begin(), parts.end(), "DIV") != parts.end())
+        pending->divergentTargets.push_back(target);
+      else if (!predicated)
+        pending->unconditionalBranches.push_back(index);
+      pending->branches.emplace_back(index, std::move(target));
     }
   }
   if (pending)

@@ -45,6 +45,18 @@ struct SassKernel {
   int localLoads = 0, localStores = 0;           ///< spills and stack
   /// The highest general register named (R0..R254), -1 if none.
   int highestRegister = -1;
+  /// Per instruction, whether it is on a path a converged warp with
+  /// ordinary operands does not run, so the estimate does not count it:
+  ///   - the path a warp takes at a `BRA.DIV` when its lanes have
+  ///     diverged: ptxas's out-of-line fallback of a warp-synchronous
+  ///     shuffle or vote, from the branch's target to the first
+  ///     unconditional `BRA` (back to the converged path); its back
+  ///     branch is no loop;
+  ///   - ptxas's `$__internal_..._slowpath` subroutines (f32 division and
+  ///     reciprocal for denormal, infinite or zero operands) and the
+  ///     blocks that call them (from the branch or label before the
+  ///     `CALL` to the next label).
+  std::vector<bool> coldPath;
   std::vector<SassLoop> loops;
   /// Index into loops of the loop streaming the most global bytes per trip
   /// (the largest loop when none streams); -1 without loops.
