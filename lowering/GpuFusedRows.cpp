@@ -165,6 +165,9 @@ public:
     OpBuilder::InsertionGuard guard(b);
     Value valid = openRowLaunch();
     Value globalValue = global ? loadScalar(global) : Value();
+    lowbit::PreparedDivisor globalDivisor =
+        globalValue ? prepareGlobalDivisor(globalValue)
+                    : lowbit::PreparedDivisor();
 
     Value cols = tensorDim(final, 1);
     int64_t groupSize = scheme.scale.groupSize;
@@ -187,7 +190,7 @@ public:
                                      accumulate(acc, element(col), withMinMax));
               });
           lowbit::Stats stats = toStats(statsLoop.getResults(), withMinMax);
-          Value stored = pickScale(stats, globalValue);
+          Value stored = pickScale(stats, globalValue, globalDivisor);
           memref::StoreOp::create(b, stored, scales, ValueRange{row, group});
           lowbit::GroupParams params;
           params.scale = decodeScale(stored);

@@ -11,7 +11,12 @@
 // Format::decode: a table would need 65536 entries for 16-bit formats, and
 // on the GPU a dynamically indexed constant array goes through local
 // memory. The arithmetic below is branch-free and exact for every format
-// the model accepts (every value is an f32 normal or subnormal).
+// the model accepts (every value is an f32 normal or subnormal). Where every
+// value is an f32 normal (e2m1, e4m3, e5m2, ue4m3, ...; not e8m0), the
+// code's bits are rebiased in place: one multiply-add, and for a subnormal
+// code one subtraction, instead of the general form's int-to-float
+// conversion and exponent arithmetic (a third of a dequantize kernel's
+// integer instructions on sm_90a; docs/numerics.md, "Decoding").
 //
 //===----------------------------------------------------------------------===//
 
@@ -277,6 +282,19 @@ Value scaleSignificand(CodecBuilder &cb, Value significand, Value exponentK) {
   return cb.select(cb.cmp(P::eq, significand, cb.u32(0)), cb.u32(0), bits);
 }
 
+/// Whether every finite value of `format` and 2^(1 - bias) are f32 normals
+/// reached by rebiasing the exponent field: the low-bit formats (e2m1,
+/// e4m3, e5m2, ue4m3, ...), not e8m0 (2^-127) or f16 (its subnormals).
+bool decodesToF32Normals(const lowbit::Format &format) {
+  const lowbit::FloatParams &params = format.floatParams();
+  // Without subnormals, exponent field 0 is a normal binade (e8m0's 2^-127).
+  int lowestExponent = (format.hasSubnormals() ? 1 : 0) - params.bias;
+  int highestExponent = int((uint32_t(1) << params.expBits) - 1) - params.bias;
+  return lowestExponent >= -126 && highestExponent <= 127 &&
+         params.manBits <= 23 &&
+         (!format.hasSubnormals() || lowestExponent - params.manBits >= -126);
+}
+
 Value decodeFloat(CodecBuilder &cb, const lowbit::Format &format, Value code) {
   using P = arith::CmpIPredicate;
   const lowbit::FloatParams &params = format.floatParams();
@@ -288,17 +306,34 @@ Value decodeFloat(CodecBuilder &cb, const lowbit::Format &format, Value code) {
   Value magnitude = cb.band(code, cb.u32(magnitudeMask));
   Value exponentField = cb.lshr(magnitude, cb.u32(params.manBits));
   Value mantissa = cb.band(magnitude, cb.u32(manMask));
-  // Normal: (2^M + m) * 2^(e - bias - M). Subnormal (e == 0 in a format
-  // with subnormals): m * 2^(1 - bias - M).
-  Value isSubnormal = format.hasSubnormals()
-                          ? cb.cmp(P::eq, exponentField, cb.u32(0))
-                          : cb.cmp(P::ne, cb.u32(0), cb.u32(0));
-  Value significand =
-      cb.select(isSubnormal, mantissa,
-                cb.bor(mantissa, cb.u32(uint32_t(1) << params.manBits)));
-  Value exponentK = cb.sub(cb.select(isSubnormal, cb.u32(1), exponentField),
-                           cb.s32(params.bias + params.manBits));
-  Value bits = scaleSignificand(cb, significand, exponentK);
+  Value bits;
+  if (decodesToF32Normals(format)) {
+    // The format's exponent field and mantissa, moved into an f32's and
+    // rebiased, are the value's bits (one multiply-add); a subnormal code
+    // is that with exponent field 1, minus 2^(1 - bias), exactly.
+    Value normal = cb.add(cb.shl(magnitude, cb.u32(23 - params.manBits)),
+                          cb.u32(uint32_t(127 - params.bias) << 23));
+    bits = normal;
+    if (format.hasSubnormals()) {
+      Value lifted = arith::SubFOp::create(
+          cb.b, cb.toFloat(cb.add(normal, cb.u32(1u << 23))),
+          cb.f32Const(std::ldexp(1.0f, 1 - params.bias)));
+      bits = cb.select(cb.cmp(P::eq, exponentField, cb.u32(0)),
+                       cb.toBits(lifted), normal);
+    }
+  } else {
+    // Normal: (2^M + m) * 2^(e - bias - M). Subnormal (e == 0 in a format
+    // with subnormals): m * 2^(1 - bias - M).
+    Value isSubnormal = format.hasSubnormals()
+                            ? cb.cmp(P::eq, exponentField, cb.u32(0))
+                            : cb.cmp(P::ne, cb.u32(0), cb.u32(0));
+    Value significand =
+        cb.select(isSubnormal, mantissa,
+                  cb.bor(mantissa, cb.u32(uint32_t(1) << params.manBits)));
+    Value exponentK = cb.sub(cb.select(isSubnormal, cb.u32(1), exponentField),
+                             cb.s32(params.bias + params.manBits));
+    bits = scaleSignificand(cb, significand, exponentK);
+  }
 
   if (params.specials == lowbit::SpecialCodes::Ieee) {
     Value expIsAllOnes = cb.cmp(P::eq, exponentField, cb.u32(expAllOnes));

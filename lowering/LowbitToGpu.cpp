@@ -130,6 +130,12 @@ public:
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value warpLane =
         arith::RemUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize));
+    // A two-level scheme's global scale, stored before this launch: read
+    // and prepared as a divisor once per thread.
+    Value globalValue = hasGlobal() ? loadScalar(global) : Value();
+    lowbit::PreparedDivisor globalDivisor =
+        globalValue ? prepareGlobalDivisor(globalValue)
+                    : lowbit::PreparedDivisor();
     auto loop = scf::ForOp::create(
         b, arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize)),
         ceilDiv(laneCount, idx(kWarpSize)),
@@ -200,9 +206,7 @@ public:
     lowbit::Stats stats = toStats(acc, withMinMax);
 
     // The scale, computed by every lane of the group, stored by the first.
-    // A two-level scheme's global scale, stored before this launch.
-    Value globalValue = hasGlobal() ? loadScalar(global) : Value();
-    Value stored = pickScale(stats, globalValue);
+    Value stored = pickScale(stats, globalValue, globalDivisor);
     lowbit::GroupParams params;
     params.global = globalValue;
     params.scale = decodeScale(stored);

@@ -8,6 +8,7 @@
 #include "lowering/ScaleMath.h"
 
 #include "format/Format.h"
+#include "format/SharedDivisor.h"
 #include "llvm/Support/ErrorHandling.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -242,7 +243,8 @@ Value ScaleMath::floorScaleCode(Value absMax) {
 }
 
 /// The stored scale of one group, from its statistics.
-Value ScaleMath::pickScale(const Stats &stats, Value global) {
+Value ScaleMath::pickScale(const Stats &stats, Value global,
+                           const PreparedDivisor &globalDivisor) {
   const ScaleSpec &spec = scheme.scale;
   Value qmax = f32(quantMax());
   switch (spec.rule) {
@@ -270,9 +272,12 @@ Value ScaleMath::pickScale(const Stats &stats, Value global) {
         float(scaleFormat.hasSubnormals() ? scaleFormat.minSubnormal()
                                           : scaleFormat.minNormal());
     float scaleMax = float(scaleFormat.maxValue());
+    // amax / qmax stays a division: the shared quotient is not exact where
+    // it is subnormal, and the division by the global below needs its bits.
     Value perQmax = divf(stats.absMax, qmax);
-    Value wanted = kind == ScaleKind::GlobalDecode ? divf(perQmax, global)
-                                                   : mulf(perQmax, global);
+    Value wanted = kind == ScaleKind::GlobalEncode ? mulf(perQmax, global)
+                   : globalDivisor ? divideShared(perQmax, globalDivisor)
+                                   : divf(perQmax, global);
     return encodeScale(stdClamp(wanted, f32(scaleMin), f32(scaleMax)));
   }
   return replaceZeroScale(encodeScale(divf(stats.absMax, qmax)));
@@ -288,12 +293,18 @@ Value ScaleMath::pickZero(Value low, Value scale) {
 Value ScaleMath::scaledForEncode(Value value, const GroupParams &params) {
   switch (kind) {
   case ScaleKind::GlobalDecode:
+    if (params.divisor)
+      return divideShared(value, params.divisor);
     return divf(value, mulf(params.scale, params.global));
   case ScaleKind::GlobalEncode:
+    if (params.divisor)
+      return divideShared(mulf(value, params.global), params.divisor);
     return divf(mulf(value, params.global), params.scale);
   default:
     if (params.reciprocal)
       return mulf(value, params.reciprocal);
+    if (params.divisor)
+      return divideShared(value, params.divisor);
     return divf(value, params.scale);
   }
 }
@@ -402,9 +413,64 @@ GroupParams ScaleMath::withExactReciprocal(GroupParams params) {
   // exact f32 (2^-127 a subnormal), and x * 2^-k and x / 2^k are the same
   // real number rounded once: the same bits, subnormal results included
   // (no flush to zero on either instruction).
-  if (kind == ScaleKind::Symmetric && scheme.scale.type == ScaleType::E8M0)
+  if (kind == ScaleKind::Symmetric && scheme.scale.type == ScaleType::E8M0) {
     params.reciprocal = divf(f32(1.0f), params.scale);
+    return params;
+  }
+  // Every element's quotient only matters through its encoding, which the
+  // shared quotient keeps for these formats.
+  if (kind == ScaleKind::Asymmetric ||
+      !sharedQuotientEncodesExactly(scheme.element))
+    return params;
+  params.divisor = prepareDivisor(kind == ScaleKind::GlobalDecode
+                                      ? mulf(params.scale, params.global)
+                                      : params.scale);
   return params;
+}
+
+PreparedDivisor ScaleMath::prepareGlobalDivisor(Value global) {
+  std::optional<Format> scaleFormat = scaleTypeFormat(scheme.scale.type);
+  if (kind != ScaleKind::GlobalDecode || !scaleFormat ||
+      !sharedQuotientEncodesExactly(*scaleFormat))
+    return {};
+  return prepareDivisor(global);
+}
+
+PreparedDivisor ScaleMath::prepareDivisor(Value divisor) {
+  // prepareSharedDivisor: 2^(127 - clamp(exponent field, 1, 253)).
+  Value bits = arith::BitcastOp::create(b, b.getI32Type(), divisor);
+  Value field = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, bits, i32(23)), i32(0xFF));
+  field = arith::MaxSIOp::create(b, arith::MinSIOp::create(b, field, i32(253)),
+                                 i32(1));
+  Value scale = arith::BitcastOp::create(
+      b, b.getF32Type(),
+      arith::ShLIOp::create(b, arith::SubIOp::create(b, i32(254), field),
+                            i32(23)));
+  Value scaled = mulf(divisor, scale);
+  return {scale, arith::MinimumFOp::create(b, scaled, f32(FLT_MAX)),
+          divf(f32(1.0f), scaled)};
+}
+
+Value ScaleMath::divideShared(Value value, const PreparedDivisor &divisor) {
+  // sharedQuotient: the estimate, Markstein's correction with the exact
+  // residual, and the value's sign.
+  Value numerator = mulf(math::AbsFOp::create(b, value), divisor.scale);
+  Value estimate = mulf(numerator, divisor.reciprocal);
+  Value residual = math::FmaOp::create(
+      b,
+      arith::NegFOp::create(
+          b, arith::MinimumFOp::create(b, estimate, f32(FLT_MAX))),
+      divisor.divisor, numerator);
+  Value corrected =
+      math::FmaOp::create(b, residual, divisor.reciprocal, estimate);
+  Value sign = arith::AndIOp::create(
+      b, arith::BitcastOp::create(b, b.getI32Type(), value),
+      i32(int32_t(0x80000000u)));
+  return arith::BitcastOp::create(
+      b, b.getF32Type(),
+      arith::OrIOp::create(
+          b, arith::BitcastOp::create(b, b.getI32Type(), corrected), sign));
 }
 
 } // namespace lowbit

@@ -32,6 +32,13 @@ struct Stats {
   mlir::Value absMax, min, max;
 };
 
+/// A divisor shared by many quotients, prepared once: the IR form of
+/// format/SharedDivisor.h's SharedDivisor (null values: none).
+struct PreparedDivisor {
+  mlir::Value scale, divisor, reciprocal;
+  explicit operator bool() const { return bool(reciprocal); }
+};
+
 /// What converting one element needs from its group.
 struct GroupParams {
   mlir::Value scale;  ///< the stored scale, decoded to f32
@@ -40,6 +47,9 @@ struct GroupParams {
   /// 1 / scale where multiplying by it gives the division's bits (e8m0
   /// scales, withExactReciprocal); null: divide.
   mlir::Value reciprocal;
+  /// The divisor of every element's quotient, prepared for
+  /// sharedQuotient (withExactReciprocal); unset: divide.
+  PreparedDivisor divisor;
 };
 
 /// Emits the reference's arithmetic at the builder's insertion point.
@@ -101,8 +111,11 @@ public:
   mlir::Value replaceZeroScale(mlir::Value stored);
   /// OCP MX FLOOR: the stored e8m0 code of a group's amax.
   mlir::Value floorScaleCode(mlir::Value absMax);
-  /// The stored scale of one group, from its statistics.
-  mlir::Value pickScale(const Stats &stats, mlir::Value global);
+  /// The stored scale of one group, from its statistics. `globalDivisor`
+  /// (prepareGlobalDivisor) replaces the division by a decode-convention
+  /// global.
+  mlir::Value pickScale(const Stats &stats, mlir::Value global,
+                        const PreparedDivisor &globalDivisor = {});
   /// zero = clamp(rne(-min(low, 0) / scale), 0, levels) (pickZero), as i8.
   mlir::Value pickZero(mlir::Value low, mlir::Value scale);
 
@@ -135,8 +148,19 @@ public:
   void setMagicIntegerDecode(bool on) { magicIntegerDecode = on; }
 
   /// Sets params.reciprocal where x * (1 / s) has the bits of x / s: the
-  /// power-of-two e8m0 scales of symmetric schemes.
+  /// power-of-two e8m0 scales of symmetric schemes; otherwise
+  /// params.divisor where the shared-divisor quotient encodes to the
+  /// division's codes (the element format passes
+  /// sharedQuotientEncodesExactly; docs/numerics.md, "Shared divisors").
   GroupParams withExactReciprocal(GroupParams params);
+  /// The decode-convention global scale prepared as pickScale's divisor,
+  /// where the scale format passes sharedQuotientEncodesExactly; unset
+  /// otherwise.
+  PreparedDivisor prepareGlobalDivisor(mlir::Value global);
+
+  // Division by a shared divisor (format/SharedDivisor.h), op for op.
+  PreparedDivisor prepareDivisor(mlir::Value divisor);
+  mlir::Value divideShared(mlir::Value value, const PreparedDivisor &divisor);
 
 protected:
   Scheme scheme;
