@@ -133,10 +133,9 @@ int runWarm(const Target &target, int runs,
       if (run > 0)
         peer.push_back(millisSince(start));
     }
-    std::string peerText =
-        peer.empty() ? "-" : std::to_string(median(peer));
-    std::printf("warm %s\t%.2f\t%.2f\t%s\n", specs[index].c_str(),
-                first[index], median(warm), peerText.c_str());
+    std::string peerText = peer.empty() ? "-" : std::to_string(median(peer));
+    std::printf("warm %s\t%.2f\t%.2f\t%s\n", specs[index].c_str(), first[index],
+                median(warm), peerText.c_str());
   }
   return 0;
 }
@@ -144,9 +143,8 @@ int runWarm(const Target &target, int runs,
 int runStartup(const Target &target, int threads, bool cubin,
                const std::vector<std::string> &specs) {
   namespace fs = std::filesystem;
-  fs::path directory =
-      fs::temp_directory_path() /
-      ("lowbit-cold-start-" + std::to_string(::getpid()));
+  fs::path directory = fs::temp_directory_path() /
+                       ("lowbit-cold-start-" + std::to_string(::getpid()));
   fs::remove_all(directory);
   Clock::time_point start = Clock::now();
   JitOptions options;
