@@ -53,7 +53,10 @@ function(lowbit_link_mlir_statically target)
   target_link_libraries(${target} PRIVATE ${archives} ZLIB::ZLIB
                         ${LOWBIT_ZSTD_LIBRARY} ${CMAKE_DL_LIBS})
   set(exports "${CMAKE_CURRENT_BINARY_DIR}/${target}.exports")
-  file(WRITE "${exports}" "{\n  global: lowbit_*;\n  local: *;\n};\n")
+  # CONFIGURE rewrites the file only when its text changes, so a
+  # reconfigure does not relink the library.
+  file(CONFIGURE OUTPUT "${exports}"
+       CONTENT "{\n  global: lowbit_*;\n  local: *;\n};\n")
   target_link_options(${target} PRIVATE LINKER:--as-needed
     LINKER:--gc-sections LINKER:--version-script=${exports}
     # The archives carry some of Debian's debug info (~10 MB); a Release
