@@ -25,6 +25,13 @@ config.environment["LOWBIT_CACHE_DIR"] = os.path.join(config.test_exec_root, "ke
 config.substitutions.append(("%lowbit_src", config.lowbit_src_root))
 config.substitutions.append(("%lowbit_bin", config.lowbit_tools_dir))
 config.substitutions.append(("%python", config.python_executable))
+# LOWBIT_STATIC_COMPILER (cmake/LowbitStaticCompiler.cmake): the compiler
+# library holds MLIR and LLVM itself, so a miss loads no libMLIR/libLLVM.
+# `FileCheck -DMLIR_ON_MISS=%mlir_on_miss` checks whichever this build is.
+static_compiler = config.lowbit_static_compiler.upper() in ("ON", "1", "TRUE", "YES")
+if static_compiler:
+    config.available_features.add("static-compiler")
+config.substitutions.append(("%mlir_on_miss", "no" if static_compiler else "yes"))
 # `%expect-exit N cmd...`: passes if cmd exits with exactly N and prints
 # nothing on stdout; echoes cmd's stderr so FileCheck can check the message.
 # (lit's internal shell has no `$?`, and `not` accepts any non-zero code.)

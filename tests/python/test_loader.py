@@ -49,9 +49,9 @@ def test_disk_hit_loads_no_compiler(tmp_path):
     code = GET_KERNEL.format(cache=str(tmp_path / "cache"))
     missed, loaded = run_python(code)
     # The miss compiles: it must load the compiler (so that this test
-    # can tell a hit from a miss).
+    # can tell a hit from a miss). libMLIR comes with it only where the
+    # library is not linked statically (LOWBIT_STATIC_COMPILER).
     assert "liblowbit-compiler.so" in loaded
-    assert any(name.startswith("libMLIR") for name in loaded)
     hit, loaded = run_python(code, LOWBIT_CACHE="must-hit")
     assert heavy(loaded) == []
     assert hit == missed
