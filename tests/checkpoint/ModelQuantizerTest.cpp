@@ -322,7 +322,7 @@ TEST_CASE("quantize-model refuses bad options and writes nothing",
   fs::remove_all(model.parent_path());
 }
 
-TEST_CASE("--ignore patterns", "[quantize-model]") {
+TEST_CASE("quantize-model: --ignore patterns", "[quantize-model]") {
   std::vector<std::string> patterns = {"lm_head", "re:.*embed"};
   CHECK(*matchesIgnore("lm_head", patterns));
   CHECK(*matchesIgnore("model.lm_head", patterns));
