@@ -15,6 +15,7 @@
 #include "lowering/GpuKernelBuilder.h"
 #include "lowering/GpuMatmulGemm.h"
 #include "lowering/GpuMatmulGemv.h"
+#include "lowering/GpuMatmulQuantized.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -30,10 +31,12 @@ constexpr int64_t kGemvMaxRows = 16;
 
 /// Why the GEMV cannot serve `op`, or "" when it can.
 std::string refusalOf(ld::MatmulOp op) {
-  if (op.getActSchemeAttr())
-    return "the activations are quantized (act_scheme): the GPU kernels "
-           "are weight-only (docs/matmul.md, \"Quantized activations\")";
-  if (!lowbit::gemvCoversScheme(op.getWeightScheme()))
+  if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
+    std::string why =
+        lowbit::quantizedGemmRefusal(op.getWeightScheme(), *activations);
+    if (!why.empty())
+      return why;
+  } else if (!lowbit::gemvCoversScheme(op.getWeightScheme()))
     return "the GPU kernels read row-major scales per tensor, per output "
            "channel, in groups along K or in blocks (not the swizzled "
            "128x4 layout)";
@@ -67,6 +70,15 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
     buffers.global = operandMemref(b, op.getGlobal());
     buffers.bias = operandMemref(b, op.getBias());
     buffers.output = materialize.getDest();
+    // Quantized activations: one W8A8 GEMM for every M (X is quantized as
+    // the GEMM loads it).
+    if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
+      lowbit::emitQuantizedMatmulGemm(b, op.getWeightScheme(), *activations,
+                                      buffers);
+      rewriter.eraseOp(materialize);
+      rewriter.eraseOp(op);
+      return success();
+    }
     // M is the batch, known only at run time: both kernels are launched,
     // the one M does not pick with an empty grid, which every launcher
     // skips. An f32 X has only the GEMV (tf32 would round X).

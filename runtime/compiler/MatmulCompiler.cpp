@@ -5,6 +5,7 @@
 #include "dialect/LowbitMatmulOps.h"
 #include "format/SchemeText.h"
 #include "lowering/GpuMatmul.h"
+#include "lowering/GpuMatmulQuantized.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/KernelCompileSupport.h"
 #include "target/ChipCapabilities.h"
@@ -146,14 +147,45 @@ llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec) {
 llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec) {
   if (!spec.activation)
     return llvm::Error::success();
-  return compileError(
-      "'" + matmul::printMatmulSpec(spec) +
-      "' quantizes its activations, and lowbit has no GPU kernel for "
-      "quantized activations yet: the fp8/int8 mma.sync m16n8k32 and "
-      "block-scaled FP4 GEMMs with X's quantize fused in front are not "
-      "built; run it with --backend cpu (docs/matmul.md, \"Quantized "
-      "activations\")");
+  std::string why = quantizedGemmRefusal(spec.scheme, *spec.activation);
+  if (why.empty())
+    return llvm::Error::success();
+  return compileError("'" + matmul::printMatmulSpec(spec) +
+                      "' quantizes its activations, and lowbit's GPU kernel "
+                      "for quantized activations cannot run it: " +
+                      why +
+                      "; run it with --backend cpu (docs/matmul.md, "
+                      "\"Quantized activations\")");
 }
+
+namespace {
+
+/// The tensor instruction the W8A8 GEMM of `spec` issues.
+TensorInstruction quantizedGemmInstruction(const matmul::MatmulSpec &spec) {
+  return quantizedGemmIsFloat(*spec.activation) ? TensorInstruction::MmaSyncF8
+                                                : TensorInstruction::MmaSyncS8;
+}
+
+/// `target` with its PTX version raised to what the W8A8 GEMM's
+/// instruction needs (the FP8 mma.sync: PTX 8.4, above sm_89's default
+/// 8.1), so that `--target sm_89` compiles it; unchanged otherwise.
+Target quantizedGemmTarget(const matmul::MatmulSpec &spec, Target target) {
+  if (!spec.activation || !target.isNvidia())
+    return target;
+  TensorInstruction instruction = quantizedGemmInstruction(spec);
+  for (const TensorInstructionInfo &info : tensorInstructionTable())
+    if (info.instruction == instruction)
+      for (const ChipRequirement &requirement : info.anyOf) {
+        Target raised = target;
+        raised.ptxVersion =
+            std::max(raised.ptxVersion, requirement.minPtxVersion);
+        if (targetHas(raised, instruction))
+          return raised;
+      }
+  return target;
+}
+
+} // namespace
 
 llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec) {
   if (llvm::Error refusal = refuseQuantizedActivationsOnGpu(spec))
@@ -166,6 +198,26 @@ std::string matmulTargetRefusal(const matmul::MatmulSpec &spec,
   if (!target.isNvidia())
     return "the matmul's GPU kernels need an NVIDIA target, got '" +
            target.str() + "'";
+  // A pair without a GPU kernel is refused by
+  // refuseQuantizedActivationsOnGpu, with its reason.
+  if (spec.activation &&
+      quantizedGemmRefusal(spec.scheme, *spec.activation).empty()) {
+    TensorInstruction instruction = quantizedGemmInstruction(spec);
+    if (targetHas(quantizedGemmTarget(spec, target), instruction))
+      return "";
+    std::string mnemonic;
+    for (const TensorInstructionInfo &info : tensorInstructionTable())
+      if (info.instruction == instruction)
+        mnemonic = std::string(info.ptxMnemonic);
+    return "the quantized-activation GEMM needs " + mnemonic + ", which '" +
+           target.str() + "' lacks (" +
+           (instruction == TensorInstruction::MmaSyncF8
+                ? "FP8 mma.sync: sm_89 or newer"
+                : "s8 mma.sync: sm_80 or newer") +
+           ")";
+  }
+  if (spec.activation)
+    return "";
   // Every chip lowbit supports is sm_80 or newer and has it; the GEMM's
   // requirement is still stated where a target is chosen.
   if (spec.input != ValueType::F32 &&
@@ -187,7 +239,8 @@ compileMatmulToPtx(const matmul::MatmulSpec &spec, const Target &target,
   auto module = buildMatmulModule(*context, spec);
   if (!module)
     return module.takeError();
-  return compileModuleForGpu(**module, lowerMatmulForGpu, target, options);
+  return compileModuleForGpu(**module, lowerMatmulForGpu,
+                             quantizedGemmTarget(spec, target), options);
 }
 
 llvm::Expected<std::unique_ptr<MatmulCpuKernel>>

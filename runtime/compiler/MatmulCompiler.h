@@ -44,14 +44,17 @@ llvm::Error lowerMatmulToLoops(mlir::ModuleOp module);
 llvm::Error lowerMatmulForGpu(mlir::ModuleOp module);
 /// The loops-level module as text (the CPU tail's input).
 llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec);
-/// Refuses a spec with quantized activations (no GPU kernel for them yet),
-/// naming what is missing; success for the weight-only matmul.
+/// Refuses a spec with quantized activations that the W8A8 GPU kernel does
+/// not run (lowering/GpuMatmulQuantized.h: FP4, other scale layouts),
+/// naming why; success for the weight-only matmul and the W8A8 pairs.
 llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec);
 /// The GPU form as text (what the GPU tail and the emulator take).
 llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec);
 
 /// Why `target` cannot run `spec`'s GPU kernels, or "" when it can: an
-/// NVIDIA target, with mma.sync m16n8k16 for an f16/bf16 X (the GEMM).
+/// NVIDIA target, with mma.sync m16n8k16 for an f16/bf16 X (the GEMM), or
+/// for quantized activations the m16n8k32 s8 (sm_80) or FP8 (sm_89) mma;
+/// the FP8 one is compiled with PTX 8.4 when the target's is older.
 std::string matmulTargetRefusal(const matmul::MatmulSpec &spec,
                                 const Target &target);
 

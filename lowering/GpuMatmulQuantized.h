@@ -1,0 +1,39 @@
+//===- GpuMatmulQuantized.h - W8A8 matmul on 8-bit tensor cores -*- C++ -*-===//
+//
+// The GPU kernel of `matmul w=SCHEME a=SCHEME` for 8-bit codes on both
+// sides (docs/matmul-gpu.md, "W8A8"): INT8 x INT8 through mma.sync
+// m16n8k32 s8 (s32 accumulators) and FP8 x FP8 through the e4m3/e5m2
+// m16n8k32 (f32 accumulators), X quantized inside the GEMM as it is loaded,
+// the order of matmul/QuantizedOrder.h bit for bit in the GPU emulator.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOWBIT_LOWERING_GPUMATMULQUANTIZED_H
+#define LOWBIT_LOWERING_GPUMATMULQUANTIZED_H
+
+#include "format/Scheme.h"
+#include "lowering/MatmulKernelCommon.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <string>
+
+namespace lowbit {
+
+/// Why the W8A8 kernel cannot run weights `weights` with activations
+/// `activations` (a pair matmul::activationPairRefusal accepts), or "".
+std::string quantizedGemmRefusal(const Scheme &weights,
+                                 const Scheme &activations);
+
+/// Whether the pair multiplies float codes (FP8 mma) rather than s8.
+bool quantizedGemmIsFloat(const Scheme &activations);
+
+/// Emits the kernel's gpu.launch for Y = quantize(X) . W_q^T (+ bias) into
+/// buffers.output; the pair must pass quantizedGemmRefusal.
+void emitQuantizedMatmulGemm(mlir::ImplicitLocOpBuilder &builder,
+                             const Scheme &weights, const Scheme &activations,
+                             const MatmulBuffers &buffers);
+
+} // namespace lowbit
+
+#endif // LOWBIT_LOWERING_GPUMATMULQUANTIZED_H
