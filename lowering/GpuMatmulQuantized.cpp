@@ -302,7 +302,8 @@ private:
   /// (MLIR 22's nvvm.mma.sync has no FP8 form).
   SmallVector<Value, 4> mmaSync(ArrayRef<Value> a, ArrayRef<Value> registersB,
                                 ArrayRef<Value> c) {
-    Type accumulator = integer ? b.getI32Type() : b.getF32Type();
+    Type accumulator =
+        integer ? Type(b.getI32Type()) : Type(b.getF32Type());
     auto resultType = LLVM::LLVMStructType::getLiteral(
         b.getContext(),
         SmallVector<Type>(mma::kAccumulatorRegisters, accumulator));
