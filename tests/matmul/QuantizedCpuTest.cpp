@@ -104,14 +104,17 @@ TEST_CASE("quantized matmul cpu: a static spec") {
         *orderedQuantizedMatmul(spec, weights, xBytes, 17, bias, &error));
 }
 
-TEST_CASE("quantized matmul cpu: no GPU kernel and no prologue kernel yet") {
-  MatmulSpec spec = *parseMatmulSpec("matmul w=fp8_e4m3 a=fp8_e4m3 from=bf16");
+TEST_CASE("quantized matmul cpu: no FP4 GPU kernel and no prologue kernel "
+          "yet") {
+  // The 8-bit pairs have one (tests/matmulgpu/MatmulQuantizedTest.cpp).
+  MatmulSpec spec = *parseMatmulSpec("matmul w=nvfp4 a=nvfp4 from=bf16");
   auto gpu = compiler::matmulGpuText(spec);
   REQUIRE_FALSE(static_cast<bool>(gpu));
   CHECK(llvm::toString(gpu.takeError())
-            .starts_with("'matmul w=fp8_e4m3 a=fp8_e4m3 from=bf16 to=bf16 "
-                         "dynamic' quantizes its activations, and lowbit has "
-                         "no GPU kernel for quantized activations yet"));
+            .starts_with("'matmul w=nvfp4 a=nvfp4 from=bf16 to=bf16 "
+                         "dynamic' quantizes its activations, and lowbit's "
+                         "GPU kernel for quantized activations cannot run "
+                         "it"));
   spec = *parseMatmulSpec(
       "hadamard(128) | matmul w=mxfp4 a=mxfp4 from=bf16 n=8 k=256");
   auto cpu = compiler::compileMatmulForCpu(spec);
