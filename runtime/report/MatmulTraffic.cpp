@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -133,18 +134,57 @@ std::optional<GemvEstimate> estimateGemv(const SpecInput &input,
   return out;
 }
 
+namespace {
+
+/// The bytes of one chunk's codes and of one X value, from the buffers.
+std::pair<int, int> chunkAndXBytes(const SpecInput &input,
+                                   const MatmulShape &shape) {
+  int64_t xBytes = 0, codesBytes = 0;
+  for (const Buffer &buffer : input.buffers) {
+    if (buffer.role == "x")
+      xBytes = buffer.bytes;
+    if (buffer.role == "input")
+      codesBytes = buffer.bytes;
+  }
+  if (shape.n * shape.k == 0 || shape.m * shape.k == 0)
+    return {0, 0};
+  return {int(codesBytes * kChunkWeights / (shape.n * shape.k)),
+          int(xBytes / (shape.m * shape.k))};
+}
+
+} // namespace
+
+void applyMatmulEstimates(const SpecInput &input, SpecReport &report,
+                          const MatmulShape &shape) {
+  auto [codesPerChunk, xElementBytes] = chunkAndXBytes(input, shape);
+  for (LaunchReport &launch : report.launches) {
+    if (launch.mmaPerThread > 0 || launch.tensorPerThread > 0)
+      continue;
+    std::optional<GemvEstimate> gemv =
+        estimateGemv(input, launch, shape, codesPerChunk, xElementBytes);
+    if (!gemv)
+      continue;
+    launch.memorySeconds = gemv->memorySeconds;
+    launch.issueSeconds = gemv->issueSeconds;
+    launch.l1Seconds = 0;
+    launch.atomicSeconds = 0;
+    launch.seconds = gemv->seconds + input.chip.launchOverheadSeconds;
+    launch.limiter = fmt::format("{} (the GEMV's loop of {} rows)",
+                                 gemv->binding, gemv->bucket);
+  }
+  summarizeSpec(input, report);
+}
+
 std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
                              const MatmulShape &shape) {
   std::string text = fmt::format("  model inputs (M={} N={} K={}): HBM bytes",
                                  shape.m, shape.n, shape.k);
-  int64_t xBytes = 0, codesBytes = 0;
+  int64_t xBytes = 0;
   for (const Buffer &buffer : input.buffers) {
     text += fmt::format(
         " {}={}", buffer.role == "input" ? "codes" : buffer.role, buffer.bytes);
     if (buffer.role == "x")
       xBytes = buffer.bytes;
-    if (buffer.role == "input")
-      codesBytes = buffer.bytes;
   }
   text +=
       fmt::format(" (total {:.0f}, {:.2f} us at peak)\n", input.minimumBytes,
@@ -164,8 +204,7 @@ std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
           mmaSyncPeakSeconds(input.chip, shape) * 1e6, launch.seconds * 1e6);
       continue;
     }
-    int codesPerChunk = int(codesBytes * 32 / (shape.n * shape.k));
-    int xElementBytes = int(xBytes / (shape.m * shape.k));
+    auto [codesPerChunk, xElementBytes] = chunkAndXBytes(input, shape);
     std::optional<GemvEstimate> gemv =
         estimateGemv(input, launch, shape, codesPerChunk, xElementBytes);
     if (!gemv) {
