@@ -231,6 +231,33 @@ std::optional<int64_t> integerOf(std::string_view text) {
   return negative ? -int64_t(value) : int64_t(value);
 }
 
+std::optional<bool> compareIntegers(std::string_view compare, int bits,
+                                    int64_t a, int64_t b) {
+  uint64_t mask = bits > 0 && bits < 64 ? (uint64_t(1) << bits) - 1 : ~0ull;
+  uint64_t ua = uint64_t(a) & mask, ub = uint64_t(b) & mask;
+  if (compare == "lt")
+    return a < b;
+  if (compare == "le")
+    return a <= b;
+  if (compare == "gt")
+    return a > b;
+  if (compare == "ge")
+    return a >= b;
+  if (compare == "eq")
+    return ua == ub;
+  if (compare == "ne")
+    return ua != ub;
+  if (compare == "lo")
+    return ua < ub;
+  if (compare == "ls")
+    return ua <= ub;
+  if (compare == "hi")
+    return ua > ub;
+  if (compare == "hs")
+    return ua >= ub;
+  return std::nullopt;
+}
+
 void collectParameters(std::string_view text, std::set<int> &slots) {
   for (size_t at = text.find("_param_"); at != std::string_view::npos;
        at = text.find("_param_", at + 1)) {
@@ -435,9 +462,49 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
                        return std::nullopt;
                      return head == "div" ? a / b : a % b;
                    });
-  else if (head == "selp") {
+  else if (head == "setp") {
+    // A compare of known lanes is 0 or 1 per lane (selp reads it).
+    std::vector<std::string_view> parts;
+    for (size_t start = 0; start <= opcode.size();) {
+      size_t dot = opcode.find('.', start);
+      parts.push_back(opcode.substr(start, dot - start));
+      if (dot == std::string_view::npos)
+        break;
+      start = dot + 1;
+    }
     LaneValue x = operand(1), y = operand(2);
-    if (x.known && y.known && x.based == y.based && x.lanes == y.lanes)
+    if (parts.size() == 3 && parts[2].size() > 1 && parts[2].front() != 'f' &&
+        list.size() == 3 && x.known && y.known && !x.based && !y.based) {
+      int bits = 0;
+      std::from_chars(parts[2].data() + 1, parts[2].data() + parts[2].size(),
+                      bits);
+      result = LaneValue::constant(0);
+      for (int l = 0; l < kWarpLanes; ++l) {
+        std::optional<bool> holds = compareIntegers(
+            parts[1], bits, x.lanes[size_t(l)], y.lanes[size_t(l)]);
+        if (!holds) {
+          result = unknown();
+          break;
+        }
+        result.lanes[size_t(l)] = *holds;
+      }
+    }
+  } else if (head == "selp") {
+    LaneValue x = operand(1), y = operand(2), predicate = operand(3);
+    if (x.known && y.known && predicate.known && !predicate.based) {
+      // The predicate's lanes are known: each lane's choice, exactly.
+      result = x;
+      result.based = x.based || y.based;
+      result.alignment = sharedAlignment(x, y);
+      bool mixed = x.based != y.based;
+      for (int l = 0; l < kWarpLanes && result.known; ++l) {
+        bool first = predicate.lanes[size_t(l)] != 0;
+        if (mixed && (first ? !x.based : !y.based))
+          result = unknown(); // a base in some lanes only
+        else
+          result.lanes[size_t(l)] = (first ? x : y).lanes[size_t(l)];
+      }
+    } else if (x.known && y.known && x.based == y.based && x.lanes == y.lanes)
       result = x;
     else if (x.known && y.uniform())
       result = x;

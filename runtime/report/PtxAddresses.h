@@ -49,6 +49,11 @@ std::vector<std::string_view> operandList(std::string_view operands);
 /// for anything else.
 std::optional<int64_t> integerOf(std::string_view text);
 
+/// An integer `setp` compare (lt le gt ge eq ne, and the unsigned lo ls
+/// hi hs) of two values of `bits` bits; nullopt for another compare.
+std::optional<bool> compareIntegers(std::string_view compare, int bits,
+                                    int64_t a, int64_t b);
+
 /// The `_param_N` slots `text` names, added to `slots`.
 void collectParameters(std::string_view text, std::set<int> &slots);
 

@@ -353,36 +353,13 @@ std::optional<uint32_t> compareLanes(const PtxStatement &setp,
   int bits = 0;
   std::from_chars(parts[2].data() + 1, parts[2].data() + parts[2].size(),
                   bits);
-  uint64_t mask = bits > 0 && bits < 64 ? (uint64_t(1) << bits) - 1 : ~0ull;
-  std::string_view compare = parts[1];
   uint32_t lanes = 0;
   for (int l = 0; l < kWarpLanes; ++l) {
-    int64_t a = left.lanes[size_t(l)], b = right.lanes[size_t(l)];
-    uint64_t ua = uint64_t(a) & mask, ub = uint64_t(b) & mask;
-    bool holds = false;
-    if (compare == "lt")
-      holds = a < b;
-    else if (compare == "le")
-      holds = a <= b;
-    else if (compare == "gt")
-      holds = a > b;
-    else if (compare == "ge")
-      holds = a >= b;
-    else if (compare == "eq")
-      holds = ua == ub;
-    else if (compare == "ne")
-      holds = ua != ub;
-    else if (compare == "lo")
-      holds = ua < ub;
-    else if (compare == "ls")
-      holds = ua <= ub;
-    else if (compare == "hi")
-      holds = ua > ub;
-    else if (compare == "hs")
-      holds = ua >= ub;
-    else
+    std::optional<bool> holds = compareIntegers(
+        parts[1], bits, left.lanes[size_t(l)], right.lanes[size_t(l)]);
+    if (!holds)
       return std::nullopt;
-    lanes |= uint32_t(holds) << l;
+    lanes |= uint32_t(*holds) << l;
   }
   return lanes;
 }

@@ -109,6 +109,78 @@ $L__BB0_1:
   CHECK(statedOf(ptx, {{1, 4000}}) == 125);
   // Without the argument the PTX does not state the trips.
   CHECK(statedOf(ptx) == 0);
+  // MLIR's ceildivui: k == 0 ? 0 : (k - 1) / 32 + 1, through a selp on a
+  // compare of known lanes.
+  std::string ceilDiv = kernelWith(R"(
+	ld.param.u32 	%r1, [k_param_1];
+	setp.eq.s32 	%p2, %r1, 0;
+	add.s32 	%r5, %r1, -1;
+	shr.u32 	%r6, %r5, 5;
+	add.s32 	%r7, %r6, 1;
+	selp.b32 	%r3, 0, %r7, %p2;
+	mov.u32 	%r4, 0;
+$L__BB0_1:
+	add.s32 	%r4, %r4, 1;
+	setp.lt.s32 	%p1, %r4, %r3;
+	@%p1 bra 	$L__BB0_1;
+)");
+  CHECK(statedOf(ceilDiv, {{1, 4096}}) == 128);
+  CHECK(statedOf(ceilDiv, {{1, 4097}}) == 129);
+}
+
+TEST_CASE("trips: a guard the launch decides skips a loop", "[report]") {
+  // if (k % 64 != 0) { tail loop }: with k = 4096 no lane reaches it.
+  std::string ptx = kernelWith(R"(
+	ld.param.u32 	%r1, [k_param_1];
+	and.b32 	%r2, %r1, 63;
+	setp.eq.s32 	%p1, %r2, 0;
+	@%p1 bra 	$L__BB0_3;
+	mov.u32 	%r4, 0;
+$L__BB0_2:
+	add.s32 	%r4, %r4, 1;
+	setp.lt.s32 	%p2, %r4, %r2;
+	@%p2 bra 	$L__BB0_2;
+$L__BB0_3:
+)");
+  auto reached = [&](int64_t k) {
+    Expected<std::vector<PtxKernel>> kernels = analyzePtx(ptx, {{"k", {{1, k}}}});
+    REQUIRE(kernels);
+    const PtxKernel &kernel = kernels->front();
+    REQUIRE(kernel.loops.size() == 1);
+    return bool(kernel.reached[size_t(kernel.loops[0].firstInstruction)]);
+  };
+  CHECK_FALSE(reached(4096));
+  CHECK(reached(4100));
+  // Unbound, the guard sends every lane both ways.
+  Expected<std::vector<PtxKernel>> unbound = analyzePtx(ptx);
+  REQUIRE(unbound);
+  CHECK(unbound->front().reached[size_t(
+      unbound->front().loops[0].firstInstruction)]);
+}
+
+TEST_CASE("trips: a buffer's alignment decides vLLM's prologue", "[report]") {
+  // prefix = min((-(addr) >> 1) & 7, n): 0 elements of a 256-byte-aligned
+  // bf16 buffer, read through the address parameter.
+  std::string ptx = kernelWith(R"(
+	ld.param.u64 	%rd1, [k_param_0];
+	cvt.u32.u64 	%r1, %rd1;
+	neg.s32 	%r2, %r1;
+	shr.u32 	%r3, %r2, 1;
+	and.b32  	%r4, %r3, 7;
+	mov.u32 	%r5, %tid.x;
+$L__BB0_1:
+	add.s32 	%r5, %r5, 16;
+	setp.lt.s32 	%p1, %r5, %r4;
+	@%p1 bra 	$L__BB0_1;
+)");
+  Expected<std::vector<PtxKernel>> aligned =
+      analyzePtx(ptx, {}, {}, {{"k", {0}}});
+  REQUIRE(aligned);
+  CHECK(aligned->front().loopStatedTrips[0] == 1);
+  // Without knowing slot 0 holds a buffer, the prologue is unknown.
+  Expected<std::vector<PtxKernel>> unknown = analyzePtx(ptx);
+  REQUIRE(unknown);
+  CHECK(unknown->front().loopStatedTrips[0] == 0);
 }
 
 TEST_CASE("trips: a block-stride loop over the launch's block", "[report]") {
