@@ -260,9 +260,8 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
         trips = std::max(1.0, *own);
     // Trips the loop's bound states (PtxTrips.h) are what runs, per entry
     // of the loop: times the trips of the innermost loop around it.
-    bool reached =
-        size_t(loop.firstInstruction) >= ptx.reached.size() ||
-        ptx.reached[size_t(loop.firstInstruction)];
+    bool reached = size_t(loop.firstInstruction) >= ptx.reached.size() ||
+                   ptx.reached[size_t(loop.firstInstruction)];
     if (!reached) {
       trips = 0; // a guard the launch decides skips it
     } else if (l < ptx.loopStatedTrips.size() && ptx.loopStatedTrips[l] > 0) {
@@ -451,8 +450,8 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
       const LoopRegion &ptx = *ptxStreaming[k];
       double ptxTrips = tripsOf(ptx);
       skipped = ptxTrips == 0;
-      trips = std::max(1.0, ptxTrips) * ptx.streamedBytes /
-              region.streamedBytes;
+      trips =
+          std::max(1.0, ptxTrips) * ptx.streamedBytes / region.streamedBytes;
       if (std::find(ptx.loops.begin(), ptx.loops.end(), size_t(out.mainLoop)) !=
           ptx.loops.end())
         out.sassMainLoopLoadBytes = region.loadBytes;
@@ -471,7 +470,8 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
   for (size_t i = 0; i < out.ptx.reached.size(); ++i) {
     bool inLoop = false;
     for (const PtxLoop &loop : out.ptx.loops)
-      inLoop |= loop.firstInstruction <= int(i) && int(i) <= loop.lastInstruction;
+      inLoop |=
+          loop.firstInstruction <= int(i) && int(i) <= loop.lastInstruction;
     if (!inLoop) {
       straight += 1;
       straightReached += out.ptx.reached[i];
@@ -553,8 +553,7 @@ std::vector<std::string> assumptionsOf(const ChipConstants &row,
       rest(row.int32LanesPerClock,
            fmt::format("INT32 {:.0f} lanes per clock per SM",
                        row.int32LanesPerClock.value));
-    else if (work == out.issueSeconds &&
-             out.issueBinding == "conversion pipe")
+    else if (work == out.issueSeconds && out.issueBinding == "conversion pipe")
       rest(row.conversionLanesPerClock,
            fmt::format("conversions {:.0f} per clock per SM",
                        row.conversionLanesPerClock.value));
@@ -736,10 +735,9 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     for (size_t slot = 0; slot < launch.bufferOfParameter.size(); ++slot)
       if (launch.bufferOfParameter[slot] >= 0)
         bufferSlots.insert(int(slot));
-    Expected<std::vector<PtxKernel>> bound =
-        analyzePtx(input.ptx, {{launch.kernel, launch.parameterValues}},
-                   {{launch.kernel, launch.block}},
-                   {{launch.kernel, bufferSlots}});
+    Expected<std::vector<PtxKernel>> bound = analyzePtx(
+        input.ptx, {{launch.kernel, launch.parameterValues}},
+        {{launch.kernel, launch.block}}, {{launch.kernel, bufferSlots}});
     if (!bound)
       return bound.error();
     out.ptx = *findKernel(*bound, launch.kernel);

@@ -403,10 +403,9 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
     // ~x = -x - 1, exact on lanes without a base.
     LaneValue x = operand(1);
     if (x.known && !x.based)
-      result = sum(product(x, LaneValue::constant(-1)),
-                   LaneValue::constant(1), -1);
-  }
-  else if (head == "mul" && opcode.find(".hi") == std::string_view::npos)
+      result =
+          sum(product(x, LaneValue::constant(-1)), LaneValue::constant(1), -1);
+  } else if (head == "mul" && opcode.find(".hi") == std::string_view::npos)
     result = product(operand(1), operand(2));
   else if (head == "mad" && opcode.find(".hi") == std::string_view::npos)
     result = sum(product(operand(1), operand(2)), operand(3), 1);

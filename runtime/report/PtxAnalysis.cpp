@@ -160,12 +160,11 @@ symbolAlignments(std::string_view ptx) {
   return aligns;
 }
 
-PtxKernel analyzeBody(std::string name, std::string_view body,
-                      std::map<int, int64_t> boundParameters,
-                      std::array<int64_t, 3> block,
-                      const std::set<int> &bufferSlots,
-                      const std::map<std::string, int64_t, std::less<>>
-                          &symbolAligns) {
+PtxKernel
+analyzeBody(std::string name, std::string_view body,
+            std::map<int, int64_t> boundParameters,
+            std::array<int64_t, 3> block, const std::set<int> &bufferSlots,
+            const std::map<std::string, int64_t, std::less<>> &symbolAligns) {
   PtxKernel kernel;
   kernel.name = std::move(name);
   std::map<std::string, int, std::less<>> labels;
@@ -261,7 +260,8 @@ PtxKernel analyzeBody(std::string name, std::string_view body,
     for (const CodeLoop &loop : kernel.loops) {
       if (loop.firstInstruction == int(i))
         atHeader.emplace(int(i), replay);
-      inLoop |= loop.firstInstruction <= int(i) && int(i) <= loop.lastInstruction;
+      inLoop |=
+          loop.firstInstruction <= int(i) && int(i) <= loop.lastInstruction;
     }
     if (!inLoop && statements[i].opcode.starts_with("setp."))
       predicateLanes[i] = compareLanes(statements[i], replay);
@@ -320,8 +320,7 @@ analyzePtx(std::string_view ptx,
     kernels.push_back(analyzeBody(
         std::move(name), *body,
         values == bound.end() ? std::map<int, int64_t>() : values->second,
-        block == blocks.end() ? std::array<int64_t, 3>{0, 0, 0}
-                              : block->second,
+        block == blocks.end() ? std::array<int64_t, 3>{0, 0, 0} : block->second,
         buffers == bufferSlots.end() ? std::set<int>() : buffers->second,
         aligns));
     at = bodyEnd;

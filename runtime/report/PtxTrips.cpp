@@ -37,8 +37,8 @@ bool defines(const PtxStatement &statement, std::string_view name) {
   std::string_view head = headOf(statement.opcode);
   if (head == "st" || head == "red" || head == "bra" || head == "bar" ||
       head == "barrier" || head == "ret" || head == "exit" ||
-      head == "membar" || head == "fence" || head == "call" ||
-      head == "mma" || head == "cp" || head == "wgmma")
+      head == "membar" || head == "fence" || head == "call" || head == "mma" ||
+      head == "cp" || head == "wgmma")
     return false;
   std::vector<std::string_view> operands = operandList(statement.operands);
   return !operands.empty() && operands.front() == name;
@@ -298,8 +298,7 @@ statedTrips(const std::vector<PtxStatement> &statements,
   // source predicate).
   if (parts.size() != 3 || parts[2].empty() || parts[2].front() == 'f')
     return std::nullopt;
-  std::string_view compare =
-      continueWhenTrue ? parts[1] : negated(parts[1]);
+  std::string_view compare = continueWhenTrue ? parts[1] : negated(parts[1]);
   std::vector<std::string_view> operands = operandList(setp.operands);
   if (operands.size() != 3)
     return std::nullopt;
@@ -310,10 +309,9 @@ statedTrips(const std::vector<PtxStatement> &statements,
     return std::nullopt;
   int64_t most = 0;
   for (int l = 0; l < kWarpLanes; ++l) {
-    std::optional<int64_t> trips =
-        tripsWhile(compare, left->first.lanes[size_t(l)] -
-                                right->first.lanes[size_t(l)],
-                   left->step - right->step);
+    std::optional<int64_t> trips = tripsWhile(
+        compare, left->first.lanes[size_t(l)] - right->first.lanes[size_t(l)],
+        left->step - right->step);
     if (!trips)
       return std::nullopt;
     most = std::max(most, *trips);
@@ -351,8 +349,7 @@ std::optional<uint32_t> compareLanes(const PtxStatement &setp,
   if (!left.known || !right.known || left.based || right.based)
     return std::nullopt;
   int bits = 0;
-  std::from_chars(parts[2].data() + 1, parts[2].data() + parts[2].size(),
-                  bits);
+  std::from_chars(parts[2].data() + 1, parts[2].data() + parts[2].size(), bits);
   uint32_t lanes = 0;
   for (int l = 0; l < kWarpLanes; ++l) {
     std::optional<bool> holds = compareIntegers(
@@ -374,49 +371,50 @@ lanesReaching(const std::vector<PtxStatement> &statements,
   // Passes in text order until no back edge adds lanes (a loop entered
   // by a jump into its middle reaches its header only that way).
   for (bool changed = true; changed;) {
-  changed = false;
-  // The lanes each predicate holds for, as last set in text order.
-  std::map<std::string_view, std::optional<uint32_t>> predicates;
-  for (size_t i = 0; i < statements.size(); ++i) {
-    const PtxStatement &statement = statements[i];
-    uint32_t lanes = reach[i];
-    std::string_view head = headOf(statement.opcode);
-    std::vector<std::string_view> operands = operandList(statement.operands);
-    if (head == "setp" && !operands.empty())
-      predicates[operands.front()] =
-          i < predicateLanes.size() ? predicateLanes[i] : std::nullopt;
-    else if (!operands.empty() && operands.front().starts_with("%p"))
-      predicates[operands.front()] = std::nullopt;
-    // Which lanes this statement lets through to the next, and to a target.
-    uint32_t onward = lanes, taken = 0;
-    if (head == "ret" || head == "exit" || head == "trap") {
-      onward = statement.predicate.empty() ? 0 : lanes;
-    } else if (head == "bra" && !operands.empty()) {
-      // Without a predicate, or on one whose lanes are unknown, every lane
-      // may take the branch.
-      uint32_t branching = lanes;
-      bool known = false;
-      std::string_view predicate = statement.predicate;
-      bool negate = predicate.starts_with('!');
-      if (negate)
-        predicate.remove_prefix(1);
-      if (auto found = predicates.find(predicate);
-          !predicate.empty() && found != predicates.end() && found->second) {
-        known = true;
-        branching = lanes & (negate ? ~*found->second : *found->second);
+    changed = false;
+    // The lanes each predicate holds for, as last set in text order.
+    std::map<std::string_view, std::optional<uint32_t>> predicates;
+    for (size_t i = 0; i < statements.size(); ++i) {
+      const PtxStatement &statement = statements[i];
+      uint32_t lanes = reach[i];
+      std::string_view head = headOf(statement.opcode);
+      std::vector<std::string_view> operands = operandList(statement.operands);
+      if (head == "setp" && !operands.empty())
+        predicates[operands.front()] =
+            i < predicateLanes.size() ? predicateLanes[i] : std::nullopt;
+      else if (!operands.empty() && operands.front().starts_with("%p"))
+        predicates[operands.front()] = std::nullopt;
+      // Which lanes this statement lets through to the next, and to a target.
+      uint32_t onward = lanes, taken = 0;
+      if (head == "ret" || head == "exit" || head == "trap") {
+        onward = statement.predicate.empty() ? 0 : lanes;
+      } else if (head == "bra" && !operands.empty()) {
+        // Without a predicate, or on one whose lanes are unknown, every lane
+        // may take the branch.
+        uint32_t branching = lanes;
+        bool known = false;
+        std::string_view predicate = statement.predicate;
+        bool negate = predicate.starts_with('!');
+        if (negate)
+          predicate.remove_prefix(1);
+        if (auto found = predicates.find(predicate);
+            !predicate.empty() && found != predicates.end() && found->second) {
+          known = true;
+          branching = lanes & (negate ? ~*found->second : *found->second);
+        }
+        taken = branching;
+        onward = predicate.empty() ? 0 : known ? lanes & ~branching : lanes;
+        auto label = labels.find(operands.front());
+        if (label != labels.end() &&
+            size_t(label->second) <= statements.size()) {
+          uint32_t &target = reach[size_t(label->second)];
+          if (label->second <= int(i) && (target | taken) != target)
+            changed = true;
+          target |= taken;
+        }
       }
-      taken = branching;
-      onward = predicate.empty() ? 0 : known ? lanes & ~branching : lanes;
-      auto label = labels.find(operands.front());
-      if (label != labels.end() && size_t(label->second) <= statements.size()) {
-        uint32_t &target = reach[size_t(label->second)];
-        if (label->second <= int(i) && (target | taken) != target)
-          changed = true;
-        target |= taken;
-      }
+      reach[i + 1] |= onward;
     }
-    reach[i + 1] |= onward;
-  }
   }
   reach.pop_back();
   return reach;

@@ -28,10 +28,10 @@ namespace lowbit::report {
 
 /// The trips of `loop` per entry, the most of warp 0's lanes (a warp runs
 /// until its last lane leaves), or nullopt where the PTX does not state
-/// them. `labels` maps a label to its statement; `atHeader` is the dataflow's state before the loop's first
-/// statement (in text order: the counter's initial value).
-/// `compareAt`, where given, receives the index of the `setp` the trips
-/// come from (two back edges that share one test are one loop's).
+/// them. `labels` maps a label to its statement; `atHeader` is the dataflow's
+/// state before the loop's first statement (in text order: the counter's
+/// initial value). `compareAt`, where given, receives the index of the `setp`
+/// the trips come from (two back edges that share one test are one loop's).
 std::optional<double>
 statedTrips(const std::vector<PtxStatement> &statements,
             const std::map<std::string, int, std::less<>> &labels,

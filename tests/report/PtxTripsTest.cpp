@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/report/GpuReport.h"
 #include "runtime/report/PtxTrips.h"
+#include "runtime/report/GpuReport.h"
 
 #include <catch2/catch.hpp>
 
@@ -143,7 +143,8 @@ $L__BB0_2:
 $L__BB0_3:
 )");
   auto reached = [&](int64_t k) {
-    Expected<std::vector<PtxKernel>> kernels = analyzePtx(ptx, {{"k", {{1, k}}}});
+    Expected<std::vector<PtxKernel>> kernels =
+        analyzePtx(ptx, {{"k", {{1, k}}}});
     REQUIRE(kernels);
     const PtxKernel &kernel = kernels->front();
     REQUIRE(kernel.loops.size() == 1);
@@ -154,8 +155,8 @@ $L__BB0_3:
   // Unbound, the guard sends every lane both ways.
   Expected<std::vector<PtxKernel>> unbound = analyzePtx(ptx);
   REQUIRE(unbound);
-  CHECK(unbound->front().reached[size_t(
-      unbound->front().loops[0].firstInstruction)]);
+  CHECK(unbound->front()
+            .reached[size_t(unbound->front().loops[0].firstInstruction)]);
 }
 
 TEST_CASE("trips: a buffer's alignment decides vLLM's prologue", "[report]") {
