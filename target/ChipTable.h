@@ -64,9 +64,6 @@ struct ChipConstants {
   /// Lanes per SM per clock of each pipe (a warp instruction of a pipe
   /// with L lanes takes 32 / L clocks of it).
   Sourced fp32LanesPerClock, mufuLanesPerClock, int32LanesPerClock;
-  /// Results per SM per clock of the conversion pipe (F2F, F2I, I2F, I2I:
-  /// the programming guide's "all other type conversions").
-  Sourced conversionLanesPerClock;
   /// Issue slots of a sub-partition one mma.sync m16n8k16 f16 -> f32 takes.
   Sourced mmaSyncIssueSlots;
   /// 128-byte L1 wavefronts one SM serves per clock.
@@ -75,6 +72,9 @@ struct ChipConstants {
   Sourced launchOverheadSeconds;
   /// One atomic on a single contended word, serialized in L2.
   Sourced contendedAtomicSeconds;
+  /// Results per SM per clock of the conversion pipe (F2F, F2I, I2F, I2I:
+  /// the programming guide's "all other type conversions").
+  Sourced conversionLanesPerClock;
 
   bool hasDevice() const { return !device.empty(); }
 };

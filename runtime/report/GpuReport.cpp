@@ -233,6 +233,27 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
                                                   : loop.globalStoreBytes;
     return double(streamed) / input.valueBytes;
   };
+  // Loops whose bodies overlap without one holding the other are one
+  // loop (two back edges to two headers around a shared tail): one whose
+  // trips the PTX does not state takes its partner's.
+  std::vector<double> stated = ptx.loopStatedTrips;
+  std::vector<int> tests = ptx.loopTests;
+  stated.resize(ptx.loops.size(), 0);
+  tests.resize(ptx.loops.size(), -1);
+  for (size_t l = 0; l < ptx.loops.size(); ++l)
+    for (size_t m = 0; m < ptx.loops.size() && stated[l] == 0; ++m) {
+      const PtxLoop &a = ptx.loops[l], &b = ptx.loops[m];
+      bool overlap = a.firstInstruction <= b.lastInstruction &&
+                     b.firstInstruction <= a.lastInstruction;
+      bool nested = (a.firstInstruction <= b.firstInstruction &&
+                     b.lastInstruction <= a.lastInstruction) ||
+                    (b.firstInstruction <= a.firstInstruction &&
+                     a.lastInstruction <= b.lastInstruction);
+      if (m != l && overlap && !nested && ptx.loopStatedTrips[m] > 0) {
+        stated[l] = ptx.loopStatedTrips[m];
+        tests[l] = tests[m];
+      }
+    }
   double heaviest = 0;
   for (size_t l = 0; l < ptx.loops.size(); ++l) {
     const PtxLoop &loop = ptx.loops[l];
@@ -264,8 +285,8 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
                    ptx.reached[size_t(loop.firstInstruction)];
     if (!reached) {
       trips = 0; // a guard the launch decides skips it
-    } else if (l < ptx.loopStatedTrips.size() && ptx.loopStatedTrips[l] > 0) {
-      trips = ptx.loopStatedTrips[l];
+    } else if (stated[l] > 0) {
+      trips = stated[l];
       int enclosing = -1;
       for (size_t o = 0; o < l; ++o)
         if (ptx.loops[o].firstInstruction <= loop.firstInstruction &&
@@ -274,9 +295,8 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
                                   ptx.loops[size_t(enclosing)].instructions()))
           enclosing = int(o);
       // Two back edges with one test (LLVM's shared latch) are one loop.
-      bool sameTest = l < ptx.loopTests.size() && enclosing >= 0 &&
-                      ptx.loopTests[l] >= 0 &&
-                      ptx.loopTests[l] == ptx.loopTests[size_t(enclosing)];
+      bool sameTest = enclosing >= 0 && tests[l] >= 0 &&
+                      tests[l] == tests[size_t(enclosing)];
       if (enclosing >= 0 && !sameTest)
         trips *= out.loopTrips[size_t(enclosing)];
     }

@@ -63,9 +63,10 @@ public:
       return std::nullopt;
     if (std::optional<Affine> counter = counterAt(operand, at))
       return counter;
-    // t = r + S, written before the use.
+    // t = r + S, written before the use (or, in a loop whose test is a
+    // latch on top, anywhere in the body: every trip runs it first).
     int index = definitions.front();
-    if (index >= at)
+    if (index >= at && !testAfterBody)
       return std::nullopt;
     const PtxStatement &statement = statements[size_t(index)];
     std::string_view head = headOf(statement.opcode);
@@ -75,8 +76,19 @@ public:
     for (size_t side : {size_t(1), size_t(2)}) {
       if (head == "sub" && side == 2)
         break;
-      std::optional<Affine> counter = counterAt(operands[side], index);
       std::optional<int64_t> offset = invariantConstant(operands[3 - side]);
+      // t = r + S and r = t (a `mov` back): a counter carried through a
+      // copy, r's header value plus S on the first trip.
+      if (offset && *offset != 0 && copiesBack(operands[side], operand)) {
+        LaneValue initial = atHeader.valueOf(operands[side]);
+        if (!initial.known)
+          return std::nullopt;
+        int64_t step = head == "sub" ? -*offset : *offset;
+        for (int64_t &lane : initial.lanes)
+          lane += step;
+        return Affine{initial, step};
+      }
+      std::optional<Affine> counter = counterAt(operands[side], index);
       if (counter && offset) {
         int64_t signedOffset = head == "sub" ? -*offset : *offset;
         for (int64_t &lane : counter->first.lanes)
@@ -87,7 +99,21 @@ public:
     return std::nullopt;
   }
 
+  /// The loop's test is a latch on top: the body runs before each test.
+  bool testAfterBody = false;
+
 private:
+  /// `copy`'s one definition in the body is `mov copy, from`.
+  bool copiesBack(std::string_view copy, std::string_view from) const {
+    std::vector<int> definitions = definitionsOf(copy);
+    if (definitions.size() != 1)
+      return false;
+    const PtxStatement &statement = statements[size_t(definitions.front())];
+    std::vector<std::string_view> operands = operandList(statement.operands);
+    return headOf(statement.opcode) == "mov" && operands.size() == 2 &&
+           operands[1] == from;
+  }
+
   std::vector<int> definitionsOf(std::string_view name) const {
     std::vector<int> found;
     if (!name.starts_with('%'))
@@ -230,7 +256,7 @@ statedTrips(const std::vector<PtxStatement> &statements,
     return std::nullopt;
   // The test: the back edge's predicate, or the body's branch out.
   int test = loop.lastInstruction;
-  bool continueWhenTrue = true, testOnTop = false;
+  bool continueWhenTrue = true, testOnTop = false, latchOnTop = false;
   if (statements[size_t(test)].predicate.empty()) {
     test = -1;
     for (int i = loop.firstInstruction; i < loop.lastInstruction; ++i) {
@@ -243,10 +269,11 @@ statedTrips(const std::vector<PtxStatement> &statements,
         target.remove_prefix(1);
       while (!target.empty() && (target.back() == ' ' || target.back() == '\t'))
         target.remove_suffix(1);
+      // A way out goes past the loop's end (a branch to before its start
+      // is another back edge of the same code: LLVM's shared latch).
       auto label = labels.find(target);
-      bool leaves = label == labels.end() ||
-                    label->second < loop.firstInstruction ||
-                    label->second > loop.lastInstruction;
+      bool leaves =
+          label != labels.end() && label->second > loop.lastInstruction;
       if (leaves) {
         if (test >= 0)
           return std::nullopt; // several ways out
@@ -271,6 +298,7 @@ statedTrips(const std::vector<PtxStatement> &statements,
           test = i;
           continueWhenTrue = true;
           testOnTop = false;
+          latchOnTop = true;
           break;
         }
       }
@@ -303,6 +331,7 @@ statedTrips(const std::vector<PtxStatement> &statements,
   if (operands.size() != 3)
     return std::nullopt;
   LoopBody body(statements, loop, atHeader);
+  body.testAfterBody = latchOnTop;
   std::optional<Affine> left = body.operandAt(operands[1], compareAt),
                         right = body.operandAt(operands[2], compareAt);
   if (!left || !right || left->first.based || right->first.based)
