@@ -207,9 +207,8 @@ std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
       // architecture's dense tensor peak (twice it: the table's assumption
       // is that mma.sync reaches half; docs/gpu-report.md).
       double peak = mmaSyncPeakSeconds(input.chip, shape);
-      double mainTrips = launch.mainLoop >= 0
-                             ? launch.loopTrips[size_t(launch.mainLoop)]
-                             : 0;
+      double mainTrips =
+          launch.mainLoop >= 0 ? launch.loopTrips[size_t(launch.mainLoop)] : 0;
       double needed = double(shape.m) * double(shape.n) * double(shape.k) /
                       (16.0 * 8.0 * 16.0) / double(launch.threads / 32);
       text += fmt::format(
@@ -218,9 +217,8 @@ std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
           "peak ({:.2f} us) and {:.1f}% of the dense tensor peak ({:.2f} us); "
           "{:.2f} us estimated, limited by {}\n",
           mainTrips, launch.mmaPerThread, needed, input.chip.mmaSyncIssueSlots,
-          100 * peak / launch.seconds, peak * 1e6,
-          50 * peak / launch.seconds, peak / 2 * 1e6, launch.seconds * 1e6,
-          launch.limiter);
+          100 * peak / launch.seconds, peak * 1e6, 50 * peak / launch.seconds,
+          peak / 2 * 1e6, launch.seconds * 1e6, launch.limiter);
       continue;
     }
     auto [codesPerChunk, xElementBytes] = chunkAndXBytes(input, shape);

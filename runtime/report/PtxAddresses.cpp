@@ -231,6 +231,18 @@ std::optional<int64_t> integerOf(std::string_view text) {
   return negative ? -int64_t(value) : int64_t(value);
 }
 
+std::vector<std::string_view> opcodeParts(std::string_view opcode) {
+  std::vector<std::string_view> parts;
+  for (size_t start = 0; start <= opcode.size();) {
+    size_t dot = opcode.find('.', start);
+    parts.push_back(opcode.substr(start, dot - start));
+    if (dot == std::string_view::npos)
+      break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
 std::optional<bool> compareIntegers(std::string_view compare, int bits,
                                     int64_t a, int64_t b) {
   uint64_t mask = bits > 0 && bits < 64 ? (uint64_t(1) << bits) - 1 : ~0ull;
@@ -463,14 +475,7 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
                    });
   else if (head == "setp") {
     // A compare of known lanes is 0 or 1 per lane (selp reads it).
-    std::vector<std::string_view> parts;
-    for (size_t start = 0; start <= opcode.size();) {
-      size_t dot = opcode.find('.', start);
-      parts.push_back(opcode.substr(start, dot - start));
-      if (dot == std::string_view::npos)
-        break;
-      start = dot + 1;
-    }
+    std::vector<std::string_view> parts = opcodeParts(opcode);
     LaneValue x = operand(1), y = operand(2);
     if (parts.size() == 3 && parts[2].size() > 1 && parts[2].front() != 'f' &&
         list.size() == 3 && x.known && y.known && !x.based && !y.based) {

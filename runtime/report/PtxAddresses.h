@@ -49,6 +49,9 @@ std::vector<std::string_view> operandList(std::string_view operands);
 /// for anything else.
 std::optional<int64_t> integerOf(std::string_view text);
 
+/// An opcode's dot-separated parts: "setp.lt.s32" -> setp, lt, s32.
+std::vector<std::string_view> opcodeParts(std::string_view opcode);
+
 /// An integer `setp` compare (lt le gt ge eq ne, and the unsigned lo ls
 /// hi hs) of two values of `bits` bits; nullopt for another compare.
 std::optional<bool> compareIntegers(std::string_view compare, int bits,

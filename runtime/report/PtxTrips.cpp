@@ -314,14 +314,7 @@ statedTrips(const std::vector<PtxStatement> &statements,
   if (compareAt < 0)
     return std::nullopt;
   const PtxStatement &setp = statements[size_t(compareAt)];
-  std::vector<std::string_view> parts;
-  for (size_t start = 0; start <= setp.opcode.size();) {
-    size_t dot = setp.opcode.find('.', start);
-    parts.push_back(setp.opcode.substr(start, dot - start));
-    if (dot == std::string_view::npos)
-      break;
-    start = dot + 1;
-  }
+  std::vector<std::string_view> parts = opcodeParts(setp.opcode);
   // setp.CMP.TYPE on integers only (a combining setp.CMP.and has a third
   // source predicate).
   if (parts.size() != 3 || parts[2].empty() || parts[2].front() == 'f')
@@ -353,20 +346,9 @@ statedTrips(const std::vector<PtxStatement> &statements,
   return double(most);
 }
 
-} // namespace lowbit::report
-
-namespace lowbit::report {
-
 std::optional<uint32_t> compareLanes(const PtxStatement &setp,
                                      const AddressDataflow &state) {
-  std::vector<std::string_view> parts;
-  for (size_t start = 0; start <= setp.opcode.size();) {
-    size_t dot = setp.opcode.find('.', start);
-    parts.push_back(setp.opcode.substr(start, dot - start));
-    if (dot == std::string_view::npos)
-      break;
-    start = dot + 1;
-  }
+  std::vector<std::string_view> parts = opcodeParts(setp.opcode);
   if (parts.size() != 3 || parts[0] != "setp" || parts[2].size() < 2 ||
       parts[2].front() == 'f')
     return std::nullopt;
