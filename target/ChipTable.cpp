@@ -39,6 +39,14 @@ constexpr std::string_view kMufu =
 constexpr std::string_view kInt32 =
     "ASSUMED: 64 INT32 lanes per SM (the half of the FP32/INT32 datapath "
     "that takes integers since Ampere)";
+constexpr std::string_view kConversion =
+    "CUDA C++ Programming Guide, Arithmetic Instructions, throughput of "
+    "native arithmetic instructions: 'all other type conversions' 16 "
+    "results per clock per SM for compute capabilities 8.0 to 9.0 (as "
+    "quoted by third-party notes; the guide's text was not at hand)";
+constexpr std::string_view kConversionAssumed =
+    "ASSUMED: 16 conversions per clock per SM, the programming guide's "
+    "figure for 8.0 to 9.0 (none found for this compute capability)";
 constexpr std::string_view kMma =
     "ASSUMED: half of H100's dense FP16 tensor peak (989 TFLOPS, H100 "
     "whitepaper; wgmma reaches it, mma.sync does not), 8 clocks per "
@@ -81,6 +89,8 @@ ChipConstants row(std::string_view chip, unsigned smVersion,
   row.issuePerSmPerClock = of(4, kSchedulers);
   row.mufuLanesPerClock = of(16, kMufu);
   row.int32LanesPerClock = of(64, kInt32);
+  row.conversionLanesPerClock =
+      of(16, smVersion <= 90 ? kConversion : kConversionAssumed);
   row.mmaSyncIssueSlots = of(8, kMma);
   row.l1WavefrontsPerClock = of(1, kL1Other);
   row.launchOverheadSeconds = of(1.5e-6, kLaunch);

@@ -72,6 +72,9 @@ struct ChipConstants {
   Sourced launchOverheadSeconds;
   /// One atomic on a single contended word, serialized in L2.
   Sourced contendedAtomicSeconds;
+  /// Results per SM per clock of the conversion pipe (F2F, F2I, I2F, I2I:
+  /// the programming guide's "all other type conversions").
+  Sourced conversionLanesPerClock;
 
   bool hasDevice() const { return !device.empty(); }
 };

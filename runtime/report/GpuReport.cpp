@@ -233,6 +233,27 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
                                                   : loop.globalStoreBytes;
     return double(streamed) / input.valueBytes;
   };
+  // Loops whose bodies overlap without one holding the other are one
+  // loop (two back edges to two headers around a shared tail): one whose
+  // trips the PTX does not state takes its partner's.
+  std::vector<double> stated = ptx.loopStatedTrips;
+  std::vector<int> tests = ptx.loopTests;
+  stated.resize(ptx.loops.size(), 0);
+  tests.resize(ptx.loops.size(), -1);
+  for (size_t l = 0; l < ptx.loops.size(); ++l)
+    for (size_t m = 0; m < ptx.loops.size() && stated[l] == 0; ++m) {
+      const PtxLoop &a = ptx.loops[l], &b = ptx.loops[m];
+      bool overlap = a.firstInstruction <= b.lastInstruction &&
+                     b.firstInstruction <= a.lastInstruction;
+      bool nested = (a.firstInstruction <= b.firstInstruction &&
+                     b.lastInstruction <= a.lastInstruction) ||
+                    (b.firstInstruction <= a.firstInstruction &&
+                     a.lastInstruction <= b.lastInstruction);
+      if (m != l && overlap && !nested && ptx.loopStatedTrips[m] > 0) {
+        stated[l] = ptx.loopStatedTrips[m];
+        tests[l] = tests[m];
+      }
+    }
   double heaviest = 0;
   for (size_t l = 0; l < ptx.loops.size(); ++l) {
     const PtxLoop &loop = ptx.loops[l];
@@ -258,6 +279,27 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
     if (perTrip > 0 && unroll == 0)
       if (std::optional<double> own = attributedTrips(input, out, loop))
         trips = std::max(1.0, *own);
+    // Trips the loop's bound states (PtxTrips.h) are what runs, per entry
+    // of the loop: times the trips of the innermost loop around it.
+    bool reached = size_t(loop.firstInstruction) >= ptx.reached.size() ||
+                   ptx.reached[size_t(loop.firstInstruction)];
+    if (!reached) {
+      trips = 0; // a guard the launch decides skips it
+    } else if (stated[l] > 0) {
+      trips = stated[l];
+      int enclosing = -1;
+      for (size_t o = 0; o < l; ++o)
+        if (ptx.loops[o].firstInstruction <= loop.firstInstruction &&
+            ptx.loops[o].lastInstruction >= loop.lastInstruction &&
+            (enclosing < 0 || ptx.loops[o].instructions() <
+                                  ptx.loops[size_t(enclosing)].instructions()))
+          enclosing = int(o);
+      // Two back edges with one test (LLVM's shared latch) are one loop.
+      bool sameTest = enclosing >= 0 && tests[l] >= 0 &&
+                      tests[l] == tests[size_t(enclosing)];
+      if (enclosing >= 0 && !sameTest)
+        trips *= out.loopTrips[size_t(enclosing)];
+    }
     out.loopElementsPerTrip.push_back(perTrip);
     out.loopTrips.push_back(trips);
     for (int i = loop.firstInstruction; i <= loop.lastInstruction; ++i) {
@@ -274,6 +316,9 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
       out.loopInstructionsPerElement = loop.instructions() / perTrip;
     }
   }
+  for (size_t i = 0; i < weight.size() && i < ptx.reached.size(); ++i)
+    if (!ptx.reached[i])
+      weight[i] = 0;
   out.instructionsPerThread = 0;
   for (double w : weight)
     out.instructionsPerThread += w;
@@ -312,14 +357,14 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
 /// trip streams the bytes of every streamed access in it.
 struct LoopRegion {
   int first = 0, last = 0;
-  double streamedBytes = 0, loadBytes = 0;
+  /// Global bytes a trip streams, loads, and loads and stores.
+  double streamedBytes = 0, loadBytes = 0, movedBytes = 0;
   std::vector<size_t> loops;
 };
 
 std::vector<LoopRegion>
 loopRegions(const std::vector<CodeLoop> &loops,
-            const std::function<std::pair<double, double>(int, int)>
-                &streamedAndLoaded) {
+            const std::function<std::array<double, 3>(int, int)> &bytesOf) {
   std::vector<size_t> order(loops.size());
   for (size_t l = 0; l < order.size(); ++l)
     order[l] = l;
@@ -340,12 +385,15 @@ loopRegions(const std::vector<CodeLoop> &loops,
       overlapped->loops.push_back(l);
     } else {
       regions.push_back(
-          {loop.firstInstruction, loop.lastInstruction, 0, 0, {l}});
+          {loop.firstInstruction, loop.lastInstruction, 0, 0, 0, {l}});
     }
   }
-  for (LoopRegion &region : regions)
-    std::tie(region.streamedBytes, region.loadBytes) =
-        streamedAndLoaded(region.first, region.last);
+  for (LoopRegion &region : regions) {
+    std::array<double, 3> bytes = bytesOf(region.first, region.last);
+    region.streamedBytes = bytes[0];
+    region.loadBytes = bytes[1];
+    region.movedBytes = bytes[2];
+  }
   return regions;
 }
 
@@ -363,23 +411,25 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
   bool quantize = input.op == KernelOp::Quantize;
   std::vector<LoopRegion> ptxRegions =
       loopRegions(out.ptx.loops, [&](int first, int last) {
-        std::pair<double, double> bytes;
+        std::array<double, 3> bytes{};
         for (const PtxKernel::Access &access : out.ptx.accesses)
           if (access.instruction >= first && access.instruction <= last) {
             if (access.load == quantize)
-              bytes.first += access.bits / 8.0;
+              bytes[0] += access.bits / 8.0;
             if (access.load)
-              bytes.second += access.bits / 8.0;
+              bytes[1] += access.bits / 8.0;
+            bytes[2] += access.bits / 8.0;
           }
         return bytes;
       });
   std::vector<LoopRegion> sassRegions = loopRegions(sass.loops, [&](int first,
                                                                     int last) {
-    std::pair<double, double> bytes;
+    std::array<double, 3> bytes{};
     for (int i = first; i <= last && size_t(i) < sass.globalBytes.size(); ++i) {
       auto [load, store] = sass.globalBytes[size_t(i)];
-      bytes.first += quantize ? load : store;
-      bytes.second += load;
+      bytes[0] += quantize ? load : store;
+      bytes[1] += load;
+      bytes[2] += load + store;
     }
     return bytes;
   });
@@ -393,28 +443,63 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
   std::vector<const LoopRegion *> ptxStreaming = streaming(ptxRegions);
   std::vector<const LoopRegion *> sassStreaming = streaming(sassRegions);
   bool paired = ptxStreaming.size() == sassStreaming.size();
+  // A PTX region's trips: its loops' most (0 when a guard skips them all).
+  auto tripsOf = [&](const LoopRegion &ptx) {
+    double trips = 0;
+    for (size_t l : ptx.loops)
+      trips = std::max(trips, out.loopTrips[l]);
+    return trips;
+  };
   std::vector<double> regionTrips(sassRegions.size(), 1.0);
+  // Where ptxas kept every region, the k-th of the SASS is the k-th of the
+  // PTX whether it streams or not: it runs the PTX's trips, over ptxas's
+  // unroll where the global bytes per trip show one.
+  if (ptxRegions.size() == sassRegions.size())
+    for (size_t k = 0; k < sassRegions.size(); ++k) {
+      double trips = tripsOf(ptxRegions[k]);
+      if (ptxRegions[k].movedBytes > 0 && sassRegions[k].movedBytes > 0)
+        trips *= ptxRegions[k].movedBytes / sassRegions[k].movedBytes;
+      regionTrips[k] = trips > 0 ? std::max(1.0, trips) : 0;
+    }
   for (size_t k = 0; k < sassStreaming.size(); ++k) {
     const LoopRegion &region = *sassStreaming[k];
     double trips =
         out.elementsPerThread * input.valueBytes / region.streamedBytes;
+    bool skipped = false;
     if (paired) {
       const LoopRegion &ptx = *ptxStreaming[k];
-      double ptxTrips = 1;
-      for (size_t l : ptx.loops)
-        ptxTrips = std::max(ptxTrips, out.loopTrips[l]);
-      trips = ptxTrips * ptx.streamedBytes / region.streamedBytes;
+      double ptxTrips = tripsOf(ptx);
+      skipped = ptxTrips == 0;
+      trips =
+          std::max(1.0, ptxTrips) * ptx.streamedBytes / region.streamedBytes;
       if (std::find(ptx.loops.begin(), ptx.loops.end(), size_t(out.mainLoop)) !=
           ptx.loops.end())
         out.sassMainLoopLoadBytes = region.loadBytes;
     }
-    regionTrips[size_t(&region - sassRegions.data())] = std::max(1.0, trips);
+    regionTrips[size_t(&region - sassRegions.data())] =
+        skipped ? 0 : std::max(1.0, trips);
   }
   if (!paired && sass.criticalLoop >= 0)
     out.sassMainLoopLoadBytes =
         sass.loops[size_t(sass.criticalLoop)].globalLoadBytes;
+  // Straight-line code a guard the launch decides skips (PtxTrips.h's
+  // lanesReaching) has no SASS counterpart the report can name; ptxas
+  // keeps the code's blocks, so the SASS's straight-line code runs the
+  // share of the PTX's that warp 0 reaches.
+  double straight = 0, straightReached = 0;
+  for (size_t i = 0; i < out.ptx.reached.size(); ++i) {
+    bool inLoop = false;
+    for (const PtxLoop &loop : out.ptx.loops)
+      inLoop |=
+          loop.firstInstruction <= int(i) && int(i) <= loop.lastInstruction;
+    if (!inLoop) {
+      straight += 1;
+      straightReached += out.ptx.reached[i];
+    }
+  }
+  double straightShare = straight > 0 ? straightReached / straight : 1.0;
   out.sassLoopTrips.assign(sass.loops.size(), 1.0);
-  std::vector<double> weight(sass.classes.size(), 1.0);
+  std::vector<double> weight(sass.classes.size(), straightShare);
   std::vector<int> owner(sass.classes.size(), -1);
   for (size_t r = 0; r < sassRegions.size(); ++r) {
     const LoopRegion &region = sassRegions[r];
@@ -446,6 +531,8 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
       out.intPerThread += weight[i];
     else if (kind == "tensor")
       out.tensorPerThread += weight[i];
+    if (i < sass.conversionPipe.size() && sass.conversionPipe[i])
+      out.conversionPerThread += weight[i];
   }
 }
 
@@ -486,6 +573,10 @@ std::vector<std::string> assumptionsOf(const ChipConstants &row,
       rest(row.int32LanesPerClock,
            fmt::format("INT32 {:.0f} lanes per clock per SM",
                        row.int32LanesPerClock.value));
+    else if (work == out.issueSeconds && out.issueBinding == "conversion pipe")
+      rest(row.conversionLanesPerClock,
+           fmt::format("conversions {:.0f} per clock per SM",
+                       row.conversionLanesPerClock.value));
   } else if (out.limiter.starts_with("memory-level parallelism")) {
     rest(row.memoryLatencySeconds,
          fmt::format("DRAM latency {:.0f} ns",
@@ -561,7 +652,9 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
           std::tuple{"MUFU pipe", out.mufuPerThread,
                      row.mufuLanesPerClock.value},
           std::tuple{"INT32 pipe", out.intPerThread,
-                     row.int32LanesPerClock.value}})
+                     row.int32LanesPerClock.value},
+          std::tuple{"conversion pipe", out.conversionPerThread,
+                     row.conversionLanesPerClock.value}})
       if (lanes > 0 && perThread * 32 / lanes > clocksPerWarp) {
         clocksPerWarp = perThread * 32 / lanes;
         out.issueBinding = name;
@@ -640,7 +733,6 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     if (input.buffers[b].role ==
         (input.op == KernelOp::Quantize ? "input" : "output"))
       valueBuffer = int(b);
-  int64_t totalBytes = 0;
   for (const KernelLaunch &launch : input.launches) {
     const PtxKernel *ptx = findKernel(*kernels, launch.kernel);
     if (!ptx)
@@ -657,14 +749,18 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     LaunchReport out;
     out.launch = launch;
     out.ptx = *ptx;
-    // The launch's scalar arguments make more lanes' addresses known.
-    if (!launch.parameterValues.empty()) {
-      Expected<std::vector<PtxKernel>> bound =
-          analyzePtx(input.ptx, {{launch.kernel, launch.parameterValues}});
-      if (!bound)
-        return bound.error();
-      out.ptx = *findKernel(*bound, launch.kernel);
-    }
+    // The launch's scalar arguments and block size make more lanes'
+    // addresses and loop bounds known.
+    std::set<int> bufferSlots;
+    for (size_t slot = 0; slot < launch.bufferOfParameter.size(); ++slot)
+      if (launch.bufferOfParameter[slot] >= 0)
+        bufferSlots.insert(int(slot));
+    Expected<std::vector<PtxKernel>> bound = analyzePtx(
+        input.ptx, {{launch.kernel, launch.parameterValues}},
+        {{launch.kernel, launch.block}}, {{launch.kernel, bufferSlots}});
+    if (!bound)
+      return bound.error();
+    out.ptx = *findKernel(*bound, launch.kernel);
     for (const runtime::KernelResources &resources : input.resources)
       if (resources.function == launch.kernel)
         out.resources = resources;
@@ -682,7 +778,6 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
     for (size_t b = 0; b < moved.size(); ++b)
       if (moved[b])
         out.bytesMoved += input.buffers[b].bytes;
-    totalBytes += out.bytesMoved;
     if (valueBuffer >= 0 && moved[size_t(valueBuffer)] && out.threads > 0)
       out.elementsPerThread = double(input.elements) / double(out.threads);
     countInstructions(input, out);
@@ -690,12 +785,22 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
       weighSass(input, out);
     computeOccupancy(input.chip, launch, out.resources, out);
     estimateTime(input, out);
-    report.seconds += out.seconds;
     for (const std::string &assumption : out.assumptions)
       if (std::find(report.assumptions.begin(), report.assumptions.end(),
                     assumption) == report.assumptions.end())
         report.assumptions.push_back(assumption);
     report.launches.push_back(std::move(out));
+  }
+  summarizeSpec(input, report);
+  return report;
+}
+
+void summarizeSpec(const SpecInput &input, SpecReport &report) {
+  int64_t totalBytes = 0;
+  report.seconds = 0;
+  for (const LaunchReport &launch : report.launches) {
+    totalBytes += launch.bytesMoved;
+    report.seconds += launch.seconds;
   }
   double elements = double(input.elements);
   report.bytesPerElement = double(totalBytes) / elements;
@@ -736,7 +841,6 @@ Expected<SpecReport> analyzeSpec(const SpecInput &input) {
       [](const Loss &a, const Loss &b) { return a.seconds < b.seconds; });
   report.limiter =
       report.bandwidthFraction >= 0.95 ? "HBM bandwidth" : largest.name;
-  return report;
 }
 
 void addSass(SpecInput &input, std::string_view cubin) {
@@ -892,11 +996,11 @@ std::string issueText(const LaunchReport &launch) {
     trips += fmt::format("{}{:.1f}", trips.empty() ? "" : ", ", t);
   return fmt::format(
       "    issue     from SASS: {:.0f} instr/thread (fp32 {:.0f}, "
-      "MUFU {:.0f}, INT32 {:.0f}, tensor {:.0f}); loop trips "
-      "{}; bound by {}\n",
+      "MUFU {:.0f}, INT32 {:.0f}, tensor {:.0f}, conversion {:.0f}); loop "
+      "trips {}; bound by {}\n",
       launch.sassPerThread, launch.fp32PerThread, launch.mufuPerThread,
-      launch.intPerThread, launch.tensorPerThread, trips.empty() ? "-" : trips,
-      launch.issueBinding);
+      launch.intPerThread, launch.tensorPerThread, launch.conversionPerThread,
+      trips.empty() ? "-" : trips, launch.issueBinding);
 }
 
 } // namespace

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,6 +91,16 @@ struct PtxKernel {
   int genericAccesses = 0;
   int globalLoadBytes = 0, globalStoreBytes = 0;
   std::vector<PtxLoop> loops;
+  /// Per loop, the trips per entry its bound states (PtxTrips.h: a
+  /// counter stepped by a constant against a known bound), 0 where the
+  /// PTX does not state them.
+  std::vector<double> loopStatedTrips;
+  /// Per loop, the statement of the `setp` its stated trips come from; -1
+  /// where none.
+  std::vector<int> loopTests;
+  /// Per statement, whether a lane of warp 0 reaches it (PtxTrips.h's
+  /// lanesReaching): code a guard the launch decides skips is not run.
+  std::vector<bool> reached;
   /// Every global/generic access, in order.
   struct Access {
     int instruction = 0, bits = 0;
@@ -121,10 +132,14 @@ struct PtxKernel {
 /// Every .entry of `ptx`. A PTX without entries is an error.
 Expected<std::vector<PtxKernel>> analyzePtx(std::string_view ptx);
 /// The same with scalar arguments bound per kernel (.param slot -> value;
-/// PtxAddresses.h): the lanes' addresses through them are known.
+/// PtxAddresses.h): the lanes' addresses through them are known; and the
+/// launch's block size per kernel (%ntid is then a constant), and the
+/// slots that hold buffer addresses (256-byte aligned: PtxAddresses.h).
 Expected<std::vector<PtxKernel>>
 analyzePtx(std::string_view ptx,
-           const std::map<std::string, std::map<int, int64_t>> &bound);
+           const std::map<std::string, std::map<int, int64_t>> &bound,
+           const std::map<std::string, std::array<int64_t, 3>> &blocks = {},
+           const std::map<std::string, std::set<int>> &bufferSlots = {});
 
 // --- one spec's kernels -----------------------------------------------------
 
@@ -205,9 +220,9 @@ struct LaunchReport {
   /// all, and those of the pipes the chip table gives a rate for (fp32
   /// with fp16, MUFU, INT32) and of the tensor cores.
   double sassPerThread = 0, fp32PerThread = 0, mufuPerThread = 0,
-         intPerThread = 0, tensorPerThread = 0;
-  /// What binds the issue term: "dispatch", "fp32 pipe", "MUFU pipe" or
-  /// "INT32 pipe" (SASS); "dispatch" for PTX.
+         intPerThread = 0, tensorPerThread = 0, conversionPerThread = 0;
+  /// What binds the issue term: "dispatch", "fp32 pipe", "MUFU pipe",
+  /// "INT32 pipe" or "conversion pipe" (SASS); "dispatch" for PTX.
   std::string issueBinding = "dispatch";
   int blocksPerSm = 0;
   double occupancy = 0;         ///< resident warps / maximum
@@ -250,6 +265,10 @@ struct SpecReport {
 };
 
 Expected<SpecReport> analyzeSpec(const SpecInput &input);
+/// The spec's totals from its launches' bytes and times: seconds, bytes per
+/// element, the fraction of HBM and the limiting factor (analyzeSpec ends
+/// with it; a caller that replaces a launch's time calls it again).
+void summarizeSpec(const SpecInput &input, SpecReport &report);
 
 /// Disassembles `cubin` (Nvdisasm.h) into input.sass, or says in
 /// input.sassUnavailable why it cannot: the report then reads PTX only.

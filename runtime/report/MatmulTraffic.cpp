@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -133,18 +134,57 @@ std::optional<GemvEstimate> estimateGemv(const SpecInput &input,
   return out;
 }
 
+namespace {
+
+/// The bytes of one chunk's codes and of one X value, from the buffers.
+std::pair<int, int> chunkAndXBytes(const SpecInput &input,
+                                   const MatmulShape &shape) {
+  int64_t xBytes = 0, codesBytes = 0;
+  for (const Buffer &buffer : input.buffers) {
+    if (buffer.role == "x")
+      xBytes = buffer.bytes;
+    if (buffer.role == "input")
+      codesBytes = buffer.bytes;
+  }
+  if (shape.n * shape.k == 0 || shape.m * shape.k == 0)
+    return {0, 0};
+  return {int(codesBytes * kChunkWeights / (shape.n * shape.k)),
+          int(xBytes / (shape.m * shape.k))};
+}
+
+} // namespace
+
+void applyMatmulEstimates(const SpecInput &input, SpecReport &report,
+                          const MatmulShape &shape) {
+  auto [codesPerChunk, xElementBytes] = chunkAndXBytes(input, shape);
+  for (LaunchReport &launch : report.launches) {
+    if (launch.mmaPerThread > 0 || launch.tensorPerThread > 0)
+      continue;
+    std::optional<GemvEstimate> gemv =
+        estimateGemv(input, launch, shape, codesPerChunk, xElementBytes);
+    if (!gemv)
+      continue;
+    launch.memorySeconds = gemv->memorySeconds;
+    launch.issueSeconds = gemv->issueSeconds;
+    launch.l1Seconds = 0;
+    launch.atomicSeconds = 0;
+    launch.seconds = gemv->seconds + input.chip.launchOverheadSeconds;
+    launch.limiter = fmt::format("{} (the GEMV's loop of {} rows)",
+                                 gemv->binding, gemv->bucket);
+  }
+  summarizeSpec(input, report);
+}
+
 std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
                              const MatmulShape &shape) {
   std::string text = fmt::format("  model inputs (M={} N={} K={}): HBM bytes",
                                  shape.m, shape.n, shape.k);
-  int64_t xBytes = 0, codesBytes = 0;
+  int64_t xBytes = 0;
   for (const Buffer &buffer : input.buffers) {
     text += fmt::format(
         " {}={}", buffer.role == "input" ? "codes" : buffer.role, buffer.bytes);
     if (buffer.role == "x")
       xBytes = buffer.bytes;
-    if (buffer.role == "input")
-      codesBytes = buffer.bytes;
   }
   text +=
       fmt::format(" (total {:.0f}, {:.2f} us at peak)\n", input.minimumBytes,
@@ -152,20 +192,36 @@ std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
   for (const LaunchReport &launch : report.launches) {
     int64_t blocks =
         launch.launch.grid[0] * launch.launch.grid[1] * launch.launch.grid[2];
-    text += fmt::format("  {}: {} blocks, {} per SM; X re-read by every block "
-                        "(L2, not counted): {} bytes\n",
-                        launch.launch.kernel, blocks, launch.blocksPerSm,
-                        blocks * xBytes);
+    if (launch.mmaPerThread > 0 || launch.tensorPerThread > 0)
+      text += fmt::format("  {}: {} blocks, {} per SM; X and the codes re-read "
+                          "per tile (L2, not counted)\n",
+                          launch.launch.kernel, blocks, launch.blocksPerSm);
+    else
+      text += fmt::format("  {}: {} blocks, {} per SM; X re-read by every "
+                          "block (L2, not counted): {} bytes\n",
+                          launch.launch.kernel, blocks, launch.blocksPerSm,
+                          blocks * xBytes);
     if (launch.mmaPerThread > 0 || launch.tensorPerThread > 0) {
+      // The GEMM: its K loop's trips (the PTX's bound, PtxTrips.h) and the
+      // mma.sync they issue, against the chip table's mma.sync peak and the
+      // architecture's dense tensor peak (twice it: the table's assumption
+      // is that mma.sync reaches half; docs/gpu-report.md).
+      double peak = mmaSyncPeakSeconds(input.chip, shape);
+      double mainTrips =
+          launch.mainLoop >= 0 ? launch.loopTrips[size_t(launch.mainLoop)] : 0;
+      double needed = double(shape.m) * double(shape.n) * double(shape.k) /
+                      (16.0 * 8.0 * 16.0) / double(launch.threads / 32);
       text += fmt::format(
-          "  mma.sync: {:.1f}% of the dense peak ({:.2f} us "
-          "at peak, {:.2f} us estimated)\n",
-          100 * mmaSyncPeakSeconds(input.chip, shape) / launch.seconds,
-          mmaSyncPeakSeconds(input.chip, shape) * 1e6, launch.seconds * 1e6);
+          "  mma.sync: K loop {:.0f} trips, {:.0f} mma.sync per warp (the "
+          "shape needs {:.0f}), {} issue slots each; {:.1f}% of the mma.sync "
+          "peak ({:.2f} us) and {:.1f}% of the dense tensor peak ({:.2f} us); "
+          "{:.2f} us estimated, limited by {}\n",
+          mainTrips, launch.mmaPerThread, needed, input.chip.mmaSyncIssueSlots,
+          100 * peak / launch.seconds, peak * 1e6, 50 * peak / launch.seconds,
+          peak / 2 * 1e6, launch.seconds * 1e6, launch.limiter);
       continue;
     }
-    int codesPerChunk = int(codesBytes * 32 / (shape.n * shape.k));
-    int xElementBytes = int(xBytes / (shape.m * shape.k));
+    auto [codesPerChunk, xElementBytes] = chunkAndXBytes(input, shape);
     std::optional<GemvEstimate> gemv =
         estimateGemv(input, launch, shape, codesPerChunk, xElementBytes);
     if (!gemv) {

@@ -74,6 +74,14 @@ std::optional<GemvEstimate> estimateGemv(const SpecInput &input,
                                          int codesBytesPerChunk,
                                          int xElementBytes);
 
+/// The matmul's own estimates in the report: each launch without
+/// mma.sync (the GEMV) takes estimateGemv's time (plus the launch
+/// overhead) and binding term instead of the shared model's, whose loop
+/// weighting does not describe it, and the spec's totals are summarized
+/// again, so the summary line says what the GEMV line says.
+void applyMatmulEstimates(const SpecInput &input, SpecReport &report,
+                          const MatmulShape &shape);
+
 /// The model's inputs, one line: the bytes per buffer, X's re-reads per
 /// block (L2) and, per launch, its SASS issue per weight.
 std::string matmulInputsText(const SpecInput &input, const SpecReport &report,

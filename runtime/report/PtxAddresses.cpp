@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <numeric>
 #include <optional>
 
 namespace lowbit::report {
@@ -77,12 +78,30 @@ LaneValue perLane(const LaneValue &x, const LaneValue &y, Op op) {
   return result;
 }
 
+/// The largest alignment both values' bases share.
+int64_t sharedAlignment(const LaneValue &x, const LaneValue &y) {
+  if (x.based && y.based)
+    return std::gcd(x.alignment, y.alignment);
+  return x.based ? x.alignment : y.based ? y.alignment : 1;
+}
+
+/// a * b, saturating at 2^40 (an alignment past it tells nothing more).
+int64_t scaledAlignment(int64_t a, int64_t b) {
+  constexpr int64_t kLargest = int64_t(1) << 40;
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  if (a == 0 || b == 0)
+    return 1;
+  return a > kLargest / b ? kLargest : a * b;
+}
+
 /// x + sign * y, keeping an unknown base of either.
 LaneValue sum(const LaneValue &x, const LaneValue &y, int64_t sign) {
   if (!x.known || !y.known)
     return unknown();
   LaneValue result = x;
   result.based = x.based || y.based;
+  result.alignment = sharedAlignment(x, y);
   for (int l = 0; l < kWarpLanes; ++l)
     result.lanes[size_t(l)] += sign * y.lanes[size_t(l)];
   return result;
@@ -103,11 +122,50 @@ LaneValue product(const LaneValue &x, const LaneValue &y) {
     LaneValue result = scaled;
     for (int64_t &lane : result.lanes)
       lane *= factor;
+    result.alignment = scaledAlignment(scaled.alignment, factor);
     return result;
   }
-  if (x.uniform() && y.uniform())
-    return LaneValue::uniformUnknown();
+  if (x.uniform() && y.uniform()) {
+    LaneValue result = LaneValue::uniformUnknown();
+    result.alignment = scaledAlignment(x.based ? x.alignment : x.lanes[0],
+                                       y.based ? y.alignment : y.lanes[0]);
+    return result;
+  }
   return unknown();
+}
+
+/// The low bits of a based value whose base is a multiple of a power of
+/// two above them are its lanes' (`and x, 2^k - 1`); clearing them keeps
+/// the base (`and x, -2^k`); a shift right by s of a base that is a
+/// multiple of 2^s is the base's shift plus the lanes'.
+std::optional<LaneValue> alignedBits(std::string_view head, const LaneValue &x,
+                                     const LaneValue &y) {
+  if (!x.known || !x.based || !y.known || y.based || !y.uniform())
+    return std::nullopt;
+  int64_t constant = y.lanes[0];
+  LaneValue result = x;
+  if (head == "and" && constant >= 0 && (constant & (constant + 1)) == 0 &&
+      x.alignment % (constant + 1) == 0) {
+    result.based = false;
+    result.alignment = 1;
+    for (int64_t &lane : result.lanes)
+      lane &= constant;
+    return result;
+  }
+  if (head == "and" && constant < 0 && ((-constant) & (-constant - 1)) == 0 &&
+      x.alignment % (-constant) == 0) {
+    for (int64_t &lane : result.lanes)
+      lane &= constant;
+    return result;
+  }
+  if (head == "shr" && constant >= 0 && constant < 40 &&
+      x.alignment % (int64_t(1) << constant) == 0) {
+    result.alignment = x.alignment >> constant;
+    for (int64_t &lane : result.lanes)
+      lane >>= constant;
+    return result;
+  }
+  return std::nullopt;
 }
 
 /// An operation without an exact rule on based values.
@@ -118,6 +176,8 @@ LaneValue other(std::string_view head, const LaneValue &x, const LaneValue &y,
     return unknown();
   if (!x.based && !y.based)
     return perLane(x, y, op);
+  if (std::optional<LaneValue> bits = alignedBits(head, x, y))
+    return *bits;
   if (x.uniform() && y.uniform())
     return LaneValue::uniformUnknown();
   bool clamp = head == "min" || head == "max";
@@ -171,6 +231,45 @@ std::optional<int64_t> integerOf(std::string_view text) {
   return negative ? -int64_t(value) : int64_t(value);
 }
 
+std::vector<std::string_view> opcodeParts(std::string_view opcode) {
+  std::vector<std::string_view> parts;
+  for (size_t start = 0; start <= opcode.size();) {
+    size_t dot = opcode.find('.', start);
+    parts.push_back(opcode.substr(start, dot - start));
+    if (dot == std::string_view::npos)
+      break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+std::optional<bool> compareIntegers(std::string_view compare, int bits,
+                                    int64_t a, int64_t b) {
+  uint64_t mask = bits > 0 && bits < 64 ? (uint64_t(1) << bits) - 1 : ~0ull;
+  uint64_t ua = uint64_t(a) & mask, ub = uint64_t(b) & mask;
+  if (compare == "lt")
+    return a < b;
+  if (compare == "le")
+    return a <= b;
+  if (compare == "gt")
+    return a > b;
+  if (compare == "ge")
+    return a >= b;
+  if (compare == "eq")
+    return ua == ub;
+  if (compare == "ne")
+    return ua != ub;
+  if (compare == "lo")
+    return ua < ub;
+  if (compare == "ls")
+    return ua <= ub;
+  if (compare == "hi")
+    return ua > ub;
+  if (compare == "hs")
+    return ua >= ub;
+  return std::nullopt;
+}
+
 void collectParameters(std::string_view text, std::set<int> &slots) {
   for (size_t at = text.find("_param_"); at != std::string_view::npos;
        at = text.find("_param_", at + 1)) {
@@ -189,6 +288,12 @@ LaneValue AddressDataflow::value(std::string_view operand) const {
       lanes.lanes[size_t(l)] = l;
     return lanes;
   }
+  if (operand.starts_with("%ntid.") && block[0] > 0 && block[1] > 0 &&
+      block[2] > 0) {
+    char axis = operand.back();
+    if (axis >= 'x' && axis <= 'z')
+      return LaneValue::constant(block[size_t(axis - 'x')]);
+  }
   if (operand.starts_with("%ctaid") || operand.starts_with("%ntid") ||
       operand.starts_with("%nctaid") || operand == "%tid.y" ||
       operand == "%tid.z")
@@ -201,8 +306,13 @@ LaneValue AddressDataflow::value(std::string_view operand) const {
     return LaneValue::constant(*integer);
   if (!operand.empty() &&
       (std::isalpha(static_cast<unsigned char>(operand.front())) ||
-       operand.front() == '_' || operand.front() == '$'))
-    return LaneValue::uniformUnknown(); // a symbol's address
+       operand.front() == '_' || operand.front() == '$')) {
+    LaneValue symbol = LaneValue::uniformUnknown(); // a symbol's address
+    if (auto align = symbolAlignments.find(operand);
+        align != symbolAlignments.end())
+      symbol.alignment = align->second;
+    return symbol;
+  }
   return unknown();
 }
 
@@ -301,7 +411,13 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
     result = sum(operand(1), operand(2), -1);
   else if (head == "neg")
     result = product(operand(1), LaneValue::constant(-1));
-  else if (head == "mul" && opcode.find(".hi") == std::string_view::npos)
+  else if (head == "not" && opcode.find(".pred") == std::string_view::npos) {
+    // ~x = -x - 1, exact on lanes without a base.
+    LaneValue x = operand(1);
+    if (x.known && !x.based)
+      result =
+          sum(product(x, LaneValue::constant(-1)), LaneValue::constant(1), -1);
+  } else if (head == "mul" && opcode.find(".hi") == std::string_view::npos)
     result = product(operand(1), operand(2));
   else if (head == "mad" && opcode.find(".hi") == std::string_view::npos)
     result = sum(product(operand(1), operand(2)), operand(3), 1);
@@ -357,9 +473,42 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
                        return std::nullopt;
                      return head == "div" ? a / b : a % b;
                    });
-  else if (head == "selp") {
+  else if (head == "setp") {
+    // A compare of known lanes is 0 or 1 per lane (selp reads it).
+    std::vector<std::string_view> parts = opcodeParts(opcode);
     LaneValue x = operand(1), y = operand(2);
-    if (x.known && y.known && x.based == y.based && x.lanes == y.lanes)
+    if (parts.size() == 3 && parts[2].size() > 1 && parts[2].front() != 'f' &&
+        list.size() == 3 && x.known && y.known && !x.based && !y.based) {
+      int bits = 0;
+      std::from_chars(parts[2].data() + 1, parts[2].data() + parts[2].size(),
+                      bits);
+      result = LaneValue::constant(0);
+      for (int l = 0; l < kWarpLanes; ++l) {
+        std::optional<bool> holds = compareIntegers(
+            parts[1], bits, x.lanes[size_t(l)], y.lanes[size_t(l)]);
+        if (!holds) {
+          result = unknown();
+          break;
+        }
+        result.lanes[size_t(l)] = *holds;
+      }
+    }
+  } else if (head == "selp") {
+    LaneValue x = operand(1), y = operand(2), predicate = operand(3);
+    if (x.known && y.known && predicate.known && !predicate.based) {
+      // The predicate's lanes are known: each lane's choice, exactly.
+      result = x;
+      result.based = x.based || y.based;
+      result.alignment = sharedAlignment(x, y);
+      bool mixed = x.based != y.based;
+      for (int l = 0; l < kWarpLanes && result.known; ++l) {
+        bool first = predicate.lanes[size_t(l)] != 0;
+        if (mixed && (first ? !x.based : !y.based))
+          result = unknown(); // a base in some lanes only
+        else
+          result.lanes[size_t(l)] = (first ? x : y).lanes[size_t(l)];
+      }
+    } else if (x.known && y.known && x.based == y.based && x.lanes == y.lanes)
       result = x;
     else if (x.known && y.uniform())
       result = x;
@@ -375,6 +524,10 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
                   : "")
             .uniform())
       result = LaneValue::uniformUnknown();
+    // A buffer's address, as the allocator aligns it.
+    if (opcode.find(".param") != std::string_view::npos && slots.size() == 1 &&
+        buffers.count(*slots.begin()))
+      result.alignment = kAllocationAlignment;
   }
   values[name] = result;
   sources[name] = std::move(slots);

@@ -31,16 +31,31 @@ constexpr int kWarpLanes = 32;
 struct LaneValue {
   bool known = false, based = false;
   std::array<int64_t, kWarpLanes> lanes{};
+  /// The unknown base is a multiple of this (1: nothing known): a buffer's
+  /// address is 256-byte aligned, and scaling keeps a multiple.
+  int64_t alignment = 1;
   bool uniform() const;
   static LaneValue constant(int64_t value);
   static LaneValue uniformUnknown();
 };
+
+/// Global memory from the allocator is aligned to at least 256 bytes
+/// (CUDA C++ Programming Guide, "Device Memory Accesses").
+constexpr int64_t kAllocationAlignment = 256;
 
 /// Operands split at the commas outside braces and brackets, trimmed.
 std::vector<std::string_view> operandList(std::string_view operands);
 /// A PTX integer literal (decimal or 0x hex, optional '-' and 'U'); nullopt
 /// for anything else.
 std::optional<int64_t> integerOf(std::string_view text);
+
+/// An opcode's dot-separated parts: "setp.lt.s32" -> setp, lt, s32.
+std::vector<std::string_view> opcodeParts(std::string_view opcode);
+
+/// An integer `setp` compare (lt le gt ge eq ne, and the unsigned lo ls
+/// hi hs) of two values of `bits` bits; nullopt for another compare.
+std::optional<bool> compareIntegers(std::string_view compare, int bits,
+                                    int64_t a, int64_t b);
 
 /// The `_param_N` slots `text` names, added to `slots`.
 void collectParameters(std::string_view text, std::set<int> &slots);
@@ -62,14 +77,29 @@ public:
   /// Scalar arguments a launch passes (.param slot -> value): an
   /// `ld.param` of such a slot is that constant, not a lane-uniform
   /// unknown (a runtime group size then leaves the lanes' addresses known).
-  explicit AddressDataflow(std::map<int, int64_t> boundParameters = {})
-      : bound(std::move(boundParameters)) {}
+  /// The launch's block size, where known (all > 0), makes %ntid a
+  /// constant (a block-stride loop's step).
+  /// `bufferSlots`: the .param slots that hold a buffer's address (the
+  /// allocator's alignment, kAllocationAlignment, is then known).
+  explicit AddressDataflow(std::map<int, int64_t> boundParameters = {},
+                           std::array<int64_t, 3> blockSize = {0, 0, 0},
+                           std::set<int> bufferSlots = {})
+      : bound(std::move(boundParameters)), block(blockSize),
+        buffers(std::move(bufferSlots)) {}
   /// Records the effect of one statement (opcode and its operand text,
   /// without the predicate and the ';').
   void step(std::string_view opcode, std::string_view operands);
   /// The memory operand of an ld/st/atom statement, as the state before
   /// that statement.
   AddressInfo address(std::string_view operands, int bytes) const;
+  /// The alignment a module-level symbol declares (`.shared .align 16 .b8
+  /// smem[]`): its address is a multiple of it.
+  void setSymbolAlignments(std::map<std::string, int64_t, std::less<>> aligns) {
+    symbolAlignments = std::move(aligns);
+  }
+  /// What the dataflow knows of an operand (a register, literal or
+  /// special register) in the current state.
+  LaneValue valueOf(std::string_view operand) const { return value(operand); }
 
 private:
   LaneValue value(std::string_view operand) const;
@@ -78,6 +108,9 @@ private:
   std::map<std::string, LaneValue, std::less<>> values;
   std::map<std::string, std::set<int>, std::less<>> sources;
   std::map<int, int64_t> bound;
+  std::array<int64_t, 3> block;
+  std::set<int> buffers;
+  std::map<std::string, int64_t, std::less<>> symbolAlignments;
 };
 
 } // namespace lowbit::report

@@ -12,6 +12,7 @@
 #include "runtime/report/GpuReport.h"
 #include "runtime/report/PtxAddresses.h"
 #include "runtime/report/PtxGuards.h"
+#include "runtime/report/PtxTrips.h"
 
 #include <algorithm>
 #include <charconv>
@@ -128,15 +129,50 @@ std::optional<std::string_view> entryBody(std::string_view ptx, size_t from,
   return std::nullopt;
 }
 
-PtxKernel analyzeBody(std::string name, std::string_view body,
-                      std::map<int, int64_t> boundParameters) {
+/// The alignment each `.shared`, `.global` or `.const` symbol declares
+/// (`.extern .shared .align 16 .b8 smem_raw[];`).
+std::map<std::string, int64_t, std::less<>>
+symbolAlignments(std::string_view ptx) {
+  std::map<std::string, int64_t, std::less<>> aligns;
+  for (std::string_view line : split(ptx, '\n')) {
+    if (line.find(".align") == std::string_view::npos ||
+        (line.find(".shared") == std::string_view::npos &&
+         line.find(".global") == std::string_view::npos &&
+         line.find(".const") == std::string_view::npos))
+      continue;
+    std::vector<std::string_view> words;
+    for (std::string_view word : split(trim(line), ' '))
+      for (std::string_view part : split(word, '\t'))
+        if (!part.empty())
+          words.push_back(part);
+    for (size_t w = 0; w + 3 < words.size(); ++w) {
+      if (words[w] != ".align" || !words[w + 2].starts_with('.'))
+        continue;
+      int64_t align = 0;
+      std::from_chars(words[w + 1].data(),
+                      words[w + 1].data() + words[w + 1].size(), align);
+      std::string_view name = words[w + 3];
+      name = name.substr(0, name.find_first_of("[;="));
+      if (align > 0 && !name.empty())
+        aligns[std::string(name)] = align;
+    }
+  }
+  return aligns;
+}
+
+PtxKernel
+analyzeBody(std::string name, std::string_view body,
+            std::map<int, int64_t> boundParameters,
+            std::array<int64_t, 3> block, const std::set<int> &bufferSlots,
+            const std::map<std::string, int64_t, std::less<>> &symbolAligns) {
   PtxKernel kernel;
   kernel.name = std::move(name);
   std::map<std::string, int, std::less<>> labels;
   std::vector<std::pair<int, std::string>> branches; // index, target
   std::vector<std::optional<MemoryAccess>> accesses;
   std::set<int> parameters;
-  AddressDataflow dataflow(std::move(boundParameters));
+  AddressDataflow dataflow(boundParameters, block, bufferSlots);
+  dataflow.setSymbolAlignments(symbolAligns);
   std::vector<PtxStatement> statements;
   std::vector<int> atomicStatements;
   for (std::string_view line : split(body, '\n')) {
@@ -211,6 +247,40 @@ PtxKernel analyzeBody(std::string name, std::string_view body,
     globalBytes.emplace_back(access && access->isLoad ? access->bits / 8 : 0,
                              access && access->isStore ? access->bits / 8 : 0);
   kernel.loops = findLoops(branches, labels, globalBytes);
+  // The trips each loop's bound states: the dataflow again, its state
+  // taken at every loop's header (the counters' initial values).
+  // Outside loops the dataflow's values are what every lane computes, so
+  // a compare there decides which lanes of warp 0 take a branch.
+  std::map<int, AddressDataflow> atHeader;
+  std::vector<std::optional<uint32_t>> predicateLanes(statements.size());
+  AddressDataflow replay(boundParameters, block, bufferSlots);
+  replay.setSymbolAlignments(symbolAligns);
+  for (size_t i = 0; i < statements.size(); ++i) {
+    bool inLoop = false;
+    for (const CodeLoop &loop : kernel.loops) {
+      if (loop.firstInstruction == int(i))
+        atHeader.emplace(int(i), replay);
+      inLoop |=
+          loop.firstInstruction <= int(i) && int(i) <= loop.lastInstruction;
+    }
+    if (!inLoop && statements[i].opcode.starts_with("setp."))
+      predicateLanes[i] = compareLanes(statements[i], replay);
+    replay.step(statements[i].opcode, statements[i].operands);
+  }
+  std::vector<uint32_t> lanes =
+      lanesReaching(statements, labels, predicateLanes);
+  for (uint32_t reaching : lanes)
+    kernel.reached.push_back(reaching != 0);
+  for (const CodeLoop &loop : kernel.loops) {
+    auto state = atHeader.find(loop.firstInstruction);
+    int test = -1;
+    std::optional<double> trips =
+        state == atHeader.end()
+            ? std::nullopt
+            : statedTrips(statements, labels, loop, state->second, &test);
+    kernel.loopStatedTrips.push_back(trips.value_or(0));
+    kernel.loopTests.push_back(trips ? test : -1);
+  }
   // Atomics as executed: the threads of a block that reach each one.
   std::vector<ThreadSet> running = threadsRunning(statements, labels);
   for (int index : atomicStatements)
@@ -227,8 +297,11 @@ Expected<std::vector<PtxKernel>> analyzePtx(std::string_view ptx) {
 
 Expected<std::vector<PtxKernel>>
 analyzePtx(std::string_view ptx,
-           const std::map<std::string, std::map<int, int64_t>> &bound) {
+           const std::map<std::string, std::map<int, int64_t>> &bound,
+           const std::map<std::string, std::array<int64_t, 3>> &blocks,
+           const std::map<std::string, std::set<int>> &bufferSlots) {
   std::vector<PtxKernel> kernels;
+  std::map<std::string, int64_t, std::less<>> aligns = symbolAlignments(ptx);
   size_t at = 0;
   while ((at = ptx.find(".entry ", at)) != std::string_view::npos) {
     size_t nameStart = at + 7;
@@ -242,9 +315,14 @@ analyzePtx(std::string_view ptx,
       return makeError(ErrorCode::InvalidArgument,
                        "PTX entry '" + name + "' has no complete body");
     auto values = bound.find(name);
+    auto block = blocks.find(name);
+    auto buffers = bufferSlots.find(name);
     kernels.push_back(analyzeBody(
         std::move(name), *body,
-        values == bound.end() ? std::map<int, int64_t>() : values->second));
+        values == bound.end() ? std::map<int, int64_t>() : values->second,
+        block == blocks.end() ? std::array<int64_t, 3>{0, 0, 0} : block->second,
+        buffers == bufferSlots.end() ? std::set<int>() : buffers->second,
+        aligns));
     at = bodyEnd;
   }
   if (kernels.empty())

@@ -270,6 +270,8 @@ std::vector<SassKernel> analyzeSass(std::string_view text) {
     std::string_view kind = classOf(head);
     kernel.mix[std::string(kind)]++;
     kernel.classes.push_back(kind);
+    kernel.conversionPipe.push_back(head == "F2F" || head == "F2I" ||
+                                    head == "I2F" || head == "I2I");
     kernel.highestRegister =
         std::max(kernel.highestRegister, highestRegisterIn(operands));
     int loadBytes = 0, storeBytes = 0;

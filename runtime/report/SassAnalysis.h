@@ -35,6 +35,10 @@ struct SassKernel {
   /// Per instruction, in order, its class (one of the mix's names): the
   /// estimate weights them by their loops' trips.
   std::vector<std::string_view> classes;
+  /// Per instruction, whether it is a conversion the conversion pipe runs
+  /// (F2F, F2I, I2F, I2I; not the packed F2FP, I2FP, F2IP, I2IP): the
+  /// estimate charges those at the chip table's conversion rate.
+  std::vector<bool> conversionPipe;
   /// Per instruction, the global bytes it loads and stores.
   std::vector<std::pair<int, int>> globalBytes;
   /// Global (and generic) loads and stores: bits per access -> count.

@@ -29,7 +29,8 @@ TEST_CASE("every value of the chip table has a source") {
         &row.maxSharedBytesPerBlock, &row.issuePerSmPerClock,
         &row.mufuLanesPerClock,      &row.int32LanesPerClock,
         &row.mmaSyncIssueSlots,      &row.l1WavefrontsPerClock,
-        &row.launchOverheadSeconds,  &row.contendedAtomicSeconds};
+        &row.launchOverheadSeconds,  &row.contendedAtomicSeconds,
+        &row.conversionLanesPerClock};
     if (row.hasDevice()) {
       ++devices;
       values.insert(values.end(),

@@ -10,7 +10,9 @@
 #include "runtime/report/MatmulTraffic.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <array>
 #include <fstream>
 #include <sstream>
 
@@ -110,6 +112,88 @@ TEST_CASE("matmul: the GEMV's loop of M's row bucket from the SASS",
                     std::to_string(512 * m * 4096 * 2) + " bytes") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("matmul: the summary line is the GEMV's estimate", "[report]") {
+  // The shared model's loop weighting does not describe the GEMV (its row
+  // buckets), and read the codes' lanes as 128 B apart: the summary once
+  // said "estimated 0% ..., limited by uncoalesced access" under a GEMV
+  // line of 13%.
+  for (int64_t m : {int64_t(1), int64_t(16)}) {
+    CAPTURE(m);
+    SpecInput input = gemvInput(m);
+    Expected<SpecReport> report = analyzeSpec(input);
+    REQUIRE(report);
+    std::optional<GemvEstimate> gemv =
+        estimateGemv(input, report->launches[0], {m, 4096, 4096}, 16, 2);
+    REQUIRE(gemv);
+    applyMatmulEstimates(input, *report, {m, 4096, 4096});
+    const LaunchReport &launch = report->launches[0];
+    CHECK(launch.l1Seconds == 0);
+    CHECK(launch.seconds ==
+          Approx(gemv->seconds + input.chip.launchOverheadSeconds));
+    CHECK(report->bandwidthFraction == Approx(gemv->fractionWithLaunch));
+    std::string summary = formatReportText(*report);
+    summary = summary.substr(0, summary.find('\n'));
+    CHECK(summary.find(fmt::format("estimated {:.0f}% of HBM bandwidth",
+                                   100 * gemv->fractionWithLaunch)) !=
+          std::string::npos);
+    CHECK(summary.find("uncoalesced") == std::string::npos);
+    CHECK(summary.find("the GEMV's loop of " + std::to_string(gemv->bucket) +
+                       " rows") != std::string::npos);
+  }
+}
+
+TEST_CASE("matmul: the GEMM's K loop runs ceil(K / 32) trips", "[report]") {
+  // The GEMM of int4_g128 from bf16 at M = N = K = 4096 (the PTX `lowbit
+  // report ... --m 4096` compiles, its kernel_kernel_0 alone; ptxas 13.0
+  // -arch=sm_90a and nvdisasm -c of it: 179 registers, 10240 B of shared
+  // memory). Its chunk loop's bound is ceil(K / 32) of X's descriptor
+  // size, which the launch gives; before the stated trips the report took
+  // the trips from the codes' bytes per thread (3.3), although every
+  // block walks all of K, and read 214% of the mma.sync peak.
+  constexpr int64_t m = 4096, n = 4096, k = 4096;
+  SpecInput input = gemvInput(m);
+  input.ptx = readReportData("matmul_int4_g128_bf16_gemm.ptx");
+  input.sass = readReportData("matmul_int4_g128_bf16_gemm.sm_90a.sass");
+  KernelLaunch launch;
+  launch.kernel = "kernel_kernel_0";
+  launch.grid = {(m / 64) * (n / 128), 1, 1};
+  launch.block = {256, 1, 1};
+  // The plan's arguments: m:4 m:0 m:1 m:2 m:3 (y, x, codes, scales, zeros),
+  // each descriptor's offset, sizes and row-major strides given.
+  const std::array<std::array<int64_t, 2>, 5> shapes{
+      {{m, k}, {n, k / 2}, {n, k / 128}, {n, k / 128}, {m, n}}};
+  for (int buffer : {4, 0, 1, 2, 3}) {
+    int slot = int(launch.bufferOfParameter.size());
+    launch.bufferOfParameter.insert(launch.bufferOfParameter.end(),
+                                    {buffer, buffer, -1, -1, -1, -1, -1});
+    auto [rows, cols] = shapes[size_t(buffer)];
+    for (auto [offset, value] : std::array<std::pair<int, int64_t>, 5>{
+             {{2, 0}, {3, rows}, {4, cols}, {5, cols}, {6, 1}}})
+      launch.parameterValues[slot + offset] = value;
+  }
+  input.launches = {launch};
+  input.resources[0].function = "kernel_kernel_0";
+  input.resources[0].registers = 179;
+  input.resources[0].sharedBytes = 10240;
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  const LaunchReport &gemm = report->launches[0];
+  REQUIRE(gemm.mainLoop >= 0);
+  CHECK(gemm.loopTrips[size_t(gemm.mainLoop)] == 128);
+  // Every warp issues exactly the mma.sync the shape needs.
+  double warps = double(gemm.threads) / 32;
+  CHECK(gemm.mmaPerThread == Approx(double(m * n * k) / 2048 / warps));
+  CHECK(gemm.mmaPerThread == 2048);
+  REQUIRE(gemm.fromSass);
+  CHECK(gemm.tensorPerThread > 0);
+  // Below the peak, as any kernel must be.
+  double peak = mmaSyncPeakSeconds(input.chip, {m, n, k});
+  CHECK(peak / gemm.seconds < 1.0);
+  std::string text = matmulInputsText(input, *report, {m, n, k});
+  CHECK(text.find("K loop 128 trips, 2048 mma.sync per warp (the shape "
+                  "needs 2048)") != std::string::npos);
 }
 
 TEST_CASE("matmul: the dense mma.sync peak", "[report]") {

@@ -65,6 +65,7 @@ Expected<std::string> reportMatmul(const matmul::MatmulSpec &spec, int64_t n,
   Expected<report::SpecReport> report = report::analyzeSpec(input);
   if (!report)
     return report.error();
+  report::applyMatmulEstimates(input, *report, shape);
   if (markdown)
     return report::formatReportMarkdownRow(*report);
   return report::matmulInputsText(input, *report, shape) +

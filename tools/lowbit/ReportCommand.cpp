@@ -129,13 +129,28 @@ Expected<report::KernelLaunch> launchOfStep(const jit::LaunchStep &step,
   launch.gridStride = threadsWhenDoubled < 2 * threads;
   // m:P is MLIR's expanded descriptor (allocated, aligned, offset, sizes,
   // strides): its two pointers are buffer P; sW:EXPR is one scalar.
+  // The descriptor's offset, sizes and strides (row-major) and the
+  // scalars are the launch's arguments: the report's address and loop-bound
+  // analysis reads them (KernelLaunch::parameterValues).
   for (const std::string &argument : step.arguments) {
+    int slot = int(launch.bufferOfParameter.size());
     if (argument.starts_with("m:")) {
       int param = std::stoi(argument.substr(2));
       launch.bufferOfParameter.insert(launch.bufferOfParameter.end(),
                                       {param, param, -1, -1, -1, -1, -1});
+      if (size_t(param) < shapes.size()) {
+        auto [rows, cols] = shapes[size_t(param)];
+        const std::array<int64_t, 5> descriptor{0, rows, cols, cols, 1};
+        for (size_t i = 0; i < descriptor.size(); ++i)
+          launch.parameterValues[slot + 2 + int(i)] = descriptor[i];
+      }
     } else {
       launch.bufferOfParameter.push_back(-1);
+      size_t colon = argument.find(':');
+      if (argument.starts_with('s') && colon != std::string::npos)
+        if (Expected<int64_t> value =
+                jit::evaluateSize(argument.substr(colon + 1), shapes))
+          launch.parameterValues[slot] = *value;
     }
   }
   return launch;
