@@ -20,6 +20,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 // The kernel's parameters come from the MLIR-free kernel ABI
@@ -342,7 +343,12 @@ Status checkQuantizedCall(const Scheme &scheme, const DLTensor *values,
 extern "C" {
 
 const char *lowbit_status_name(lowbit_status status) {
-  switch (status) {
+  // A C caller may pass any int ("unknown" for a value not listed), but in
+  // C++ a value outside the enumerators' range (0..15) may not be read as
+  // the enum: UBSan reported 999 (the sanitizer build). Compare the bits.
+  std::underlying_type_t<lowbit_status> value;
+  std::memcpy(&value, &status, sizeof value);
+  switch (value) {
   case LOWBIT_OK:
     return "ok";
   case LOWBIT_ERROR_OUT_OF_MEMORY:
@@ -353,7 +359,7 @@ const char *lowbit_status_name(lowbit_status status) {
     break;
   }
   for (int code = 0; code <= int(ErrorCode::Unsupported); ++code)
-    if (statusOf(ErrorCode(code)) == status)
+    if (statusOf(ErrorCode(code)) == value)
       return errorCodeName(ErrorCode(code)).data();
   return "unknown";
 }

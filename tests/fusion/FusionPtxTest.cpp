@@ -106,8 +106,8 @@ TEST_CASE("fusion: Hadamard rotations staged in shared memory assemble for "
       "hadamard(row) | quantize mxfp4 from=bf16 rows=4 cols=1024",
       "hadamard(4096) | quantize nvfp4 from=f16 rows=4 cols=4096",
       "hadamard(64) | hadamard(256) | quantize int8 from=f32 rows=4 cols=512",
-      "rmsnorm(eps=1e-6) | hadamard(128) | quantize int4_g128 rows=4 "
-      "cols=256"};
+      ("rmsnorm(eps=1e-6) | hadamard(128) | quantize int4_g128 rows=4 "
+       "cols=256")};
   size_t assembled = 0;
   for (const char *text : specs)
     for (const std::string &kernelPtx :

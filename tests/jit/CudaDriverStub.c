@@ -24,15 +24,18 @@
 typedef int CUresult;
 enum { OK = 0, INVALID_VALUE = 1, NOT_FOUND = 500 };
 
-/* One loaded module: its PTX text. */
-typedef struct Module {
-  char *ptx;
-} Module;
-
-/* One kernel: its parameter count. */
+/* One kernel: its parameter count. Owned by its module, as the driver's
+ * function handles are: freed when the module is unloaded. */
 typedef struct Function {
   int params;
+  struct Function *next;
 } Function;
+
+/* One loaded module: its PTX text and the functions looked up in it. */
+typedef struct Module {
+  char *ptx;
+  Function *functions;
+} Module;
 
 #define MAX_RECORDS 4096
 #define MAX_PARAMS LOWBIT_STUB_MAX_PARAMS
@@ -131,9 +134,15 @@ CUresult cuModuleLoadData(Module **module, const void *image) {
     return INVALID_VALUE; /* the stub reads PTX only */
   *module = (Module *)malloc(sizeof(Module));
   (*module)->ptx = strdup(text);
+  (*module)->functions = NULL;
   return OK;
 }
 CUresult cuModuleUnload(Module *module) {
+  while (module->functions) {
+    Function *next = module->functions->next;
+    free(module->functions);
+    module->functions = next;
+  }
   free(module->ptx);
   free(module);
   return OK;
@@ -153,6 +162,10 @@ CUresult cuModuleGetFunction(Function **function, Module *module,
       ++params;
     *function = (Function *)malloc(sizeof(Function));
     (*function)->params = params + extraParams;
+    pthread_mutex_lock(&lock);
+    (*function)->next = module->functions;
+    module->functions = *function;
+    pthread_mutex_unlock(&lock);
     return OK;
   }
   return NOT_FOUND;

@@ -22,6 +22,12 @@ config.environment["LOWBIT_VERIFY_PASSES"] = "1"
 # test that expects a compile see a hit instead). A test that needs an
 # empty cache still names its own directory.
 config.environment["LOWBIT_CACHE_DIR"] = os.path.join(config.test_exec_root, "kernel-cache")
+# The sanitizer build (cmake/Sanitizers.cmake): what a python3 that imports
+# the instrumented module needs ("NAME=VALUE;..."); a script that starts one
+# (Inputs/cache_modes.py) adds it to that process alone. Empty otherwise.
+config.environment["LOWBIT_SANITIZER_PYTHON_ENV"] = getattr(config, "python_sanitizer_env", "")
+if config.environment["LOWBIT_SANITIZER_PYTHON_ENV"]:
+    config.available_features.add("asan")
 config.substitutions.append(("%lowbit_src", config.lowbit_src_root))
 config.substitutions.append(("%lowbit_bin", config.lowbit_tools_dir))
 config.substitutions.append(("%python", config.python_executable))

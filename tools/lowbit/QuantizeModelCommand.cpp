@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -140,8 +141,14 @@ void printSummary(const checkpoint::QuantizeModelOptions &options,
         ++finite;
       }
     }
-    std::stable_sort(byQuality.begin(), byQuality.end(),
-                     [](auto *a, auto *b) { return a->sqnrDb < b->sqnrDb; });
+    // Ties keep the layers' order (the pointers are into result.layers).
+    // std::sort, not std::stable_sort: with clang, libstdc++ 12's
+    // stable_sort trips -Wdeprecated-declarations (the sanitizer build).
+    std::sort(byQuality.begin(), byQuality.end(), [](auto *a, auto *b) {
+      if (a->sqnrDb != b->sqnrDb)
+        return a->sqnrDb < b->sqnrDb;
+      return std::less<>()(a, b);
+    });
     fmt::print("SQNR (dB): min {} ({}), mean {}, max {}\n",
                sqnrText(byQuality.front()->sqnrDb), byQuality.front()->name,
                finite ? sqnrText(sum / double(finite)) : "inf",

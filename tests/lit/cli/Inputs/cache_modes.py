@@ -40,6 +40,10 @@ for args in (["quantize", "--scheme", "int8", "--input", "x.npy", "--out", "set"
              ["kv", "append", "--cache", "kv", "--k", "k.npy", "--v", "k.npy"]):
     subprocess.run([lowbit] + args, cwd=work, env=base, check=True)
 
+# Under the sanitizers, python3 needs their runtime preloaded (lit.cfg.py).
+python_env = dict(item.split("=", 1) for item in
+                  os.environ.get("LOWBIT_SANITIZER_PYTHON_ENV", "").split(";")
+                  if item)
 python_jit = ("import numpy as np, lowbit; "
               "lowbit.jit('quantize int8 dynamic')(np.load('x.npy'))")
 paths = {
@@ -58,6 +62,8 @@ for name, args in paths.items():
     for mode in ("must-hit", "off", "readonly", "on"):
         cache = work / f"cache-{name}-{mode}"
         env = dict(base, LOWBIT_CACHE=mode, LOWBIT_CACHE_DIR=str(cache))
+        if args is None:
+            env.update(python_env)
         command = ([sys.executable, "-c", python_jit] if args is None
                    else [lowbit] + args)
         result = subprocess.run(command, cwd=work, env=env, capture_output=True,
