@@ -294,9 +294,16 @@ private:
             loadVector(xVectorType, buffers.x,
                        ValueRange{xRows[r], add(kBegin, idx(v * perLoad))}));
     // x[r, i] as an f32, widened once for every column.
-    auto xAt = [&](int64_t r, int64_t i) {
-      return widen(vector::ExtractOp::create(
-          b, xVectors[size_t(r)][size_t(i / perLoad)], i % perLoad));
+    auto xAt = [&](int64_t r, int64_t i) -> Value {
+      Value loaded = xVectors[size_t(r)][size_t(i / perLoad)];
+      if (!xType.isBF16())
+        return widen(vector::ExtractOp::create(b, loaded, i % perLoad));
+      Value word = vector::ExtractOp::create(
+          b,
+          vector::BitCastOp::create(
+              b, VectorType::get({perLoad / 2}, b.getI32Type()), loaded),
+          (i % perLoad) / 2);
+      return widenBf16Lane(word, i % 2);
     };
 
     // weights[j][i]: column j's weight i of the chunk, rounded to X's
@@ -402,7 +409,6 @@ private:
     PackedDequant how = packedDequant();
     Type half = inputType();
     auto pairType = VectorType::get({2}, half);
-    auto wideType = VectorType::get({2}, b.getF32Type());
     const Format &element = scheme.element;
     int64_t codeBits = nibble ? 4 : 8, perWord = 32 / codeBits,
             lanePairs = perWord / 2;
@@ -471,10 +477,9 @@ private:
                       b, difference, scalePair,
                       arith::MulFOp::create(b, difference, scaleLow))
                       .getResult();
-        Value wide = arith::ExtFOp::create(b, wideType, weight);
-        weights[size_t(first + e)] = vector::ExtractOp::create(b, wide, 0);
-        weights[size_t(first + e + lanePairs)] =
-            vector::ExtractOp::create(b, wide, 1);
+        auto [low, high] = widenPair(weight);
+        weights[size_t(first + e)] = low;
+        weights[size_t(first + e + lanePairs)] = high;
       }
     }
     return weights;
@@ -491,10 +496,36 @@ private:
         b, VectorType::get({2}, b.getF32Type()), ValueRange{first, second});
     Value rounded =
         arith::TruncFOp::create(b, VectorType::get({2}, xType), wide);
-    Value back =
-        arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()), rounded);
-    return {vector::ExtractOp::create(b, back, 0),
-            vector::ExtractOp::create(b, back, 1)};
+    return widenPair(rounded);
+  }
+
+  /// The two f32 of a vector<2> of f16/bf16, exactly. A bf16 is the high
+  /// half of its f32, so lane 0 is the 32-bit word shifted left by 16 and
+  /// lane 1 the word with its low half cleared: one integer op each, where
+  /// the extract and cvt.f32.bf16 of an extf take two for lane 1.
+  std::pair<Value, Value> widenPair(Value pair) {
+    Type half = cast<VectorType>(pair.getType()).getElementType();
+    if (!half.isBF16()) {
+      Value wide =
+          arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()), pair);
+      return {vector::ExtractOp::create(b, wide, 0),
+              vector::ExtractOp::create(b, wide, 1)};
+    }
+    Value word = vector::ExtractOp::create(
+        b,
+        vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()),
+                                  pair),
+        0);
+    return {widenBf16Lane(word, 0), widenBf16Lane(word, 1)};
+  }
+  /// Lane `lane` (0: bits 0-15, 1: bits 16-31) of a word of two bf16 as
+  /// its f32.
+  Value widenBf16Lane(Value word, int64_t lane) {
+    Value bits = lane == 0
+                     ? arith::ShLIOp::create(b, word, i32(16)).getResult()
+                     : arith::AndIOp::create(b, word, i32(int32_t(0xFFFF0000u)))
+                           .getResult();
+    return arith::BitcastOp::create(b, b.getF32Type(), bits);
   }
 
   /// The elements of [kBegin, min(kBegin + kChunk, K)) one at a time, each
