@@ -2,9 +2,10 @@
 //
 // lowbit-to-gpu's rewrite of lowbit.matmul (docs/matmul-gpu.md): an op
 // whose result is written into a kernel parameter and whose scales the
-// kernels read becomes the GEMV launch of GpuMatmulGemv.h and, for an
-// f16/bf16 X, the mma.sync GEMM launch of GpuMatmulGemm.h, each with an
-// empty grid unless M picks it (M <= 16: the GEMV). An op it leaves is
+// kernels read becomes the GEMV launches of GpuMatmulGemv.h (one per row
+// bucket) and, for an f16/bf16 X, the mma.sync GEMM launch of
+// GpuMatmulGemm.h, each with an empty grid unless M picks it (M <= 16: the
+// GEMV's bucket of M). An op it leaves is
 // refused by the compile entry with gpuMatmulRefusal's reason.
 //
 //===----------------------------------------------------------------------===//
@@ -38,8 +39,8 @@ std::string refusalOf(ld::MatmulOp op) {
       return why;
   } else if (!lowbit::gemvCoversScheme(op.getWeightScheme()))
     return "the GPU kernels read row-major scales per tensor, per output "
-           "channel, in groups along K or in blocks (not the swizzled "
-           "128x4 layout)";
+           "channel, in groups along K or in blocks, and swizzled 128x4 "
+           "scales in groups along K";
   if (!lowbit::gpu_mapping::resultDestination(op.getResult(), op))
     return "the result is not written by one "
            "bufferization.materialize_in_destination into a memref defined "

@@ -354,7 +354,7 @@ private:
 
   /// The parameters of weight (column, at), with the global scale.
   GroupParams paramsAt(Value column, Value at) {
-    GroupParams params = loadParams(buffers.scales, buffers.zeros, column, at);
+    GroupParams params = loadWeightParams(column, at);
     params.global = global;
     return params;
   }

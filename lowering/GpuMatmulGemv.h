@@ -1,11 +1,13 @@
 //===- GpuMatmulGemv.h - The quantized-weight matmul on CUDA cores -*- C++
 //-*-===//
 //
-// The GEMV of lowbit.matmul (docs/matmul-gpu.md): a warp per output column
-// n, lane s the order's slice s, the weights dequantized in registers by
-// ScaleMath (the dequantize kernel's arithmetic), up to 16 rows of X per
-// pass, the slices' partials added in slice order through shared memory.
-// Runs docs/matmul.md's order operation for operation.
+// The GEMV of lowbit.matmul (docs/matmul-gpu.md): one kernel per row
+// bucket of X (1, 2-4, 5-16 rows), a warp per one or two output columns,
+// lane s the order's slice s, 16-byte loads of codes and X, the weights
+// dequantized in registers two at a time (in X's dtype for integer codes
+// with half scales, else by ScaleMath, the dequantize kernel's
+// arithmetic), the slices' partials added in slice order through shared
+// memory. Runs docs/matmul.md's order operation for operation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,9 +26,11 @@ namespace lowbit {
 /// (axis 1) or in blocks; byte or nibble codes.
 bool gemvCoversScheme(const Scheme &scheme);
 
-/// Emits the GEMV's gpu.launch at the builder's insertion point: grid x
-/// is ceil(N / 8) blocks of 256 threads when `enabled` (an i1; null:
-/// always) holds, else 0 (an empty grid: the launchers skip it).
+/// Emits the GEMV's gpu.launch ops at the builder's insertion point, one
+/// per row bucket, each of 256-thread blocks (ceil(N / 16) for the buckets
+/// 1 and 2-4, ceil(N / 8) for 5-16 and, for any X, every M past it) when
+/// M is in its bucket and `enabled` (an i1; null: always) holds, else an
+/// empty grid, which the launchers skip.
 void emitMatmulGemv(mlir::ImplicitLocOpBuilder &builder, const Scheme &scheme,
                     const MatmulBuffers &buffers, mlir::Value enabled);
 

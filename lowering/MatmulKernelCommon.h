@@ -53,6 +53,42 @@ protected:
             mlir::cast<mlir::MemRefType>(buffers.output.getType())
                 .getElementType()));
   }
+  /// What weight (row, col) of W [N, K] needs, read from the stored
+  /// scales (and zero points): loadParams for the row-major layouts; for
+  /// the Blackwell 128x4 tile layout (groups along K) the element at the
+  /// format model's offset (swizzle128x4Offset: ((row / 128) ceil(Kg / 4)
+  /// + g / 4) 512 + (row % 32) 16 + ((row / 32) % 4) 4 + g % 4, g = col /
+  /// group; the stored [roundUp(N, 128), roundUp(Kg, 4)] read flat).
+  GroupParams loadWeightParams(mlir::Value row, mlir::Value col) {
+    if (scheme.scale.layout != ScaleLayout::Swizzle128x4)
+      return loadParams(buffers.scales, buffers.zeros, row, col);
+    auto divui = [&](mlir::Value value, int64_t divisor) -> mlir::Value {
+      return mlir::arith::DivUIOp::create(b, value, idx(divisor));
+    };
+    auto remui = [&](mlir::Value value, int64_t divisor) -> mlir::Value {
+      return mlir::arith::RemUIOp::create(b, value, idx(divisor));
+    };
+    mlir::Value group = divui(col, scheme.scale.groupSize);
+    // The stored scale columns are Kg rounded up to 4: a row of tiles.
+    mlir::Value tilesPerRow = divui(kit::dimOf(b, buffers.scales, 1), 4);
+    mlir::Value tile = add(mul(divui(row, 128), tilesPerRow), divui(group, 4));
+    mlir::Value offset =
+        add(add(mul(tile, idx(512)), mul(remui(row, 32), idx(16))),
+            add(mul(remui(divui(row, 32), 4), idx(4)), remui(group, 4)));
+    auto flat = [&](mlir::Value buffer) -> mlir::Value {
+      return mlir::memref::CollapseShapeOp::create(
+          b, buffer, llvm::ArrayRef<mlir::ReassociationIndices>{{0, 1}});
+    };
+    GroupParams params;
+    params.scale = decodeScale(mlir::memref::LoadOp::create(
+        b, flat(buffers.scales), mlir::ValueRange{offset}));
+    if (scaleKind() == ScaleKind::Asymmetric)
+      params.zero = mlir::arith::ExtUIOp::create(
+          b, b.getI32Type(),
+          mlir::memref::LoadOp::create(b, flat(buffers.zeros),
+                                       mlir::ValueRange{offset}));
+    return params;
+  }
   /// acc + bias[column] (f32), or acc without a bias.
   mlir::Value addBias(mlir::Value acc, mlir::Value column) {
     if (!buffers.bias)

@@ -122,8 +122,8 @@ TEST_CASE("the mma.sync GEMM is bit-exact to the order for every weight "
   }
 }
 
-TEST_CASE("the compiled matmul picks the GEMV for M <= 16 and the GEMM "
-          "above, one launch per call, bit-exact",
+TEST_CASE("the compiled matmul picks the GEMV's row bucket for M <= 16 "
+          "and the GEMM above, one launch per call, bit-exact",
           "[matmul-gpu][emulator]") {
   std::string error;
   std::optional<MatmulSpec> spec =
@@ -134,8 +134,8 @@ TEST_CASE("the compiled matmul picks the GEMV for M <= 16 and the GEMM "
   REQUIRE(target);
   int64_t n = 13, k = 200;
 
-  // The launch plan: the GEMV's then the GEMM's launch, grids selected by
-  // M; exactly one is non-empty for every M.
+  // The launch plan: the GEMV's launches (row buckets 1, 2-4, 5-16) then
+  // the GEMM's, grids selected by M; exactly one is non-empty for every M.
   llvm::Expected<compiler::GpuCompilation> compiled =
       compiler::compileMatmulToPtx(*spec, *target);
   if (!compiled)
@@ -143,13 +143,16 @@ TEST_CASE("the compiled matmul picks the GEMV for M <= 16 and the GEMM "
   const launch::LaunchPlan &plan = compiled->plan;
   INFO(plan.serialize());
   REQUIRE(plan.unsupported.empty());
-  REQUIRE(plan.steps.size() == 2);
+  REQUIRE(plan.steps.size() == 4);
   CHECK(compiled->ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16."
                            "f32") != std::string::npos);
   // The ABI's shapes: x, codes, scales, zeros, bias, y.
   Shape2D codes = codesShape(spec->scheme, n, k);
   Shape2D scales = scaleShape(spec->scheme, n, k);
-  for (int64_t m : {1, 16, 17, 64}) {
+  // [M, the launch it picks].
+  constexpr std::array<std::pair<int64_t, size_t>, 7> kPicks = {
+      {{1, 0}, {2, 1}, {4, 1}, {5, 2}, {16, 2}, {17, 3}, {64, 3}}};
+  for (auto [m, picked] : kPicks) {
     INFO("m=" << m);
     std::array<launch::Shape, 6> shapes = {{{m, k},
                                             {codes.rows, codes.cols},
@@ -157,8 +160,8 @@ TEST_CASE("the compiled matmul picks the GEMV for M <= 16 and the GEMM "
                                             {scales.rows, scales.cols},
                                             {1, n},
                                             {m, n}}};
-    std::array<int64_t, 2> grids{};
-    for (size_t step = 0; step < 2; ++step) {
+    std::array<int64_t, 4> grids{};
+    for (size_t step = 0; step < grids.size(); ++step) {
       auto expression =
           launch::Expression::compile(plan.steps[step].sizes[0], shapes.size());
       REQUIRE(expression);
@@ -166,10 +169,8 @@ TEST_CASE("the compiled matmul picks the GEMV for M <= 16 and the GEMM "
       REQUIRE(grid);
       grids[step] = *grid;
     }
-    bool gemv = m <= 16;
-    CHECK((grids[0] > 0) == gemv);
-    CHECK((grids[1] > 0) == !gemv);
-    CHECK(grids[0] * grids[1] == 0);
+    for (size_t step = 0; step < grids.size(); ++step)
+      CHECK((grids[step] > 0) == (step == picked));
   }
 
   // The whole module in the emulator (the CLI's gpu-emulator path).
@@ -179,8 +180,8 @@ TEST_CASE("the compiled matmul picks the GEMV for M <= 16 and the GEMM "
   std::unique_ptr<emulator::EmulatedProgram> program =
       compileKernels(*text, "sm_90a");
   KernelCase kernel{spec->scheme, spec->input, spec->output, spec->bias};
-  std::array<std::array<int64_t, 3>, 4> rows = {
-      {{1, n, k}, {16, n, k}, {17, n, k}, {64, n, k}}};
+  std::array<std::array<int64_t, 3>, 6> rows = {
+      {{1, n, k}, {3, n, k}, {5, n, k}, {16, n, k}, {17, n, k}, {64, n, k}}};
   checkAgainstOrder(
       kernel, rows,
       [&](const QuantizedTensor &weights, std::vector<uint8_t> xBytes,
@@ -188,6 +189,13 @@ TEST_CASE("the compiled matmul picks the GEMV for M <= 16 and the GEMM "
         return runKernel(*program, kernel, weights, std::move(xBytes), m,
                          std::move(biasValues), runError);
       });
+}
+
+TEST_CASE("the GEMM reads swizzled 128x4 scales, bit-exact",
+          "[matmul-gpu][emulator]") {
+  for (const mt::WeightSchemeCase &weightCase : mt::swizzledSchemeCases())
+    checkGemm(weightCase, ValueType::BF16, ValueType::F16, /*bias=*/false,
+              kShapes);
 }
 
 TEST_CASE("the GEMM's PTX assembles on every chip", "[matmul-gpu][ptx]") {

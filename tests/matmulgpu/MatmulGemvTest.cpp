@@ -30,7 +30,9 @@ namespace {
 
 constexpr ValueType kDtypes[] = {ValueType::F32, ValueType::F16,
                                  ValueType::BF16};
-constexpr int64_t kRows[] = {1, 3, 16, 17, 64};
+/// One M per row bucket (1, 2-4, 5-16) and two past 16 (an f32 X's
+/// passes; the kernel alone serves every M).
+constexpr int64_t kRows[] = {1, 3, 5, 16, 17, 64};
 constexpr std::array<const char *, 3> kEmulatedTargets = {"sm_80", "sm_90a",
                                                           "sm_100a"};
 
@@ -98,6 +100,44 @@ TEST_CASE("the GEMV is bit-exact to the order for every "
               index % 2 == 1, kShapes, kEmulatedTargets);
     ++index;
   }
+}
+
+TEST_CASE("the GEMV reads swizzled 128x4 scales, bit-exact",
+          "[matmul-gpu][emulator]") {
+  for (const mt::WeightSchemeCase &weightCase : mt::swizzledSchemeCases())
+    checkGemv(weightCase, ValueType::BF16, ValueType::F32, /*bias=*/true,
+              kShapes, kEmulatedTargets);
+}
+
+/// Integer codes with a half-precision scale, dequantized two at a time in
+/// X's dtype (docs/matmul-gpu.md, "Dequantization in registers"): f16 X
+/// with f16 scales (nibbles and bytes, signed, unsigned and asymmetric,
+/// groups of 8, 32 and 128 and per channel), bf16 X with bf16 scales and
+/// with f16 scales (the split scale), each bit-exact to the order.
+TEST_CASE("the GEMV's packed integer dequantization is bit-exact",
+          "[matmul-gpu][emulator]") {
+  static const mt::WeightSchemeCase kIntegerCases[] = {
+      {"int4_g128 asym", "int4_g128"},
+      {"int4_g128 sym",
+       "scheme(format=int4,scale=group(128;axis=1),tail=true,type=f16,"
+       "rule=absmax,packing=nibble)"},
+      {"uint4 asym g8 f16",
+       "scheme(format=uint4,scale=group(8;axis=1),tail=true,type=f16,"
+       "rule=minmax,zero_point=true,packing=nibble)"},
+      {"int4 g16 bf16",
+       "scheme(format=int4,scale=group(16;axis=1),tail=true,type=bf16,"
+       "rule=absmax,packing=nibble)"},
+      {"int8 g32 f16",
+       "scheme(format=int8,scale=group(32;axis=1),tail=true,type=f16,"
+       "rule=absmax)"},
+      {"uint8 asym per channel f16",
+       "scheme(format=uint8,scale=per_channel(axis=0),type=f16,rule=minmax,"
+       "zero_point=true)"},
+  };
+  for (const mt::WeightSchemeCase &weightCase : kIntegerCases)
+    for (ValueType input : {ValueType::F16, ValueType::BF16})
+      checkGemv(weightCase, input, ValueType::F32, /*bias=*/false, kShapes,
+                kEmulatedTargets);
 }
 
 TEST_CASE("the GEMV's PTX assembles on every chip", "[matmul-gpu][ptx]") {

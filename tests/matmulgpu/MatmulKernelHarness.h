@@ -153,6 +153,21 @@ runKernel(const emulator::EmulatedProgram &program, const KernelCase &gemv,
   return y;
 }
 
+/// NVFP4 and MXFP4 with their scales in the 128x4 tile layout of the
+/// Blackwell tensor cores (swizzle_128x4): the stored scales are padded to
+/// 128 rows and 4 columns, read at the format model's offsets.
+inline const std::vector<WeightSchemeCase> &swizzledSchemeCases() {
+  static const std::vector<WeightSchemeCase> cases = {
+      {"nvfp4 swizzled",
+       "scheme(format=e2m1,scale=group(16;axis=1),tail=true,type=ue4m3,"
+       "rule=absmax,global=decode,layout=swizzle_128x4,packing=nibble)"},
+      {"mxfp4 swizzled",
+       "scheme(format=e2m1,scale=group(32;axis=1),tail=true,type=e8m0,"
+       "rule=floor,layout=swizzle_128x4,packing=nibble)"},
+  };
+  return cases;
+}
+
 /// One case per weight scheme, X and Y rotating over `inputs` and
 /// `outputs`, the bias on every other scheme (the PTX tests' module).
 inline std::vector<KernelCase>

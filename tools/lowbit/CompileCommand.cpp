@@ -18,6 +18,7 @@
 #include "runtime/cache/KernelCache.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/GpuCompile.h"
+#include "runtime/compiler/MatmulCompiler.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/spec/KernelSpec.h"
 #include "target/Target.h"
@@ -46,6 +47,7 @@ constexpr std::string_view kUsageText =
     "for the host CPU (llvm, --target cpu only) or PTX (ptx, NVIDIA targets\n"
     "only). SPEC is the one-line kernel spec, e.g.\n"
     "  \"quantize mxfp4 from=bf16 scale=dynamic\"\n"
+    "or a matmul spec, \"matmul int4_g128 from=bf16\" (docs/matmul.md).\n"
     "TARGET is one of:\n"
     "{}\n"
     "A chip may name its PTX version: sm_89+ptx81. Defaults: --target cpu,\n"
@@ -238,6 +240,76 @@ std::optional<std::string> compileStages(const KernelSpec &spec,
   return std::move(*llvmIr);
 }
 
+/// `lowbit compile 'matmul ...'`: the matmul's module (compiler::
+/// buildMatmulModule) at `last`. PTX comes from the one GPU compile
+/// (compileMatmulToPtx), through lowbit::Jit and its cache (getKv) unless
+/// the stages are dumped.
+std::optional<std::string>
+compileMatmulStages(const matmul::MatmulSpec &spec, const Target &target,
+                    EmitStage last, bool throughCache, std::string *error) {
+  std::string canonical = matmul::printMatmulSpec(spec);
+  uint64_t hash = runtime::xxh64(canonical.data(), canonical.size(), 0);
+  StageDumper dumper(std::getenv("LOWBIT_DUMP_DIR"),
+                     fmt::format("matmul_{}_{}",
+                                 target.isCpu() ? "cpu" : target.chip,
+                                 runtime::toHex64(hash).substr(0, 8)));
+  auto fromError = [&](llvm::Error failure) -> std::optional<std::string> {
+    *error = llvm::toString(std::move(failure));
+    return std::nullopt;
+  };
+  if (last == EmitStage::Ptx) {
+    if (throughCache) {
+      JitOptions jitOptions;
+      jitOptions.deferCubin = true;
+      Expected<std::unique_ptr<Jit>> jit = Jit::create(jitOptions);
+      if (!jit) {
+        *error = jit.error().message;
+        return std::nullopt;
+      }
+      Expected<KvKernel> kernel = (*jit)->getKv(canonical, target);
+      if (!kernel) {
+        *error = kernel.error().message;
+        return std::nullopt;
+      }
+      return std::string(kernel->ptx());
+    }
+    llvm::Expected<compiler::GpuCompilation> compiled =
+        compiler::compileMatmulToPtx(spec, target);
+    if (!compiled)
+      return fromError(compiled.takeError());
+    if (!dumper.record("ptx", "ptx", compiled->ptx, error))
+      return std::nullopt;
+    return std::move(compiled->ptx);
+  }
+  if (last == EmitStage::Loops) {
+    llvm::Expected<std::string> text = compiler::matmulLoopsText(spec);
+    if (!text)
+      return fromError(text.takeError());
+    if (!dumper.record("loops", "mlir", *text, error))
+      return std::nullopt;
+    return std::move(*text);
+  }
+  std::unique_ptr<mlir::MLIRContext> context = compiler::makeContext();
+  auto module = compiler::buildMatmulModule(*context, spec);
+  if (!module)
+    return fromError(module.takeError());
+  std::string text = printModule(**module);
+  if (!dumper.record("mlir", "mlir", text, error))
+    return std::nullopt;
+  if (last == EmitStage::Mlir)
+    return text;
+  if (llvm::Error lowerError = compiler::lowerMatmulToLoops(**module))
+    return fromError(std::move(lowerError));
+  if (llvm::Error lowerError = lowerLoopsToLlvm(**module))
+    return fromError(std::move(lowerError));
+  auto llvmIr = translateToLlvmIr(**module);
+  if (!llvmIr)
+    return fromError(llvmIr.takeError());
+  if (!dumper.record("llvm", "ll", *llvmIr, error))
+    return std::nullopt;
+  return std::move(*llvmIr);
+}
+
 } // namespace
 
 CommandResult runCompile(Arguments args) {
@@ -255,12 +327,20 @@ CommandResult runCompile(Arguments args) {
                                   "it as one argument (got '{}' after it)",
                                   parsed->operands[1]));
 
-  std::optional<KernelSpec> spec =
-      parseKernelSpec(parsed->operands.front(), &error);
-  if (!spec)
-    return fail(fmt::format("bad kernel spec: {}", error));
-  if (!validateKernelSpec(*spec, &error))
-    return fail(fmt::format("bad kernel spec: {}", error));
+  std::optional<KernelSpec> spec;
+  std::optional<matmul::MatmulSpec> matmulSpec;
+  std::string_view specText = parsed->operands.front();
+  if (specText.starts_with("matmul")) {
+    matmulSpec = matmul::parseMatmulSpec(specText, &error);
+    if (!matmulSpec)
+      return fail(fmt::format("bad matmul spec: {}", error));
+  } else {
+    spec = parseKernelSpec(specText, &error);
+    if (!spec)
+      return fail(fmt::format("bad kernel spec: {}", error));
+    if (!validateKernelSpec(*spec, &error))
+      return fail(fmt::format("bad kernel spec: {}", error));
+  }
 
   const std::string *targetText = parsed->value("target");
   std::optional<Target> target =
@@ -307,6 +387,17 @@ CommandResult runCompile(Arguments args) {
   // LOWBIT_CACHE), unless every stage is to be dumped. It never needs
   // nvJitLink: a miss caches the PTX with its cubin deferred, which the
   // first Jit that links completes (JitOptions::deferCubin).
+  if (matmulSpec) {
+    std::optional<std::string> text =
+        compileMatmulStages(*matmulSpec, *target, stage, throughCache, &error);
+    if (!text)
+      return fail(error);
+    fmt::print("{}", *text);
+    if (!text->empty() && text->back() != '\n')
+      fmt::print("\n");
+    return std::nullopt;
+  }
+
   if (throughCache) {
     JitOptions jitOptions;
     jitOptions.deferCubin = true;
