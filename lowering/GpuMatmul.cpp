@@ -13,6 +13,7 @@
 #include "dialect/LowbitMatmulOps.h"
 #include "lowering/DecodeAttentionEmitter.h"
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuMatmulFp4.h"
 #include "lowering/GpuMatmulGemm.h"
 #include "lowering/GpuMatmulGemv.h"
 
@@ -30,9 +31,14 @@ constexpr int64_t kGemvMaxRows = 16;
 
 /// Why the GEMV cannot serve `op`, or "" when it can.
 std::string refusalOf(ld::MatmulOp op) {
-  if (op.getActSchemeAttr())
-    return "the activations are quantized (act_scheme): the GPU kernels "
-           "are weight-only (docs/matmul.md, \"Quantized activations\")";
+  if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
+    // W4A4: the FP4 GEMM (GpuMatmulFp4.h); other pairs have no kernel yet.
+    if (std::string why =
+            lowbit::fp4GemmRefusal(op.getWeightScheme(), *activations);
+        !why.empty())
+      return "the activations are quantized (act_scheme) and " + why +
+             " (docs/matmul.md, \"Quantized activations\")";
+  }
   if (!lowbit::gemvCoversScheme(op.getWeightScheme()))
     return "the GPU kernels read row-major scales per tensor, per output "
            "channel, in groups along K or in blocks (not the swizzled "
@@ -67,6 +73,15 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
     buffers.global = operandMemref(b, op.getGlobal());
     buffers.bias = operandMemref(b, op.getBias());
     buffers.output = materialize.getDest();
+    if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
+      if (failed(lowbit::emitMatmulFp4Gemm(rewriter, b, op,
+                                           op.getWeightScheme(), *activations,
+                                           buffers)))
+        return rewriter.notifyMatchFailure(op, "no room for the workspace");
+      rewriter.eraseOp(materialize);
+      rewriter.eraseOp(op);
+      return success();
+    }
     // M is the batch, known only at run time: both kernels are launched,
     // the one M does not pick with an empty grid, which every launcher
     // skips. An f32 X has only the GEMV (tf32 would round X).

@@ -5,6 +5,7 @@
 #include "dialect/LowbitMatmulOps.h"
 #include "format/SchemeText.h"
 #include "lowering/GpuMatmul.h"
+#include "lowering/GpuMatmulFp4.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/KernelCompileSupport.h"
 #include "target/ChipCapabilities.h"
@@ -146,12 +147,15 @@ llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec) {
 llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec) {
   if (!spec.activation)
     return llvm::Error::success();
+  // W4A4 (nvfp4 x nvfp4, mxfp4 x mxfp4): the FP4 GEMM (GpuMatmulFp4.h).
+  if (fp4GemmRefusal(spec.scheme, *spec.activation).empty())
+    return llvm::Error::success();
   return compileError(
       "'" + matmul::printMatmulSpec(spec) +
       "' quantizes its activations, and lowbit has no GPU kernel for "
-      "quantized activations yet: the fp8/int8 mma.sync m16n8k32 and "
-      "block-scaled FP4 GEMMs with X's quantize fused in front are not "
-      "built; run it with --backend cpu (docs/matmul.md, \"Quantized "
+      "quantized activations yet: the fp8/int8 mma.sync m16n8k32 GEMMs "
+      "with X's quantize fused in front are not built (W4A4 has the FP4 "
+      "GEMM); run it with --backend cpu (docs/matmul.md, \"Quantized "
       "activations\")");
 }
 
@@ -168,6 +172,11 @@ std::string matmulTargetRefusal(const matmul::MatmulSpec &spec,
            target.str() + "'";
   // Every chip lowbit supports is sm_80 or newer and has it; the GEMM's
   // requirement is still stated where a target is chosen.
+  if (spec.activation && fp4GemmRefusal(spec.scheme, *spec.activation).empty() &&
+      !targetHas(target, TensorInstruction::MmaSyncF16))
+    return "the matmul's FP4 GEMM (W4A4, the codes' values in bf16) needs "
+           "mma.sync m16n8k16 .bf16, which '" +
+           target.str() + "' lacks";
   if (spec.input != ValueType::F32 &&
       !targetHas(target, TensorInstruction::MmaSyncF16))
     return "the matmul's GEMM (an f16/bf16 X, M > 16) needs mma.sync "
