@@ -340,8 +340,11 @@ private:
         // Accumulator i holds column 2 threadID_in_group + i % 2.
         Value column = safeColumnOf(
             tileN, add(mul(threadInGroup, idx(2)), idx(pair)));
-        GroupParams params =
-            loadParams(buffers.scales, buffers.zeros, column, start);
+        // A block past K reads the last one's scale (its sum is skipped).
+        GroupParams params = loadParams(
+            buffers.scales, buffers.zeros, column,
+            arith::MinUIOp::create(b, start,
+                                   arith::SubIOp::create(b, k, idx(1))));
         Value weightFactor = scaleFactor(*this, params.scale, weightGlobal);
         for (int64_t tileM = 0; tileM < kMTiles; ++tileM)
           for (int64_t half = 0; half < 2; ++half) {

@@ -100,11 +100,13 @@ TEST_CASE("the FP4 GEMM is bit-exact to the order: nvfp4 x nvfp4 and mxfp4 "
           "x mxfp4 on sm_90a and sm_120a",
           "[matmul-gpu][emulator]") {
   // N = 37: a partial column tile; K = 88: nvfp4's last chunk holds one
-  // whole block and one cut at 8, mxfp4's one block cut at 24.
+  // whole block and one cut at 8, mxfp4's one block cut at 24; K = 72:
+  // nvfp4's last chunk has a block cut at 8 and one wholly past K.
   for (const char *pair : kPairs)
     for (const char *dtypes :
          {"from=bf16 to=bf16 bias", "from=f32 to=f32", "from=f16 to=f16 bias"}) {
-      size_t compared = checkSpec(fp4Spec(pair, dtypes), kRows, 37, 88);
+      size_t compared = checkSpec(fp4Spec(pair, dtypes), kRows, 37, 88) +
+                        checkSpec(fp4Spec(pair, dtypes), {&kRows[2], 1}, 21, 72);
       std::printf("matmul-gpu: %s x %s %-22s fp4 gemm: %zu outputs "
                   "bit-exact\n",
                   pair, pair, dtypes, compared);
