@@ -74,9 +74,8 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
     buffers.bias = operandMemref(b, op.getBias());
     buffers.output = materialize.getDest();
     if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
-      if (failed(lowbit::emitMatmulFp4Gemm(rewriter, b, op,
-                                           op.getWeightScheme(), *activations,
-                                           buffers)))
+      if (failed(lowbit::emitMatmulFp4Gemm(
+              rewriter, b, op, op.getWeightScheme(), *activations, buffers)))
         return rewriter.notifyMatchFailure(op, "no room for the workspace");
       rewriter.eraseOp(materialize);
       rewriter.eraseOp(op);

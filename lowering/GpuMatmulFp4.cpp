@@ -155,9 +155,9 @@ public:
 private:
   void emitBody() {
     Value numChunks = ceilDiv(k, idx(kChunk));
-    auto chunks = scf::ForOp::create(b, idx(0), numChunks, idx(1),
-                                     SmallVector<Value>(kAccumulators,
-                                                        f32(0.0f)));
+    auto chunks =
+        scf::ForOp::create(b, idx(0), numChunks, idx(1),
+                           SmallVector<Value>(kAccumulators, f32(0.0f)));
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(chunks.getBody());
@@ -209,9 +209,9 @@ private:
     SmallVector<Value> acc = {f32(0.0f)};
     for (int64_t e = 0; e < blockK; ++e) {
       Value at = add(first, idx(e));
-      Value inside = andAll(
-          {rowInside,
-           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, k)});
+      Value inside =
+          andAll({rowInside,
+                  arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, k)});
       Value value = widen(memref::LoadOp::create(
           b, buffers.x,
           ValueRange{safeRow, arith::MinUIOp::create(b, at, lastK)}));
@@ -257,9 +257,10 @@ private:
             mul(arith::DivUIOp::create(b, matrix, idx(2)), idx(8)));
     for (int64_t tileM = 0; tileM < kMTiles; ++tileM) {
       Value row = add(warpRowInTile, add(idx(tileM * mma::kMmaM), rowOffset));
-      a.push_back(loadMatrices(elementPointer(tile, ValueRange{row, columnOffset},
-                                              kSharedAddressSpace),
-                               4, /*transpose=*/false));
+      a.push_back(
+          loadMatrices(elementPointer(tile, ValueRange{row, columnOffset},
+                                      kSharedAddressSpace),
+                       4, /*transpose=*/false));
     }
     Value kStep = add(mul(chunk, idx(kChunk)), idx(step * kMmaK));
     for (int64_t tileN = 0; tileN < kNTiles; ++tileN) {
@@ -283,7 +284,8 @@ private:
     Value column = safeColumnOf(tileN, group);
     Value lastK = arith::SubIOp::create(b, k, idx(1));
     auto pairType = VectorType::get({2}, b.getBF16Type());
-    Value zero = arith::ConstantOp::create(b, b.getFloatAttr(b.getBF16Type(), 0.0));
+    Value zero =
+        arith::ConstantOp::create(b, b.getFloatAttr(b.getBF16Type(), 0.0));
     SmallVector<Value, 2> registers;
     for (int64_t r = 0; r < mma::bRegisters(mma::MmaShape::M16N8K16); ++r) {
       Value at = add(kStep, add(mul(threadInGroup, idx(2)), idx(8 * r)));
@@ -310,8 +312,8 @@ private:
       auto inside = [&](Value position) {
         return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, position, k);
       };
-      Value first = select(
-          inside(at), narrow(codeValue(firstCode), b.getBF16Type()), zero);
+      Value first = select(inside(at),
+                           narrow(codeValue(firstCode), b.getBF16Type()), zero);
       Value second = select(
           inside(atNext), narrow(codeValue(secondCode), b.getBF16Type()), zero);
       registers.push_back(vector::FromElementsOp::create(
@@ -338,13 +340,13 @@ private:
     for (int64_t tileN = 0; tileN < kNTiles; ++tileN)
       for (int64_t pair = 0; pair < 2; ++pair) {
         // Accumulator i holds column 2 threadID_in_group + i % 2.
-        Value column = safeColumnOf(
-            tileN, add(mul(threadInGroup, idx(2)), idx(pair)));
+        Value column =
+            safeColumnOf(tileN, add(mul(threadInGroup, idx(2)), idx(pair)));
         // A block past K reads the last one's scale (its sum is skipped).
-        GroupParams params = loadParams(
-            buffers.scales, buffers.zeros, column,
-            arith::MinUIOp::create(b, start,
-                                   arith::SubIOp::create(b, k, idx(1))));
+        GroupParams params =
+            loadParams(buffers.scales, buffers.zeros, column,
+                       arith::MinUIOp::create(
+                           b, start, arith::SubIOp::create(b, k, idx(1))));
         Value weightFactor = scaleFactor(*this, params.scale, weightGlobal);
         for (int64_t tileM = 0; tileM < kMTiles; ++tileM)
           for (int64_t half = 0; half < 2; ++half) {
@@ -445,9 +447,8 @@ LogicalResult emitMatmulFp4Gemm(RewriterBase &rewriter,
   gpu::LaunchOp launch = emitter.launchBlocks(emitter.idx(1), 1);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(launch.getBody().front().getTerminator());
-  memref::StoreOp::create(
-      builder, emitter.i32(0), workspace,
-      ValueRange{emitter.idx(0), emitter.idx(kGlobalWord)});
+  memref::StoreOp::create(builder, emitter.i32(0), workspace,
+                          ValueRange{emitter.idx(0), emitter.idx(kGlobalWord)});
   return success();
 }
 

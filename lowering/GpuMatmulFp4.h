@@ -35,10 +35,11 @@ std::string fp4GemmRefusal(const Scheme &weights, const Scheme &activations);
 /// that zeroes that word again. `activations` passes fp4GemmRefusal.
 /// Fails, emitting nothing, when the function has a workspace too small.
 mlir::LogicalResult emitMatmulFp4Gemm(mlir::RewriterBase &rewriter,
-                       mlir::ImplicitLocOpBuilder &builder,
-                       mlir::Operation *op, const Scheme &weights,
-                       const Scheme &activations,
-                       const MatmulBuffers &buffers);
+                                      mlir::ImplicitLocOpBuilder &builder,
+                                      mlir::Operation *op,
+                                      const Scheme &weights,
+                                      const Scheme &activations,
+                                      const MatmulBuffers &buffers);
 
 } // namespace lowbit
 

@@ -442,10 +442,10 @@ Value emitTensorGlobalIntoWorkspace(RewriterBase &rewriter,
       input, workspace, /*withMinMax=*/false, [&](const lowbit::Stats &stats) {
         Value bits = arith::BitcastOp::create(
             b, b.getI32Type(), emitter.computeGlobal(stats.absMax));
-        memref::StoreOp::create(b, bits, workspace,
-                                ValueRange{arith::ConstantIndexOp::create(b, 0),
-                                           arith::ConstantIndexOp::create(
-                                               b, word)});
+        memref::StoreOp::create(
+            b, bits, workspace,
+            ValueRange{arith::ConstantIndexOp::create(b, 0),
+                       arith::ConstantIndexOp::create(b, word)});
       });
   return workspace;
 }

@@ -172,7 +172,8 @@ std::string matmulTargetRefusal(const matmul::MatmulSpec &spec,
            target.str() + "'";
   // Every chip lowbit supports is sm_80 or newer and has it; the GEMM's
   // requirement is still stated where a target is chosen.
-  if (spec.activation && fp4GemmRefusal(spec.scheme, *spec.activation).empty() &&
+  if (spec.activation &&
+      fp4GemmRefusal(spec.scheme, *spec.activation).empty() &&
       !targetHas(target, TensorInstruction::MmaSyncF16))
     return "the matmul's FP4 GEMM (W4A4, the codes' values in bf16) needs "
            "mma.sync m16n8k16 .bf16, which '" +

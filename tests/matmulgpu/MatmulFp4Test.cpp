@@ -70,13 +70,12 @@ size_t checkSpec(const MatmulSpec &spec, std::span<const int64_t> rows,
       INFO("m=" << m);
       std::vector<uint8_t> xBytes =
           mt::normalActivations(spec.input, m, k, uint64_t(m + 3 * k));
-      std::optional<std::vector<uint8_t>> expected = orderedQuantizedMatmul(
-          spec, *weights, xBytes, m, biasValues, &error);
+      std::optional<std::vector<uint8_t>> expected =
+          orderedQuantizedMatmul(spec, *weights, xBytes, m, biasValues, &error);
       INFO(error);
       REQUIRE(expected);
-      std::vector<uint8_t> actual =
-          mt::runKernel(*program, kernel, *weights, xBytes, m, biasValues,
-                        error);
+      std::vector<uint8_t> actual = mt::runKernel(*program, kernel, *weights,
+                                                  xBytes, m, biasValues, error);
       INFO(error);
       REQUIRE(error.empty());
       CHECK(actual == *expected);
@@ -103,10 +102,11 @@ TEST_CASE("the FP4 GEMM is bit-exact to the order: nvfp4 x nvfp4 and mxfp4 "
   // whole block and one cut at 8, mxfp4's one block cut at 24; K = 72:
   // nvfp4's last chunk has a block cut at 8 and one wholly past K.
   for (const char *pair : kPairs)
-    for (const char *dtypes :
-         {"from=bf16 to=bf16 bias", "from=f32 to=f32", "from=f16 to=f16 bias"}) {
-      size_t compared = checkSpec(fp4Spec(pair, dtypes), kRows, 37, 88) +
-                        checkSpec(fp4Spec(pair, dtypes), {&kRows[2], 1}, 21, 72);
+    for (const char *dtypes : {"from=bf16 to=bf16 bias", "from=f32 to=f32",
+                               "from=f16 to=f16 bias"}) {
+      size_t compared =
+          checkSpec(fp4Spec(pair, dtypes), kRows, 37, 88) +
+          checkSpec(fp4Spec(pair, dtypes), {&kRows[2], 1}, 21, 72);
       std::printf("matmul-gpu: %s x %s %-22s fp4 gemm: %zu outputs "
                   "bit-exact\n",
                   pair, pair, dtypes, compared);
@@ -136,7 +136,8 @@ TEST_CASE("the FP4 GEMM's launch plan: nvfp4 adds X's amax and the "
 
 TEST_CASE("the FP4 GEMM's PTX assembles on every chip", "[matmul-gpu][ptx]") {
   for (const char *pair : kPairs)
-    for (const char *arch : {"sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a"}) {
+    for (const char *arch :
+         {"sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a"}) {
       INFO(pair << " " << arch);
       std::string error;
       std::optional<Target> target = parseTarget(arch, &error);
@@ -162,8 +163,8 @@ TEST_CASE("sweep: the FP4 GEMM at larger M and K, every dtype pair",
   for (const char *pair : kPairs)
     for (const char *input : {"bf16", "f16", "f32"})
       for (const char *output : {"bf16", "f16", "f32"})
-        checkSpec(fp4Spec(pair, (std::string("from=") + input + " to=" +
-                                 output + " bias")
+        checkSpec(fp4Spec(pair, (std::string("from=") + input +
+                                 " to=" + output + " bias")
                                     .c_str()),
                   kSweepRows, 67, 2113);
 }

@@ -150,8 +150,8 @@ runKernel(const emulator::EmulatedProgram &program, const KernelCase &gemv,
   // kernels leave it zero.
   std::vector<int32_t> workspace(size_t(program.workspaceWords()), 0);
   if (!workspace.empty())
-    buffers.push_back({workspace.data(), 1, int64_t(workspace.size()), 4,
-                       true, "workspace"});
+    buffers.push_back(
+        {workspace.data(), 1, int64_t(workspace.size()), 4, true, "workspace"});
   emulator::Device device;
   Status status = program.run(device, buffers);
   if (!status)
