@@ -14,6 +14,7 @@
 #include "dialect/LowbitMatmulOps.h"
 #include "lowering/DecodeAttentionEmitter.h"
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuMatmulFp4.h"
 #include "lowering/GpuMatmulGemm.h"
 #include "lowering/GpuMatmulGemv.h"
 #include "lowering/GpuMatmulQuantized.h"
@@ -33,10 +34,16 @@ constexpr int64_t kGemvMaxRows = 16;
 /// Why the GEMV cannot serve `op`, or "" when it can.
 std::string refusalOf(ld::MatmulOp op) {
   if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
-    std::string why =
-        lowbit::quantizedGemmRefusal(op.getWeightScheme(), *activations);
-    if (!why.empty())
+    // W4A4: the FP4 GEMM (GpuMatmulFp4.h), which reads row-major scales.
+    if (lowbit::fp4GemmRefusal(op.getWeightScheme(), *activations).empty()) {
+      if (op.getWeightScheme().scale.layout == lowbit::ScaleLayout::Swizzle128x4)
+        return "the FP4 GEMM reads the weights' scales row-major, not in "
+               "the swizzled 128x4 layout";
+    } else if (std::string why = lowbit::quantizedGemmRefusal(
+                   op.getWeightScheme(), *activations);
+               !why.empty()) {
       return why;
+    }
   } else if (!lowbit::gemvCoversScheme(op.getWeightScheme()))
     return "the GPU kernels read row-major scales per tensor, per output "
            "channel, in groups along K or in blocks, and swizzled 128x4 "
@@ -71,11 +78,18 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
     buffers.global = operandMemref(b, op.getGlobal());
     buffers.bias = operandMemref(b, op.getBias());
     buffers.output = materialize.getDest();
-    // Quantized activations: one W8A8 GEMM for every M (X is quantized as
-    // the GEMM loads it).
+    // Quantized activations: the FP4 GEMM for W4A4, else one W8A8 GEMM
+    // for every M (X is quantized as the GEMM loads it).
     if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
-      lowbit::emitQuantizedMatmulGemm(b, op.getWeightScheme(), *activations,
-                                      buffers);
+      if (lowbit::fp4GemmRefusal(op.getWeightScheme(), *activations).empty()) {
+        if (failed(lowbit::emitMatmulFp4Gemm(rewriter, b, op,
+                                             op.getWeightScheme(),
+                                             *activations, buffers)))
+          return rewriter.notifyMatchFailure(op, "no room for the workspace");
+      } else {
+        lowbit::emitQuantizedMatmulGemm(b, op.getWeightScheme(), *activations,
+                                        buffers);
+      }
       rewriter.eraseOp(materialize);
       rewriter.eraseOp(op);
       return success();

@@ -428,6 +428,28 @@ void emitTensorGlobalLaunch(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
       });
 }
 
+Value emitTensorGlobalIntoWorkspace(RewriterBase &rewriter,
+                                    ImplicitLocOpBuilder &b, Operation *op,
+                                    const Scheme &scheme, Value input,
+                                    int64_t word, int64_t threadsPerBlock) {
+  Value workspace = workspaceArgument(
+      rewriter, op,
+      std::max(word + 1, workspace_abi::reductionWords(/*withMinMax=*/false)));
+  if (!workspace)
+    return {};
+  TensorReduceEmitter emitter(b, scheme, threadsPerBlock);
+  emitter.emitStatsLaunch(
+      input, workspace, /*withMinMax=*/false, [&](const lowbit::Stats &stats) {
+        Value bits = arith::BitcastOp::create(
+            b, b.getI32Type(), emitter.computeGlobal(stats.absMax));
+        memref::StoreOp::create(
+            b, bits, workspace,
+            ValueRange{arith::ConstantIndexOp::create(b, 0),
+                       arith::ConstantIndexOp::create(b, word)});
+      });
+  return workspace;
+}
+
 } // namespace lowbit::gpu_mapping
 
 void lowbit::populateLowbitTensorReducePatterns(RewritePatternSet &patterns,

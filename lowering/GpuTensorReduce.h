@@ -45,6 +45,18 @@ void emitTensorGlobalLaunch(mlir::RewriterBase &rewriter,
                             const Scheme &scheme, mlir::Value input,
                             mlir::Value global, int64_t threadsPerBlock);
 
+/// Launch 1 of a computed global scale that no buffer holds (the FP4
+/// matmul's X, GpuMatmulFp4.h): as emitTensorGlobalLaunch, but the last
+/// block stores the global's bits into word `word` of the workspace, which
+/// it returns (with at least `word` + 1 words). The launch that reads the
+/// word is the one that must zero it again.
+mlir::Value emitTensorGlobalIntoWorkspace(mlir::RewriterBase &rewriter,
+                                          mlir::ImplicitLocOpBuilder &b,
+                                          mlir::Operation *op,
+                                          const Scheme &scheme,
+                                          mlir::Value input, int64_t word,
+                                          int64_t threadsPerBlock);
+
 /// The end of a statistics launch emitted elsewhere (the fused kernels of
 /// GpuFusedRows.cpp): each thread's statistics `acc` (amax, or amax, min,
 /// max) are combined over its warp and block through the launch's first

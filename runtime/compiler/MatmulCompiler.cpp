@@ -5,6 +5,7 @@
 #include "dialect/LowbitMatmulOps.h"
 #include "format/SchemeText.h"
 #include "lowering/GpuMatmul.h"
+#include "lowering/GpuMatmulFp4.h"
 #include "lowering/GpuMatmulQuantized.h"
 #include "lowering/Passes.h"
 #include "runtime/compiler/KernelCompileSupport.h"
@@ -147,6 +148,9 @@ llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec) {
 llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec) {
   if (!spec.activation)
     return llvm::Error::success();
+  // W4A4 (nvfp4 x nvfp4, mxfp4 x mxfp4): the FP4 GEMM (GpuMatmulFp4.h).
+  if (fp4GemmRefusal(spec.scheme, *spec.activation).empty())
+    return llvm::Error::success();
   std::string why = quantizedGemmRefusal(spec.scheme, *spec.activation);
   if (why.empty())
     return llvm::Error::success();
@@ -170,7 +174,8 @@ TensorInstruction quantizedGemmInstruction(const matmul::MatmulSpec &spec) {
 /// instruction needs (the FP8 mma.sync: PTX 8.4, above sm_89's default
 /// 8.1), so that `--target sm_89` compiles it; unchanged otherwise.
 Target quantizedGemmTarget(const matmul::MatmulSpec &spec, Target target) {
-  if (!spec.activation || !target.isNvidia())
+  if (!spec.activation || !target.isNvidia() ||
+      !quantizedGemmRefusal(spec.scheme, *spec.activation).empty())
     return target;
   TensorInstruction instruction = quantizedGemmInstruction(spec);
   for (const TensorInstructionInfo &info : tensorInstructionTable())
@@ -216,6 +221,12 @@ std::string matmulTargetRefusal(const matmul::MatmulSpec &spec,
                 : "s8 mma.sync: sm_80 or newer") +
            ")";
   }
+  if (spec.activation &&
+      fp4GemmRefusal(spec.scheme, *spec.activation).empty() &&
+      !targetHas(target, TensorInstruction::MmaSyncF16))
+    return "the matmul's FP4 GEMM (W4A4, the codes' values in bf16) needs "
+           "mma.sync m16n8k16 .bf16, which '" +
+           target.str() + "' lacks";
   if (spec.activation)
     return "";
   // Every chip lowbit supports is sm_80 or newer and has it; the GEMM's

@@ -146,10 +146,19 @@ runKernel(const emulator::EmulatedProgram &program, const KernelCase &gemv,
     buffers.push_back({bias.data(), 1, n, 4, false, "bias"});
   buffers.push_back(
       {y.data(), m, n, size_t(valueTypeBytes(gemv.output)), true, "y"});
+  // The runtime's workspace (docs/kernel-abi.md): zero before, and the
+  // kernels leave it zero.
+  std::vector<int32_t> workspace(size_t(program.workspaceWords()), 0);
+  if (!workspace.empty())
+    buffers.push_back(
+        {workspace.data(), 1, int64_t(workspace.size()), 4, true, "workspace"});
   emulator::Device device;
   Status status = program.run(device, buffers);
   if (!status)
     error = status.error().message;
+  for (int32_t word : workspace)
+    if (word != 0)
+      error = "the kernels left the workspace non-zero";
   return y;
 }
 

@@ -131,6 +131,12 @@ runMatmulInEmulator(const MatmulProblem &problem, std::string_view targetText,
                         elementBytes(param.elementType), param.isResult,
                         param.name});
   }
+  // The runtime's workspace (docs/kernel-abi.md): all zero before the
+  // first launch (W4A4's nvfp4 X carries its global scale through it).
+  std::vector<int32_t> workspace(size_t((*program)->workspaceWords()), 0);
+  if (!workspace.empty())
+    emulated.push_back({workspace.data(), 1, int64_t(workspace.size()),
+                        sizeof(int32_t), true, "the workspace"});
   emulator::Device device;
   if (Status ran = (*program)->run(device, emulated); !ran) {
     fail(error, prefix() + ran.error().message);

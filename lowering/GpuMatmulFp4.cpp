@@ -1,0 +1,455 @@
+//===- GpuMatmulFp4.cpp - W4A4 block-scaled FP4 matmul, bf16 mma fallback ===//
+//
+// The launches (docs/matmul-gpu.md, "FP4 x FP4"):
+//
+//   [nvfp4 X] launch 1: X's amax through the workspace (GpuTensorReduce.h);
+//     the last block stores X's global scale (ScaleMath::computeGlobal)
+//     as bits into workspace word G.
+//   launch 2, block b: the 64 x 128 tile of Y at (64 (b / nTiles),
+//     128 (b % nTiles)); warp w its 32 x 32 part, 2 x 4 m16n8 tiles;
+//     for each 32-wide K chunk c, ascending:
+//       quantize: thread u < 64 * 32 / B takes row u / (32 / B), scale
+//         block u % (32 / B) of the chunk's X tile (B = 16 or 32
+//         elements): amax, scale, codes by ScaleMath (the reference
+//         quantizer's arithmetic), the codes' exact values as bf16 into
+//         shared memory, the block's scale factor (f32) beside them;
+//       barrier;
+//       for the two k16 steps: A by ldmatrix.x4, B the weights' code
+//         values as bf16, mma.sync m16n8k16 into p (p = +0 when the step
+//         starts a scale block); when it ends one, per accumulator:
+//         total = fma(p, fx * fw, total) (skipped for a block past K);
+//       barrier;
+//     Y = total (+ bias), rounded to Y's dtype, stores guarded by M and N.
+//   [nvfp4 X] launch 3: one thread zeroes word G (the workspace leaves the
+//     sequence all zero).
+//
+// Every e2m1 value is a multiple of 1/2 below 8 in magnitude: exact in
+// bf16, their products multiples of 1/4 below 64, and a sum of up to 32
+// of them below 2^11 and exact in f32, so p is exact in whatever order the
+// tensor core adds; the one rounding per block is the fma, the order's.
+// The scales are not folded into the bf16 operands: e2m1 x ue4m3 x an f32
+// global has more bits than bf16 holds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GpuMatmulFp4.h"
+
+#include "lowering/GpuMma.h"
+#include "lowering/GpuMmaLayout.h"
+#include "lowering/GpuTensorReduce.h"
+#include "matmul/QuantizedOrder.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+namespace ld = lowbit::dialect;
+
+namespace lowbit {
+
+namespace {
+
+using kit::dimOf;
+using kit::kWarpSize;
+
+inline constexpr int64_t kWarpRows = 2, kWarpCols = 4;
+inline constexpr int64_t kWarpsPerBlock = kWarpRows * kWarpCols;
+inline constexpr int64_t kThreads = kWarpsPerBlock * kWarpSize;
+inline constexpr int64_t kMTiles = 2, kNTiles = 4;
+inline constexpr int64_t kWarpM = kMTiles * mma::kMmaM;
+inline constexpr int64_t kWarpN = kNTiles * mma::kMmaN;
+inline constexpr int64_t kTileM = kWarpRows * kWarpM; // 64
+inline constexpr int64_t kTileN = kWarpCols * kWarpN; // 128
+inline constexpr int64_t kMmaK = mma::mmaK(mma::MmaShape::M16N8K16);
+/// The K chunk: one MXFP4 scale block, two NVFP4 ones.
+inline constexpr int64_t kChunk = 32;
+inline constexpr int64_t kStepsPerChunk = kChunk / kMmaK;
+/// Tile rows padded to 40 bf16 (80 bytes): ldmatrix's 8 rows fall in
+/// different banks and stay 16-byte aligned.
+inline constexpr int64_t kTileStride = kChunk + 8;
+inline constexpr int64_t kAccumulators =
+    kMTiles * kNTiles * mma::kAccumulatorRegisters;
+/// The workspace word that carries X's global scale between the launches,
+/// after the reduction's amax and ticket.
+inline constexpr int64_t kGlobalWord =
+    workspace_abi::reductionWords(/*withMinMax=*/false);
+
+/// The scale extent along K both sides share (16 or 32), 0 when not FP4.
+int64_t fp4BlockOf(const Scheme &scheme) {
+  const ScaleSpec &scale = scheme.scale;
+  if (scheme.element.name() != std::string_view("e2m1") ||
+      scale.granularity != Granularity::Group || scale.axis != 1 ||
+      scale.zeroPoint)
+    return 0;
+  return scale.groupSize == 16 || scale.groupSize == 32 ? scale.groupSize : 0;
+}
+
+/// A stored scale's f32 factor (matmul::scaleFactors): s, s * g or s / g.
+Value scaleFactor(ScaleMath &math, Value scale, Value global) {
+  switch (math.scaleKind()) {
+  case ScaleKind::GlobalDecode:
+    return math.mulf(scale, global);
+  case ScaleKind::GlobalEncode:
+    return math.divf(scale, global);
+  default:
+    return scale;
+  }
+}
+
+class Fp4GemmEmitter : public MatmulKernelBuilder {
+public:
+  Fp4GemmEmitter(ImplicitLocOpBuilder &builder, const Scheme &weights,
+                 const Scheme &activations, const MatmulBuffers &buffers)
+      : MatmulKernelBuilder(builder, weights, buffers, kThreads),
+        activation(builder, activations), blockK(fp4BlockOf(activations)),
+        nibble(weights.packing == Packing::Nibble) {}
+
+  /// The GEMM launch; `workspace` (null without X's global) holds X's
+  /// global scale at kGlobalWord.
+  void emit(Value workspace) {
+    Value rowsTotal = dimOf(b, buffers.x, 0);
+    Value columnsTotal = dimOf(b, buffers.output, 1);
+    Value columnTiles = ceilDiv(columnsTotal, idx(kTileN));
+    Value blocks = mul(ceilDiv(rowsTotal, idx(kTileM)), columnTiles);
+    auto tileType = kit::workgroupMemRefType(
+        b.getContext(), {kTileM, kTileStride}, b.getBF16Type());
+    auto factorType = kit::workgroupMemRefType(
+        b.getContext(), {kTileM, kChunk / blockK}, b.getF32Type());
+    gpu::LaunchOp launch =
+        launchBlocks(blocks, kThreads, TypeRange{tileType, factorType});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    tile = launch.getWorkgroupAttributions()[0];
+    factors = launch.getWorkgroupAttributions()[1];
+    thread = launch.getThreadIds().x;
+    Value warp = arith::DivUIOp::create(b, thread, idx(kWarpSize));
+    lane = arith::RemUIOp::create(b, thread, idx(kWarpSize));
+    group = arith::DivUIOp::create(b, lane, idx(4));
+    threadInGroup = arith::RemUIOp::create(b, lane, idx(4));
+    Value block = launch.getBlockIds().x;
+    blockRow = mul(arith::DivUIOp::create(b, block, columnTiles), idx(kTileM));
+    Value blockColumn =
+        mul(arith::RemUIOp::create(b, block, columnTiles), idx(kTileN));
+    warpRowInTile =
+        mul(arith::DivUIOp::create(b, warp, idx(kWarpCols)), idx(kWarpM));
+    warpColumn =
+        add(blockColumn,
+            mul(arith::RemUIOp::create(b, warp, idx(kWarpCols)), idx(kWarpN)));
+    m = rowsTotal;
+    n = columnsTotal;
+    k = dimOf(b, buffers.x, 1);
+    codeColumns = dimOf(b, buffers.codes, 1);
+    if (buffers.global)
+      weightGlobal = loadScalar(buffers.global);
+    if (workspace) {
+      xGlobal = arith::BitcastOp::create(
+          b, b.getF32Type(),
+          memref::LoadOp::create(b, workspace,
+                                 ValueRange{idx(0), idx(kGlobalWord)}));
+      xGlobalDivisor = activation.prepareGlobalDivisor(xGlobal);
+    }
+    emitBody();
+  }
+
+private:
+  void emitBody() {
+    Value numChunks = ceilDiv(k, idx(kChunk));
+    auto chunks =
+        scf::ForOp::create(b, idx(0), numChunks, idx(1),
+                           SmallVector<Value>(kAccumulators, f32(0.0f)));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(chunks.getBody());
+      Value chunk = chunks.getInductionVar();
+      quantizeTile(chunk);
+      barrier();
+      SmallVector<Value> total(chunks.getRegionIterArgs());
+      SmallVector<Value> partial(kAccumulators, f32(0.0f));
+      int64_t stepsPerBlock = blockK / kMmaK;
+      for (int64_t step = 0; step < kStepsPerChunk; ++step) {
+        if (step % stepsPerBlock == 0)
+          partial.assign(kAccumulators, f32(0.0f));
+        mmaStep(chunk, step, partial);
+        if ((step + 1) % stepsPerBlock == 0)
+          applyScales(chunk, step / stepsPerBlock, partial, total);
+      }
+      // Every warp has read the tile before the next chunk overwrites it.
+      barrier();
+      scf::YieldOp::create(b, total);
+    }
+    storeOutputs(SmallVector<Value>(chunks.getResults()));
+  }
+
+  /// X's scale blocks of chunk `chunk`, quantized into the tile (code
+  /// values as bf16) and `factors` (each block's f32 scale factor).
+  void quantizeTile(Value chunk) {
+    int64_t blocksPerRow = kChunk / blockK;
+    static_assert(kTileM * kChunk / 16 <= kThreads, "a block per thread");
+    auto active = scf::IfOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, thread,
+                              idx(kTileM * blocksPerRow)),
+        false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(active.thenBlock()->getTerminator());
+    Value row = arith::DivUIOp::create(b, thread, idx(blocksPerRow));
+    Value blockInChunk = arith::RemUIOp::create(b, thread, idx(blocksPerRow));
+    Value globalRow = add(blockRow, row);
+    Value rowInside =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalRow, m);
+    Value safeRow = arith::MinUIOp::create(b, globalRow,
+                                           arith::SubIOp::create(b, m, idx(1)));
+    Value lastK = arith::SubIOp::create(b, k, idx(1));
+    Value tileColumn = mul(blockInChunk, idx(blockK));
+    Value first = add(mul(chunk, idx(kChunk)), tileColumn);
+    // Elements past M or K are 0: they leave the amax alone and encode to
+    // the zero code, as the reference's block holds only X's elements.
+    SmallVector<Value> values;
+    SmallVector<Value> acc = {f32(0.0f)};
+    for (int64_t e = 0; e < blockK; ++e) {
+      Value at = add(first, idx(e));
+      Value inside =
+          andAll({rowInside,
+                  arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, k)});
+      Value value = widen(memref::LoadOp::create(
+          b, buffers.x,
+          ValueRange{safeRow, arith::MinUIOp::create(b, at, lastK)}));
+      values.push_back(select(inside, value, f32(0.0f)));
+      acc = activation.accumulate(acc, values.back(), /*withMinMax=*/false);
+    }
+    Stats stats = activation.toStats(acc, /*withMinMax=*/false);
+    Value stored = activation.pickScale(stats, xGlobal, xGlobalDivisor);
+    GroupParams params;
+    params.scale = activation.decodeScale(stored);
+    params.global = xGlobal;
+    memref::StoreOp::create(b, scaleFactor(activation, params.scale, xGlobal),
+                            factors, ValueRange{row, blockInChunk});
+    params = activation.withExactReciprocal(params);
+    for (int64_t e = 0; e < blockK; e += 2) {
+      auto [low, high] =
+          activation.quantizePair(values[e], values[e + 1], params);
+      Value codes[2] = {low, high};
+      for (int64_t offset = 0; offset < 2; ++offset)
+        memref::StoreOp::create(
+            b, narrow(codeValue(codes[offset]), b.getBF16Type()), tile,
+            ValueRange{row, add(tileColumn, idx(e + offset))});
+    }
+  }
+
+  /// An e2m1 code's exact value (both sides share the element format).
+  Value codeValue(Value code) {
+    return ld::DecodeOp::create(b, b.getF32Type(), code, elementFormatAttr);
+  }
+
+  /// One k16 step: A by ldmatrix.x4 from the tile, B the weights' code
+  /// values, 8 mma.sync into `partial`.
+  void mmaStep(Value chunk, int64_t step, SmallVector<Value> &partial) {
+    SmallVector<SmallVector<Value, 4>, kMTiles> a;
+    // Lane l gives row l % 8 of matrix l / 8: matrix q is rows 8 (q % 2),
+    // columns 8 (q / 2) of the 16 x 16 A tile (GpuMmaLayout.h's aElement).
+    Value matrix = arith::DivUIOp::create(b, lane, idx(8));
+    Value rowOffset =
+        add(mul(arith::RemUIOp::create(b, matrix, idx(2)), idx(8)),
+            arith::RemUIOp::create(b, lane, idx(8)));
+    Value columnOffset =
+        add(idx(step * kMmaK),
+            mul(arith::DivUIOp::create(b, matrix, idx(2)), idx(8)));
+    for (int64_t tileM = 0; tileM < kMTiles; ++tileM) {
+      Value row = add(warpRowInTile, add(idx(tileM * mma::kMmaM), rowOffset));
+      a.push_back(
+          loadMatrices(elementPointer(tile, ValueRange{row, columnOffset},
+                                      kSharedAddressSpace),
+                       4, /*transpose=*/false));
+    }
+    Value kStep = add(mul(chunk, idx(kChunk)), idx(step * kMmaK));
+    for (int64_t tileN = 0; tileN < kNTiles; ++tileN) {
+      SmallVector<Value, 2> bRegisters = weightFragment(tileN, kStep);
+      for (int64_t tileM = 0; tileM < kMTiles; ++tileM) {
+        int64_t at = (tileM * kNTiles + tileN) * mma::kAccumulatorRegisters;
+        ArrayRef<Value> c(partial.data() + at, mma::kAccumulatorRegisters);
+        FailureOr<SmallVector<Value, 4>> d = buildMmaSyncF32(
+            b, b.getLoc(), a[tileM], bRegisters, c, b.getBF16Type());
+        assert(succeeded(d) && "bf16 m16n8k16 operands");
+        llvm::copy(*d, partial.begin() + at);
+      }
+    }
+  }
+
+  /// This lane's B registers of n8 tile `tileN` at K offset `kStep`
+  /// (bElement: register r holds w[n, k], w[n, k + 1], n the tile's
+  /// column groupID, k = kStep + 2 threadID_in_group + 8 r), the codes'
+  /// values; 0 past K, a column past N reads row N - 1 (never stored).
+  SmallVector<Value, 2> weightFragment(int64_t tileN, Value kStep) {
+    Value column = safeColumnOf(tileN, group);
+    Value lastK = arith::SubIOp::create(b, k, idx(1));
+    auto pairType = VectorType::get({2}, b.getBF16Type());
+    Value zero =
+        arith::ConstantOp::create(b, b.getFloatAttr(b.getBF16Type(), 0.0));
+    SmallVector<Value, 2> registers;
+    for (int64_t r = 0; r < mma::bRegisters(mma::MmaShape::M16N8K16); ++r) {
+      Value at = add(kStep, add(mul(threadInGroup, idx(2)), idx(8 * r)));
+      Value atNext = add(at, idx(1));
+      Value firstCode, secondCode;
+      if (nibble) {
+        // k is even: one byte holds the pair, low nibble first.
+        Value byte = memref::LoadOp::create(
+            b, buffers.codes,
+            ValueRange{column,
+                       arith::MinUIOp::create(
+                           b, arith::DivUIOp::create(b, at, idx(2)),
+                           arith::SubIOp::create(b, codeColumns, idx(1)))});
+        firstCode = arith::AndIOp::create(b, byte, i8(0xF));
+        secondCode = arith::ShRUIOp::create(b, byte, i8(4));
+      } else {
+        firstCode = memref::LoadOp::create(
+            b, buffers.codes,
+            ValueRange{column, arith::MinUIOp::create(b, at, lastK)});
+        secondCode = memref::LoadOp::create(
+            b, buffers.codes,
+            ValueRange{column, arith::MinUIOp::create(b, atNext, lastK)});
+      }
+      auto inside = [&](Value position) {
+        return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, position, k);
+      };
+      Value first = select(inside(at),
+                           narrow(codeValue(firstCode), b.getBF16Type()), zero);
+      Value second = select(
+          inside(atNext), narrow(codeValue(secondCode), b.getBF16Type()), zero);
+      registers.push_back(vector::FromElementsOp::create(
+          b, pairType, ValueRange{first, second}));
+    }
+    return registers;
+  }
+
+  /// Output column `offset` of n8 tile `tileN`, clamped to N - 1.
+  Value safeColumnOf(int64_t tileN, Value offset) {
+    Value column = add(warpColumn, add(idx(tileN * mma::kMmaN), offset));
+    return arith::MinUIOp::create(b, column,
+                                  arith::SubIOp::create(b, n, idx(1)));
+  }
+
+  /// The order's step for scale block `blockInChunk` of `chunk`: per
+  /// accumulator (row, column), total = fma(p, fx * fw, total), where the
+  /// block starts inside K.
+  void applyScales(Value chunk, int64_t blockInChunk, ArrayRef<Value> partial,
+                   SmallVector<Value> &total) {
+    Value start = add(mul(chunk, idx(kChunk)), idx(blockInChunk * blockK));
+    Value inside =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, start, k);
+    for (int64_t tileN = 0; tileN < kNTiles; ++tileN)
+      for (int64_t pair = 0; pair < 2; ++pair) {
+        // Accumulator i holds column 2 threadID_in_group + i % 2.
+        Value column =
+            safeColumnOf(tileN, add(mul(threadInGroup, idx(2)), idx(pair)));
+        // A block past K reads the last one's scale (its sum is skipped).
+        GroupParams params =
+            loadParams(buffers.scales, buffers.zeros, column,
+                       arith::MinUIOp::create(
+                           b, start, arith::SubIOp::create(b, k, idx(1))));
+        Value weightFactor = scaleFactor(*this, params.scale, weightGlobal);
+        for (int64_t tileM = 0; tileM < kMTiles; ++tileM)
+          for (int64_t half = 0; half < 2; ++half) {
+            int64_t i = 2 * half + pair;
+            static_assert(mma::accumulatorElement(0, 2).row == 8 &&
+                              mma::accumulatorElement(0, 1).col == 1,
+                          "accumulator i: row groupID + 8 (i / 2), column "
+                          "2 threadID_in_group + i % 2");
+            Value row = add(warpRowInTile,
+                            add(idx(tileM * mma::kMmaM + 8 * half), group));
+            Value xFactor = memref::LoadOp::create(
+                b, factors, ValueRange{row, idx(blockInChunk)});
+            Value factor = mulf(xFactor, weightFactor);
+            int64_t at =
+                (tileM * kNTiles + tileN) * mma::kAccumulatorRegisters + i;
+            total[at] = select(
+                inside, math::FmaOp::create(b, partial[at], factor, total[at]),
+                total[at]);
+          }
+      }
+  }
+
+  /// Y from the totals: accumulator i of tile (tileM, tileN) at
+  /// accumulatorElement(lane, i); + bias, rounded, stored when inside.
+  void storeOutputs(ArrayRef<Value> total) {
+    for (int64_t tileM = 0; tileM < kMTiles; ++tileM)
+      for (int64_t tileN = 0; tileN < kNTiles; ++tileN)
+        for (int64_t i = 0; i < mma::kAccumulatorRegisters; ++i) {
+          Value row = add(add(blockRow, warpRowInTile),
+                          add(idx(tileM * mma::kMmaM + 8 * (i / 2)), group));
+          Value column = add(warpColumn, add(idx(tileN * mma::kMmaN + i % 2),
+                                             mul(threadInGroup, idx(2))));
+          auto inside = scf::IfOp::create(
+              b,
+              andAll(
+                  {arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, m),
+                   arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column,
+                                         n)}),
+              false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(inside.thenBlock()->getTerminator());
+          Value acc = addBias(
+              total[(tileM * kNTiles + tileN) * mma::kAccumulatorRegisters + i],
+              column);
+          memref::StoreOp::create(b, roundOutput(acc), buffers.output,
+                                  ValueRange{row, column});
+        }
+  }
+
+  /// The activations' arithmetic (the reference quantizer's).
+  ScaleMath activation;
+  int64_t blockK;
+  bool nibble;
+  // Set while emitting the kernel body.
+  Value tile, factors, thread, lane, group, threadInGroup, blockRow,
+      warpRowInTile, warpColumn;
+  Value m, n, k, codeColumns, weightGlobal, xGlobal;
+  PreparedDivisor xGlobalDivisor;
+};
+
+} // namespace
+
+std::string fp4GemmRefusal(const Scheme &weights, const Scheme &activations) {
+  int64_t weightBlock = fp4BlockOf(weights);
+  int64_t activationBlock = fp4BlockOf(activations);
+  if (weightBlock == 0 || activationBlock == 0)
+    return "the FP4 GEMM takes e2m1 codes on both sides with scales in "
+           "groups of 16 or 32 along K (nvfp4, mxfp4)";
+  if (weightBlock != activationBlock)
+    return "the weights' scale groups (" + std::to_string(weightBlock) +
+           ") and the activations' (" + std::to_string(activationBlock) +
+           ") differ";
+  if (activations.scale.mode != ScaleMode::Dynamic)
+    return "the FP4 GEMM computes X's scales (dynamic), not static ones";
+  return "";
+}
+
+LogicalResult emitMatmulFp4Gemm(RewriterBase &rewriter,
+                                ImplicitLocOpBuilder &builder, Operation *op,
+                                const Scheme &weights,
+                                const Scheme &activations,
+                                const MatmulBuffers &buffers) {
+  ScaleKind kind = scaleKindOf(activations);
+  bool computedGlobal =
+      kind == ScaleKind::GlobalDecode || kind == ScaleKind::GlobalEncode;
+  Value workspace;
+  if (computedGlobal) {
+    workspace = gpu_mapping::emitTensorGlobalIntoWorkspace(
+        rewriter, builder, op, activations, buffers.x, kGlobalWord, kThreads);
+    if (!workspace)
+      return failure();
+  }
+  Fp4GemmEmitter(builder, weights, activations, buffers).emit(workspace);
+  if (!workspace)
+    return success();
+  // The workspace leaves the sequence as it came, all zero.
+  kit::KernelEmitter emitter(builder);
+  gpu::LaunchOp launch = emitter.launchBlocks(emitter.idx(1), 1);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(launch.getBody().front().getTerminator());
+  memref::StoreOp::create(builder, emitter.i32(0), workspace,
+                          ValueRange{emitter.idx(0), emitter.idx(kGlobalWord)});
+  return success();
+}
+
+} // namespace lowbit
