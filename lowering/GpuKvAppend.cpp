@@ -1,11 +1,10 @@
-//===- GpuKvAppend.cpp - KV-cache append/dequantize, a warp per row -------===//
+//===- GpuKvAppend.cpp - KV-cache append/dequantize, one warp per row -----===//
 //
 // lowbit.kv_append and lowbit.kv_dequantize as gpu.launch ops shaped for
-// bandwidth (docs/kv-kernels.md, "GPU mapping"). A warp owns up to
-// kTokensPerWarp consecutive (sequence, kv head, token) rows, one at a
-// time; all its lanes read the position (and the block-table entry) of
-// the row, one transaction, and take the same branch, so shuffles are
-// warp-uniform.
+// bandwidth (docs/kv-kernels.md, "GPU mapping"). A warp owns one
+// (sequence, kv head, token) row, 8 rows per 256-thread block; all its
+// lanes read the position (and the block-table entry) of the row, one
+// transaction, and take the same branch, so shuffles are warp-uniform.
 // The row is cut into chunks of `width` elements (kvRowMapping: up to 16
 // bytes, narrower where that leaves lanes idle), loaded and stored as one
 // vector each:
@@ -66,11 +65,6 @@ lowbit::KvRowMapping lowbit::kvRowMapping(int64_t headDim, int64_t groupSize,
 
 namespace lowbit::gpu_mapping {
 namespace {
-
-/// Consecutive tokens of one (sequence, head) a warp takes, one row at a
-/// time: the row's sequence and head cost two divisions by run-time sizes
-/// (64-bit ones on an index), which a warp then pays once for them all.
-constexpr int64_t kTokensPerWarp = 4;
 
 Type elementTypeOf(Value buffer) {
   return cast<MemRefType>(buffer.getType()).getElementType();
@@ -207,47 +201,45 @@ private:
                  : first;
   }
 
-  /// One launch, one warp per kTokensPerWarp consecutive (sequence, head,
-  /// token) rows of `values` (fewer at the end of a sequence); warps past
-  /// the last row do nothing. The warp's sequence and head take the
-  /// launch's only divisions by run-time sizes, once for its rows. `body`
-  /// runs where a row's cache slot is inside the cache, `outside` (if
-  /// given) where it is not, each with vector accesses when every buffer
-  /// of `streamed` is aligned to its chunk, else with scalar ones. Every
-  /// lane of a warp takes the same branches and trips.
+  /// One launch, one warp per (sequence, head, token) row of `values`;
+  /// warps past the last row do nothing. `body` runs where the row's cache
+  /// slot is inside the cache, `outside` (if given) where it is not, each
+  /// with vector accesses when every buffer of `streamed` is aligned to
+  /// its chunk, else with scalar ones. Every lane of a warp takes the same
+  /// branches.
   void emitRows(Value values, Value codes, Value positions, Value blockTable,
                 const KvRowMapping &mapping, ArrayRef<Value> streamed,
                 RowBody body, OutsideBody outside) {
     Value heads = dimOf(b, values, 1), tokens = dimOf(b, values, 2);
-    Value tokenBlocks = ceilDiv(tokens, idx(kTokensPerWarp));
-    Value headBlocks = arith::MulIOp::create(b, heads, tokenBlocks);
-    Value warps = arith::MulIOp::create(b, dimOf(b, values, 0), headBlocks);
+    Value headTokens = arith::MulIOp::create(b, heads, tokens);
+    Value rows = arith::MulIOp::create(b, dimOf(b, values, 0), headTokens);
     gpu::LaunchOp launch =
-        createLaunch(arith::MulIOp::create(b, warps, idx(kWarpSize)));
+        createLaunch(arith::MulIOp::create(b, rows, idx(kWarpSize)));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
 
-    // The warp and lane from the block and the thread index apart (the
+    // The row and lane from the block and the thread index apart (the
     // block size is a multiple of the warp): every address is then a
     // warp-uniform base plus the lane's chunk, which the report's address
     // analysis reads as adjacent lanes.
     Value threadInBlock = launch.getThreadIds().x;
-    Value warp = arith::AddIOp::create(
+    Value row = arith::AddIOp::create(
         b,
         arith::MulIOp::create(b, launch.getBlockIds().x,
                               idx(threadsPerBlock / kWarpSize)),
         arith::DivUIOp::create(b, threadInBlock, idx(kWarpSize)));
     Value lane = arith::RemUIOp::create(b, threadInBlock, idx(kWarpSize));
-    auto warpIf = scf::IfOp::create(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, warp, warps),
+    auto rowIf = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, rows),
         /*withElseRegion=*/false);
-    b.setInsertionPoint(warpIf.thenBlock()->getTerminator());
-    Value seq = arith::DivUIOp::create(b, warp, headBlocks);
-    Value headBlock = arith::RemUIOp::create(b, warp, headBlocks);
-    Value head = arith::DivUIOp::create(b, headBlock, tokenBlocks);
-    Value firstToken = arith::MulIOp::create(
-        b, arith::RemUIOp::create(b, headBlock, tokenBlocks),
-        idx(kTokensPerWarp));
+    b.setInsertionPoint(rowIf.thenBlock()->getTerminator());
+    Value seq = arith::DivUIOp::create(b, row, headTokens);
+    Value head = arith::RemUIOp::create(
+        b, arith::DivUIOp::create(b, row, tokens), heads);
+    Value token = arith::RemUIOp::create(b, row, tokens);
+    SmallVector<Value> rowIndices{seq, head, token};
+    KvCacheSlot slot =
+        findCacheSlot(codes, positions, blockTable, seq, head, token);
 
     // Rows start at multiples of the chunk (width divides head_dim), so
     // the bases' alignment decides for every row.
@@ -256,18 +248,6 @@ private:
       aligned.push_back(
           isAligned(buffer, mapping.width * bytesOf(elementTypeOf(buffer))));
     Value vectorized = andAll(aligned);
-
-    auto rowLoop = scf::ForOp::create(
-        b, firstToken,
-        arith::MinUIOp::create(
-            b, arith::AddIOp::create(b, firstToken, idx(kTokensPerWarp)),
-            tokens),
-        idx(1));
-    b.setInsertionPoint(rowLoop.getBody()->getTerminator());
-    Value token = rowLoop.getInductionVar();
-    SmallVector<Value> rowIndices{seq, head, token};
-    KvCacheSlot slot =
-        findCacheSlot(codes, positions, blockTable, seq, head, token);
     auto bothWays = [&](function_ref<void(bool)> emit) {
       if (mapping.width == 1) {
         emit(false);

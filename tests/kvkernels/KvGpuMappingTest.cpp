@@ -6,7 +6,7 @@
 // vector, groups that do not divide head_dim, groups wider than a warp's
 // lanes and many groups per warp trip; buffers whose base is not aligned
 // to a vector (the scalar accesses); the mapping's sizes; and that the
-// compile entry takes it (a warp per row, shuffles, vector accesses).
+// compile entry takes it (one warp per row, shuffles, vector accesses).
 //
 //===----------------------------------------------------------------------===//
 
@@ -159,9 +159,9 @@ TEST_CASE("KV kernels on buffers off the vector alignment", "[kvemu][kvgpu]") {
   checkMisaligned("kv_fp8_e4m3 scale=per_head", 256);
 }
 
-TEST_CASE("the KV kernels give a warp up to 4 rows of a head", "[kvgpu]") {
-  // 2 sequences x 3 heads x ceil(5 tokens / 4) = 12 warps (rows 0-3 and 4
-  // of each head) = 384 threads: 2 blocks of 256.
+TEST_CASE("the KV kernels are one warp per row", "[kvgpu]") {
+  // 2 sequences x 3 heads x 5 tokens = 30 rows = 960 threads: 4 blocks
+  // of 256.
   for (bool paged : {false, true}) {
     KvCase setup = makeCase("kv_int8_g64 convention=multiplier", paged,
                             KvValueType::BF16, 256);
@@ -179,7 +179,7 @@ TEST_CASE("the KV kernels give a warp up to 4 rows of a head", "[kvgpu]") {
       CHECK(std::array<int64_t, 6>{resolved->sizes[0], resolved->sizes[1],
                                    resolved->sizes[2], resolved->sizes[3],
                                    resolved->sizes[4], resolved->sizes[5]} ==
-            std::array<int64_t, 6>{2, 1, 1, 256, 1, 1});
+            std::array<int64_t, 6>{4, 1, 1, 256, 1, 1});
       std::string error;
       std::optional<Target> target = parseTarget("sm_90a", &error);
       REQUIRE(target);

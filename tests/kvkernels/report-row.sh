@@ -3,8 +3,7 @@
 # batch 64, 8 kv heads, head_dim 128, bf16 in, kv_int8_g64 and kv_fp8_e4m3
 # out, at 1 and 256 new tokens per sequence.
 #   - each row names the spec and the size and has one launch of
-#     (batch * heads * ceil(tokens / 4) * 32) / 256 blocks of 256 threads
-#     (one warp per 4 consecutive rows of a sequence and head);
+#     (rows * 32) / 256 blocks of 256 threads (one warp per row);
 #   - the minimum is recomputed here: the bf16 values, one code byte per
 #     value, the int8 scales (one f32 per 64 values) or the one FP8 scale,
 #     and the positions;
@@ -27,7 +26,7 @@ check() { # SCHEME_TEXT SCALE_BYTES_PER_ROW TOKENS SHUFFLES(yes|no)
   local minimum=$(( elements * 2 + elements + scales + batch * 4 ))
   local expected
   expected=$(awk -v m="$minimum" -v e="$elements" 'BEGIN { printf "%.2f", m / e }')
-  local blocks=$(( (batch * heads * ((tokens + 3) / 4) * 32 + 255) / 256 ))
+  local blocks=$(( (rows * 32 + 255) / 256 ))
   echo "$scheme at $tokens token(s): minimum $minimum B over $elements values = $expected B/elem, $blocks blocks"
   local row
   row=$(awk -v t=" x $tokens token(s) on" 'index($0, t) { p = 1 } p && /^$/ { exit } p' "$work/report.txt")

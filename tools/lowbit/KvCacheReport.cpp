@@ -160,8 +160,8 @@ Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
     if (!launch)
       return launch.error();
     launch->policy = fmt::format(
-        "grid ({}, {}, {}) x block ({}, {}, {}): one warp per 4 "
-        "consecutive (sequence, head, token) rows",
+        "grid ({}, {}, {}) x block ({}, {}, {}): one warp per (sequence, "
+        "head, token) row",
         launch->grid[0], launch->grid[1], launch->grid[2], launch->block[0],
         launch->block[1], launch->block[2]);
     input.launches.push_back(std::move(*launch));
