@@ -3,6 +3,12 @@ ratio against the same RTN written in numpy in the same run, and peak
 memory (max RSS from /usr/bin/time -v).
 
 Usage: quantize_model_bench.py LOWBIT WORK [--gib 2.1] [--jobs 1,2]
+                                [--reference-jobs 1]
+
+lowbit runs with its default backend (the JIT-compiled CPU kernels) at
+each --jobs, then with --backend reference at each --reference-jobs (none
+with an empty list), so the kernels' gain over the reference quantizer is
+in the same run.
 
 The model: bf16 Llama-like layers, each four [4096, 4096] linear weights
 and a norm, plus an embedding (ignored by the default --ignore), in one
@@ -90,12 +96,12 @@ def numpy_rtn(directory, out_path):
             out.write(zero.astype(np.uint8).tobytes())
 
 
-def run_lowbit(lowbit, model, out, jobs):
+def run_lowbit(lowbit, model, out, jobs, backend):
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
     result = subprocess.run(
         ["/usr/bin/time", "-v", lowbit, "quantize-model", "--scheme", "int4_g128",
-         "--in", model, "--out", out, "--jobs", str(jobs)],
+         "--in", model, "--out", out, "--jobs", str(jobs), "--backend", backend],
         capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if result.returncode != 0:
@@ -110,23 +116,28 @@ def main():
     parser.add_argument("work")
     parser.add_argument("--gib", type=float, default=2.1)
     parser.add_argument("--jobs", default="1,2")
+    parser.add_argument("--reference-jobs", default="1")
     args = parser.parse_args()
     model = os.path.join(args.work, "model")
     input_bytes, weights = make_model(model, args.gib)
     print(f"model: {input_bytes / 2**30:.2f} GiB bf16, {weights} linear "
           f"weights [{SIDE}, {SIDE}] quantized, scheme int4_g128")
     rows = []
-    for jobs in [int(j) for j in args.jobs.split(",")]:
-        seconds, rss = run_lowbit(args.lowbit, model, os.path.join(args.work, "out"), jobs)
-        rows.append((f"lowbit quantize-model --jobs {jobs}", seconds, rss))
+    runs = [(int(j), "auto") for j in args.jobs.split(",") if j]
+    runs += [(int(j), "reference") for j in args.reference_jobs.split(",") if j]
+    for jobs, backend in runs:
+        seconds, rss = run_lowbit(args.lowbit, model, os.path.join(args.work, "out"),
+                                  jobs, backend)
+        label = f"lowbit --jobs {jobs}" + ("" if backend == "auto" else " --backend reference")
+        rows.append((label, seconds, rss))
     start = time.perf_counter()
     numpy_rtn(model, os.path.join(args.work, "numpy.bin"))
     numpy_seconds = time.perf_counter() - start
-    print(f"{'run':<32} {'s':>8} {'GB/s in':>8} {'max RSS MiB':>12} {'vs numpy':>9}")
+    print(f"{'run':<40} {'s':>8} {'GB/s in':>8} {'max RSS MiB':>12} {'vs numpy':>9}")
     for label, seconds, rss in rows:
-        print(f"{label:<32} {seconds:8.1f} {input_bytes / seconds / 1e9:8.3f} "
+        print(f"{label:<40} {seconds:8.1f} {input_bytes / seconds / 1e9:8.3f} "
               f"{rss:12.0f} {numpy_seconds / seconds:8.2f}x")
-    print(f"{'numpy RTN (same run)':<32} {numpy_seconds:8.1f} "
+    print(f"{'numpy RTN (same run)':<40} {numpy_seconds:8.1f} "
           f"{input_bytes / numpy_seconds / 1e9:8.3f} {'-':>12} {1:8.2f}x")
     shutil.rmtree(args.work)
 

@@ -29,6 +29,55 @@ bool sameApartFromGranularity(const Scheme &scheme, Scheme candidate) {
   return scheme == candidate;
 }
 
+/// The nvfp4 scheme in `convention`, unnamed (a name would not compare).
+Scheme unnamedNvfp4(GlobalScale convention) {
+  Scheme scheme = *lookupScheme("nvfp4");
+  scheme.scale.globalScale = convention;
+  scheme.name.clear();
+  return scheme;
+}
+
+/// NVFP4 in either global-scale convention.
+bool isNvfp4(Scheme scheme) {
+  scheme.name.clear();
+  return scheme == unnamedNvfp4(GlobalScale::DecodeMultiplier) ||
+         scheme == unnamedNvfp4(GlobalScale::EncodeReciprocal);
+}
+
+/// Why compressed-tensors has no form for `scheme`.
+std::string refusal(const Scheme &scheme) {
+  const Format &element = scheme.element;
+  const ScaleSpec &scale = scheme.scale;
+  std::string name = element.name();
+  bool mx = scale.type == ScaleType::E8M0;
+  if (name == "e5m2")
+    return "compressed-tensors' float-quantized layout stores FP8 as e4m3 "
+           "(torch.float8_e4m3fn) only: e5m2 codes have no compressed-tensors "
+           "form; --format lowbit holds them";
+  if (mx && name != "e2m1")
+    return "compressed-tensors has no layout for MX scales on " + name +
+           " codes (its formats are pack-quantized, float-quantized, "
+           "nvfp4-pack-quantized and mxfp4-pack-quantized): MXFP8 and MXFP6 "
+           "have no compressed-tensors form; --format lowbit holds them";
+  if (mx && name == "e2m1")
+    return "compressed-tensors' mxfp4-pack-quantized holds MXFP4 as vLLM "
+           "reads it: e2m1 codes two to a byte, one e8m0 scale per 32 "
+           "columns, row-major; this variant (" +
+           std::string(scaleLayoutName(scale.layout)) + " scales, group " +
+           std::to_string(scale.groupSize) +
+           ") is not it; --format lowbit holds it";
+  if (scale.globalScale != GlobalScale::None)
+    return "compressed-tensors' nvfp4-pack-quantized holds NVFP4 exactly: "
+           "e2m1 codes, ue4m3 absmax scales per 16 columns, one f32 global "
+           "scale; this variant is not it; --format lowbit holds it";
+  return "compressed-tensors holds 4- or 8-bit integer codes (int4/int8 "
+         "absmax, or uint4/uint8 minmax with zero points) with f16, bf16 or "
+         "f32 scales in groups along the columns or one per row "
+         "(per_channel, axis 0), e4m3 codes with f32, bf16 or f16 absmax "
+         "scales per tensor, per row or per block, nvfp4 and mxfp4; this "
+         "scheme is none of them; --format lowbit holds it";
+}
+
 bool isRowsOnly(const ScaleSpec &scale) {
   return scale.granularity == Granularity::PerChannel && scale.axis == 0;
 }
@@ -69,25 +118,41 @@ CompressedTensorsForm::of(const Scheme &scheme) {
       return form;
     }
   }
-  return invalid(
-      "compressed-tensors holds 4- or 8-bit integer codes (int4/int8 "
-      "absmax, or uint4/uint8 minmax with zero points) with f16, bf16 or f32 "
-      "scales in groups along the columns or one per row (per_channel, axis "
-      "0), and e4m3 codes with f32, bf16 or f16 absmax scales per tensor, "
-      "per row or per block; this scheme is none of them");
+  if (isMxfp4Layout(scheme)) {
+    form.kind = Kind::Mxfp4;
+    return form;
+  }
+  if (isNvfp4(scheme)) {
+    form.kind = Kind::Nvfp4;
+    return form;
+  }
+  return invalid(refusal(scheme));
 }
 
 Expected<Scheme> CompressedTensorsForm::schemeFor(const std::string &name,
                                                   int64_t n, int64_t k) const {
-  Expected<Scheme> scheme =
-      kind == Kind::PackQuantized
-          ? integerGroupScheme(pack.bits, zeroPoint,
-                               pack.groupSize == -1 ? k : pack.groupSize,
-                               scaleType)
-          : floatQuantizedScheme(fp8, scaleType);
+  // NVFP4 is quantized in the layout's encode convention whichever the
+  // scheme names: a decode-convention global g stored as 1 / g would
+  // dequantize as q * s / (1 / g), not q * (s * g), in f32.
+  Expected<Scheme> scheme = given;
+  if (kind == Kind::PackQuantized)
+    scheme = integerGroupScheme(pack.bits, zeroPoint,
+                                pack.groupSize == -1 ? k : pack.groupSize,
+                                scaleType);
+  else if (kind == Kind::FloatQuantized)
+    scheme = floatQuantizedScheme(fp8, scaleType);
+  else if (kind == Kind::Nvfp4)
+    scheme = unnamedNvfp4(GlobalScale::EncodeReciprocal);
   if (!scheme)
     return scheme;
   std::string error;
+  // The FP4 layouts have no short last group: K / 16 or K / 32 scales.
+  int64_t block = kind == Kind::Nvfp4 ? 16 : kind == Kind::Mxfp4 ? 32 : 1;
+  if (k % block != 0)
+    return invalid(
+        "'" + name + "' [" + std::to_string(n) + ", " + std::to_string(k) +
+        "]: compressed-tensors' " + (kind == Kind::Nvfp4 ? "nvfp4" : "mxfp4") +
+        "-pack-quantized needs K a multiple of " + std::to_string(block));
   if (!validateSchemeForShape(given, n, k, &error) ||
       !validateSchemeForShape(*scheme, n, k, &error))
     return invalid("'" + name + "' [" + std::to_string(n) + ", " +
@@ -98,6 +163,13 @@ Expected<Scheme> CompressedTensorsForm::schemeFor(const std::string &name,
 std::vector<TensorSpec>
 CompressedTensorsForm::plannedTensors(const std::string &prefix, int64_t n,
                                       int64_t k) const {
+  if (kind == Kind::Nvfp4)
+    return {{prefix + ".weight_packed", DType::U8, {n, ceilDivide(k, 2)}},
+            {prefix + ".weight_scale", DType::F8_E4M3, {n, ceilDivide(k, 16)}},
+            {prefix + ".weight_global_scale", DType::F32, {1}}};
+  if (kind == Kind::Mxfp4)
+    return {{prefix + ".weight_packed", DType::U8, {n, ceilDivide(k, 2)}},
+            {prefix + ".weight_scale", DType::U8, {n, ceilDivide(k, 32)}}};
   DType scales = *scaleDType(scaleType);
   if (kind == Kind::FloatQuantized) {
     Expected<Scheme> scheme = floatQuantizedScheme(fp8, scaleType);
@@ -126,8 +198,19 @@ Expected<std::vector<OwnedTensor>>
 CompressedTensorsForm::exportWeight(QuantizedTensor tensor,
                                     const std::string &prefix) const {
   ImportedWeight weight{std::move(tensor), {}};
-  return kind == Kind::PackQuantized ? exportPackQuantized(weight, prefix)
-                                     : exportFloatQuantized(weight, prefix);
+  switch (kind) {
+  case Kind::PackQuantized:
+    return exportPackQuantized(weight, prefix);
+  case Kind::FloatQuantized:
+    return exportFloatQuantized(weight, prefix);
+  case Kind::Nvfp4:
+    // Weights only (NVFP4A16): RTN has no activations to calibrate.
+    return exportNvfp4CompressedTensors({std::move(weight), std::nullopt},
+                                        prefix);
+  case Kind::Mxfp4:
+    return exportMxfp4CompressedTensors(weight, prefix);
+  }
+  return invalid("unknown compressed-tensors form");
 }
 
 json::JsonValue CompressedTensorsForm::quantizationConfig(
@@ -136,20 +219,40 @@ json::JsonValue CompressedTensorsForm::quantizationConfig(
   weights.set("dynamic", JsonValue::boolean(false));
   if (kind == Kind::PackQuantized && pack.groupSize != -1)
     weights.set("group_size", JsonValue::number(int64_t(pack.groupSize)));
+  if (kind == Kind::Nvfp4 || kind == Kind::Mxfp4)
+    weights.set("group_size",
+                JsonValue::number(int64_t(kind == Kind::Nvfp4 ? 16 : 32)));
   if (kind == Kind::FloatQuantized && fp8.strategy == Strategy::Block) {
     JsonValue block = JsonValue::array();
     block.push(JsonValue::number(int64_t(fp8.blockRows)));
     block.push(JsonValue::number(int64_t(fp8.blockCols)));
     weights.set("block_structure", std::move(block));
   }
-  weights.set("num_bits", JsonValue::number(int64_t(
-                              kind == Kind::PackQuantized ? pack.bits : 8)));
-  std::string_view strategy =
-      kind == Kind::PackQuantized
-          ? (pack.groupSize == -1 ? "channel" : "group")
-          : (fp8.strategy == Strategy::Tensor    ? "tensor"
-             : fp8.strategy == Strategy::Channel ? "channel"
-                                                 : "block");
+  int64_t bits = 4;
+  std::string_view strategy, format;
+  switch (kind) {
+  case Kind::PackQuantized:
+    bits = pack.bits;
+    strategy = pack.groupSize == -1 ? "channel" : "group";
+    format = "pack-quantized";
+    break;
+  case Kind::FloatQuantized:
+    bits = 8;
+    strategy = fp8.strategy == Strategy::Tensor    ? "tensor"
+               : fp8.strategy == Strategy::Channel ? "channel"
+                                                   : "block";
+    format = "float-quantized";
+    break;
+  case Kind::Nvfp4:
+    strategy = "tensor_group";
+    format = "nvfp4-pack-quantized";
+    break;
+  case Kind::Mxfp4:
+    strategy = "group";
+    format = "mxfp4-pack-quantized";
+    break;
+  }
+  weights.set("num_bits", JsonValue::number(bits));
   weights.set("strategy", JsonValue::string(std::string(strategy)));
   weights.set("symmetric", JsonValue::boolean(!zeroPoint));
   weights.set("type",
@@ -168,9 +271,7 @@ json::JsonValue CompressedTensorsForm::quantizationConfig(
     ignored.push(JsonValue::string(module));
   JsonValue config = JsonValue::object();
   config.set("config_groups", std::move(groups));
-  config.set("format", JsonValue::string(kind == Kind::PackQuantized
-                                             ? "pack-quantized"
-                                             : "float-quantized"));
+  config.set("format", JsonValue::string(std::string(format)));
   config.set("ignore", std::move(ignored));
   config.set("quant_method", JsonValue::string("compressed-tensors"));
   config.set("quantization_status", JsonValue::string("compressed"));
@@ -178,6 +279,11 @@ json::JsonValue CompressedTensorsForm::quantizationConfig(
 }
 
 std::string CompressedTensorsForm::describe() const {
+  if (kind == Kind::Nvfp4)
+    return "nvfp4-pack-quantized, weights only, global scale 6*448/amax "
+           "(encode convention)";
+  if (kind == Kind::Mxfp4)
+    return "mxfp4-pack-quantized, weights only, e8m0 scales per 32";
   if (kind == Kind::PackQuantized)
     return "pack-quantized " + std::string(zeroPoint ? "uint" : "int") +
            std::to_string(pack.bits) + ", " +

@@ -7,7 +7,11 @@
 // with F16/BF16/F32 scales in groups along K or one per output channel
 // ("pack-quantized", strategy group or channel), and e4m3 codes with
 // F32/BF16/F16 scales per tensor, per output channel or per block
-// ("float-quantized"). For a weight it gives the scheme to quantize with,
+// ("float-quantized"), NVFP4 ("nvfp4-pack-quantized", weights only: the
+// global scale in the layout's encode convention) and MXFP4
+// ("mxfp4-pack-quantized"). Any other scheme is refused with the reason
+// (e5m2, MXFP8, MXFP6 have no compressed-tensors layout). For a weight it
+// gives the scheme to quantize with,
 // the tensors the exporter writes (before quantizing, so a streamed
 // shard's header can be written first) and config.json's
 // quantization_config, which detectLayout reads back as the same layout
@@ -19,6 +23,7 @@
 #define LOWBIT_CHECKPOINT_COMPRESSEDTENSORSFORM_H
 
 #include "checkpoint/CompressedTensors.h"
+#include "checkpoint/Nvfp4.h"
 #include "runtime/core/Json.h"
 
 namespace lowbit::checkpoint {
@@ -49,7 +54,7 @@ public:
 private:
   explicit CompressedTensorsForm(Scheme scheme) : given(std::move(scheme)) {}
 
-  enum class Kind : uint8_t { PackQuantized, FloatQuantized };
+  enum class Kind : uint8_t { PackQuantized, FloatQuantized, Nvfp4, Mxfp4 };
   Scheme given;
   Kind kind = Kind::PackQuantized;
   PackQuantizedConfig pack;

@@ -84,7 +84,84 @@ std::string fingerprintOf(const QuantizeModelOptions &options,
   return runtime::sha256Hex(text);
 }
 
+/// A module's set directory must be one plain name that no other file of
+/// the output has.
+Status checkSetDirectory(const std::string &module) {
+  if (module.find('/') != std::string::npos || module.starts_with(".") ||
+      module.ends_with(".json") || module.ends_with(".safetensors"))
+    return invalid("module '" + module +
+                   "' cannot name its set's directory under --out (a '/', "
+                   "a leading '.', or the name of a checkpoint file); "
+                   "--ignore it or use --format compressed-tensors");
+  return Status::success();
+}
+
 } // namespace
+
+Expected<OutputForm> OutputForm::of(const Scheme &scheme, OutputFormat format) {
+  OutputForm form(scheme);
+  if (format == OutputFormat::CompressedTensors) {
+    Expected<CompressedTensorsForm> compressed =
+        CompressedTensorsForm::of(scheme);
+    if (!compressed)
+      return std::move(compressed).takeError();
+    form.compressed = std::move(*compressed);
+    return form;
+  }
+  if (scheme.scale.mode == ScaleMode::Static)
+    return invalid("a static scheme quantizes with given scales; "
+                   "quantize-model computes them (RTN): use the dynamic "
+                   "scheme");
+  return form;
+}
+
+Expected<Scheme> OutputForm::schemeFor(const std::string &name, int64_t n,
+                                       int64_t k) const {
+  if (compressed)
+    return compressed->schemeFor(name, n, k);
+  std::string error;
+  if (!validateSchemeForShape(given, n, k, &error))
+    return invalid("'" + name + "' [" + std::to_string(n) + ", " +
+                   std::to_string(k) + "]: " + error);
+  return given;
+}
+
+std::vector<TensorSpec> OutputForm::plannedTensors(const std::string &prefix,
+                                                   int64_t n, int64_t k) const {
+  if (compressed)
+    return compressed->plannedTensors(prefix, n, k);
+  return {};
+}
+
+Expected<std::vector<OwnedTensor>>
+OutputForm::exportWeight(QuantizedTensor tensor,
+                         const std::string &prefix) const {
+  if (compressed)
+    return compressed->exportWeight(std::move(tensor), prefix);
+  return std::vector<OwnedTensor>{};
+}
+
+json::JsonValue
+OutputForm::quantizationConfig(std::span<const std::string> ignore) const {
+  if (compressed)
+    return compressed->quantizationConfig(ignore);
+  using json::JsonValue;
+  JsonValue ignored = JsonValue::array();
+  for (const std::string &module : ignore)
+    ignored.push(JsonValue::string(module));
+  JsonValue config = JsonValue::object();
+  config.set("format", JsonValue::string("lowbit-sets"));
+  config.set("ignore", std::move(ignored));
+  config.set("quant_method", JsonValue::string("lowbit"));
+  config.set("scheme", JsonValue::string(printSchemeText(given)));
+  return config;
+}
+
+std::string OutputForm::describe() const {
+  if (compressed)
+    return compressed->describe();
+  return "lowbit sets (one directory per weight), " + printSchemeText(given);
+}
 
 Expected<bool> matchesIgnore(const std::string &module,
                              std::span<const std::string> patterns) {
@@ -119,8 +196,7 @@ Expected<ModelPlan> planModel(const QuantizeModelOptions &options) {
     return invalid("--in '" + options.inputDirectory +
                    "' is quantized already (" + layout->describe() +
                    "); quantize-model reads an unquantized checkpoint");
-  Expected<CompressedTensorsForm> form =
-      CompressedTensorsForm::of(options.scheme);
+  Expected<OutputForm> form = OutputForm::of(options.scheme, options.format);
   if (!form)
     return invalid("scheme " + printSchemeText(options.scheme) + ": " +
                    form.error().message);
@@ -130,7 +206,7 @@ Expected<ModelPlan> planModel(const QuantizeModelOptions &options) {
   ModelPlan plan{std::move(*input), *form, {}, {}, {}, {}};
 
   for (const auto &[name, entry] : plan.input.tensors()) {
-    PlannedTensor tensor{name, &entry, std::nullopt, {}};
+    PlannedTensor tensor{name, &entry, std::nullopt, {}, {}};
     const TensorInfo &info = *entry.info;
     if (std::optional<std::string> module = linearModule(info)) {
       Expected<bool> ignored = matchesIgnore(*module, options.ignore);
@@ -147,6 +223,11 @@ Expected<ModelPlan> planModel(const QuantizeModelOptions &options) {
         tensor.scheme = *scheme;
         tensor.outputs =
             plan.form.plannedTensors(*module, info.shape[0], info.shape[1]);
+        if (plan.form.writesSets()) {
+          if (Status status = checkSetDirectory(*module); !status)
+            return std::move(status).takeError();
+          tensor.setDirectory = *module;
+        }
       }
     }
     if (!tensor.scheme)

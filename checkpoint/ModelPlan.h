@@ -19,13 +19,42 @@
 
 namespace lowbit::checkpoint {
 
+/// What the output holds for a quantized weight: compressed-tensors'
+/// tensors (CompressedTensorsForm.h) or a lowbit set of its own.
+class OutputForm {
+public:
+  static Expected<OutputForm> of(const Scheme &scheme, OutputFormat format);
+
+  /// The scheme the weight [n, k] `name` is quantized with, or an error.
+  Expected<Scheme> schemeFor(const std::string &name, int64_t n,
+                             int64_t k) const;
+  /// The shards' tensors for `prefix`'s weight [n, k]; none for a set.
+  std::vector<TensorSpec> plannedTensors(const std::string &prefix, int64_t n,
+                                         int64_t k) const;
+  Expected<std::vector<OwnedTensor>>
+  exportWeight(QuantizedTensor tensor, const std::string &prefix) const;
+  json::JsonValue quantizationConfig(std::span<const std::string> ignore) const;
+  std::string describe() const;
+  bool writesSets() const { return !compressed; }
+  std::string_view formatName() const {
+    return compressed ? "compressed-tensors" : "lowbit";
+  }
+
+private:
+  explicit OutputForm(Scheme scheme) : given(std::move(scheme)) {}
+  Scheme given;
+  std::optional<CompressedTensorsForm> compressed;
+};
+
 struct PlannedTensor {
   std::string name; ///< the input tensor
   const Checkpoint::Entry *input = nullptr;
   /// The scheme it is quantized with; nullopt: copied as it is.
   std::optional<Scheme> scheme;
-  /// What the output holds for it, in order.
+  /// What the shard holds for it, in order.
   std::vector<TensorSpec> outputs;
+  /// --format lowbit: the set's directory under OUT (the module's name).
+  std::string setDirectory;
 };
 
 struct PlannedShard {
@@ -36,7 +65,7 @@ struct PlannedShard {
 
 struct ModelPlan {
   Checkpoint input;
-  CompressedTensorsForm form;
+  OutputForm form;
   std::vector<PlannedTensor> tensors;
   std::vector<PlannedShard> shards;
   /// Modules whose 2-D weight --ignore left unquantized, sorted.

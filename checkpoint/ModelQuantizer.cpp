@@ -5,7 +5,10 @@
 #include "checkpoint/ModelPlan.h"
 #include "format/SchemeText.h"
 #include "runtime/core/AtomicFile.h"
+#include "runtime/files/QuantizedFiles.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -100,6 +103,14 @@ finishedShard(const QuantizeModelOptions &options, const ModelPlan &plan,
       planned.push_back(spec);
   if (written != planned)
     return std::nullopt;
+  // A set is swapped in whole: its manifest means it is complete.
+  std::error_code code;
+  for (size_t index : shard.tensors)
+    if (const std::string &set = plan.tensors[index].setDirectory;
+        !set.empty() &&
+        !fs::is_regular_file(
+            fs::path(options.outputDirectory) / set / "manifest.json", code))
+      return std::nullopt;
   std::vector<LayerReport> reports;
   for (const JsonValue &layer : layers->items()) {
     const JsonValue *name = layer.get("name");
@@ -118,32 +129,92 @@ finishedShard(const QuantizeModelOptions &options, const ModelPlan &plan,
   return reports;
 }
 
-/// The input's values as f32 (an f16 or bf16 tensor widened exactly).
-std::vector<float> inputValues(const TensorInfo &info,
-                               std::span<const std::byte> bytes) {
-  size_t count = size_t(info.elementCount());
-  if (info.dtype == DType::F32) {
-    std::vector<float> values(count);
-    std::memcpy(values.data(), bytes.data(), count * 4);
-    return values;
+/// Values of `dtype` [begin, begin + out.size()) of `bytes` as f32 (f16
+/// and bf16 widened exactly).
+void widenValues(DType dtype, std::span<const std::byte> bytes, size_t begin,
+                 std::span<float> out) {
+  if (dtype == DType::F32) {
+    std::memcpy(out.data(), bytes.data() + begin * 4, out.size() * 4);
+    return;
   }
-  std::vector<uint16_t> halves(count);
-  std::memcpy(halves.data(), bytes.data(), count * 2);
-  return widenToFloat(info.dtype == DType::F16 ? HalfType::F16 : HalfType::BF16,
-                      halves);
+  std::vector<uint16_t> halves(out.size());
+  std::memcpy(halves.data(), bytes.data() + begin * 2, out.size() * 2);
+  if (dtype == DType::BF16) {
+    // A bf16 is the high half of the f32 it widens to.
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint32_t bits = uint32_t(halves[i]) << 16;
+      std::memcpy(&out[i], &bits, 4);
+    }
+    return;
+  }
+  std::vector<float> wide = widenToFloat(HalfType::F16, halves);
+  std::copy(wide.begin(), wide.end(), out.begin());
 }
 
-double sqnrDb(std::span<const float> original,
+/// The reference quantizer on the values widened to f32.
+Expected<QuantizedTensor> referenceQuantize(const Scheme &scheme, DType dtype,
+                                            std::span<const std::byte> bytes,
+                                            int64_t rows, int64_t cols) {
+  std::vector<float> values(size_t(rows * cols));
+  widenValues(dtype, bytes, 0, values);
+  std::string error;
+  std::optional<QuantizedTensor> quantized =
+      quantize(scheme, values, rows, cols, &error);
+  if (!quantized)
+    return invalid(error);
+  return std::move(*quantized);
+}
+
+Expected<std::vector<float>>
+referenceDequantize(const QuantizedTensor &tensor) {
+  std::string error;
+  std::optional<std::vector<float>> values = dequantize(tensor, &error);
+  if (!values)
+    return invalid(error);
+  return std::move(*values);
+}
+
+/// 10 log10(sum x^2 / sum (x - x')^2) of the input (widened in chunks, so
+/// no f32 copy of it is held) against its dequantization. The sums run in
+/// kLanes interleaved double accumulators, added in a fixed order at the
+/// end: independent chains the compiler vectorizes, and the same result on
+/// every run and backend.
+double sqnrDb(DType dtype, std::span<const std::byte> original,
               std::span<const float> dequantized) {
-  double signal = 0, noise = 0;
-  for (size_t i = 0; i < original.size(); ++i) {
-    double value = original[i], difference = value - dequantized[i];
-    signal += value * value;
-    noise += difference * difference;
+  constexpr size_t kChunk = 4096, kLanes = 8;
+  std::vector<float> chunk(kChunk);
+  std::array<double, kLanes> signal{}, noise{};
+  for (size_t begin = 0; begin < dequantized.size(); begin += kChunk) {
+    std::span<float> values(chunk.data(),
+                            std::min(kChunk, dequantized.size() - begin));
+    widenValues(dtype, original, begin, values);
+    const float *back = dequantized.data() + begin;
+    size_t i = 0;
+    for (; i + kLanes <= values.size(); i += kLanes)
+      for (size_t lane = 0; lane < kLanes; ++lane) {
+        double value = values[i + lane];
+        double difference = value - back[i + lane];
+        signal[lane] += value * value;
+        noise[lane] += difference * difference;
+      }
+    for (; i < values.size(); ++i) {
+      double value = values[i], difference = value - back[i];
+      signal[0] += value * value;
+      noise[0] += difference * difference;
+    }
   }
-  if (noise == 0)
+  double signalSum = 0, noiseSum = 0;
+  for (size_t lane = 0; lane < kLanes; ++lane) {
+    signalSum += signal[lane];
+    noiseSum += noise[lane];
+  }
+  if (noiseSum == 0)
     return std::numeric_limits<double>::infinity();
-  return 10 * std::log10(signal / noise);
+  return 10 * std::log10(signalSum / noiseSum);
+}
+
+std::string_view inputDTypeName(DType dtype) {
+  return dtype == DType::F32 ? "f32" : dtype == DType::F16 ? "f16" : "bf16";
 }
 
 struct QuantizedOutput {
@@ -152,26 +223,40 @@ struct QuantizedOutput {
 };
 
 /// RTN of one planned weight, its SQNR and its exported tensors, checked
-/// against the plan (the shard's header was written from it).
+/// against the plan (the shard's header was written from it), or its set
+/// written under `outputDirectory`.
 Expected<QuantizedOutput> quantizeTensor(const ModelPlan &plan,
-                                         const PlannedTensor &tensor) {
+                                         const PlannedTensor &tensor,
+                                         const WeightCodec &codec,
+                                         const std::string &outputDirectory) {
   const TensorInfo &info = *tensor.input->info;
   int64_t rows = info.shape[0], cols = info.shape[1];
-  std::string error;
   QuantizedOutput output;
   output.report.name = tensor.name;
   output.report.shape = info.shape;
-  std::optional<QuantizedTensor> quantized;
+  std::span<const std::byte> input = tensor.input->data();
+  Expected<QuantizedTensor> quantized =
+      codec.quantize
+          ? codec.quantize(*tensor.scheme, info.dtype, input, rows, cols)
+          : referenceQuantize(*tensor.scheme, info.dtype, input, rows, cols);
+  if (!quantized)
+    return invalid("'" + tensor.name + "': " + quantized.error().message);
   {
-    std::vector<float> values = inputValues(info, tensor.input->data());
-    releasePages(tensor.input->data());
-    quantized = quantize(*tensor.scheme, values, rows, cols, &error);
-    if (!quantized)
-      return invalid("'" + tensor.name + "': " + error);
-    std::optional<std::vector<float>> back = dequantize(*quantized, &error);
+    Expected<std::vector<float>> back = codec.dequantize
+                                            ? codec.dequantize(*quantized)
+                                            : referenceDequantize(*quantized);
     if (!back)
-      return invalid("'" + tensor.name + "': " + error);
-    output.report.sqnrDb = sqnrDb(values, *back);
+      return invalid("'" + tensor.name + "': " + back.error().message);
+    output.report.sqnrDb = sqnrDb(info.dtype, input, *back);
+  }
+  releasePages(input);
+  if (!tensor.setDirectory.empty()) {
+    std::string error;
+    if (!files::writeQuantizedDirectory(
+            (fs::path(outputDirectory) / tensor.setDirectory).string(),
+            *quantized, inputDTypeName(info.dtype), &error))
+      return makeError(ErrorCode::Io, "'" + tensor.name + "': " + error);
+    return output;
   }
   const std::string &module = tensor.outputs.front().name;
   Expected<std::vector<OwnedTensor>> exported = plan.form.exportWeight(
@@ -193,9 +278,11 @@ Expected<QuantizedOutput> quantizeTensor(const ModelPlan &plan,
 /// `jobs` weights at a time on as many threads.
 class ShardWriter {
 public:
-  ShardWriter(const ModelPlan &plan, const PlannedShard &shard, int jobs,
+  ShardWriter(const QuantizeModelOptions &options, const ModelPlan &plan,
+              const PlannedShard &shard,
               const std::function<void()> &tensorDone)
-      : plan(plan), shard(shard), jobs(size_t(jobs)), tensorDone(tensorDone) {}
+      : options(options), plan(plan), shard(shard), jobs(size_t(options.jobs)),
+        tensorDone(tensorDone) {}
 
   bool next(std::string_view &piece, std::string *error) {
     // The copied tensor given last time has been written by now.
@@ -276,7 +363,8 @@ private:
           plan.tensors[shard.tensors[batchStart + slot]];
       if (!tensor.scheme)
         return;
-      Expected<QuantizedOutput> output = quantizeTensor(plan, tensor);
+      Expected<QuantizedOutput> output =
+          quantizeTensor(plan, tensor, options.codec, options.outputDirectory);
       if (output)
         batch[slot] = std::move(*output);
       else
@@ -295,6 +383,7 @@ private:
     return true;
   }
 
+  const QuantizeModelOptions &options;
   const ModelPlan &plan;
   const PlannedShard &shard;
   size_t jobs;
@@ -328,7 +417,7 @@ JsonValue layersJson(std::span<const LayerReport> layers) {
 Expected<std::vector<LayerReport>>
 writeShard(const QuantizeModelOptions &options, const ModelPlan &plan,
            const PlannedShard &shard, const std::function<void()> &tensorDone) {
-  ShardWriter writer(plan, shard, options.jobs, tensorDone);
+  ShardWriter writer(options, plan, shard, tensorDone);
   runtime::StagedFiles staged;
   std::string error;
   std::string path =
@@ -385,6 +474,10 @@ bool isCopied(const fs::directory_entry &entry) {
 }
 
 } // namespace
+
+WeightCodec referenceCodec() {
+  return {referenceQuantize, referenceDequantize};
+}
 
 Expected<QuantizeModelResult> quantizeModel(const QuantizeModelOptions &options,
                                             const QuantizeProgress &progress) {
@@ -445,6 +538,7 @@ mergeQuantizedModel(const QuantizeModelOptions &options) {
   result.shardCount = plan->shards.size();
   result.ignoredModules = plan->ignoredModules;
   std::string missing;
+  std::error_code code;
   JsonValue weightMap = JsonValue::object();
   for (size_t index = 0; index < plan->shards.size(); ++index) {
     const PlannedShard &shard = plan->shards[index];
@@ -468,6 +562,12 @@ mergeQuantizedModel(const QuantizeModelOptions &options) {
         result.outputBytes +=
             *tensorByteSize(spec.dtype, spec.shape, spec.name);
       }
+      if (const std::string &set = plan->tensors[tensor].setDirectory;
+          !set.empty())
+        for (const fs::directory_entry &file : fs::directory_iterator(
+                 fs::path(options.outputDirectory) / set, code))
+          result.outputBytes +=
+              file.is_regular_file(code) ? uint64_t(file.file_size(code)) : 0;
     }
   }
   if (!missing.empty())
@@ -481,7 +581,6 @@ mergeQuantizedModel(const QuantizeModelOptions &options) {
   runtime::StagedFiles staged;
   std::string error;
   std::string out = options.outputDirectory + "/";
-  std::error_code code;
   for (const fs::directory_entry &entry :
        fs::directory_iterator(options.inputDirectory, code)) {
     std::string name = entry.path().filename().string();
@@ -505,7 +604,7 @@ mergeQuantizedModel(const QuantizeModelOptions &options) {
 
   JsonValue report = JsonValue::object();
   report.set("scheme", JsonValue::string(printSchemeText(options.scheme)));
-  report.set("format", JsonValue::string("compressed-tensors"));
+  report.set("format", JsonValue::string(std::string(plan->form.formatName())));
   report.set("layout", JsonValue::string(result.layout));
   JsonValue ignored = JsonValue::array();
   for (const std::string &module : result.ignoredModules)

@@ -2,9 +2,10 @@
 //-*-===//
 //
 // `lowbit quantize-model`: reads a Hugging Face checkpoint directory and
-// writes a compressed-tensors one, quantizing every 2-D linear weight with
-// round-to-nearest in a lowbit scheme (format/Quantize.h, the reference
-// quantizer) and copying every other tensor as it is.
+// writes a compressed-tensors one (or one of lowbit's sets per weight),
+// quantizing every 2-D linear weight with round-to-nearest in a lowbit
+// scheme (the reference quantizer's bits, computed by the caller's codec:
+// the CLI's JIT'd CPU kernels) and copying every other tensor as it is.
 //
 // The work is planned before anything is written, from the input's
 // headers alone: which tensors are quantized, the tensors each becomes,
@@ -32,6 +33,36 @@
 
 namespace lowbit::checkpoint {
 
+/// What quantize-model writes for a quantized weight.
+enum class OutputFormat : uint8_t {
+  /// compressed-tensors' tensors in the shards (CompressedTensorsForm.h).
+  CompressedTensors,
+  /// A set of `lowbit quantize` per weight, OUT/<module>/ (q.npy,
+  /// scales.npy, ..., meta.json, manifest.json; runtime/files/
+  /// QuantizedFiles.h): every scheme, read by `lowbit dequantize --in` and
+  /// `lowbit matmul --weights`. The shards hold the other tensors.
+  Lowbit,
+};
+
+/// How a weight is quantized and dequantized (for its SQNR). Both must
+/// give the reference quantizer's bits (format/Quantize.h); the JIT'd CPU
+/// kernels do, by the project's contract, so the output never depends on
+/// the codec. An empty function is the reference's.
+struct WeightCodec {
+  /// `values`: rows * cols of `dtype` (F32, F16 or BF16) as the input
+  /// stores them, row-major.
+  std::function<Expected<QuantizedTensor>(const Scheme &scheme, DType dtype,
+                                          std::span<const std::byte> values,
+                                          int64_t rows, int64_t cols)>
+      quantize;
+  /// rows * cols f32 values.
+  std::function<Expected<std::vector<float>>(const QuantizedTensor &tensor)>
+      dequantize;
+};
+
+/// The reference quantizer's codec (what an empty WeightCodec does).
+WeightCodec referenceCodec();
+
 struct QuantizeModelOptions {
   explicit QuantizeModelOptions(Scheme scheme) : scheme(std::move(scheme)) {}
 
@@ -44,6 +75,10 @@ struct QuantizeModelOptions {
   int jobs = 1;
   int shardIndex = 0, shardCount = 1;
   uint64_t maxShardBytes = 5'000'000'000;
+  OutputFormat format = OutputFormat::CompressedTensors;
+  /// Not part of the run's fingerprint: every codec writes the same bytes,
+  /// so a run may be resumed with another.
+  WeightCodec codec;
 };
 
 /// One quantized weight's signal-to-quantization-noise ratio:
@@ -55,7 +90,7 @@ struct LayerReport {
 };
 
 struct QuantizeModelResult {
-  std::string layout; ///< CompressedTensorsForm::describe()
+  std::string layout; ///< OutputForm::describe()
   size_t shardCount = 0;
   size_t shardsWritten = 0, shardsResumed = 0;
   /// After a merge: every quantized weight by name, the modules ignored,

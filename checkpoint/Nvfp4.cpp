@@ -74,10 +74,15 @@ Expected<Nvfp4Layer> importNvfp4(const Checkpoint &checkpoint,
       readScalar(checkpoint, at + std::string(names.global));
   if (!global)
     return std::move(global).takeError();
-  Expected<float> inputGlobal =
-      readScalar(checkpoint, at + std::string(names.inputGlobal));
-  if (!inputGlobal)
-    return std::move(inputGlobal).takeError();
+  // A weight-only layer (NVFP4A16) has no activations' scale.
+  std::optional<float> inputGlobal;
+  std::string inputGlobalName = at + std::string(names.inputGlobal);
+  if (checkpoint.find(inputGlobalName)) {
+    Expected<float> value = readScalar(checkpoint, inputGlobalName);
+    if (!value)
+      return std::move(value).takeError();
+    inputGlobal = *value;
+  }
 
   Scheme scheme = nvfp4Scheme(names.convention);
   Expected<Shape2D> extents = unpackedShape(*codes->info, 1, 2);
@@ -92,7 +97,7 @@ Expected<Nvfp4Layer> importNvfp4(const Checkpoint &checkpoint,
                    std::to_string(scaleGrid.rows) + ", " +
                    std::to_string(scaleGrid.cols) + "] for codes [" +
                    std::to_string(n) + ", " + std::to_string(k / 2) + "]");
-  Nvfp4Layer layer{{emptyTensor(scheme, n, k), {}}, *inputGlobal};
+  Nvfp4Layer layer{{emptyTensor(scheme, n, k), {}}, inputGlobal};
   QuantizedTensor &tensor = layer.weight.tensor;
   // Both nibble orders are lowbit's (element 2i low): the bytes are the
   // codes. The scale bytes are ue4m3 codes (a set sign bit is refused by
@@ -144,7 +149,8 @@ Expected<std::vector<OwnedTensor>> exportNvfp4(Nvfp4Layer layer,
     return tensorOut;
   };
   out.push_back(scalar(names.global, tensor.globalScale));
-  out.push_back(scalar(names.inputGlobal, layer.inputGlobalScale));
+  if (layer.inputGlobalScale)
+    out.push_back(scalar(names.inputGlobal, *layer.inputGlobalScale));
   return out;
 }
 
@@ -164,8 +170,90 @@ Status convertGlobalConvention(Nvfp4Layer &layer, GlobalScale target) {
   Scheme converted = nvfp4Scheme(target);
   tensor.scheme = converted;
   tensor.globalScale = 1.0f / tensor.globalScale;
-  layer.inputGlobalScale = 1.0f / layer.inputGlobalScale;
+  if (layer.inputGlobalScale)
+    layer.inputGlobalScale = 1.0f / *layer.inputGlobalScale;
   return Status::success();
+}
+
+bool isMxfp4Layout(const Scheme &scheme) {
+  const ScaleSpec &scale = scheme.scale;
+  return scheme.element == *lookupFormat("e2m1") &&
+         scheme.packing == Packing::Nibble &&
+         scale.granularity == Granularity::Group && scale.axis == 1 &&
+         scale.groupSize == 32 && scale.type == ScaleType::E8M0 &&
+         (scale.rule == ScaleRule::E8M0Floor ||
+          scale.rule == ScaleRule::E8M0RCeil) &&
+         scale.mode == ScaleMode::Dynamic && !scale.zeroPoint &&
+         scale.layout == ScaleLayout::RowMajor &&
+         scale.globalScale == GlobalScale::None;
+}
+
+Expected<ImportedWeight>
+importMxfp4CompressedTensors(const Checkpoint &checkpoint,
+                             const std::string &prefix, const Scheme &scheme) {
+  if (!isMxfp4Layout(scheme))
+    return invalid("compressed-tensors mxfp4 imports as an mxfp4 scheme");
+  std::string at = prefix + ".";
+  Expected<Checkpoint::Entry> codes =
+      requireTensor(checkpoint, at + "weight_packed", {DType::U8}, 2);
+  if (!codes)
+    return std::move(codes).takeError();
+  Expected<Checkpoint::Entry> scales =
+      requireTensor(checkpoint, at + "weight_scale", {DType::U8}, 2);
+  if (!scales)
+    return std::move(scales).takeError();
+  Expected<Shape2D> extents = unpackedShape(*codes->info, 1, 2);
+  if (!extents)
+    return std::move(extents).takeError();
+  int64_t n = extents->rows, k = extents->cols;
+  if (k % 32 != 0)
+    return invalid("compressed-tensors mxfp4 '" + prefix +
+                   "': K = " + std::to_string(k) + " is not a multiple of 32");
+  if (scales->info->shape != std::vector<int64_t>{n, k / 32})
+    return invalid("compressed-tensors mxfp4 '" + prefix +
+                   "': weight_scale should be [" + std::to_string(n) + ", " +
+                   std::to_string(k / 32) + "] for codes [" +
+                   std::to_string(n) + ", " + std::to_string(k / 2) + "]");
+  ImportedWeight weight{emptyTensor(scheme, n, k), {}};
+  std::span<const std::byte> codeBytes = codes->data();
+  std::memcpy(weight.tensor.codes.data(), codeBytes.data(), codeBytes.size());
+  std::span<const std::byte> scaleBytes = scales->data();
+  for (size_t index = 0; index < scaleBytes.size(); ++index)
+    weight.tensor.scaleCodes[index] = uint32_t(scaleBytes[index]);
+  if (Status status = checkImported(weight.tensor, "compressed-tensors mxfp4");
+      !status)
+    return std::move(status).takeError();
+  return weight;
+}
+
+Expected<std::vector<OwnedTensor>>
+exportMxfp4CompressedTensors(const ImportedWeight &weight,
+                             const std::string &prefix) {
+  const QuantizedTensor &tensor = weight.tensor;
+  if (!isMxfp4Layout(tensor.scheme))
+    return invalid("compressed-tensors mxfp4-pack-quantized holds mxfp4 "
+                   "(e2m1 codes, e8m0 scales per 32 along K, row-major)");
+  if (!weight.inputOrder.empty())
+    return invalid("compressed-tensors mxfp4 has no input channel order");
+  if (Status status = checkImported(tensor, "compressed-tensors mxfp4");
+      !status)
+    return std::move(status).takeError();
+  std::string at = prefix + ".";
+  Shape2D codes = codesShape(tensor.scheme, tensor.rows, tensor.cols);
+  Shape2D scales = scaleShape(tensor.scheme, tensor.rows, tensor.cols);
+  OwnedTensor packed{
+      at + "weight_packed", DType::U8, {codes.rows, codes.cols}, {}};
+  packed.bytes.resize(tensor.codes.size());
+  std::memcpy(packed.bytes.data(), tensor.codes.data(), tensor.codes.size());
+  OwnedTensor exponents{
+      at + "weight_scale", DType::U8, {scales.rows, scales.cols}, {}};
+  exponents.bytes.reserve(tensor.scaleCodes.size());
+  for (uint32_t code : tensor.scaleCodes)
+    exponents.bytes.push_back(std::byte(code));
+  std::vector<OwnedTensor> out;
+  out.push_back(std::move(packed));
+  out.push_back(std::move(exponents));
+  return out;
 }
 
 Expected<Nvfp4Layer> importNvfp4CompressedTensors(const Checkpoint &checkpoint,

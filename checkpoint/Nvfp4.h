@@ -8,7 +8,8 @@
 //   compressed-tensors ("nvfp4-pack-quantized"): weight_packed U8 [N, K/2],
 //     weight_scale F8_E4M3 [N, K/16], weight_global_scale F32 [1] = the
 //     encode multiplier 6*448 / amax (dequant: q * s / global), and
-//     input_global_scale F32 [1], the activations' encode multiplier;
+//     input_global_scale F32 [1], the activations' encode multiplier, absent
+//     in a weight-only (NVFP4A16) layer;
 //   ModelOpt (hf_quant_config.json, "quant_algo": "NVFP4"): weight U8
 //     [N, K/2], weight_scale F8_E4M3 [N, K/16], weight_scale_2 F32 [] or [1]
 //     = the decode multiplier amax / (6*448) (dequant: q * s * scale_2), and
@@ -27,13 +28,17 @@
 
 #include "checkpoint/ImportedWeight.h"
 
+#include <optional>
+
 namespace lowbit::checkpoint {
 
 struct Nvfp4Layer {
   /// The nvfp4 scheme with the file's global-scale convention.
   ImportedWeight weight;
-  /// The activations' global scale, in the same convention as the weight's.
-  float inputGlobalScale = 0;
+  /// The activations' global scale, in the same convention as the weight's;
+  /// none in a weight-only layer (compressed-tensors' NVFP4A16, which RTN
+  /// of the weights alone writes: it has no activations to calibrate).
+  std::optional<float> inputGlobalScale;
 };
 
 Expected<Nvfp4Layer> importNvfp4CompressedTensors(const Checkpoint &checkpoint,
@@ -46,6 +51,23 @@ Expected<std::vector<OwnedTensor>>
 exportNvfp4CompressedTensors(Nvfp4Layer layer, const std::string &prefix);
 Expected<std::vector<OwnedTensor>>
 exportNvfp4ModelOpt(Nvfp4Layer layer, const std::string &prefix);
+
+/// compressed-tensors' "mxfp4-pack-quantized" (MXFP4A16): weight_packed
+/// U8 [N, K/2] (element 2i in the low nibble, as lowbit's mxfp4) and
+/// weight_scale U8 [N, K/32], each byte an e8m0 exponent code (2^(b - 127)),
+/// as vLLM's CompressedTensorsW4A16Mxfp4 reads them. No global scale.
+/// `scheme` is the mxfp4 scheme to import as (the file does not say which
+/// rule, floor or rceil, picked the exponents; the values are the same).
+Expected<ImportedWeight>
+importMxfp4CompressedTensors(const Checkpoint &checkpoint,
+                             const std::string &prefix, const Scheme &scheme);
+Expected<std::vector<OwnedTensor>>
+exportMxfp4CompressedTensors(const ImportedWeight &weight,
+                             const std::string &prefix);
+/// Whether `scheme` is MXFP4 as that layout holds it: e2m1 codes in nibbles,
+/// e8m0 scales per 32 along K, row-major (either rule; the layout needs K a
+/// multiple of 32, which the shape says, not the scheme).
+bool isMxfp4Layout(const Scheme &scheme);
 
 /// Switches the layer to `target` (DecodeMultiplier or EncodeReciprocal):
 /// each global scale becomes its f32 reciprocal, 1 / g. Codes and block

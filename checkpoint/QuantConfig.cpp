@@ -196,6 +196,10 @@ Expected<QuantLayout> compressedTensorsLayout(const ConfigFile &file,
     layout.kind = Kind::Nvfp4CompressedTensors;
     return layout;
   }
+  if (*format == "mxfp4-pack-quantized") {
+    layout.kind = Kind::Mxfp4CompressedTensors;
+    return layout;
+  }
   if (*format == "float-quantized") {
     layout.kind = Kind::FloatQuantized;
     using Strategy = FloatQuantizedConfig::Strategy;
@@ -225,8 +229,8 @@ Expected<QuantLayout> compressedTensorsLayout(const ConfigFile &file,
     return layout;
   }
   return file.bad("compressed-tensors format '" + *format +
-                  "': lowbit imports pack-quantized, nvfp4-pack-quantized "
-                  "and float-quantized");
+                  "': lowbit imports pack-quantized, nvfp4-pack-quantized, "
+                  "mxfp4-pack-quantized and float-quantized");
 }
 
 Expected<QuantLayout> modelOptLayout(const ConfigFile &file,
@@ -262,9 +266,15 @@ Expected<QuantLayout> fromQuantizationConfig(const ConfigFile &file,
     return compressedTensorsLayout(file, config);
   if (*method == "modelopt")
     return modelOptLayout(file, config);
+  if (*method == "lowbit") {
+    QuantLayout layout;
+    layout.kind = Kind::LowbitSets;
+    layout.source = file.name;
+    return layout;
+  }
   return file.bad("quant_method '" + *method +
-                  "': lowbit imports gptq, awq, compressed-tensors and "
-                  "modelopt");
+                  "': lowbit imports gptq, awq, compressed-tensors, "
+                  "modelopt and lowbit");
 }
 
 } // namespace
@@ -306,6 +316,12 @@ std::string QuantLayout::describe() const {
   }
   case Kind::Nvfp4ModelOpt:
     text = "ModelOpt NVFP4";
+    break;
+  case Kind::Mxfp4CompressedTensors:
+    text = "compressed-tensors mxfp4-pack-quantized";
+    break;
+  case Kind::LowbitSets:
+    text = "lowbit sets, one directory per weight";
     break;
   }
   return text + " (" + source + ")";
@@ -374,6 +390,14 @@ Expected<ImportedWeight> importLayer(const Checkpoint &checkpoint,
     return importFloatQuantized(checkpoint, prefix, layout.floatQuantized);
   case Kind::Nvfp4ModelOpt:
     return nvfp4Weight(importNvfp4ModelOpt(checkpoint, prefix));
+  case Kind::Mxfp4CompressedTensors:
+    return importMxfp4CompressedTensors(checkpoint, prefix,
+                                        *lookupScheme("mxfp4"));
+  case Kind::LowbitSets:
+    return makeError(ErrorCode::InvalidArgument,
+                     "'" + prefix +
+                         "' is a lowbit set (DIR/<module>/), not a "
+                         "safetensors layer: read it as a set");
   }
   return makeError(ErrorCode::InvalidArgument,
                    "the checkpoint has no quantization config: '" + prefix +

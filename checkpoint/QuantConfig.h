@@ -9,7 +9,8 @@
 //                          "NVFP4", "group_size": 16}}
 //   config.json            "quantization_config": quant_method "gptq",
 //                          "awq", "compressed-tensors" (its "format" and
-//                          one config group's "weights") or "modelopt"
+//                          one config group's "weights"), "modelopt" or
+//                          "lowbit" (quantize-model --format lowbit)
 //   quantize_config.json   AutoGPTQ / GPTQModel (bits, group_size,
 //                          desc_act, checkpoint_format), or AutoAWQ's
 //                          (quant_method "awq", or zero_point / version)
@@ -38,6 +39,11 @@ struct QuantLayout {
     Nvfp4CompressedTensors,
     FloatQuantized,
     Nvfp4ModelOpt,
+    Mxfp4CompressedTensors,
+    /// `lowbit quantize-model --format lowbit`: quant_method "lowbit", each
+    /// weight a set of `lowbit quantize` in DIR/<module>/ (its
+    /// meta.json holds the scheme), read with readQuantizedDirectory.
+    LowbitSets,
   };
   Kind kind = Kind::None;
   /// The file that said so ("config.json", ...), empty for None.

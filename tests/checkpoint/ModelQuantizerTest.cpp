@@ -17,6 +17,9 @@
 #include "checkpoint/QuantConfig.h"
 #include "format/SchemeText.h"
 #include "runtime/core/AtomicFile.h"
+#include "runtime/files/QuantizedFiles.h"
+
+#include <atomic>
 
 #include <fstream>
 #include <map>
@@ -132,7 +135,13 @@ TEST_CASE("quantize-model output reads back through the importer bit for "
                 QuantLayout::Kind::FloatQuantized},
       std::pair{std::string_view("scheme(format=e4m3,scale=block(16x32),"
                                  "tail=true,type=bf16)"),
-                QuantLayout::Kind::FloatQuantized});
+                QuantLayout::Kind::FloatQuantized},
+      // torchao's decode convention is written in compressed-tensors'
+      // encode one (the layout's); the importer reads it back as such.
+      std::pair{std::string_view("nvfp4"),
+                QuantLayout::Kind::Nvfp4CompressedTensors},
+      std::pair{std::string_view("mxfp4"),
+                QuantLayout::Kind::Mxfp4CompressedTensors});
   CAPTURE(schemeText);
   fs::path model = makeModelDirectory("qm-readback");
   fs::path out = model.parent_path() / "out";
@@ -164,8 +173,8 @@ TEST_CASE("quantize-model output reads back through the importer bit for "
       CHECK(std::ranges::equal(copy->data(), entry.data()));
       continue;
     }
-    // pack-quantized replaces the weight; float-quantized keeps its name.
-    CHECK(!output->find(name) == (kind == QuantLayout::Kind::PackQuantized));
+    // float-quantized keeps the weight's name; the others replace it.
+    CHECK(!output->find(name) == (kind != QuantLayout::Kind::FloatQuantized));
     std::string module = name.substr(0, name.size() - 7);
     Expected<ImportedWeight> imported = importLayer(*output, *layout, module);
     REQUIRE(imported.ok());
@@ -294,8 +303,13 @@ TEST_CASE("quantize-model refuses bad options and writes nothing",
   same.outputDirectory = model.string();
   refused(same, "is inside --in");
   QuantizeModelOptions mx = options;
-  mx.scheme = *parseSchemeText("mxfp4");
-  refused(mx, "compressed-tensors holds");
+  mx.scheme = *parseSchemeText("mxfp8");
+  refused(mx, "MXFP8 and MXFP6 have no compressed-tensors form");
+  QuantizeModelOptions staticScales = options;
+  staticScales.format = OutputFormat::Lowbit;
+  staticScales.scheme = *parseSchemeText("int8");
+  staticScales.scheme.scale.mode = ScaleMode::Static;
+  refused(staticScales, "quantize-model computes them");
   QuantizeModelOptions regex = options;
   regex.ignore = {"re:("};
   refused(regex, "not a regular expression");
@@ -319,6 +333,176 @@ TEST_CASE("quantize-model refuses bad options and writes nothing",
   QuantizeModelOptions other = options;
   other.scheme = *parseSchemeText("fp8_e4m3");
   refused(other, "holds a quantize-model run of other settings");
+  fs::remove_all(model.parent_path());
+}
+
+TEST_CASE("quantize-model: each scheme is written or refused with the "
+          "reason",
+          "[quantize-model]") {
+  fs::path model = makeModelDirectory("qm-schemes");
+  enum class Variant { AsNamed, Swizzled, RCeil, Encode };
+  auto [schemeName, variant, message] =
+      GENERATE(std::tuple{"fp8_e5m2", Variant::AsNamed,
+                          "stores FP8 as e4m3 (torch.float8_e4m3fn) only"},
+               std::tuple{"mxfp8", Variant::AsNamed,
+                          "MXFP8 and MXFP6 have no compressed-tensors form"},
+               std::tuple{"mxfp6_e2m3", Variant::AsNamed,
+                          "no layout for MX scales on e2m3 codes"},
+               std::tuple{"mxfp6_e3m2", Variant::AsNamed,
+                          "no layout for MX scales on e3m2 codes"},
+               std::tuple{"mxfp4", Variant::Swizzled, "swizzle_128x4 scales"},
+               std::tuple{"nvfp4", Variant::Swizzled, "this variant is not it"},
+               std::tuple{"nvfp4", Variant::AsNamed, ""},
+               std::tuple{"nvfp4", Variant::Encode, ""},
+               std::tuple{"mxfp4", Variant::AsNamed, ""},
+               std::tuple{"mxfp4", Variant::RCeil, ""});
+  CAPTURE(schemeName, int(variant));
+  Scheme scheme = *lookupScheme(schemeName);
+  if (variant != Variant::AsNamed)
+    scheme.name.clear();
+  if (variant == Variant::Swizzled)
+    scheme.scale.layout = ScaleLayout::Swizzle128x4;
+  if (variant == Variant::RCeil)
+    scheme.scale.rule = ScaleRule::E8M0RCeil;
+  if (variant == Variant::Encode)
+    scheme.scale.globalScale = GlobalScale::EncodeReciprocal;
+  fs::path out = model.parent_path() / "out";
+  fs::remove_all(out);
+  QuantizeModelOptions options(scheme);
+  options.inputDirectory = model.string();
+  options.outputDirectory = out.string();
+  Expected<QuantizeModelResult> result = quantizeModel(options);
+  if (std::string_view(message).empty()) {
+    REQUIRE(result.ok());
+  } else {
+    REQUIRE(!result.ok());
+    CAPTURE(result.error().message);
+    CHECK(result.error().message.find(message) != std::string::npos);
+    CHECK(result.error().message.find("--format lowbit holds") !=
+          std::string::npos);
+    CHECK(!fs::exists(out));
+    // lowbit's own sets hold it.
+    options.format = OutputFormat::Lowbit;
+    REQUIRE(quantizeModel(options).ok());
+  }
+  fs::remove_all(model.parent_path());
+}
+
+TEST_CASE("quantize-model: both NVFP4 conventions write the same "
+          "compressed-tensors weights",
+          "[quantize-model]") {
+  fs::path model = makeModelDirectory("qm-nvfp4");
+  fs::path decode = model.parent_path() / "decode";
+  fs::path encode = model.parent_path() / "encode";
+  QuantizeModelOptions options = optionsFor(model, decode, "nvfp4");
+  options.maxShardBytes = 1 << 30;
+  REQUIRE(quantizeModel(options).ok());
+  options.outputDirectory = encode.string();
+  options.scheme.scale.globalScale = GlobalScale::EncodeReciprocal;
+  options.scheme.name.clear();
+  REQUIRE(quantizeModel(options).ok());
+  CHECK(readText(decode / "model.safetensors") ==
+        readText(encode / "model.safetensors"));
+  // Weights only: no activations' global scale.
+  Expected<Checkpoint> output = Checkpoint::open(decode.string());
+  REQUIRE(output.ok());
+  CHECK(output->find("model.layers.0.self_attn.q_proj.weight_global_scale"));
+  CHECK(!output->find("model.layers.0.self_attn.q_proj.input_global_scale"));
+  std::string config = readText(decode / "config.json");
+  CHECK(config.find("\"nvfp4-pack-quantized\"") != std::string::npos);
+  CHECK(config.find("\"tensor_group\"") != std::string::npos);
+  fs::remove_all(model.parent_path());
+}
+
+TEST_CASE("quantize-model's output does not depend on the codec",
+          "[quantize-model]") {
+  fs::path model = makeModelDirectory("qm-codec");
+  fs::path reference = model.parent_path() / "reference";
+  fs::path counted = model.parent_path() / "counted";
+  REQUIRE(quantizeModel(optionsFor(model, reference, kInt4Asym)).ok());
+  // A codec of its own (the reference's, counting its calls): the same
+  // bytes, and every weight went through it.
+  std::atomic<int> quantized = 0, dequantized = 0;
+  WeightCodec base = referenceCodec();
+  QuantizeModelOptions options = optionsFor(model, counted, kInt4Asym);
+  options.jobs = 2;
+  options.codec.quantize = [&](const Scheme &scheme, DType dtype,
+                               std::span<const std::byte> values, int64_t rows,
+                               int64_t cols) {
+    ++quantized;
+    return base.quantize(scheme, dtype, values, rows, cols);
+  };
+  options.codec.dequantize = [&](const QuantizedTensor &tensor) {
+    ++dequantized;
+    return base.dequantize(tensor);
+  };
+  REQUIRE(quantizeModel(options).ok());
+  CHECK(quantized == 2);
+  CHECK(dequantized == 2);
+  CHECK(filesUnder(counted) == filesUnder(reference));
+
+  // A codec's error names the weight, and the run stops.
+  fs::path failed = model.parent_path() / "failed";
+  QuantizeModelOptions failing = optionsFor(model, failed, kInt4Asym);
+  failing.codec.quantize = [](const Scheme &, DType, std::span<const std::byte>,
+                              int64_t, int64_t) -> Expected<QuantizedTensor> {
+    return makeError(ErrorCode::InvalidArgument, "no kernel");
+  };
+  Expected<QuantizeModelResult> result = quantizeModel(failing);
+  REQUIRE(!result.ok());
+  CHECK(result.error().message.find("no kernel") != std::string::npos);
+  CHECK(result.error().message.find("_proj.weight") != std::string::npos);
+  fs::remove_all(model.parent_path());
+}
+
+TEST_CASE("quantize-model --format lowbit writes one set per weight",
+          "[quantize-model]") {
+  fs::path model = makeModelDirectory("qm-lowbit");
+  fs::path out = model.parent_path() / "out";
+  QuantizeModelOptions options = optionsFor(model, out, "mxfp8");
+  options.format = OutputFormat::Lowbit;
+  Expected<QuantizeModelResult> result = quantizeModel(options);
+  REQUIRE(result.ok());
+  REQUIRE(result->layers.size() == 2);
+  Expected<QuantLayout> layout = detectLayout(out.string());
+  REQUIRE(layout.ok());
+  CHECK(layout->kind == QuantLayout::Kind::LowbitSets);
+  Expected<Checkpoint> input = Checkpoint::open(model.string());
+  Expected<Checkpoint> output = Checkpoint::open(out.string());
+  REQUIRE(input.ok());
+  REQUIRE(output.ok());
+  for (const auto &[name, entry] : input->tensors()) {
+    CAPTURE(name);
+    if (name.find("_proj") == std::string::npos) {
+      Expected<Checkpoint::Entry> copy = output->get(name);
+      REQUIRE(copy.ok());
+      CHECK(std::ranges::equal(copy->data(), entry.data()));
+      continue;
+    }
+    CHECK(!output->find(name));
+    std::string error;
+    std::optional<QuantizedTensor> set = files::readQuantizedDirectory(
+        (out / name.substr(0, name.size() - 7)).string(), &error);
+    REQUIRE(set);
+    int64_t rows = entry.info->shape[0], cols = entry.info->shape[1];
+    Expected<QuantizedTensor> expected = referenceCodec().quantize(
+        *lookupScheme("mxfp8"), entry.info->dtype, entry.data(), rows, cols);
+    REQUIRE(expected.ok());
+    CHECK(set->scheme == expected->scheme);
+    CHECK(set->codes == expected->codes);
+    CHECK(set->scaleCodes == expected->scaleCodes);
+  }
+  std::string config = readText(out / "config.json");
+  CHECK(config.find("\"quant_method\": \"lowbit\"") != std::string::npos);
+
+  // A set lost after the run: its shard is not done, and a rerun writes it
+  // again, the same bytes.
+  std::map<std::string, std::string> before = filesUnder(out);
+  fs::remove_all(out / "model.layers.0.mlp.down_proj");
+  Expected<QuantizeModelResult> again = quantizeModel(options);
+  REQUIRE(again.ok());
+  CHECK(again->shardsWritten == 1);
+  CHECK(filesUnder(out) == before);
   fs::remove_all(model.parent_path());
 }
 

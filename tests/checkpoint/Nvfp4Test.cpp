@@ -146,10 +146,35 @@ TEST_CASE("malformed NVFP4 tensors are refused", "[nvfp4]") {
       writeAndOpen("nvfp4-negative", negative.tensors), "l");
   REQUIRE_FALSE(negativeScale.ok());
   CHECK_THAT(negativeScale.error().message, Contains("scale [0, 3]"));
-  Nvfp4Files missing(true, 8);
-  missing.tensors.pop_back();
-  Expected<Nvfp4Layer> noInput =
-      importNvfp4ModelOpt(writeAndOpen("nvfp4-missing", missing.tensors), "l");
-  REQUIRE_FALSE(noInput.ok());
-  CHECK_THAT(noInput.error().message, Contains("input_scale"));
+  Nvfp4Files badInput(true, 8);
+  badInput.tensors.back().shape = {2};
+  badInput.tensors.back().bytes = bytesOf(std::vector{1.0f, 2.0f});
+  Expected<Nvfp4Layer> twoInputs = importNvfp4ModelOpt(
+      writeAndOpen("nvfp4-bad-input", badInput.tensors), "l");
+  REQUIRE_FALSE(twoInputs.ok());
+  CHECK_THAT(twoInputs.error().message, Contains("input_scale"));
+}
+
+TEST_CASE("a weights-only NVFP4 layer has no activations' scale", "[nvfp4]") {
+  // compressed-tensors' NVFP4A16 (what quantize-model writes): no
+  // input_global_scale; it imports, converts and exports without one.
+  Nvfp4Files files(false, 9);
+  files.tensors.pop_back();
+  Expected<Nvfp4Layer> layer = importNvfp4CompressedTensors(
+      writeAndOpen("nvfp4-a16", files.tensors), "l");
+  REQUIRE(layer.ok());
+  CHECK(!layer->inputGlobalScale);
+  files.checkValues(layer->weight.tensor, false);
+  Expected<std::vector<OwnedTensor>> back =
+      exportNvfp4CompressedTensors(*layer, "l");
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK((*back)[i].name == files.tensors[i].name);
+    CHECK((*back)[i].bytes == files.tensors[i].bytes);
+  }
+  Expected<std::vector<OwnedTensor>> modelOpt =
+      exportNvfp4ModelOpt(*layer, "l");
+  REQUIRE(modelOpt.ok());
+  CHECK(modelOpt->size() == 3);
 }

@@ -19,7 +19,10 @@ std::string weightsPath(std::string_view weights) {
 
 std::optional<QuantizedTensor> readWeights(std::string_view weights,
                                            std::string *error,
-                                           std::vector<int64_t> *shape) {
+                                           std::vector<int64_t> *shape,
+                                           std::vector<int32_t> *inputOrder) {
+  if (inputOrder)
+    inputOrder->clear();
   size_t separator = weights.find(kSeparator);
   if (separator == std::string_view::npos)
     return files::readQuantizedDirectory(std::string(weights), error, shape);
@@ -34,24 +37,33 @@ std::optional<QuantizedTensor> readWeights(std::string_view weights,
   };
   if (layer.empty())
     return failWith("'" + std::string(weights) + "' names no layer after '::'");
-  Expected<checkpoint::Checkpoint> opened =
-      checkpoint::Checkpoint::open(directory);
-  if (!opened)
-    return failWith(opened.error().message);
   Expected<checkpoint::QuantLayout> layout =
       checkpoint::detectLayout(directory);
   if (!layout)
     return failWith(layout.error().message);
+  // quantize-model --format lowbit: the layer is a set of its own.
+  if (layout->kind == checkpoint::QuantLayout::Kind::LowbitSets) {
+    if (layer.find('/') != std::string::npos || layer.starts_with("."))
+      return failWith("'" + layer + "' is not a module name");
+    return files::readQuantizedDirectory(directory + "/" + layer, error, shape);
+  }
+  Expected<checkpoint::Checkpoint> opened =
+      checkpoint::Checkpoint::open(directory);
+  if (!opened)
+    return failWith(opened.error().message);
   Expected<checkpoint::ImportedWeight> imported =
       checkpoint::importLayer(*opened, *layout, layer);
   if (!imported)
     return failWith(imported.error().message);
-  // An act-order weight's columns are a permutation of the input channels;
-  // a matmul would have to gather X first, which no command does yet.
-  if (!imported->inputOrder.empty())
-    return failWith("'" + layer +
-                    "' reorders its input channels (act-order "
-                    "g_idx); --weights takes a layer without one");
+  // An act-order weight's columns are a permutation of the input channels:
+  // the caller gathers X by it, or the layer is refused.
+  if (!imported->inputOrder.empty()) {
+    if (!inputOrder)
+      return failWith("'" + layer +
+                      "' reorders its input channels (act-order "
+                      "g_idx); this command takes a layer without one");
+    *inputOrder = std::move(imported->inputOrder);
+  }
   *shape = {imported->tensor.rows, imported->tensor.cols};
   return std::move(imported->tensor);
 }

@@ -2,7 +2,8 @@
 //-*-===//
 //
 // `--weights DIR::TENSOR` names a quantized weight of another tool's
-// checkpoint (GPTQ, AWQ, compressed-tensors, ModelOpt): the directory and
+// checkpoint (GPTQ, AWQ, compressed-tensors, ModelOpt, or the sets of
+// `lowbit quantize-model --format lowbit`): the directory and
 // the layer, e.g. `ckpt::model.layers.0.mlp.down_proj` (a trailing
 // ".weight" is accepted). It is imported through the importer the
 // directory's config names (checkpoint/QuantConfig.h), bit for bit. Any
@@ -26,10 +27,15 @@ namespace lowbit::cli {
 std::string weightsPath(std::string_view weights);
 
 /// The weight set or checkpoint layer `weights` names; `shape` receives
-/// its shape ([N, K] for a checkpoint layer).
-std::optional<QuantizedTensor> readWeights(std::string_view weights,
-                                           std::string *error,
-                                           std::vector<int64_t> *shape);
+/// its shape ([N, K] for a checkpoint layer). A layer whose columns are a
+/// permutation of the input channels (GPTQ act-order, g_idx) is refused
+/// unless `inputOrder` is given: it then receives K entries, column c
+/// holding input channel inputOrder[c] (empty for the identity), and the
+/// caller gathers X's columns by it.
+std::optional<QuantizedTensor>
+readWeights(std::string_view weights, std::string *error,
+            std::vector<int64_t> *shape,
+            std::vector<int32_t> *inputOrder = nullptr);
 
 } // namespace lowbit::cli
 

@@ -18,6 +18,7 @@
 #include "tools/lowbit/OutputPaths.h"
 
 #include <array>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -122,8 +123,9 @@ CommandResult runMatmul(Arguments args) {
   std::string error;
   const std::string &directory = *parsed->value("weights");
   std::vector<int64_t> weightShape;
+  std::vector<int32_t> inputOrder;
   std::optional<QuantizedTensor> weights =
-      readWeights(directory, &error, &weightShape);
+      readWeights(directory, &error, &weightShape, &inputOrder);
   if (!weights)
     return fail(fmt::format("--weights {}: {}", directory, error));
   if (weightShape.size() != 2)
@@ -173,6 +175,19 @@ CommandResult runMatmul(Arguments args) {
   }
   problem.weights = &*weights;
   problem.x = std::move(x->bytes);
+  // An act-order layer (GPTQ g_idx): its column c is input channel
+  // inputOrder[c], so X's columns are gathered the same way.
+  if (!inputOrder.empty()) {
+    size_t width = size_t(valueTypeBytes(*inputDtype));
+    std::vector<uint8_t> gathered(problem.x.size());
+    for (int64_t row = 0; row < x->shape[0]; ++row)
+      for (int64_t col = 0; col < k; ++col)
+        std::memcpy(
+            &gathered[size_t(row * k + col) * width],
+            &problem.x[size_t(row * k + inputOrder[size_t(col)]) * width],
+            width);
+    problem.x = std::move(gathered);
+  }
   problem.m = x->shape[0];
   if (const std::string *biasPath = parsed->value("bias")) {
     std::optional<npy::Array> bias = npy::readNpy(*biasPath, &error);

@@ -1,11 +1,14 @@
 //===- QuantizeModelCommand.cpp - `lowbit quantize-model` -----------------===//
 //
 // Quantizes a Hugging Face checkpoint directory into a compressed-tensors
-// one (checkpoint/ModelQuantizer.h): RTN with the reference quantizer,
+// one, or one lowbit set per weight (checkpoint/ModelQuantizer.h): RTN
 // streamed shard by shard, resumable, splittable with --shard I/N and
-// finished by --merge. Runs in the MLIR-free front end: the reference
-// quantizer needs no compiler. Prints a progress bar on a terminal
-// (stderr) and a summary of the per-layer SQNR (docs/checkpoints.md).
+// finished by --merge. Runs in the MLIR-free front end; the weights are
+// quantized by the JIT'd CPU kernels (lowbit::Jit, whose compiler library
+// is loaded at the first kernel), bit-exact to the reference quantizer,
+// which --backend reference (or a scheme the JIT does not compile) uses.
+// Prints a progress bar on a terminal (stderr) and a summary of the
+// per-layer SQNR (docs/checkpoints.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,16 +16,23 @@
 #include "checkpoint/ModelQuantizer.h"
 #include "format/SchemeText.h"
 #include "tools/lowbit/CommandLine.h"
+#include "tools/lowbit/JitBackend.h"
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <unistd.h>
 
 namespace lowbit::cli {
@@ -31,15 +41,19 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: lowbit quantize-model --scheme SCHEME --in HF_DIR --out OUT_DIR\n"
-    "         [--format compressed-tensors] [--ignore PATTERNS] [--jobs N]\n"
-    "         [--shard I/N] [--max-shard-bytes BYTES]\n"
+    "         [--format compressed-tensors|lowbit] [--ignore PATTERNS]\n"
+    "         [--jobs N] [--shard I/N] [--max-shard-bytes BYTES]\n"
+    "         [--backend auto|cpu|reference]\n"
     "       lowbit quantize-model --merge --scheme SCHEME --in HF_DIR "
     "--out OUT_DIR [...]\n\n"
     "Quantizes every 2-D linear weight (a '<module>.weight' of f32, f16 or\n"
     "bf16) of the checkpoint in HF_DIR with round-to-nearest in SCHEME and\n"
     "writes a compressed-tensors checkpoint to OUT_DIR: sharded safetensors,\n"
     "config.json with its quantization_config, the other files copied, and\n"
-    "quant_report.json with each layer's SQNR. Other tensors are copied.\n\n"
+    "quant_report.json with each layer's SQNR. Other tensors are copied.\n"
+    "--format lowbit writes each weight as a set of 'lowbit quantize' in\n"
+    "OUT_DIR/<module>/ instead (every scheme; 'lowbit dequantize --in' and\n"
+    "'lowbit matmul --weights' read it).\n\n"
     "  --ignore PATTERNS  comma-separated modules left as they are: a name\n"
     "                     ('lm_head' matches 'lm_head' and 'x.lm_head') or\n"
     "                     're:REGEX' matched from the start of the name;\n"
@@ -49,11 +63,15 @@ constexpr std::string_view kUsage =
     "                     for N independent runs; then run --merge once\n"
     "  --merge            check every shard is done, write the index,\n"
     "                     config.json, quant_report.json and the copies\n"
-    "  --max-shard-bytes  output shard size limit (default 5000000000)\n\n"
+    "  --max-shard-bytes  output shard size limit (default 5000000000)\n"
+    "  --backend          cpu: the JIT-compiled CPU kernels; reference: the\n"
+    "                     reference quantizer; auto (default): cpu where the\n"
+    "                     JIT compiles the scheme. All write the same "
+    "bytes.\n\n"
     "An interrupted run is resumed by running it again: finished shards are\n"
     "kept, nothing half-written is left (docs/checkpoints.md).\n";
 
-constexpr std::array<OptionSpec, 9> kOptions = {{
+constexpr std::array<OptionSpec, 10> kOptions = {{
     {"scheme", true},
     {"in", true},
     {"out", true},
@@ -63,6 +81,7 @@ constexpr std::array<OptionSpec, 9> kOptions = {{
     {"shard", true},
     {"max-shard-bytes", true},
     {"merge", false},
+    {"backend", true},
 }};
 
 std::vector<std::string> splitPatterns(std::string_view text) {
@@ -93,6 +112,108 @@ bool parseShard(std::string_view text, int &index, int &count) {
          whole(text.substr(slash + 1), count);
 }
 
+/// The JIT'd CPU kernels as quantize-model's codec. A spec the JIT does not
+/// compile (or a compiler library that does not load) falls back to the
+/// reference under --backend auto and is an error under cpu. Counts which
+/// quantized how many weights, for the summary.
+class JitCodec {
+public:
+  explicit JitCodec(bool required) : required(required) {}
+
+  checkpoint::WeightCodec codec() {
+    checkpoint::WeightCodec codec;
+    codec.quantize = [this](const Scheme &scheme, checkpoint::DType dtype,
+                            std::span<const std::byte> values, int64_t rows,
+                            int64_t cols) -> Expected<QuantizedTensor> {
+      ValueType valueType = dtype == checkpoint::DType::F32   ? ValueType::F32
+                            : dtype == checkpoint::DType::F16 ? ValueType::F16
+                                                              : ValueType::BF16;
+      std::string error;
+      if (!compiles(quantizeSpecFor(scheme, valueType, {}), &error) ||
+          !compiles(dequantizeSpec(scheme), &error)) {
+        if (required)
+          return makeError(ErrorCode::InvalidArgument,
+                           "the CPU backend cannot compile this scheme: " +
+                               error);
+        return fallback(scheme, dtype, values, rows, cols);
+      }
+      std::optional<QuantizedTensor> tensor =
+          jitQuantize(scheme, valueType, values.data(), rows, cols, {}, &error);
+      if (!tensor)
+        return makeError(ErrorCode::InvalidArgument, error);
+      ++onCpu;
+      return std::move(*tensor);
+    };
+    codec.dequantize =
+        [this](const QuantizedTensor &tensor) -> Expected<std::vector<float>> {
+      std::string error;
+      // The reference quantized it: its kernel did not compile.
+      if (!compiles(dequantizeSpec(tensor.scheme), &error))
+        return reference.dequantize(tensor);
+      std::optional<std::vector<uint8_t>> bytes =
+          jitDequantize(tensor, ValueType::F32, &error);
+      if (!bytes)
+        return makeError(ErrorCode::InvalidArgument, error);
+      std::vector<float> values(bytes->size() / 4);
+      std::memcpy(values.data(), bytes->data(), values.size() * 4);
+      return values;
+    };
+    return codec;
+  }
+
+  /// "cpu (JIT-compiled kernels)", or what fell back to the reference.
+  std::string describe() const {
+    if (onReference == 0)
+      return "cpu (JIT-compiled kernels)";
+    return fmt::format("cpu for {} weights, reference for {} (the JIT did "
+                       "not compile: {})",
+                       onCpu.load(), onReference.load(), firstFailure);
+  }
+
+private:
+  static KernelSpec dequantizeSpec(const Scheme &scheme) {
+    KernelSpec spec;
+    spec.op = KernelOp::Dequantize;
+    spec.scheme = scheme;
+    spec.valueType = ValueType::F32;
+    return spec;
+  }
+
+  /// Whether `spec` compiles for the CPU; asked once per spec.
+  bool compiles(const KernelSpec &spec, std::string *error) {
+    std::string text = printKernelSpec(spec);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [entry, inserted] = compiled.try_emplace(text);
+    if (inserted)
+      entry->second.ok = compileCpuKernel(spec, &entry->second.error);
+    if (!entry->second.ok) {
+      *error = entry->second.error;
+      if (firstFailure.empty())
+        firstFailure = entry->second.error;
+    }
+    return entry->second.ok;
+  }
+
+  Expected<QuantizedTensor> fallback(const Scheme &scheme,
+                                     checkpoint::DType dtype,
+                                     std::span<const std::byte> values,
+                                     int64_t rows, int64_t cols) {
+    ++onReference;
+    return reference.quantize(scheme, dtype, values, rows, cols);
+  }
+
+  struct Compiled {
+    bool ok = false;
+    std::string error;
+  };
+  bool required;
+  const checkpoint::WeightCodec reference = checkpoint::referenceCodec();
+  std::mutex mutex;
+  std::map<std::string, Compiled> compiled;
+  std::string firstFailure;
+  std::atomic<size_t> onCpu = 0, onReference = 0;
+};
+
 /// A bar on stderr when it is a terminal; nothing otherwise (logs of a
 /// batch job stay clean).
 checkpoint::QuantizeProgress progressBar() {
@@ -114,8 +235,10 @@ std::string sqnrText(double db) {
 }
 
 void printSummary(const checkpoint::QuantizeModelOptions &options,
-                  const checkpoint::QuantizeModelResult &result,
-                  double seconds) {
+                  const checkpoint::QuantizeModelResult &result, double seconds,
+                  const std::string &quantizer) {
+  if (!quantizer.empty())
+    fmt::print("quantizer: {}\n", quantizer);
   fmt::print("layout: {}\n", result.layout);
   fmt::print("shards: {} of {} written, {} already done\n",
              result.shardsWritten, result.shardCount, result.shardsResumed);
@@ -195,11 +318,20 @@ CommandResult runQuantizeModel(Arguments args) {
   checkpoint::QuantizeModelOptions options(*scheme);
   options.inputDirectory = *parsed->value("in");
   options.outputDirectory = *parsed->value("out");
-  if (const std::string *format = parsed->value("format");
-      format && *format != "compressed-tensors")
-    return fail(fmt::format("--format '{}': quantize-model writes "
-                            "compressed-tensors",
-                            *format));
+  if (const std::string *format = parsed->value("format")) {
+    if (*format == "lowbit")
+      options.format = checkpoint::OutputFormat::Lowbit;
+    else if (*format != "compressed-tensors")
+      return fail(fmt::format("--format '{}': expected compressed-tensors or "
+                              "lowbit",
+                              *format));
+  }
+  std::string backend = "auto";
+  if (const std::string *value = parsed->value("backend"))
+    backend = *value;
+  if (backend != "auto" && backend != "cpu" && backend != "reference")
+    return fail(fmt::format("--backend '{}': expected auto, cpu or reference",
+                            backend));
   if (const std::string *ignore = parsed->value("ignore"))
     options.ignore = splitPatterns(*ignore);
   std::optional<int64_t> jobs =
@@ -227,16 +359,33 @@ CommandResult runQuantizeModel(Arguments args) {
     return fail("--merge and --shard exclude each other: the merge runs "
                 "once, after every shard");
 
+  // Each weight allocates the same few large buffers (tens of MiB): from
+  // the heap, kept when freed, the next weight reuses their pages instead
+  // of mapping fresh ones, whose page faults and zeroing were a fifth of
+  // the run (perf). Peak memory is the same: what is in flight.
+  ::mallopt(M_MMAP_MAX, 0);
+  ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  // The merge quantizes nothing.
+  std::optional<JitCodec> jit;
+  if (backend != "reference" && !merge) {
+    jit.emplace(backend == "cpu");
+    options.codec = jit->codec();
+  }
   auto start = std::chrono::steady_clock::now();
   Expected<checkpoint::QuantizeModelResult> result =
       merge ? checkpoint::mergeQuantizedModel(options)
             : checkpoint::quantizeModel(options, progressBar());
+  // Before LLVM's statics go (JitBackend.h).
+  releaseJitKernels();
   if (!result)
     return fail(result.error().message);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  printSummary(options, *result, seconds);
+  printSummary(options, *result, seconds,
+               merge ? std::string()
+               : jit ? jit->describe()
+                     : std::string("reference"));
   return std::nullopt;
 }
 

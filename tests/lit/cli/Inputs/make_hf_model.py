@@ -1,7 +1,8 @@
 """A tiny Hugging Face checkpoint directory for `lowbit quantize-model`'s
 tests: two linear weights (bf16 and f32), an embedding and lm_head (left
 alone by the default --ignore), a 1-D norm and a 3-D tensor (no linear
-weights), config.json and tokenizer files. Deterministic; plain Python."""
+weights), config.json and tokenizer files. Deterministic; plain Python.
+With --f16, a third linear weight in f16 [32, 128]."""
 import json
 import os
 import struct
@@ -21,12 +22,14 @@ def values(count, seed):
 def encode(dtype, data):
     if dtype == "F32":
         return struct.pack("<%df" % len(data), *data)
+    if dtype == "F16":
+        return struct.pack("<%de" % len(data), *data)
     # bf16: the high half of the f32 (truncation; any bits will do).
     words = struct.unpack("<%dI" % len(data), struct.pack("<%df" % len(data), *data))
     return struct.pack("<%dH" % len(data), *(w >> 16 for w in words))
 
 
-def main(directory):
+def main(directory, f16=False):
     os.makedirs(directory, exist_ok=True)
     tensors = [
         ("model.embed_tokens.weight", "BF16", [8, 128]),
@@ -36,6 +39,8 @@ def main(directory):
         ("model.conv.weight", "F32", [2, 2, 2]),
         ("lm_head.weight", "BF16", [8, 128]),
     ]
+    if f16:
+        tensors.append(("model.layers.0.mlp.up_proj.weight", "F16", [32, 128]))
     header, data = {}, b""
     for seed, (name, dtype, shape) in enumerate(tensors):
         count = 1
@@ -59,4 +64,4 @@ def main(directory):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], f16="--f16" in sys.argv[2:])
