@@ -395,11 +395,11 @@ std::string quantizedGemmRefusal(const Scheme &weights,
                                 w = mmaTypeOf(weights.element);
   if (!a || !w || weights.packing != Packing::Byte ||
       activations.packing != Packing::Byte)
-    return "the GPU kernel for quantized activations multiplies 8-bit codes "
-           "(int8, e4m3, e5m2) with mma.sync m16n8k32; the block-scaled FP4 "
-           "kinds (" +
+    return "the W8A8 GEMM multiplies 8-bit codes (int8, e4m3, e5m2) with "
+           "mma.sync m16n8k32 and the FP4 GEMM e2m1 codes with equal scale "
+           "blocks on both sides (nvfp4, mxfp4); " +
            printSchemeText(weights) + " x " + printSchemeText(activations) +
-           ") have no GPU kernel yet";
+           " fits neither";
   if (!gemvCoversScheme(weights))
     return "the W8A8 kernel reads the weights' scales row-major per tensor, "
            "per output channel or in blocks";
