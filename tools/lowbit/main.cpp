@@ -76,7 +76,7 @@ constexpr Subcommand kSubcommands[] = {
     {"checkpoint", "list the tensors of a safetensors checkpoint",
      runCheckpoint, CacheUse::None},
     {"quantize-model",
-     "quantize a Hugging Face checkpoint into a compressed-tensors one",
+     "quantize a Hugging Face checkpoint (compressed-tensors or lowbit sets)",
      runQuantizeModel, CacheUse::None},
 };
 
