@@ -362,28 +362,8 @@ private:
   /// Y from the total fragments: element i of tile (tileM, tileN) is
   /// accumulatorElement(lane, i) of it; + bias, rounded, stored when inside.
   void storeOutputs(ArrayRef<Value> total) {
-    for (int64_t tileM = 0; tileM < kMTiles; ++tileM)
-      for (int64_t tileN = 0; tileN < kNTiles; ++tileN)
-        for (int64_t i = 0; i < mma::kAccumulatorRegisters; ++i) {
-          Value row = add(add(blockRow, warpRowInTile),
-                          add(idx(tileM * mma::kMmaM + 8 * (i / 2)), group));
-          Value column = add(warpColumn, add(idx(tileN * mma::kMmaN + i % 2),
-                                             mul(threadInGroup, idx(2))));
-          auto inside = scf::IfOp::create(
-              b,
-              andAll(
-                  {arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, m),
-                   arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column,
-                                         n)}),
-              false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(inside.thenBlock()->getTerminator());
-          Value acc = addBias(
-              total[(tileM * kNTiles + tileN) * mma::kAccumulatorRegisters + i],
-              column);
-          memref::StoreOp::create(b, roundOutput(acc), buffers.output,
-                                  ValueRange{row, column});
-        }
+    storeAccumulatorTiles(total, kMTiles, kNTiles, add(blockRow, warpRowInTile),
+                          warpColumn, group, threadInGroup, m, n);
   }
 
   bool nibble;

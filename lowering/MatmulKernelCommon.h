@@ -12,7 +12,10 @@
 #define LOWBIT_LOWERING_MATMULKERNELCOMMON_H
 
 #include "lowering/GpuKernelBuilder.h"
+#include "lowering/GpuMmaLayout.h"
 #include "lowering/MatmulArithmetic.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace lowbit {
 
@@ -103,6 +106,39 @@ protected:
   }
 
   const MatmulBuffers &buffers;
+  /// Y from a warp's mma.sync accumulator fragments: accumulator i of
+  /// tile (tileM, tileN), at accumulatorElement(lane, i) from (warpRow,
+  /// warpColumn), + bias, rounded, stored when inside [m, n]. `total`
+  /// holds the tiles row-major, kAccumulatorRegisters each.
+  void storeAccumulatorTiles(llvm::ArrayRef<mlir::Value> total, int64_t mTiles,
+                             int64_t nTiles, mlir::Value warpRow,
+                             mlir::Value warpColumn, mlir::Value group,
+                             mlir::Value threadInGroup, mlir::Value m,
+                             mlir::Value n) {
+    for (int64_t tileM = 0; tileM < mTiles; ++tileM)
+      for (int64_t tileN = 0; tileN < nTiles; ++tileN)
+        for (int64_t i = 0; i < mma::kAccumulatorRegisters; ++i) {
+          mlir::Value row =
+              add(warpRow, add(idx(tileM * mma::kMmaM + 8 * (i / 2)), group));
+          mlir::Value column =
+              add(warpColumn, add(idx(tileN * mma::kMmaN + i % 2),
+                                  mul(threadInGroup, idx(2))));
+          auto inside = mlir::scf::IfOp::create(
+              b,
+              andAll({mlir::arith::CmpIOp::create(
+                          b, mlir::arith::CmpIPredicate::ult, row, m),
+                      mlir::arith::CmpIOp::create(
+                          b, mlir::arith::CmpIPredicate::ult, column, n)}),
+              false);
+          mlir::OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(inside.thenBlock()->getTerminator());
+          mlir::Value acc = addBias(
+              total[(tileM * nTiles + tileN) * mma::kAccumulatorRegisters + i],
+              column);
+          mlir::memref::StoreOp::create(b, roundOutput(acc), buffers.output,
+                                        mlir::ValueRange{row, column});
+        }
+  }
 };
 
 } // namespace lowbit
