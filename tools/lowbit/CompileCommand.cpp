@@ -310,6 +310,13 @@ compileMatmulStages(const matmul::MatmulSpec &spec, const Target &target,
   return std::move(*llvmIr);
 }
 
+/// Prints `text` as the command's output, ending in one newline.
+void printEndingLine(std::string_view text) {
+  fmt::print("{}", text);
+  if (!text.empty() && text.back() != '\n')
+    fmt::print("\n");
+}
+
 } // namespace
 
 CommandResult runCompile(Arguments args) {
@@ -392,9 +399,7 @@ CommandResult runCompile(Arguments args) {
         compileMatmulStages(*matmulSpec, *target, stage, throughCache, &error);
     if (!text)
       return fail(error);
-    fmt::print("{}", *text);
-    if (!text->empty() && text->back() != '\n')
-      fmt::print("\n");
+    printEndingLine(*text);
     return std::nullopt;
   }
 
@@ -407,10 +412,7 @@ CommandResult runCompile(Arguments args) {
     Expected<Kernel> kernel = (*jit)->get(*spec, *target);
     if (!kernel)
       return fail(kernel.error().message);
-    std::string_view ptx = kernel->ptx();
-    fmt::print("{}", ptx);
-    if (!ptx.empty() && ptx.back() != '\n')
-      fmt::print("\n");
+    printEndingLine(kernel->ptx());
     return std::nullopt;
   }
 
@@ -420,9 +422,7 @@ CommandResult runCompile(Arguments args) {
       compileStages(*spec, *target, stage, dumper, &error);
   if (!text)
     return fail(error);
-  fmt::print("{}", *text);
-  if (!text->empty() && text->back() != '\n')
-    fmt::print("\n");
+  printEndingLine(*text);
   return std::nullopt;
 }
 
