@@ -269,6 +269,36 @@ std::optional<uint64_t> GgufValue::asUnsigned() const {
   }
 }
 
+GgufValue GgufValue::u32(uint32_t value) {
+  GgufValue result;
+  result.type = GgufValueType::U32;
+  result.bits = value;
+  return result;
+}
+
+GgufValue GgufValue::f32(float value) {
+  GgufValue result;
+  result.type = GgufValueType::F32;
+  result.bits = std::bit_cast<uint32_t>(value);
+  return result;
+}
+
+GgufValue GgufValue::text(std::string value) {
+  GgufValue result;
+  result.type = GgufValueType::String;
+  result.string = std::move(value);
+  return result;
+}
+
+GgufValue GgufValue::array(GgufValueType elementType,
+                           std::vector<GgufValue> elements) {
+  GgufValue result;
+  result.type = GgufValueType::Array;
+  result.elementType = elementType;
+  result.elements = std::move(elements);
+  return result;
+}
+
 const GgmlType *ggmlType(uint32_t id) {
   for (const GgmlType &type : kGgmlTypes)
     if (type.id == id)

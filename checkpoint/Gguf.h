@@ -68,6 +68,14 @@ struct GgufValue {
   /// The value as an unsigned integer: any unsigned type, or a signed one
   /// that is not negative; nullopt otherwise.
   std::optional<uint64_t> asUnsigned() const;
+
+  /// Values for a writer to put in a file.
+  static GgufValue u32(uint32_t value);
+  static GgufValue f32(float value);
+  static GgufValue text(std::string value);
+  /// An array of `elementType`; each element must be of that type.
+  static GgufValue array(GgufValueType elementType,
+                         std::vector<GgufValue> elements);
 };
 
 /// The ggml tensor types GGUF files hold: id, name, elements per block and

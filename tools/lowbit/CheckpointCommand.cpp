@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -27,7 +28,8 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: lowbit checkpoint ls PATH\n"
-    "       lowbit checkpoint gguf PATH OUT.gguf --type q8_0|q4_0\n\n"
+    "       lowbit checkpoint gguf PATH OUT.gguf --type q8_0|q4_0\n"
+    "           [--llama-cpp [--no-tokenizer]]\n\n"
     "Lists the tensors of a safetensors checkpoint: PATH is a .safetensors\n"
     "file, or a directory holding model.safetensors or\n"
     "model.safetensors.index.json and its shards. One line a tensor, by\n"
@@ -40,9 +42,23 @@ constexpr std::string_view kUsage =
     "gguf writes the checkpoint's tensors into one GGUF file: each 2-D\n"
     "float tensor of whole 32-element row blocks quantized to Q8_0 or Q4_0\n"
     "(llama.cpp's reference quantizer, bit for bit), the others as F32 or\n"
-    "F16; names and shapes as they are (docs/checkpoints.md).\n";
+    "F16; names and shapes as they are (docs/checkpoints.md).\n"
+    "With --llama-cpp, a model llama.cpp loads: PATH is a Hugging Face\n"
+    "Llama directory; the metadata comes from its config.json, the\n"
+    "vocabulary from its tokenizer.json (none with --no-tokenizer), the\n"
+    "tensors take llama.cpp's names (blk.N.attn_q.weight, ...) and its\n"
+    "rope's order of the q and k rows.\n";
 
-constexpr std::array<OptionSpec, 1> kOptions = {{{"type", true}}};
+constexpr std::array<OptionSpec, 3> kOptions = {
+    {{"type", true}, {"llama-cpp", false}, {"no-tokenizer", false}}};
+
+/// The directory holding PATH's config files: PATH, or the file's.
+std::string configDirectory(const std::string &path) {
+  if (std::filesystem::is_directory(path))
+    return path;
+  std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -70,19 +86,33 @@ CommandResult listGguf(const std::string &path) {
   return std::nullopt;
 }
 
-/// `checkpoint gguf PATH OUT.gguf --type q8_0|q4_0`.
+/// `checkpoint gguf PATH OUT.gguf --type q8_0|q4_0 [--llama-cpp
+/// [--no-tokenizer]]`.
 CommandResult writeGgufFile(const ParsedCommandLine &parsed) {
   const std::string *type = parsed.value("type");
   if (!type || (*type != "q8_0" && *type != "q4_0"))
     return fail("'checkpoint gguf' needs --type q8_0 or --type q4_0");
-  Expected<checkpoint::Checkpoint> opened =
-      checkpoint::Checkpoint::open(std::string(parsed.operands[1]));
+  if (parsed.flag("no-tokenizer") && !parsed.flag("llama-cpp"))
+    return fail("--no-tokenizer goes with --llama-cpp");
+  std::string path(parsed.operands[1]);
+  Expected<checkpoint::Checkpoint> opened = checkpoint::Checkpoint::open(path);
   if (!opened)
     return fail(opened.error().message);
+  std::optional<checkpoint::GgufLlamaModel> llama;
+  if (parsed.flag("llama-cpp")) {
+    Expected<checkpoint::GgufLlamaModel> model = checkpoint::readGgufLlamaModel(
+        configDirectory(path), parsed.flag("no-tokenizer")
+                                   ? checkpoint::GgufTokenizer::None
+                                   : checkpoint::GgufTokenizer::FromDirectory);
+    if (!model)
+      return fail(model.error().message);
+    llama = std::move(*model);
+  }
   std::string out(parsed.operands[2]);
   if (Status status = checkpoint::writeCheckpointAsGguf(
           *opened, out,
-          *type == "q8_0" ? checkpoint::kGgmlQ8_0 : checkpoint::kGgmlQ4_0);
+          *type == "q8_0" ? checkpoint::kGgmlQ8_0 : checkpoint::kGgmlQ4_0,
+          llama ? &*llama : nullptr);
       !status)
     return fail(status.error().message);
   return std::nullopt;
@@ -99,9 +129,11 @@ CommandResult runCheckpoint(Arguments args) {
   if (parsed->operands.size() == 3 && parsed->operands[0] == "gguf")
     return writeGgufFile(*parsed);
   if (parsed->operands.size() != 2 || parsed->operands[0] != "ls" ||
-      parsed->value("type"))
+      parsed->value("type") || parsed->flag("llama-cpp") ||
+      parsed->flag("no-tokenizer"))
     return fail("usage: lowbit checkpoint ls PATH | "
-                "lowbit checkpoint gguf PATH OUT.gguf --type q8_0|q4_0");
+                "lowbit checkpoint gguf PATH OUT.gguf --type q8_0|q4_0 "
+                "[--llama-cpp [--no-tokenizer]]");
   std::string path(parsed->operands[1]);
   if (std::filesystem::path(path).extension() == ".gguf")
     return listGguf(path);
@@ -109,12 +141,8 @@ CommandResult runCheckpoint(Arguments args) {
   if (!opened)
     return fail(opened.error().message);
   // The config files sit beside the weights.
-  std::filesystem::path directory =
-      std::filesystem::is_directory(path)
-          ? std::filesystem::path(path)
-          : std::filesystem::path(path).parent_path();
   Expected<checkpoint::QuantLayout> layout =
-      checkpoint::detectLayout(directory.empty() ? "." : directory.string());
+      checkpoint::detectLayout(configDirectory(path));
   if (!layout)
     return fail(layout.error().message);
   if (layout->kind != checkpoint::QuantLayout::Kind::None)
