@@ -51,6 +51,20 @@ Expected<QuantizedTensor> importGgufTensor(const GgufFile &file,
   return importGgufBlocks(tensor, file.data(tensor));
 }
 
+Expected<ImportedWeight> importGgufWeight(const GgufFile &file,
+                                          std::string_view name) {
+  const GgufTensorInfo *tensor = file.header().findTensor(name);
+  if (!tensor)
+    tensor = file.header().findTensor(std::string(name) + ".weight");
+  if (!tensor)
+    return invalid("'" + file.path() + "' has no tensor '" + std::string(name) +
+                   "' (nor '" + std::string(name) + ".weight')");
+  Expected<QuantizedTensor> imported = importGgufTensor(file, *tensor);
+  if (!imported)
+    return std::move(imported).takeError();
+  return ImportedWeight{std::move(*imported), {}};
+}
+
 Expected<QuantizedTensor> importGgufBlocks(const GgufTensorInfo &tensor,
                                            std::span<const std::byte> blocks) {
   Expected<Scheme> scheme = ggufBlockScheme(tensor.type->id);
@@ -85,6 +99,42 @@ Expected<QuantizedTensor> importGgufBlocks(const GgufTensorInfo &tensor,
   if (!validateQuantized(result, &error))
     return invalid("tensor '" + tensor.name + "': " + error);
   return result;
+}
+
+Expected<QuantizedTensor> ggufAsKernelScheme(const QuantizedTensor &tensor) {
+  bool q8 = tensor.scheme == *ggufBlockScheme(kGgmlQ8_0);
+  if (!q8 && !(tensor.scheme == *ggufBlockScheme(kGgmlQ4_0)))
+    return invalid("the tensor's scheme is not Q8_0's or Q4_0's");
+  Expected<Scheme> scheme =
+      integerGroupScheme(q8 ? 8 : 4, !q8, kBlock, ScaleType::F16);
+  if (!scheme)
+    return scheme.error();
+  scheme->scale.allowTail = false;
+  QuantizedTensor out = emptyTensor(*scheme, tensor.rows, tensor.cols);
+  constexpr uint16_t kOne = 0x3C00, kSign = 0x8000;
+  for (int64_t row = 0; row < tensor.rows; ++row)
+    for (int64_t block = 0; block < tensor.cols / kBlock; ++block) {
+      size_t index = size_t(row * (tensor.cols / kBlock) + block);
+      uint16_t d = uint16_t(tensor.scaleCodes[index]);
+      bool zero = (d & ~kSign) == 0, negative = !zero && (d & kSign);
+      out.scaleCodes[index] = zero ? kOne : uint16_t(d & ~kSign);
+      if (!q8)
+        out.zeros[index] = negative ? 7 : 8;
+      for (int64_t col = block * kBlock; col < (block + 1) * kBlock; ++col) {
+        uint32_t code = codeAt(tensor, row, col);
+        if (q8) {
+          setCode(out, row, col, uint8_t(code));
+          continue;
+        }
+        // The two's complement nibble of c, as c in -8..7.
+        int c = int(code & 0x7) - int(code & 0x8);
+        setCode(out, row, col, uint8_t(negative ? 7 - c : c + 8));
+      }
+    }
+  std::string error;
+  if (!validateQuantized(out, &error))
+    return invalid(error);
+  return out;
 }
 
 Expected<std::vector<std::byte>> exportGgufBlocks(const QuantizedTensor &tensor,

@@ -2,6 +2,7 @@
 
 #include "tools/lowbit/CheckpointWeights.h"
 
+#include "checkpoint/GgufWeights.h"
 #include "checkpoint/QuantConfig.h"
 #include "runtime/files/QuantizedFiles.h"
 
@@ -28,15 +29,33 @@ std::optional<QuantizedTensor> readWeights(std::string_view weights,
     return files::readQuantizedDirectory(std::string(weights), error, shape);
   std::string directory = weightsPath(weights);
   std::string layer(weights.substr(separator + kSeparator.size()));
-  constexpr std::string_view kWeightSuffix = ".weight";
-  if (layer.ends_with(kWeightSuffix))
-    layer.resize(layer.size() - kWeightSuffix.size());
   auto failWith = [&](const std::string &message) {
     *error = message;
     return std::nullopt;
   };
-  if (layer.empty())
+  if (layer.empty() || layer == ".weight")
     return failWith("'" + std::string(weights) + "' names no layer after '::'");
+  // A GGUF file names its tensors itself (blk.0.ffn_down.weight).
+  if (directory.ends_with(".gguf")) {
+    Expected<checkpoint::GgufFile> file = checkpoint::GgufFile::open(directory);
+    if (!file)
+      return failWith(file.error().message);
+    Expected<checkpoint::ImportedWeight> imported =
+        checkpoint::importGgufWeight(*file, layer);
+    if (!imported)
+      return failWith(imported.error().message);
+    // The kernels run llama.cpp's blocks as an equal-valued scheme of
+    // their own (the rules only matter when quantizing).
+    Expected<QuantizedTensor> runnable =
+        checkpoint::ggufAsKernelScheme(imported->tensor);
+    if (!runnable)
+      return failWith(runnable.error().message);
+    *shape = {runnable->rows, runnable->cols};
+    return std::move(*runnable);
+  }
+  constexpr std::string_view kWeightSuffix = ".weight";
+  if (layer.ends_with(kWeightSuffix))
+    layer.resize(layer.size() - kWeightSuffix.size());
   Expected<checkpoint::QuantLayout> layout =
       checkpoint::detectLayout(directory);
   if (!layout)

@@ -6,8 +6,10 @@
 // `lowbit quantize-model --format lowbit`): the directory and
 // the layer, e.g. `ckpt::model.layers.0.mlp.down_proj` (a trailing
 // ".weight" is accepted). It is imported through the importer the
-// directory's config names (checkpoint/QuantConfig.h), bit for bit. Any
-// other value is a set written by `lowbit quantize` (docs/checkpoints.md).
+// directory's config names (checkpoint/QuantConfig.h), bit for bit.
+// `FILE.gguf::TENSOR` names a Q8_0 or Q4_0 matrix of a GGUF file (e.g.
+// `model.gguf::blk.0.ffn_down.weight`). Any other value is a set written
+// by `lowbit quantize` (docs/checkpoints.md).
 //
 //===----------------------------------------------------------------------===//
 
