@@ -29,6 +29,23 @@ def encode(dtype, data):
     return struct.pack("<%dH" % len(data), *(w >> 16 for w in words))
 
 
+def write_safetensors(path, tensors, first_seed):
+    """(name, dtype, shape) tensors of values(count, first_seed + index)."""
+    header, data = {}, b""
+    for seed, (name, dtype, shape) in enumerate(tensors, first_seed):
+        count = 1
+        for extent in shape:
+            count *= extent
+        payload = encode(dtype, values(count, seed))
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [len(data), len(data) + len(payload)]}
+        data += payload
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
 def main(directory, f16=False):
     os.makedirs(directory, exist_ok=True)
     tensors = [
@@ -41,19 +58,7 @@ def main(directory, f16=False):
     ]
     if f16:
         tensors.append(("model.layers.0.mlp.up_proj.weight", "F16", [32, 128]))
-    header, data = {}, b""
-    for seed, (name, dtype, shape) in enumerate(tensors):
-        count = 1
-        for extent in shape:
-            count *= extent
-        payload = encode(dtype, values(count, seed + 1))
-        header[name] = {"dtype": dtype, "shape": shape,
-                        "data_offsets": [len(data), len(data) + len(payload)]}
-        data += payload
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(os.path.join(directory, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
+    write_safetensors(os.path.join(directory, "model.safetensors"), tensors, 1)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
                    "hidden_size": 128, "torch_dtype": "bfloat16"}, f, indent=2)

@@ -8,11 +8,10 @@ past the vocabulary (written as llama.cpp's unused [PAD<id>]).
 Deterministic; plain Python. With --no-tokenizer, no tokenizer.json."""
 import json
 import os
-import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_hf_model import encode, values  # noqa: E402
+from make_hf_model import write_safetensors  # noqa: E402
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 2, 4, 2, 16, 96, 34
 
@@ -38,19 +37,8 @@ def tensors():
 
 def main(directory, tokenizer=True):
     os.makedirs(directory, exist_ok=True)
-    header, data = {}, b""
-    for seed, (name, dtype, shape) in enumerate(tensors()):
-        count = 1
-        for extent in shape:
-            count *= extent
-        payload = encode(dtype, values(count, seed + 101))
-        header[name] = {"dtype": dtype, "shape": shape,
-                        "data_offsets": [len(data), len(data) + len(payload)]}
-        data += payload
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(os.path.join(directory, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
+    write_safetensors(os.path.join(directory, "model.safetensors"), tensors(),
+                      101)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
                    "hidden_size": HIDDEN, "num_hidden_layers": LAYERS,
