@@ -227,7 +227,7 @@ TEST_CASE("the GEMM reads swizzled 128x4 scales, bit-exact",
 }
 
 TEST_CASE("the GEMM stages W with cp.async, bit-exact where W's rows are "
-          "16-byte aligned",
+          "aligned to its copies",
           "[matmul-gpu][emulator]") {
   // K chosen per scheme so that every row of X, the codes, the scales and
   // the zero points is aligned to its copies: the cp.async paths of all of them
