@@ -2,9 +2,10 @@
 //-*-===//
 //
 // The GEMM of lowbit.matmul for an f16/bf16 X (docs/matmul-gpu.md, "GEMM"):
-// mma.sync m16n8k16 with f32 accumulators, X tiles through cp.async
-// (double-buffered) and ldmatrix, the weights dequantized per lane into B
-// fragments by ScaleMath (the dequantize kernel's arithmetic), the chunks
+// mma.sync m16n8k16 with f32 accumulators, X tiles, W's codes and group
+// scales through cp.async (double-buffered), X read by ldmatrix, the
+// staged weights dequantized per lane into B fragments by ScaleMath (the
+// dequantize kernel's arithmetic), the chunks
 // walked slice-major so that docs/matmul.md's order holds operation for
 // operation in the emulator.
 //

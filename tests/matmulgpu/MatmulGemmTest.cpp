@@ -10,7 +10,9 @@
 // and the slice-major walk's closed form is exercised). Then the whole
 // compiled module: the launch plan picks the GEMV for M <= 16 and the GEMM
 // for M > 16, one launch each, and the emulated module is bit-exact at
-// M in {1, 16, 17, 64}. Its PTX assembles with ptxas on every chip.
+// M in {1, 16, 17, 64}. Its PTX assembles with ptxas on every chip, and
+// stages W's codes (and group scales, zero points) through shared memory
+// with cp.async, which shapes with 16-byte aligned W rows run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,6 +109,32 @@ constexpr std::array<std::array<int64_t, 3>, 5> kShapes = {{{17, 13, 200},
                                                             {64, 130, 75},
                                                             {17, 9, 1100}}};
 
+/// Whether the GEMM stages `scheme`'s scales (and zero points) per chunk:
+/// row-major groups along K.
+bool groupsStaged(const Scheme &scheme) {
+  return scheme.scale.granularity == Granularity::Group &&
+         scheme.scale.axis == 1 && scheme.scale.layout == ScaleLayout::RowMajor;
+}
+
+/// The smallest K >= 256 with K % 32 == residue at which the rows of X
+/// (f16/bf16) and the codes are 16-byte aligned and those of the staged
+/// scales and zero points 4-byte aligned, so that the GEMM copies each of them
+/// with cp.async; 0 if none below 8192 (nibble codes need K % 32 == 0).
+int64_t alignedK(const Scheme &scheme, int64_t residue) {
+  int64_t scaleBytes = scaleStorageBits(scheme.scale.type) / 8;
+  for (int64_t k = 256 + residue; k < 8192; k += 32) {
+    int64_t groups = scaleShape(scheme, 13, k).cols;
+    bool aligned = k * 2 % 16 == 0 &&
+                   codesShape(scheme, 13, k).cols % 16 == 0 &&
+                   (!groupsStaged(scheme) ||
+                    (groups * scaleBytes % 4 == 0 &&
+                     (!scheme.scale.zeroPoint || groups % 4 == 0)));
+    if (aligned)
+      return k;
+  }
+  return 0;
+}
+
 } // namespace
 
 TEST_CASE("the mma.sync GEMM is bit-exact to the order for every weight "
@@ -196,6 +224,65 @@ TEST_CASE("the GEMM reads swizzled 128x4 scales, bit-exact",
   for (const mt::WeightSchemeCase &weightCase : mt::swizzledSchemeCases())
     checkGemm(weightCase, ValueType::BF16, ValueType::F16, /*bias=*/false,
               kShapes);
+}
+
+TEST_CASE("the GEMM stages W with cp.async, bit-exact where W's rows are "
+          "aligned to its copies",
+          "[matmul-gpu][emulator]") {
+  // K chosen per scheme so that every row of X, the codes, the scales and
+  // the zero points is aligned to its copies: the cp.async paths of all of them
+  // (the shapes above take the element copies for W). N = 130: two column
+  // tiles, rows 130 .. 255 of the second zero-filled (sourceBytes 0). For
+  // byte codes also a K with K % 32 = 16: the last chunk's second 16-byte
+  // piece of every codes row is past K (zero-filled).
+  size_t index = 0;
+  for (const mt::WeightSchemeCase &weightCase : mt::weightSchemeCases()) {
+    Scheme scheme = mt::schemeOf(weightCase);
+    std::vector<std::array<int64_t, 3>> shapes;
+    for (int64_t residue : {0, 16})
+      if (int64_t k = alignedK(scheme, residue))
+        shapes.push_back({17, residue == 0 ? 130 : 13, k});
+    REQUIRE(!shapes.empty());
+    checkGemm(weightCase, kInputs[(index + 1) % 2], kOutputs[index % 3],
+              index % 2 == 0, shapes);
+    ++index;
+  }
+}
+
+TEST_CASE("the GEMM copies X, the codes and the group scales and zero "
+          "points with cp.async",
+          "[matmul-gpu][ptx]") {
+  // Each staged operand has two copy sites, before the K loop and in it
+  // (the next chunk's stage): X and the codes always, 16 bytes
+  // (cp.async.cg); the scales and zero points where they are row-major
+  // groups along K, 4-byte windows (cp.async.ca). Reading W per lane from
+  // global memory (no staging) gives 2 and 0.
+  std::vector<KernelCase> cases = rotatedCases(kInputs, kOutputs);
+  std::string text = kernelModuleText(cases, emitMatmulGemm);
+  std::string ptx;
+  REQUIRE(lowbit::test::compileToPtx(text, "sm_90a", ptx));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ScaleSpec &scale = cases[i].scheme.scale;
+    std::string name = i == 0 ? std::string("kernel_kernel")
+                              : "kernel_" + std::to_string(i) + "_kernel";
+    INFO(name << " " << mt::weightSchemeCases()[i].label);
+    size_t begin = ptx.find(".entry " + name + "(");
+    REQUIRE(begin != std::string::npos);
+    size_t end = ptx.find(".entry ", begin + 1);
+    std::string_view body = std::string_view(ptx).substr(
+        begin, end == std::string::npos ? std::string::npos : end - begin);
+    auto count = [&](std::string_view instruction) {
+      size_t found = 0;
+      for (size_t at = body.find(instruction); at != std::string_view::npos;
+           at = body.find(instruction, at + 1))
+        ++found;
+      return found;
+    };
+    size_t groups =
+        groupsStaged(cases[i].scheme) ? 1 + size_t(scale.zeroPoint) : 0;
+    CHECK(count("cp.async.cg.shared.global [") == 2 * 2);
+    CHECK(count("cp.async.ca.shared.global [") == 2 * groups);
+  }
 }
 
 TEST_CASE("the GEMM's PTX assembles on every chip", "[matmul-gpu][ptx]") {
