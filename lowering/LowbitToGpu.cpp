@@ -26,6 +26,7 @@
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/Passes.h"
+#include "lowering/kit/GridStride.h"
 
 #include "dialect/LowbitOps.h"
 #include "format/Scheme.h"
@@ -49,13 +50,9 @@ namespace lowbit {
 using namespace mlir;
 namespace ld = lowbit::dialect;
 using namespace lowbit::gpu_mapping;
+using lowbit::kit::kGridStrideBlocks;
 
 namespace {
-
-/// The grid cap of the grid-stride kernels: about four waves of 256-thread
-/// blocks on a 132-SM H200 (8 resident per SM) or a 148-SM B200, so each
-/// thread's setup is paid for a few trips and the last wave is short.
-constexpr int64_t kGridStrideBlocks = 4096;
 
 //===----------------------------------------------------------------------===//
 // Which schemes this mapping covers
@@ -136,19 +133,26 @@ public:
     lowbit::PreparedDivisor globalDivisor =
         globalValue ? prepareGlobalDivisor(globalValue)
                     : lowbit::PreparedDivisor();
-    auto loop = scf::ForOp::create(
-        b, arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize)),
-        ceilDiv(laneCount, idx(kWarpSize)),
-        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize)));
-    b.setInsertionPoint(loop.getBody()->getTerminator());
+    // Trips advance the group by the grid's threads / lanes (a whole
+    // number: lanes divides the warp), so its row and column walk instead
+    // of dividing by groupsPerRow each trip.
+    Value firstWarp =
+        arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize));
+    Value warpStep =
+        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize));
+    Value lane = arith::RemUIOp::create(b, warpLane, idx(lanes));
+    scf::ForOp loop = lowbit::kit::divModLoop(
+        b, firstWarp, ceilDiv(laneCount, idx(kWarpSize)), warpStep,
+        arith::DivUIOp::create(b, add(mul(firstWarp, idx(kWarpSize)), warpLane),
+                               idx(lanes)),
+        mul(warpStep, idx(kWarpSize / lanes)), groupsPerRow);
 
     Value thread = arith::AddIOp::create(
         b, arith::MulIOp::create(b, loop.getInductionVar(), idx(kWarpSize)),
         warpLane);
-    Value lane = arith::RemUIOp::create(b, thread, idx(lanes));
     Value group = arith::DivUIOp::create(b, thread, idx(lanes));
-    Value row = arith::DivUIOp::create(b, group, groupsPerRow);
-    Value groupCol = arith::RemUIOp::create(b, group, groupsPerRow);
+    Value row = loop.getRegionIterArgs()[0];
+    Value groupCol = loop.getRegionIterArgs()[1];
     Value col0 = arith::AddIOp::create(
         b, arith::MulIOp::create(b, groupCol, idx(groupSize)),
         arith::MulIOp::create(b, lane, idx(width)));
@@ -342,6 +346,9 @@ public:
             OpFoldResult(arith::MulIOp::create(b, rows, cols).getResult())},
         ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
 
+    // The row and column stay a division per trip here: the walk of
+    // kit::divModLoop (the row-group quantize's) measured worse in this
+    // loop's SASS (bench/RESULTS.md, issue 31 item 4, 2026-12-05 evening).
     auto loop = scf::ForOp::create(b, firstSegment, segmentCount, segmentStep);
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value segment = loop.getInductionVar();
