@@ -17,7 +17,8 @@
 //             then strides over warp segments of 512 elements; a lane
 //             loads 16 of them with 16-byte loads next to its neighbours',
 //             encodes pairs with one vector<2xf32> lowbit.encode (one x2
-//             cvt) and stores each load's codes next to its neighbours'.
+//             cvt), and the warp trades its codes through shared memory
+//             so that each lane stores 16 consecutive code bytes at once.
 //
 // The workspace is a kernel parameter the runtime owns (docs/kernel-abi.md,
 // "Workspace"), so two streams never share scratch; no CAS loop, no
@@ -222,31 +223,45 @@ public:
   /// A grid-stride loop over warp segments of 32 x kElementsPerLane
   /// elements: piece p of lane l is the `width` elements (one 16-byte load)
   /// at segment + p x 32 x width + l x width, so each of the warp's loads
-  /// reads 512 contiguous bytes and each store writes 32 x width code bytes
-  /// (a lane holding 16 consecutive elements put its neighbours 32-64 B
-  /// apart). The scale and its reciprocal are read once per thread.
+  /// reads 512 contiguous bytes (a lane loading 16 consecutive elements put
+  /// its neighbours 32-64 B apart). The codes go back the other way: each
+  /// lane leaves its pieces' codes at their segment offsets in the warp's
+  /// 512 bytes of shared memory and takes bytes 16 l to 16 l + 15 from
+  /// there, so each lane stores 16 bytes and each warp store writes 512
+  /// contiguous bytes (storing the pieces' codes directly took 4-8 byte
+  /// stores, 2-4 a lane). The scale and its reciprocal are read once per
+  /// thread.
   void emitQuantizeLaunch(Value input, Value codes, Value scales, Value zeros) {
     Type inputType = cast<MemRefType>(input.getType()).getElementType();
     int64_t width = kVectorBytes / bytesOf(inputType);
     int64_t pieces = kElementsPerLane / width;
     int64_t segmentElements = kWarpSize * kElementsPerLane;
+    int64_t warps = threadsPerBlock / kWarpSize;
 
     Value count =
         arith::MulIOp::create(b, dimOf(b, input, 0), dimOf(b, input, 1));
     Value segmentCount = ceilDiv(count, idx(segmentElements));
-    gpu::LaunchOp launch = createGridStrideLaunch(
-        arith::MulIOp::create(b, segmentCount, idx(kWarpSize)),
-        kit::kGridStrideBlocks);
+    Value threads = arith::MulIOp::create(b, segmentCount, idx(kWarpSize));
+    gpu::LaunchOp launch = launchBlocks(
+        arith::MinUIOp::create(b, ceilDiv(threads, idx(threadsPerBlock)),
+                               idx(kit::kGridStrideBlocks)),
+        threadsPerBlock,
+        kit::workgroupMemRefType(b.getContext(), {warps * segmentElements},
+                                 b.getI8Type()));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value shared = launch.getWorkgroupAttributions().front();
 
     Value flatInput = flatten(input, count);
     Value flatCodes = flatten(codes, count);
     Value lane =
         arith::RemUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize));
     Value laneOffset = arith::MulIOp::create(b, lane, idx(width));
-    Value aligned =
-        andAll({isAligned(input, kVectorBytes), isAligned(codes, width)});
+    Value warpShared = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize)),
+        idx(segmentElements));
+    Value aligned = andAll(
+        {isAligned(input, kVectorBytes), isAligned(codes, kElementsPerLane)});
     lowbit::GroupParams params =
         withExactReciprocal(loadParams(scales, zeros, idx(0), idx(0)));
 
@@ -257,13 +272,14 @@ public:
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value segmentFirst =
         arith::MulIOp::create(b, loop.getInductionVar(), idx(segmentElements));
-    // Element i of the lane's piece p sits at firsts[p] + i.
-    SmallVector<Value> firsts;
-    for (int64_t piece = 0; piece < pieces; ++piece)
-      firsts.push_back(arith::AddIOp::create(
-          b, segmentFirst,
-          arith::AddIOp::create(b, laneOffset,
-                                idx(piece * kWarpSize * width))));
+    // Element i of the lane's piece p sits at firsts[p] + i, offsets[p] + i
+    // into the segment.
+    SmallVector<Value> offsets, firsts;
+    for (int64_t piece = 0; piece < pieces; ++piece) {
+      offsets.push_back(
+          arith::AddIOp::create(b, laneOffset, idx(piece * kWarpSize * width)));
+      firsts.push_back(arith::AddIOp::create(b, segmentFirst, offsets.back()));
+    }
     // The whole segment in range (warp-uniform) and aligned bases take
     // vectors; the last, partial segment or unaligned buffers one element
     // at a time.
@@ -325,12 +341,24 @@ public:
     auto storeIf = scf::IfOp::create(b, fast, true);
     OpBuilder::InsertionGuard storeGuard(b);
     b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
+    // Every lane of the warp is here (`fast` is warp-uniform); the first
+    // sync keeps the last trip's reads before this trip's writes.
+    warpSync();
     for (int64_t piece = 0; piece < pieces; ++piece) {
       Value packed = vector::FromElementsOp::create(
           b, VectorType::get({width}, b.getI8Type()),
           ArrayRef<Value>(bytes).slice(piece * width, width));
-      storeVector(packed, flatCodes, ValueRange{firsts[piece]});
+      storeVector(
+          packed, shared,
+          ValueRange{arith::AddIOp::create(b, warpShared, offsets[piece])});
     }
+    warpSync();
+    Value laneCodes = arith::MulIOp::create(b, lane, idx(kElementsPerLane));
+    storeVector(
+        loadVector(VectorType::get({kElementsPerLane}, b.getI8Type()), shared,
+                   ValueRange{arith::AddIOp::create(b, warpShared, laneCodes)}),
+        flatCodes,
+        ValueRange{arith::AddIOp::create(b, segmentFirst, laneCodes)});
     b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
     for (int64_t position = 0; position < kElementsPerLane; ++position) {
       Value index = elementIndex(position);
