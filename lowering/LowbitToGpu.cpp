@@ -133,26 +133,19 @@ public:
     lowbit::PreparedDivisor globalDivisor =
         globalValue ? prepareGlobalDivisor(globalValue)
                     : lowbit::PreparedDivisor();
-    // Trips advance the group by the grid's threads / lanes (a whole
-    // number: lanes divides the warp), so its row and column walk instead
-    // of dividing by groupsPerRow each trip.
-    Value firstWarp =
-        arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize));
-    Value warpStep =
-        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize));
-    Value lane = arith::RemUIOp::create(b, warpLane, idx(lanes));
-    scf::ForOp loop = lowbit::kit::divModLoop(
-        b, firstWarp, ceilDiv(laneCount, idx(kWarpSize)), warpStep,
-        arith::DivUIOp::create(b, add(mul(firstWarp, idx(kWarpSize)), warpLane),
-                               idx(lanes)),
-        mul(warpStep, idx(kWarpSize / lanes)), groupsPerRow);
+    auto loop = scf::ForOp::create(
+        b, arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize)),
+        ceilDiv(laneCount, idx(kWarpSize)),
+        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize)));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
 
     Value thread = arith::AddIOp::create(
         b, arith::MulIOp::create(b, loop.getInductionVar(), idx(kWarpSize)),
         warpLane);
+    Value lane = arith::RemUIOp::create(b, thread, idx(lanes));
     Value group = arith::DivUIOp::create(b, thread, idx(lanes));
-    Value row = loop.getRegionIterArgs()[0];
-    Value groupCol = loop.getRegionIterArgs()[1];
+    Value row = arith::DivUIOp::create(b, group, groupsPerRow);
+    Value groupCol = arith::RemUIOp::create(b, group, groupsPerRow);
     Value col0 = arith::AddIOp::create(
         b, arith::MulIOp::create(b, groupCol, idx(groupSize)),
         arith::MulIOp::create(b, lane, idx(width)));
@@ -346,9 +339,6 @@ public:
             OpFoldResult(arith::MulIOp::create(b, rows, cols).getResult())},
         ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
 
-    // The row and column stay a division per trip here: the walk of
-    // kit::divModLoop (the row-group quantize's) measured worse in this
-    // loop's SASS (bench/RESULTS.md, issue 31 item 4, 2026-12-05 evening).
     auto loop = scf::ForOp::create(b, firstSegment, segmentCount, segmentStep);
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value segment = loop.getInductionVar();
