@@ -218,9 +218,17 @@ private:
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
 
-    Value thread = globalThread(launch);
-    Value row = arith::DivUIOp::create(b, thread, idx(kWarpSize));
-    Value lane = arith::RemUIOp::create(b, thread, idx(kWarpSize));
+    // The row and lane from the block and the thread index apart (the
+    // block size is a multiple of the warp): every address is then a
+    // warp-uniform base plus the lane's chunk, which the report's address
+    // analysis reads as adjacent lanes.
+    Value threadInBlock = launch.getThreadIds().x;
+    Value row = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(b, launch.getBlockIds().x,
+                              idx(threadsPerBlock / kWarpSize)),
+        arith::DivUIOp::create(b, threadInBlock, idx(kWarpSize)));
+    Value lane = arith::RemUIOp::create(b, threadInBlock, idx(kWarpSize));
     auto rowIf = scf::IfOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, rows),
         /*withElseRegion=*/false);
@@ -345,12 +353,15 @@ private:
                      Value input, Value codes, Value scales, ValueRange row,
                      ValueRange slot, Value lane) {
     Value scale = staticScale(scales, row[1]);
-    forEachChunk(
-        lane, idx(0), idx(mapping.chunksPerRow), kWarpSize, [&](Value first) {
-          SmallVector<Value> values =
-              widenAll(chunks.load(*this, input, row, first));
-          chunks.store(*this, encodeFp8(values, scale), codes, slot, first);
-        });
+    // One reciprocal per row instead of a division per element.
+    lowbit::PreparedDivisor divisor = fp8Divisor(scale);
+    forEachChunk(lane, idx(0), idx(mapping.chunksPerRow), kWarpSize,
+                 [&](Value first) {
+                   SmallVector<Value> values =
+                       widenAll(chunks.load(*this, input, row, first));
+                   chunks.store(*this, encodeFp8(values, scale, divisor), codes,
+                                slot, first);
+                 });
   }
 
   kv::KvSchemeParams params;

@@ -13,10 +13,12 @@
 //             and takes a ticket. The block that takes the last ticket reads
 //             and zeroes the workspace, computes the scale (ScaleMath, the
 //             reference's arithmetic) and stores it.
-//   launch 2  the quantize pass: each lane loads 16 elements with 16-byte
-//             loads, reads the stored scale, encodes pairs with one
-//             vector<2xf32> lowbit.encode (one x2 cvt) and stores 16 code
-//             bytes at once.
+//   launch 2  the quantize pass: each thread reads the stored scale once,
+//             then strides over warp segments of 512 elements; a lane
+//             loads 16 of them with 16-byte loads next to its neighbours',
+//             encodes pairs with one vector<2xf32> lowbit.encode (one x2
+//             cvt), and the warp trades its codes through shared memory
+//             so that each lane stores 16 consecutive code bytes at once.
 //
 // The workspace is a kernel parameter the runtime owns (docs/kernel-abi.md,
 // "Workspace"), so two streams never share scratch; no CAS loop, no
@@ -27,6 +29,7 @@
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/Passes.h"
+#include "lowering/kit/GridStride.h"
 
 #include "dialect/LowbitOps.h"
 
@@ -62,7 +65,8 @@ int64_t workspaceWordsOf(FunctionOpInterface function) {
 /// keep every SM of an H200 (132 x 8 resident blocks of 256 threads) or a
 /// B200 (148 x 8) nearly full; more blocks would only add atomics.
 constexpr int64_t kMaxStatsBlocks = 1024;
-/// Elements per lane in the quantize pass: 16 code bytes, one 16-byte store.
+/// Elements per lane and trip in the quantize pass: one to four 16-byte
+/// loads, 16 code bytes.
 constexpr int64_t kElementsPerLane = 16;
 
 /// Emits the two launches; the arithmetic is ScaleMath's.
@@ -216,30 +220,82 @@ public:
   }
 
   /// Launch 2: codes of the whole tensor with the stored per-tensor scale.
+  /// A grid-stride loop over warp segments of 32 x kElementsPerLane
+  /// elements: piece p of lane l is the `width` elements (one 16-byte load)
+  /// at segment + p x 32 x width + l x width, so each of the warp's loads
+  /// reads 512 contiguous bytes (a lane loading 16 consecutive elements put
+  /// its neighbours 32-64 B apart). The codes go back the other way: each
+  /// lane leaves its pieces' codes at their segment offsets in the warp's
+  /// 512 bytes of shared memory and takes bytes 16 l to 16 l + 15 from
+  /// there, so each lane stores 16 bytes and each warp store writes 512
+  /// contiguous bytes (storing the pieces' codes directly took 4-8 byte
+  /// stores, 2-4 a lane). The scale and its reciprocal are read once per
+  /// thread.
   void emitQuantizeLaunch(Value input, Value codes, Value scales, Value zeros) {
     Type inputType = cast<MemRefType>(input.getType()).getElementType();
     int64_t width = kVectorBytes / bytesOf(inputType);
+    int64_t pieces = kElementsPerLane / width;
+    int64_t segmentElements = kWarpSize * kElementsPerLane;
+    int64_t warps = threadsPerBlock / kWarpSize;
 
     Value count =
         arith::MulIOp::create(b, dimOf(b, input, 0), dimOf(b, input, 1));
-    Value laneCount = ceilDiv(count, idx(kElementsPerLane));
-    gpu::LaunchOp launch = createLaunch(laneCount);
+    Value segmentCount = ceilDiv(count, idx(segmentElements));
+    Value threads = arith::MulIOp::create(b, segmentCount, idx(kWarpSize));
+    gpu::LaunchOp launch = launchBlocks(
+        arith::MinUIOp::create(b, ceilDiv(threads, idx(threadsPerBlock)),
+                               idx(kit::kGridStrideBlocks)),
+        threadsPerBlock,
+        kit::workgroupMemRefType(b.getContext(), {warps * segmentElements},
+                                 b.getI8Type()));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value shared = launch.getWorkgroupAttributions().front();
 
     Value flatInput = flatten(input, count);
     Value flatCodes = flatten(codes, count);
-    Value thread = globalThread(launch);
-    Value first = arith::MulIOp::create(b, thread, idx(kElementsPerLane));
-    Value fast = andAll(
-        {isAligned(input, kVectorBytes), isAligned(codes, kElementsPerLane),
-         arith::CmpIOp::create(
-             b, arith::CmpIPredicate::ule,
-             arith::AddIOp::create(b, first, idx(kElementsPerLane)), count)
-             .getResult()});
-
+    Value lane =
+        arith::RemUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize));
+    Value laneOffset = arith::MulIOp::create(b, lane, idx(width));
+    Value warpShared = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, launch.getThreadIds().x, idx(kWarpSize)),
+        idx(segmentElements));
+    Value aligned = andAll(
+        {isAligned(input, kVectorBytes), isAligned(codes, kElementsPerLane)});
     lowbit::GroupParams params =
         withExactReciprocal(loadParams(scales, zeros, idx(0), idx(0)));
+
+    auto loop = scf::ForOp::create(
+        b, arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize)),
+        segmentCount,
+        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize)));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value segmentFirst =
+        arith::MulIOp::create(b, loop.getInductionVar(), idx(segmentElements));
+    // Element i of the lane's piece p sits at firsts[p] + i, offsets[p] + i
+    // into the segment.
+    SmallVector<Value> offsets, firsts;
+    for (int64_t piece = 0; piece < pieces; ++piece) {
+      offsets.push_back(
+          arith::AddIOp::create(b, laneOffset, idx(piece * kWarpSize * width)));
+      firsts.push_back(arith::AddIOp::create(b, segmentFirst, offsets.back()));
+    }
+    // The whole segment in range (warp-uniform) and aligned bases take
+    // vectors; the last, partial segment or unaligned buffers one element
+    // at a time.
+    Value fast = andAll(
+        {aligned,
+         arith::CmpIOp::create(
+             b, arith::CmpIPredicate::ule,
+             arith::AddIOp::create(b, segmentFirst, idx(segmentElements)),
+             count)
+             .getResult()});
+    auto elementIndex = [&](int64_t position) -> Value {
+      int64_t inPiece = position % width;
+      Value first = firsts[position / width];
+      return inPiece ? arith::AddIOp::create(b, first, idx(inPiece)).getResult()
+                     : first;
+    };
 
     // Elements past the tensor read as 0; their codes are never stored.
     auto loadIf = scf::IfOp::create(
@@ -248,18 +304,17 @@ public:
       OpBuilder::InsertionGuard thenGuard(b);
       b.setInsertionPointToStart(loadIf.thenBlock());
       SmallVector<Value> elements;
-      for (int64_t start = 0; start < kElementsPerLane; start += width) {
-        Value vector =
-            loadVector(VectorType::get({width}, inputType), flatInput,
-                       ValueRange{arith::AddIOp::create(b, first, idx(start))});
+      for (Value first : firsts) {
+        Value vector = loadVector(VectorType::get({width}, inputType),
+                                  flatInput, ValueRange{first});
         for (int64_t i = 0; i < width; ++i)
           elements.push_back(widen(vector::ExtractOp::create(b, vector, i)));
       }
       scf::YieldOp::create(b, elements);
       b.setInsertionPointToStart(loadIf.elseBlock());
       SmallVector<Value> scalars;
-      for (int64_t i = 0; i < kElementsPerLane; ++i) {
-        Value index = arith::AddIOp::create(b, first, idx(i));
+      for (int64_t position = 0; position < kElementsPerLane; ++position) {
+        Value index = elementIndex(position);
         auto scalarIf = scf::IfOp::create(
             b, b.getF32Type(),
             arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index, count),
@@ -275,6 +330,7 @@ public:
       scf::YieldOp::create(b, scalars);
     }
 
+    // Pairs never straddle a piece (width is even).
     SmallVector<Value> bytes;
     for (int64_t i = 0; i < kElementsPerLane; i += 2) {
       auto [low, high] =
@@ -285,18 +341,33 @@ public:
     auto storeIf = scf::IfOp::create(b, fast, true);
     OpBuilder::InsertionGuard storeGuard(b);
     b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
-    Value packed = vector::FromElementsOp::create(
-        b, VectorType::get({kElementsPerLane}, b.getI8Type()), bytes);
-    storeVector(packed, flatCodes, ValueRange{first});
+    // Every lane of the warp is here (`fast` is warp-uniform); the first
+    // sync keeps the last trip's reads before this trip's writes.
+    warpSync();
+    for (int64_t piece = 0; piece < pieces; ++piece) {
+      Value packed = vector::FromElementsOp::create(
+          b, VectorType::get({width}, b.getI8Type()),
+          ArrayRef<Value>(bytes).slice(piece * width, width));
+      storeVector(
+          packed, shared,
+          ValueRange{arith::AddIOp::create(b, warpShared, offsets[piece])});
+    }
+    warpSync();
+    Value laneCodes = arith::MulIOp::create(b, lane, idx(kElementsPerLane));
+    storeVector(
+        loadVector(VectorType::get({kElementsPerLane}, b.getI8Type()), shared,
+                   ValueRange{arith::AddIOp::create(b, warpShared, laneCodes)}),
+        flatCodes,
+        ValueRange{arith::AddIOp::create(b, segmentFirst, laneCodes)});
     b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
-    for (int64_t i = 0; i < kElementsPerLane; ++i) {
-      Value index = arith::AddIOp::create(b, first, idx(i));
+    for (int64_t position = 0; position < kElementsPerLane; ++position) {
+      Value index = elementIndex(position);
       auto byteIf = scf::IfOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index, count),
           false);
       OpBuilder::InsertionGuard byteGuard(b);
       b.setInsertionPoint(byteIf.thenBlock()->getTerminator());
-      memref::StoreOp::create(b, bytes[i], flatCodes, index);
+      memref::StoreOp::create(b, bytes[position], flatCodes, index);
     }
   }
 

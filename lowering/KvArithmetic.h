@@ -15,6 +15,7 @@
 #include "lowering/ScaleMath.h"
 
 #include "dialect/LowbitOps.h"
+#include "format/SharedDivisor.h"
 #include "kv/KvKernelSpec.h"
 #include "kv/KvPaged.h"
 
@@ -143,16 +144,23 @@ protected:
   /// kv_fp8 codes of x / scale for `values` (f32), saturating, through
   /// vector<2xf32> encodes so that a native x2 cvt converts two at once
   /// (an odd count ends with a scalar encode).
-  llvm::SmallVector<mlir::Value> encodeFp8(mlir::ValueRange values,
-                                           mlir::Value scale) {
+  /// With `divisor` (fp8Divisor of `scale`), the quotients are the shared
+  /// divisor's, which encode to the same codes.
+  llvm::SmallVector<mlir::Value>
+  encodeFp8(mlir::ValueRange values, mlir::Value scale,
+            const PreparedDivisor &divisor = PreparedDivisor()) {
     using namespace mlir;
+    auto quotient = [&](Value value) {
+      return divisor ? this->divideShared(value, divisor)
+                     : this->divf(value, scale);
+    };
     SmallVector<Value> codes;
     size_t position = 0;
     for (; position + 2 <= values.size(); position += 2) {
       Value pair = vector::FromElementsOp::create(
           b, VectorType::get({2}, b.getF32Type()),
-          ValueRange{this->divf(values[position], scale),
-                     this->divf(values[position + 1], scale)});
+          ValueRange{quotient(values[position]),
+                     quotient(values[position + 1])});
       Value encoded =
           dialect::EncodeOp::create(b, VectorType::get({2}, b.getI8Type()),
                                     pair, this->elementFormatAttr);
@@ -160,8 +168,16 @@ protected:
       codes.push_back(vector::ExtractOp::create(b, encoded, 1));
     }
     if (position < values.size())
-      codes.push_back(this->encodeElement(this->divf(values[position], scale)));
+      codes.push_back(this->encodeElement(quotient(values[position])));
     return codes;
+  }
+  /// `scale` prepared for encodeFp8 once per row, where the kv_fp8 format
+  /// passes sharedQuotientEncodesExactly (docs/numerics.md, "Shared
+  /// divisors"); unset otherwise.
+  PreparedDivisor fp8Divisor(mlir::Value scale) {
+    if (!sharedQuotientEncodesExactly(this->scheme.element))
+      return {};
+    return this->prepareDivisor(scale);
   }
 
   /// The f32 values of kv_fp8 `codes` times `scale`, decoded in pairs

@@ -26,6 +26,7 @@
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/Passes.h"
+#include "lowering/kit/GridStride.h"
 
 #include "dialect/LowbitOps.h"
 #include "format/Scheme.h"
@@ -49,13 +50,9 @@ namespace lowbit {
 using namespace mlir;
 namespace ld = lowbit::dialect;
 using namespace lowbit::gpu_mapping;
+using lowbit::kit::kGridStrideBlocks;
 
 namespace {
-
-/// The grid cap of the grid-stride kernels: about four waves of 256-thread
-/// blocks on a 132-SM H200 (8 resident per SM) or a 148-SM B200, so each
-/// thread's setup is paid for a few trips and the last wave is short.
-constexpr int64_t kGridStrideBlocks = 4096;
 
 //===----------------------------------------------------------------------===//
 // Which schemes this mapping covers

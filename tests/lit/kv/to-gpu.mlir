@@ -5,7 +5,8 @@
 // GPU emulator against kv/KvQuantize.h.
 
 // kv_int8_g64, bf16, head_dim 256: rows * 32 threads in blocks of 256, a
-// warp per row (thread / 32, lane = thread % 32); 16-byte loads of 8
+// warp per row (row = block * 8 + thread / 32, lane = thread % 32, with
+// the thread's index in its block); 16-byte loads of 8
 // values, a group's 8 chunks on 8 lanes combined by xor shuffles 4, 2, 1,
 // the scale stored by the group's first lane, 8 codes stored at once; the
 // scalar accesses when a base is not aligned.
@@ -15,7 +16,9 @@
 // CHECK: %[[THREADS:.*]] = arith.muli %[[ROWS]], %c32
 // CHECK: arith.addi %[[THREADS]], %c255
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
-// CHECK: %[[ROW:.*]] = arith.divui %[[THREAD:.*]], %c32
+// CHECK: %[[WARP:.*]] = arith.divui %[[THREAD:.*]], %c32
+// CHECK: %[[FIRSTROW:.*]] = arith.muli %{{.*}}, %c8
+// CHECK: %[[ROW:.*]] = arith.addi %[[FIRSTROW]], %[[WARP]]
 // CHECK: %[[LANE:.*]] = arith.remui %[[THREAD]], %c32
 // CHECK: arith.cmpi ult, %[[ROW]], %[[ROWS]]
 // CHECK: memref.load %{{.*}} : memref<?xi32>
@@ -56,17 +59,23 @@ func.func @append_int8(%k: memref<?x8x?x256xbf16>,
 
 // Paged kv_fp8, head_dim 128: the block table read once per row, 32
 // chunks of 4 (8-byte loads, so that no lane idles), x2 encodes of x /
-// scale[head], no shuffles.
+// scale[head] through the row's shared divisor (one reciprocal before the
+// chunk loop, fmas and no division in it), 4 codes stored at once, no
+// shuffles.
 // CHECK-LABEL: func @append_fp8_paged
 // CHECK: gpu.launch
 // CHECK: arith.divsi %{{.*}}, %c16
 // CHECK: memref.load %{{.*}} : memref<?x?xi32>
 // CHECK-NOT: memref<?x?xi32>
 // CHECK: memref.load %{{.*}} : memref<8xf32>
+// CHECK: arith.divf %cst{{.*}}, %{{.*}} : f32
 // CHECK: scf.for {{.*}} step %c32
 // CHECK: vector.load {{.*}} {alignment = 8 : i64} : memref<?x8x?x128xf16>, vector<4xf16>
-// CHECK: arith.divf
+// CHECK-NOT: arith.divf
+// CHECK: math.fma
+// CHECK-NOT: arith.divf
 // CHECK: lowbit.encode %{{.*}} {format = #lowbit.float<"e4m3">} : vector<2xf32> to vector<2xi8>
+// CHECK-NOT: arith.divf
 // CHECK: vector.store {{.*}} {alignment = 4 : i64} : memref<?x8x16x128xi8>, vector<4xi8>
 // CHECK-NOT: gpu.shuffle
 // CHECK: gpu.terminator
