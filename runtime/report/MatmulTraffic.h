@@ -53,8 +53,9 @@ double mmaSyncPeakSeconds(const ChipModel &chip, const MatmulShape &shape);
 /// of a warp's columns' codes plus the bucket's X rows (32 values each),
 /// at least those. A warp's columns are N over the launch's warps.
 ///
-/// Issue, per warp trip, is the slowest of (docs/matmul-gpu.md, "The
-/// static report", for the sources):
+/// Issue, per warp trip, is the slowest of (sources: NVIDIA's developer
+/// forum answers on the GV100 and GA10x/GH100 pipes, quoted in
+/// docs/matmul-gpu.md, "The static report"; sm_100a ASSUMED as GH100):
 ///   - dispatch: every instruction, issuePerSmPerClock a clock per SM;
 ///   - the FMA pipe: FP32, FP16x2 (both FMA halves) and the integer
 ///     multiply-adds (IMAD, IDP) at fp32LanesPerClock, and those integer
