@@ -310,11 +310,13 @@ private:
     // dtype, as an f32.
     std::vector<SmallVector<Value>> weights(static_cast<size_t>(columns));
     for (int64_t j = 0; j < columns; ++j)
-      weights[size_t(j)] = packedDequant() != PackedDequant::None
-                               ? packedWeights(j, words[size_t(j)], kBegin)
-                               : pairedWeights(j, kBegin, [&](int64_t i) {
-                                   return codeAt(j, i);
-                                 });
+      weights[size_t(j)] =
+          packedDequant() != PackedDequant::None
+              ? packedWeights(j, words[size_t(j)], kBegin)
+          : wordIntegerDecode()
+              ? magicIntegerWeights(j, words[size_t(j)], kBegin)
+              : pairedWeights(j, kBegin,
+                              [&](int64_t i) { return codeAt(j, i); });
     for (int64_t i = 0; i < kChunk; ++i)
       for (int64_t r = 0; r < rowCount; ++r) {
         Value x = xAt(r, i);
@@ -357,6 +359,75 @@ private:
       auto [first, second] = dequantizePair(codeAt(i), codeAt(i + 1), params);
       auto [firstWeight, secondWeight] = roundWeightPair(first, second);
       weights.append({firstWeight, secondWeight});
+    }
+    return weights;
+  }
+
+  /// Whether integer codes on ScaleMath's path (an f32 scale, or an X the
+  /// packed path does not take) decode from the words of codes here:
+  /// ScaleMath's magic decode (setMagicIntegerDecode) takes one i8 code at
+  /// a time, whose extraction, sign flip and widening NVPTX spells in 16-bit
+  /// ops (about four ALU instructions a code); on the word, the sign flip
+  /// is one xor for four codes and each field one shift-and-mask.
+  bool wordIntegerDecode() const {
+    ScaleKind kind = scaleKind();
+    return scheme.element.isInt() &&
+           (kind == ScaleKind::Symmetric || kind == ScaleKind::Asymmetric);
+  }
+
+  /// A chunk's weights from its words of integer codes, with ScaleMath's
+  /// magic decode's arithmetic (dequantizeValue): the field u (the code,
+  /// its sign bit flipped for signed symmetric codes) or'ed into
+  /// 0x4b000000 is the f32 2^23 + u; minus 2^23 + 2^(b-1) (or 2^23 + u of
+  /// the zero point) it is c (c - z) exactly; times the scale; then
+  /// rounded to X's dtype in pairs (the rounding is per element).
+  SmallVector<Value> magicIntegerWeights(int64_t j, ArrayRef<Value> words,
+                                         Value kBegin) {
+    const Format &element = scheme.element;
+    int64_t codeBits = nibble ? 4 : 8, perWord = 32 / codeBits;
+    auto mask = int32_t(element.codeMask());
+    bool asymmetric = scaleKind() == ScaleKind::Asymmetric;
+    int32_t offset = !asymmetric && element.isSigned()
+                         ? int32_t(1) << (element.bits() - 1)
+                         : 0;
+    uint32_t flips = 0;
+    for (int64_t c = 0; c < perWord; ++c)
+      flips |= uint32_t(offset) << (codeBits * c);
+    auto magic = [&](Value bits) -> Value {
+      return arith::BitcastOp::create(
+          b, b.getF32Type(), arith::OrIOp::create(b, bits, i32(0x4b000000)));
+    };
+    GroupParams params = perGroup ? GroupParams() : columnParams[size_t(j)];
+    Value subtrahend = f32(float(8388608 + offset));
+    if (asymmetric && !perGroup)
+      subtrahend = magic(params.zero);
+    SmallVector<Value> decoded;
+    for (int64_t q = 0; q < int64_t(words.size()); ++q) {
+      Value word = words[size_t(q)];
+      if (flips)
+        word = arith::XOrIOp::create(b, word, i32(int32_t(flips)));
+      for (int64_t e = 0; e < perWord; ++e) {
+        int64_t i = q * perWord + e;
+        if (perGroup && startsGroup(i)) {
+          params = paramsAt(j, add(kBegin, idx(i)));
+          if (asymmetric)
+            subtrahend = magic(params.zero);
+        }
+        int64_t shift = codeBits * e;
+        Value field = word;
+        if (shift != 0)
+          field = arith::ShRUIOp::create(b, field, i32(int32_t(shift)));
+        if (shift + codeBits < 32 || mask != (1 << codeBits) - 1)
+          field = arith::AndIOp::create(b, field, i32(mask));
+        decoded.push_back(mulf(
+            arith::SubFOp::create(b, magic(field), subtrahend), params.scale));
+      }
+    }
+    SmallVector<Value> weights;
+    for (int64_t i = 0; i < kChunk; i += 2) {
+      auto [first, second] =
+          roundWeightPair(decoded[size_t(i)], decoded[size_t(i + 1)]);
+      weights.append({first, second});
     }
     return weights;
   }

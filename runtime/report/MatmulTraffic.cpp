@@ -62,8 +62,13 @@ std::optional<GemvEstimate> estimateGemv(const SpecInput &input,
   for (int64_t bucket : kRowBuckets)
     if (out.bucket == 0 && bucket >= rows)
       out.bucket = bucket;
-  int expected =
-      codesBytesPerChunk + int(out.bucket * kChunkWeights * xElementBytes);
+  // The launch's warps cover N: each owns N / warps columns (rounded: the
+  // last block's warps past N own none).
+  double warps = double(launch.threads) / 32;
+  out.columnsPerWarp =
+      std::max<int64_t>(1, std::llround(double(shape.n) / warps));
+  int expected = int(out.columnsPerWarp) * codesBytesPerChunk +
+                 int(out.bucket * kChunkWeights * xElementBytes);
   const SassKernel &sass = *launch.sass;
   const SassLoop *chosen = nullptr;
   for (const SassLoop &loop : sass.loops)
@@ -77,7 +82,8 @@ std::optional<GemvEstimate> estimateGemv(const SpecInput &input,
   out.loadBytesPerTrip = chosen->globalLoadBytes;
   double chunksPerTrip =
       std::max(1.0, std::floor(double(chosen->globalLoadBytes) / expected));
-  out.weightsPerTrip = kChunkWeights * chunksPerTrip;
+  out.weightsPerTrip =
+      kChunkWeights * double(out.columnsPerWarp) * chunksPerTrip;
   // A passes of 16 rows each; a lane's chunks are every 32nd of K's.
   int64_t passes = (shape.m + 15) / 16;
   int64_t chunks = (shape.k + kChunkWeights - 1) / kChunkWeights;
@@ -86,44 +92,58 @@ std::optional<GemvEstimate> estimateGemv(const SpecInput &input,
       std::ceil(double((chunks + kSlices - 1) / kSlices) / chunksPerTrip);
 
   // Issue: the loop's SASS per warp trip, by dispatch or by the busiest
-  // pipe the chip table rates (the shared model's rule, on this loop).
+  // pipe (MatmulTraffic.h; the sources in docs/matmul-gpu.md).
   const ChipConstants &row = *input.chip.constants;
-  double all = out.loopInstructions, fp32 = 0, int32 = 0;
   for (int i = chosen->firstInstruction; i <= chosen->lastInstruction; ++i) {
     std::string_view kind = sass.classes[size_t(i)];
-    fp32 += kind == "fp32" || kind == "fp16";
-    int32 += kind == "int";
+    bool fmaInteger = size_t(i) < sass.fmaPipeInteger.size() &&
+                      sass.fmaPipeInteger[size_t(i)];
+    bool move = size_t(i) < sass.aluMove.size() && sass.aluMove[size_t(i)];
+    out.fmaPipe += kind == "fp32" || kind == "fp16" || fmaInteger;
+    out.fmaInteger += fmaInteger;
+    out.alu += (kind == "int" && !fmaInteger) || move;
+    out.conversion += size_t(i) < sass.conversionPipe.size() &&
+                      sass.conversionPipe[size_t(i)];
     ++out.loopMix[std::string(kind)];
   }
-  double clocksPerTrip = all / input.chip.issuePerSmPerClock;
-  out.binding = "dispatch";
+  double clocksPerTrip =
+      double(out.loopInstructions) / input.chip.issuePerSmPerClock;
+  out.issueBound = "dispatch";
   for (auto [name, count, lanes] :
-       {std::tuple{"fp32 pipe", fp32, row.fp32LanesPerClock.value},
-        std::tuple{"INT32 pipe", int32, row.int32LanesPerClock.value}})
+       {std::tuple{"FMA pipe", out.fmaPipe, row.fp32LanesPerClock.value},
+        std::tuple{"FMA pipe's IMAD half", out.fmaInteger,
+                   row.fp32LanesPerClock.value / 2},
+        std::tuple{"INT32 pipe", out.alu, row.int32LanesPerClock.value},
+        std::tuple{"conversion pipe", out.conversion,
+                   row.conversionLanesPerClock.value}})
     if (lanes > 0 && count * 32 / lanes > clocksPerTrip) {
       clocksPerTrip = count * 32 / lanes;
-      out.binding = name;
+      out.issueBound = name;
     }
   int64_t blocks =
       launch.launch.grid[0] * launch.launch.grid[1] * launch.launch.grid[2];
   int64_t activeSms = std::min<int64_t>(input.chip.smCount, blocks);
-  double warps = double(launch.threads) / 32;
-  out.issueSeconds = warps * out.tripsPerWarp * clocksPerTrip /
-                     (double(activeSms) * input.chip.clockHz);
+  int64_t threadsPerBlock =
+      launch.launch.block[0] * launch.launch.block[1] * launch.launch.block[2];
+  // The busiest SM runs ceil(blocks / SMs) blocks' warps.
+  double warpsOnBusiestSm = double((blocks + activeSms - 1) / activeSms) *
+                            double(threadsPerBlock) / 32;
+  out.issueSeconds =
+      warpsOnBusiestSm * out.tripsPerWarp * clocksPerTrip / input.chip.clockHz;
 
   // Memory: every byte once at peak, or the loads the resident warps keep
-  // in flight over the latency, whichever is slower.
+  // in flight over the latency, whichever is slower (no more blocks
+  // resident than the grid has).
   double peak = input.chip.hbmBytesPerSecond;
-  double resident = double(launch.blocksPerSm) *
-                    double(launch.launch.block[0] * launch.launch.block[1] *
-                           launch.launch.block[2]) *
-                    double(activeSms);
+  double resident = double(std::min<int64_t>(
+                        blocks, int64_t(launch.blocksPerSm) * activeSms)) *
+                    double(threadsPerBlock);
   out.bytesInFlight = resident * out.loadBytesPerTrip;
   double loadBandwidth =
       std::min(peak, out.bytesInFlight / input.chip.memoryLatencySeconds);
   out.memorySeconds = input.minimumBytes / loadBandwidth;
   if (out.issueSeconds > out.memorySeconds)
-    out.binding = "issue (" + out.binding + ")";
+    out.binding = "issue (" + out.issueBound + ")";
   else
     out.binding =
         loadBandwidth < peak ? "memory-level parallelism" : "HBM bandwidth";
@@ -229,12 +249,19 @@ std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
       continue;
     }
     text += fmt::format(
-        "  GEMV: bucket {} rows, SASS loop at {} of {} instr ({:.2f} per "
-        "weight), {} B loaded per trip, {:.0f} trips per warp; issue {:.2f} "
+        "  GEMV: bucket {} rows, {} columns a warp, SASS loop at {} of {} "
+        "instr for {:.0f} weights ({:.2f} per weight; FMA pipe {:.2f}, of "
+        "them IMAD {:.2f}, INT32 pipe {:.2f}, conversions {:.2f}), {} B "
+        "loaded per trip, {:.0f} trips per warp; issue {:.2f} "
         "us, memory {:.2f} us ({:.1f} MiB in flight); {:.1f}% of HBM "
         "({:.1f}% with the launch overhead), bound by {}; the loop: {}\n",
-        gemv->bucket, gemv->firstInstruction, gemv->loopInstructions,
-        gemv->loopInstructions / gemv->weightsPerTrip, gemv->loadBytesPerTrip,
+        gemv->bucket, gemv->columnsPerWarp, gemv->firstInstruction,
+        gemv->loopInstructions, gemv->weightsPerTrip,
+        gemv->loopInstructions / gemv->weightsPerTrip,
+        gemv->fmaPipe / gemv->weightsPerTrip,
+        gemv->fmaInteger / gemv->weightsPerTrip,
+        gemv->alu / gemv->weightsPerTrip,
+        gemv->conversion / gemv->weightsPerTrip, gemv->loadBytesPerTrip,
         gemv->tripsPerWarp, gemv->issueSeconds * 1e6, gemv->memorySeconds * 1e6,
         gemv->bytesInFlight / (1 << 20), 100 * gemv->fraction,
         100 * gemv->fractionWithLaunch, gemv->binding,

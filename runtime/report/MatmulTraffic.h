@@ -49,15 +49,37 @@ double mmaSyncPeakSeconds(const ChipModel &chip, const MatmulShape &shape);
 /// per-element loop for a chunk K cuts, and only the bucket of M runs, so
 /// the shared model's loop weighting (every streaming loop at its own
 /// trips) does not apply; this one takes the SASS loop of M's bucket: the
-/// loop whose global loads per trip are the closest to one chunk's codes
-/// plus the bucket's X rows (32 values each), at least those.
+/// loop whose global loads per trip are the closest to one chunk of each
+/// of a warp's columns' codes plus the bucket's X rows (32 values each),
+/// at least those. A warp's columns are N over the launch's warps.
+///
+/// Issue, per warp trip, is the slowest of (sources: NVIDIA's developer
+/// forum answers on the GV100 and GA10x/GH100 pipes, quoted in
+/// docs/matmul-gpu.md, "The static report"; sm_100a ASSUMED as GH100):
+///   - dispatch: every instruction, issuePerSmPerClock a clock per SM;
+///   - the FMA pipe: FP32, FP16x2 (both FMA halves) and the integer
+///     multiply-adds (IMAD, IDP) at fp32LanesPerClock, and those integer
+///     ones alone at half of it (the "heavy" half only);
+///   - the ALU ("INT32 pipe"): the other integer, logic and predicate
+///     instructions and the register moves, at int32LanesPerClock;
+///   - the conversion pipe (F2F, F2I, I2F, I2I) at conversionLanesPerClock;
+/// and the issue time is the busiest SM's: ceil(blocks / SMs) blocks.
 struct GemvEstimate {
-  int64_t bucket = 0; ///< rows of X the pass is specialised for
+  int64_t bucket = 0;         ///< rows of X the pass is specialised for
+  int64_t columnsPerWarp = 0; ///< output columns a warp owns
   int firstInstruction = 0, loopInstructions = 0; ///< the SASS loop
   int loadBytesPerTrip = 0;
-  double weightsPerTrip = 0; ///< per lane: 32 x chunks a trip (ptxas unroll)
-  double tripsPerWarp = 0;   ///< every lane of a warp runs them in lockstep
-  std::string binding;       ///< dispatch, fp32 pipe or INT32 pipe
+  /// Per lane: 32 x columns x chunks a trip (ptxas unroll).
+  double weightsPerTrip = 0;
+  double tripsPerWarp = 0; ///< every lane of a warp runs them in lockstep
+  /// The loop's instructions per pipe (above): FMA pipe, of them the
+  /// integer multiply-adds, ALU, conversion pipe.
+  double fmaPipe = 0, fmaInteger = 0, alu = 0, conversion = 0;
+  /// What bounds the issue time: dispatch, FMA pipe, FMA pipe's IMAD half,
+  /// INT32 pipe or conversion pipe.
+  std::string issueBound;
+  /// "issue (<issueBound>)", HBM bandwidth or memory-level parallelism.
+  std::string binding;
   /// The loop's SASS instructions by class (SassKernel::mix's names).
   std::map<std::string, int> loopMix;
   double issueSeconds = 0, memorySeconds = 0, seconds = 0;

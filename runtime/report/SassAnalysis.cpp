@@ -272,6 +272,10 @@ std::vector<SassKernel> analyzeSass(std::string_view text) {
     kernel.classes.push_back(kind);
     kernel.conversionPipe.push_back(head == "F2F" || head == "F2I" ||
                                     head == "I2F" || head == "I2I");
+    kernel.fmaPipeInteger.push_back(head == "IMAD" || head == "IMUL" ||
+                                    head == "IDP" || head == "IDP4A" ||
+                                    head == "IMAD32I" || head == "IMUL32I");
+    kernel.aluMove.push_back(head == "MOV" || head == "MOV32I");
     kernel.highestRegister =
         std::max(kernel.highestRegister, highestRegisterIn(operands));
     int loadBytes = 0, storeBytes = 0;

@@ -39,6 +39,12 @@ struct SassKernel {
   /// (F2F, F2I, I2F, I2I; not the packed F2FP, I2FP, F2IP, I2IP): the
   /// estimate charges those at the chip table's conversion rate.
   std::vector<bool> conversionPipe;
+  /// Per instruction, whether it is an integer multiply-add (IMAD, IMUL,
+  /// IDP and their 32I forms), which NVIDIA's GV100-GH100 notes put on the
+  /// FMA pipe ("FMAheavy" from GA10x), not the ALU; and whether it is a
+  /// register move (MOV, MOV32I), which they put on the ALU. The GEMV's
+  /// estimate reads them (MatmulTraffic.h); the class stays "int"/"move".
+  std::vector<bool> fmaPipeInteger, aluMove;
   /// Per instruction, the global bytes it loads and stores.
   std::vector<std::pair<int, int>> globalBytes;
   /// Global (and generic) loads and stores: bits per access -> count.

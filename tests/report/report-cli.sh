@@ -64,8 +64,8 @@ grep -qi 'hadamard' "$work/fused-refused.err" || { cat "$work/fused-refused.err"
 "$lowbit" report 'matmul int4_g128 from=bf16' --m 1,16 > "$work/matmul.txt"
 cat "$work/matmul.txt"
 grep -q '^  model inputs (M=1 N=4096 K=4096): HBM bytes x=8192 codes=8388608 scales=262144 zeros=131072 y=8192 (total 8798208' "$work/matmul.txt"
-grep -Eq '^  GEMV: bucket 1 rows, SASS loop at [0-9]+ of [0-9]+ instr' "$work/matmul.txt"
-grep -Eq '^  GEMV: bucket 16 rows, SASS loop at [0-9]+ of [0-9]+ instr' "$work/matmul.txt"
+grep -Eq '^  GEMV: bucket 1 rows, 2 columns a warp, SASS loop at [0-9]+ of [0-9]+ instr for 64 weights' "$work/matmul.txt"
+grep -Eq '^  GEMV: bucket 16 rows, 1 columns a warp, SASS loop at [0-9]+ of [0-9]+ instr for 32 weights' "$work/matmul.txt"
 grep -q '^matmul int4_g128 from=bf16 to=bf16 dynamic at M=16 N=4096 K=4096 on sm_90a: 1 launch(es)' "$work/matmul.txt"
 
 expect_failure() {
