@@ -225,6 +225,7 @@ void buildGpuTailPipeline(OpPassManager &pm, const Target &target,
   pm.addPass(createLowbitGpuCheckNoHostMemory());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createLowbitGpuMergeModules());
+  pm.addPass(createLowbitGpuAlignWorkgroup());
 
   GpuNVVMAttachTargetOptions targetOptions;
   targetOptions.chip = target.chip;

@@ -306,6 +306,20 @@ def LowbitGpuMergeModules
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def LowbitGpuAlignWorkgroup
+    : Pass<"lowbit-gpu-align-workgroup", "mlir::ModuleOp"> {
+  let summary = "Align every kernel's shared-memory buffers to 16 bytes";
+  let description = [{
+    convert-gpu-to-nvvm gives a workgroup buffer its element type's
+    alignment (`.shared .align 1` for byte codes), but 16-byte cp.async,
+    ldmatrix and vector accesses of shared tiles need 16-byte aligned
+    addresses, and a buffer placed after another one is aligned only as
+    its own declaration says. Every workgroup attribution of every gpu.func
+    gets `llvm.align = 16` (a larger one is kept).
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def LowbitGpuRelaxAtomics
     : Pass<"lowbit-gpu-relax-atomics", "mlir::ModuleOp"> {
   let summary = "Make the kernels' LLVM atomics relaxed and device-scoped";
