@@ -18,6 +18,7 @@
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
@@ -113,7 +114,9 @@ struct RuntimeDeclarations {
         {i32, {f32, f32, i32, i32, i32}},
         {i32, {f32, i32}},
         {f32, {i32, i32}},
-        {i32, {i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32}},
+        {i32,
+         {i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32,
+          i32}},
         {i32, {i32}},
         {i32, {i32, i32, ptr}},
         {none, {ptr, ptr, i32, i32}},
@@ -269,10 +272,12 @@ Value matrixOpResult(OpBuilder &b, Location loc, Value first, Type resultType,
 }
 
 /// lowbit_emu_mma for `variant` at `site`: this lane's A, B (padded with 0
-/// to 4 and 2 registers) and C (as bits) in, D out as `resultType`.
+/// to 4 and 2 registers), C (as bits) and a block-scaled form's scale-a-data
+/// and scale-b-data (`scales`, else 0) in, D out as `resultType`.
 Value emitWarpMma(OpBuilder &b, Location loc, const MmaVariant &variant,
                   int32_t site, ValueRange a, ValueRange bRegisters,
-                  ValueRange c, Type resultType, RuntimeDeclarations &runtime) {
+                  ValueRange c, Type resultType, RuntimeDeclarations &runtime,
+                  ValueRange scales = {}) {
   SmallVector<Value> arguments = {i32Constant(b, loc, variant.code()),
                                   i32Constant(b, loc, site)};
   auto appendPadded = [&](ValueRange registers, size_t count) {
@@ -284,6 +289,7 @@ Value emitWarpMma(OpBuilder &b, Location loc, const MmaVariant &variant,
   appendPadded(a, 4);
   appendPadded(bRegisters, 2);
   appendPadded(c, 4);
+  appendPadded(scales, 2);
   Value d0 = runtime.call(b, loc, "lowbit_emu_mma", arguments);
   return matrixOpResult(b, loc, d0, resultType, runtime);
 }
@@ -408,6 +414,87 @@ llvm::Error rewriteFloat8Mma(LLVM::CallIntrinsicOp call,
   return llvm::Error::success();
 }
 
+/// nvvm.mma.block_scale -> lowbit_emu_mma: m16n8k64 row.col with e2m1
+/// multiplicands, f32 accumulators, .kind::mxf4 .scale_vec::2X ue8m0 or
+/// .kind::mxf4nvf4 .scale_vec::4X ue4m3 (2X ue8m0), the byte-id /
+/// thread-id selectors constant (PTX takes them as immediates) and in the
+/// ISA's range; anything else is refused.
+llvm::Error rewriteMmaBlockScale(NVVM::MmaBlockScaleOp mma, int32_t site,
+                                 RuntimeDeclarations &runtime) {
+  auto refuse = [&](const std::string &why) {
+    return emulatorError(
+        "cannot emulate " + describe(mma) + ": " + why +
+        " (emulated: m16n8k64 e2m1 x e2m1 -> f32, .kind::mxf4 "
+        ".scale_vec::2X ue8m0, .kind::mxf4nvf4 .scale_vec::2X ue8m0 or "
+        ".scale_vec::4X ue4m3, constant selectors)");
+  };
+  NVVM::MMAShapeAttr shape = mma.getShape();
+  if (shape.getM() != 16 || shape.getN() != 8 || shape.getK() != 64)
+    return refuse("the shape");
+  auto e2m1 = [](std::optional<NVVM::MMATypes> type) {
+    return type && *type == NVVM::MMATypes::e2m1;
+  };
+  if (!e2m1(mma.getMultiplicandAPtxType()) ||
+      !e2m1(mma.getMultiplicandBPtxType()))
+    return refuse("multiplicands other than e2m1");
+  if (mma.getOperandA().size() != 4 || mma.getOperandB().size() != 2 ||
+      mma.getOperandC().size() != 4)
+    return refuse("other than 4 A, 2 B and 4 C registers");
+  MmaVariant variant{mma::MmaElement::E2M1Packed, mma::MmaElement::E2M1Packed,
+                     64, false};
+  variant.nvf4 = mma.getKind() == NVVM::MMABlockScaleKind::MXF4NVF4;
+  variant.ue4m3 = mma.getBlockScaleFormat() == NVVM::BlockScaleFormat::UE4M3;
+  switch (mma.getScaleVecSize()) {
+  case NVVM::ScaleVecSize::X1:
+    variant.scaleVec = 1;
+    break;
+  case NVVM::ScaleVecSize::X2:
+    variant.scaleVec = 2;
+    break;
+  case NVVM::ScaleVecSize::X4:
+    variant.scaleVec = 4;
+    break;
+  }
+  bool valid =
+      mma.getKind() == NVVM::MMABlockScaleKind::MXF4
+          ? variant.scaleVec == 2 && !variant.ue4m3
+      : mma.getKind() == NVVM::MMABlockScaleKind::MXF4NVF4
+          ? (variant.scaleVec == 4 || (variant.scaleVec == 2 && !variant.ue4m3))
+          : false;
+  if (!valid)
+    return refuse("this kind, scale vector size and scale type");
+  auto selector = [](Value value) -> std::optional<int> {
+    APInt constant;
+    if (!matchPattern(value, m_ConstantInt(&constant)))
+      return std::nullopt;
+    return int(constant.getZExtValue());
+  };
+  std::optional<int> byteA = selector(mma.getByteIdA()),
+                     threadA = selector(mma.getThreadIdA()),
+                     byteB = selector(mma.getByteIdB()),
+                     threadB = selector(mma.getThreadIdB());
+  if (!byteA || !threadA || !byteB || !threadB)
+    return refuse("a byte-id or thread-id that is not a constant");
+  // byte-id: 0 for 4X, 0 or 2 for 2X; thread-id-a 0 or 1, thread-id-b 0..3.
+  auto validByte = [&](int byte) {
+    return byte % variant.scaleVec == 0 && byte + variant.scaleVec <= 4;
+  };
+  if (!validByte(*byteA) || !validByte(*byteB) || *threadA > 1 || *threadB > 3)
+    return refuse("selectors outside the ISA's range");
+  variant.byteIdA = *byteA;
+  variant.threadIdA = *threadA;
+  variant.byteIdB = *byteB;
+  variant.threadIdB = *threadB;
+  OpBuilder b(mma);
+  Value result = emitWarpMma(
+      b, mma.getLoc(), variant, site, mma.getOperandA(), mma.getOperandB(),
+      mma.getOperandC(), mma.getResult().getType(), runtime,
+      ValueRange{mma.getScaleAData(), mma.getScaleBData()});
+  mma.getResult().replaceAllUsesWith(result);
+  mma.erase();
+  return llvm::Error::success();
+}
+
 /// nvvm.ldmatrix (m8n8 b16, x1/x2/x4, row or col = .trans) ->
 /// lowbit_emu_ldmatrix (site, this lane's row address) and
 /// lowbit_emu_fragment(1..3).
@@ -460,6 +547,8 @@ llvm::Error rewriteNvvmOp(Operation *op, int32_t index,
 
   if (auto mma = dyn_cast<NVVM::MmaOp>(op))
     return rewriteMmaSync(mma, index, runtime);
+  if (auto mma = dyn_cast<NVVM::MmaBlockScaleOp>(op))
+    return rewriteMmaBlockScale(mma, index, runtime);
   if (auto load = dyn_cast<NVVM::LdMatrixOp>(op))
     return rewriteLdMatrix(load, index, runtime);
   if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op))

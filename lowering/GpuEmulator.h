@@ -13,7 +13,8 @@
 //   - nvvm.barrier0 / nvvm.barrier -> lowbit_emu_barrier
 //   - nvvm.shfl.sync, vote.sync, redux.sync, bar.warp.sync, elect.sync
 //     -> lowbit_emu_warp_op (the fiber waits for the lanes of its mask);
-//     nvvm.mma.sync and the 8-bit mma intrinsics -> lowbit_emu_mma;
+//     nvvm.mma.sync, the 8-bit mma intrinsics and nvvm.mma.block_scale
+//     (FP4) -> lowbit_emu_mma;
 //     nvvm.ldmatrix -> lowbit_emu_ldmatrix
 //   - nvvm.cp.async.shared.global, cp.async.commit.group, cp.async.wait.group
 //     -> lowbit_emu_cp_async*

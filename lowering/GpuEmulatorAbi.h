@@ -97,25 +97,49 @@ enum class WarpOpKind : int32_t {
 /// One mma.sync.aligned.m16n8kK.row.col form: the multiplicands' element
 /// types (A and B may differ for the 8-bit kinds), K, and .satfinite (the
 /// integer kinds). The accumulators are s32 for s8/u8 multiplicands, f32
-/// otherwise.
+/// otherwise. The block-scaled forms (.kind::mxf4 / .kind::mxf4nvf4
+/// .block_scale, m16n8k64 e2m1) add the scale vector size, the scales'
+/// type and the byte-id / thread-id selectors of scale_A and scale_B
+/// (immediates of the instruction, so part of the form).
 struct MmaVariant {
   mma::MmaElement a = mma::MmaElement::F16, b = mma::MmaElement::F16;
   int k = 16;
   bool satfinite = false;
+  /// .scale_vec::NX: 1, 2 or 4 scales per row of A and column of B; 0 for
+  /// an mma without block scaling.
+  int scaleVec = 0;
+  /// ue4m3 scales (.kind::mxf4nvf4 .scale_vec::4X), else ue8m0.
+  bool ue4m3 = false;
+  /// .kind::mxf4nvf4 rather than .kind::mxf4.
+  bool nvf4 = false;
+  int byteIdA = 0, threadIdA = 0, byteIdB = 0, threadIdB = 0;
 
   bool integer() const {
     return a == mma::MmaElement::S8 || a == mma::MmaElement::U8;
   }
+  bool blockScaled() const { return scaleVec != 0; }
   mma::MmaFragmentShape shapeA() const { return {k, a}; }
   mma::MmaFragmentShape shapeB() const { return {k, b}; }
 
   /// lowbit_emu_mma's `variant` argument.
   int32_t code() const {
-    return int32_t(a) | int32_t(b) << 4 | k << 8 | int32_t(satfinite) << 16;
+    return int32_t(a) | int32_t(b) << 4 | k << 8 | int32_t(satfinite) << 16 |
+           scaleVec << 17 | int32_t(ue4m3) << 20 | byteIdA << 21 |
+           threadIdA << 23 | byteIdB << 25 | threadIdB << 27 |
+           int32_t(nvf4) << 29;
   }
   static MmaVariant fromCode(int32_t code) {
-    return {mma::MmaElement(code & 15), mma::MmaElement(code >> 4 & 15),
-            code >> 8 & 255, bool(code >> 16 & 1)};
+    MmaVariant variant{mma::MmaElement(code & 15),
+                       mma::MmaElement(code >> 4 & 15), code >> 8 & 255,
+                       bool(code >> 16 & 1)};
+    variant.scaleVec = code >> 17 & 7;
+    variant.ue4m3 = bool(code >> 20 & 1);
+    variant.byteIdA = code >> 21 & 3;
+    variant.threadIdA = code >> 23 & 3;
+    variant.byteIdB = code >> 25 & 3;
+    variant.threadIdB = code >> 27 & 3;
+    variant.nvf4 = bool(code >> 29 & 1);
+    return variant;
   }
   /// The PTX instruction, e.g.
   /// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32.
@@ -126,9 +150,14 @@ struct MmaVariant {
       return names[int(element) & 7];
     };
     std::string accumulator = integer() ? "s32" : "f32";
+    std::string scaling;
+    if (blockScaled())
+      scaling = std::string(".kind::") + (nvf4 ? "mxf4nvf4" : "mxf4") +
+                ".block_scale.scale_vec::" + std::to_string(scaleVec) + "X";
     return "mma.sync.aligned.m16n8k" + std::to_string(k) + ".row.col" +
-           (satfinite ? ".satfinite." : ".") + accumulator + "." + type(a) +
-           "." + type(b) + "." + accumulator;
+           scaling + (satfinite ? ".satfinite." : ".") + accumulator + "." +
+           type(a) + "." + type(b) + "." + accumulator +
+           (blockScaled() ? (ue4m3 ? ".ue4m3" : ".ue8m0") : "");
   }
 };
 

@@ -82,9 +82,12 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
     // for every M (X is quantized as the GEMM loads it).
     if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
       if (lowbit::fp4GemmRefusal(op.getWeightScheme(), *activations).empty()) {
+        auto module = op->getParentOfType<ModuleOp>();
+        bool blockScaledMma =
+            module && module->hasAttr(lowbit::kBlockScaledMmaAttr);
         if (failed(lowbit::emitMatmulFp4Gemm(rewriter, b, op,
-                                             op.getWeightScheme(),
-                                             *activations, buffers)))
+                                             op.getWeightScheme(), *activations,
+                                             buffers, blockScaledMma)))
           return rewriter.notifyMatchFailure(op, "no room for the workspace");
       } else {
         lowbit::emitQuantizedMatmulGemm(b, op.getWeightScheme(), *activations,

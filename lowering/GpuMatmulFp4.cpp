@@ -1,4 +1,4 @@
-//===- GpuMatmulFp4.cpp - W4A4 block-scaled FP4 matmul, bf16 mma fallback ===//
+//===- GpuMatmulFp4.cpp - W4A4 block-scaled FP4 matmul --------------------===//
 //
 // The launches (docs/matmul-gpu.md, "FP4 x FP4"):
 //
@@ -6,8 +6,19 @@
 //     the last block stores X's global scale (ScaleMath::computeGlobal)
 //     as bits into workspace word G.
 //   launch 2, block b: the 64 x 128 tile of Y at (64 (b / nTiles),
-//     128 (b % nTiles)); warp w its 32 x 32 part, 2 x 4 m16n8 tiles;
-//     for each 32-wide K chunk c, ascending:
+//     128 (b % nTiles)); warp w its 32 x 32 part, 2 x 4 m16n8 tiles.
+//     Native (sm_120a), for each 64-wide K chunk c, ascending:
+//       quantize: thread u < 64 * 64 / B takes row u / (64 / B), block
+//         u % (64 / B): its codes packed 8 to a word into the shared tile
+//         (element 0 low), its stored scale code (ue4m3 / ue8m0) beside;
+//       barrier;
+//       per (m16, n8) tile: total = mma.sync m16n8k64 block_scale (A the
+//         tile's words, B four bytes of W's packed codes per register,
+//         scale_A / scale_B the blocks' codes packed a byte per block,
+//         C = total): the emulated mma adds the chunk's blocks in K order,
+//         total = fma(p, sx sw, total) each, the order's step;
+//       barrier;
+//     Fallback, for each 32-wide K chunk c, ascending:
 //       quantize: thread u < 64 * 32 / B takes row u / (32 / B), scale
 //         block u % (32 / B) of the chunk's X tile (B = 16 or 32
 //         elements): amax, scale, codes by ScaleMath (the reference
@@ -17,8 +28,10 @@
 //       for the two k16 steps: A by ldmatrix.x4, B the weights' code
 //         values as bf16, mma.sync m16n8k16 into p (p = +0 when the step
 //         starts a scale block); when it ends one, per accumulator:
-//         total = fma(p, fx * fw, total) (skipped for a block past K);
+//         total = fma(p, sx * sw, total) (skipped for a block past K);
 //       barrier;
+//     total = total * (gamma_x * gamma_w) with a global scale (after the
+//       K loop, matmul::globalsAfterKLoop);
 //     Y = total (+ bias), rounded to Y's dtype, stores guarded by M and N.
 //   [nvfp4 X] launch 3: one thread zeroes word G (the workspace leaves the
 //     sequence all zero).
@@ -28,7 +41,8 @@
 // of them below 2^11 and exact in f32, so p is exact in whatever order the
 // tensor core adds; the one rounding per block is the fma, the order's.
 // The scales are not folded into the bf16 operands: e2m1 x ue4m3 x an f32
-// global has more bits than bf16 holds.
+// global has more bits than bf16 holds. In the native path, codes past K
+// are 0 on both sides, so a block past K adds fma(+0, s, acc) = acc.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +84,12 @@ inline constexpr int64_t kStepsPerChunk = kChunk / kMmaK;
 inline constexpr int64_t kTileStride = kChunk + 8;
 inline constexpr int64_t kAccumulators =
     kMTiles * kNTiles * mma::kAccumulatorRegisters;
+/// The native path's K chunk: one m16n8k64 block-scaled mma, a tile row
+/// of 8 words of 8 packed e2m1 codes each.
+inline constexpr int64_t kNativeChunk = mma::kM16N8K64E2M1.k; // 64
+inline constexpr int64_t kCodesPerWord =
+    mma::kM16N8K64E2M1.elementsPerRegister(); // 8
+inline constexpr int64_t kNativeWords = kNativeChunk / kCodesPerWord;
 /// The workspace word that carries X's global scale between the launches,
 /// after the reduction's amax and ticket.
 inline constexpr int64_t kGlobalWord =
@@ -85,25 +105,41 @@ int64_t fp4BlockOf(const Scheme &scheme) {
   return scale.groupSize == 16 || scale.groupSize == 32 ? scale.groupSize : 0;
 }
 
-/// A stored scale's f32 factor (matmul::scaleFactors): s, s * g or s / g.
-Value scaleFactor(ScaleMath &math, Value scale, Value global) {
+/// A side's global factor gamma (matmul::globalFactor): g, fl(1 / g) for
+/// the encode convention, or null without a global scale.
+Value globalFactor(ScaleMath &math, Value global) {
   switch (math.scaleKind()) {
   case ScaleKind::GlobalDecode:
-    return math.mulf(scale, global);
+    return global;
   case ScaleKind::GlobalEncode:
-    return math.divf(scale, global);
+    return math.divf(math.f32(1.0f), global);
   default:
-    return scale;
+    return Value();
   }
+}
+
+/// acc * G, G = gamma_x * gamma_w (matmul::quantizedAccumulate: both FP4
+/// sides keep their global scales out of the K loop); `totals` unchanged
+/// when neither side has one.
+void applyGlobals(ScaleMath &math, SmallVectorImpl<Value> &totals, Value xGamma,
+                  Value wGamma) {
+  if (!xGamma && !wGamma)
+    return;
+  Value product = math.mulf(xGamma ? xGamma : math.f32(1.0f),
+                            wGamma ? wGamma : math.f32(1.0f));
+  for (Value &total : totals)
+    total = math.mulf(total, product);
 }
 
 class Fp4GemmEmitter : public MatmulKernelBuilder {
 public:
   Fp4GemmEmitter(ImplicitLocOpBuilder &builder, const Scheme &weights,
-                 const Scheme &activations, const MatmulBuffers &buffers)
+                 const Scheme &activations, const MatmulBuffers &buffers,
+                 bool native)
       : MatmulKernelBuilder(builder, weights, buffers, kThreads),
         activation(builder, activations), blockK(fp4BlockOf(activations)),
-        nibble(weights.packing == Packing::Nibble) {}
+        nibble(weights.packing == Packing::Nibble), native(native),
+        chunkK(native ? kNativeChunk : kChunk) {}
 
   /// The GEMM launch; `workspace` (null without X's global) holds X's
   /// global scale at kGlobalWord.
@@ -112,10 +148,17 @@ public:
     Value columnsTotal = dimOf(b, buffers.output, 1);
     Value columnTiles = ceilDiv(columnsTotal, idx(kTileN));
     Value blocks = mul(ceilDiv(rowsTotal, idx(kTileM)), columnTiles);
-    auto tileType = kit::workgroupMemRefType(
-        b.getContext(), {kTileM, kTileStride}, b.getBF16Type());
-    auto factorType = kit::workgroupMemRefType(
-        b.getContext(), {kTileM, kChunk / blockK}, b.getF32Type());
+    // Fallback: X's code values as bf16 and the blocks' f32 factors;
+    // native: X's codes packed 8 to a word and the blocks' stored scale
+    // codes (ue4m3 / ue8m0 bytes), as the block-scaled mma takes them.
+    auto tileType =
+        native ? kit::workgroupMemRefType(
+                     b.getContext(), {kTileM, kNativeWords}, b.getI32Type())
+               : kit::workgroupMemRefType(b.getContext(), {kTileM, kTileStride},
+                                          b.getBF16Type());
+    auto factorType =
+        kit::workgroupMemRefType(b.getContext(), {kTileM, chunkK / blockK},
+                                 native ? Type(b.getI8Type()) : b.getF32Type());
     gpu::LaunchOp launch =
         launchBlocks(blocks, kThreads, TypeRange{tileType, factorType});
     OpBuilder::InsertionGuard guard(b);
@@ -154,7 +197,7 @@ public:
 
 private:
   void emitBody() {
-    Value numChunks = ceilDiv(k, idx(kChunk));
+    Value numChunks = ceilDiv(k, idx(chunkK));
     auto chunks =
         scf::ForOp::create(b, idx(0), numChunks, idx(1),
                            SmallVector<Value>(kAccumulators, f32(0.0f)));
@@ -165,27 +208,37 @@ private:
       quantizeTile(chunk);
       barrier();
       SmallVector<Value> total(chunks.getRegionIterArgs());
-      SmallVector<Value> partial(kAccumulators, f32(0.0f));
-      int64_t stepsPerBlock = blockK / kMmaK;
-      for (int64_t step = 0; step < kStepsPerChunk; ++step) {
-        if (step % stepsPerBlock == 0)
-          partial.assign(kAccumulators, f32(0.0f));
-        mmaStep(chunk, step, partial);
-        if ((step + 1) % stepsPerBlock == 0)
-          applyScales(chunk, step / stepsPerBlock, partial, total);
+      if (native) {
+        blockScaledStep(chunk, total);
+      } else {
+        SmallVector<Value> partial(kAccumulators, f32(0.0f));
+        int64_t stepsPerBlock = blockK / kMmaK;
+        for (int64_t step = 0; step < kStepsPerChunk; ++step) {
+          if (step % stepsPerBlock == 0)
+            partial.assign(kAccumulators, f32(0.0f));
+          mmaStep(chunk, step, partial);
+          if ((step + 1) % stepsPerBlock == 0)
+            applyScales(chunk, step / stepsPerBlock, partial, total);
+        }
       }
       // Every warp has read the tile before the next chunk overwrites it.
       barrier();
       scf::YieldOp::create(b, total);
     }
-    storeOutputs(SmallVector<Value>(chunks.getResults()));
+    SmallVector<Value> totals(chunks.getResults());
+    applyGlobals(*this, totals, globalFactor(activation, xGlobal),
+                 globalFactor(*this, weightGlobal));
+    storeOutputs(totals);
   }
 
   /// X's scale blocks of chunk `chunk`, quantized into the tile (code
-  /// values as bf16) and `factors` (each block's f32 scale factor).
+  /// values as bf16; native: the codes packed) and `factors` (each block's
+  /// f32 scale factor; native: its stored scale code).
   void quantizeTile(Value chunk) {
-    int64_t blocksPerRow = kChunk / blockK;
-    static_assert(kTileM * kChunk / 16 <= kThreads, "a block per thread");
+    int64_t blocksPerRow = chunkK / blockK;
+    static_assert(kTileM * kChunk / 16 <= kThreads &&
+                      kTileM * kNativeChunk / 16 <= kThreads,
+                  "a block per thread");
     auto active = scf::IfOp::create(
         b,
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, thread,
@@ -202,7 +255,7 @@ private:
                                            arith::SubIOp::create(b, m, idx(1)));
     Value lastK = arith::SubIOp::create(b, k, idx(1));
     Value tileColumn = mul(blockInChunk, idx(blockK));
-    Value first = add(mul(chunk, idx(kChunk)), tileColumn);
+    Value first = add(mul(chunk, idx(chunkK)), tileColumn);
     // Elements past M or K are 0: they leave the amax alone and encode to
     // the zero code, as the reference's block holds only X's elements.
     SmallVector<Value> values;
@@ -223,18 +276,149 @@ private:
     GroupParams params;
     params.scale = activation.decodeScale(stored);
     params.global = xGlobal;
-    memref::StoreOp::create(b, scaleFactor(activation, params.scale, xGlobal),
-                            factors, ValueRange{row, blockInChunk});
+    // The block's factor is its decoded scale: the global scales come
+    // after the K loop (matmul::globalsAfterKLoop). The native mma takes
+    // the stored code itself.
+    memref::StoreOp::create(b, native ? stored : params.scale, factors,
+                            ValueRange{row, blockInChunk});
     params = activation.withExactReciprocal(params);
+    Value word;
     for (int64_t e = 0; e < blockK; e += 2) {
       auto [low, high] =
           activation.quantizePair(values[e], values[e + 1], params);
       Value codes[2] = {low, high};
-      for (int64_t offset = 0; offset < 2; ++offset)
-        memref::StoreOp::create(
-            b, narrow(codeValue(codes[offset]), b.getBF16Type()), tile,
-            ValueRange{row, add(tileColumn, idx(e + offset))});
+      for (int64_t offset = 0; offset < 2; ++offset) {
+        if (!native) {
+          memref::StoreOp::create(
+              b, narrow(codeValue(codes[offset]), b.getBF16Type()), tile,
+              ValueRange{row, add(tileColumn, idx(e + offset))});
+          continue;
+        }
+        // Element i of a word in bits 4 i .. 4 i + 3 (GpuMmaLayout.h).
+        int64_t inWord = (e + offset) % kCodesPerWord;
+        Value bits = arith::ShLIOp::create(
+            b, arith::ExtUIOp::create(b, b.getI32Type(), codes[offset]),
+            i32(int32_t(4 * inWord)));
+        word = inWord == 0 ? bits : arith::OrIOp::create(b, word, bits);
+        if (inWord == kCodesPerWord - 1)
+          memref::StoreOp::create(
+              b, word, tile,
+              ValueRange{row, add(arith::DivUIOp::create(b, tileColumn,
+                                                         idx(kCodesPerWord)),
+                                  idx((e + offset) / kCodesPerWord))});
+      }
     }
+  }
+
+  /// The native chunk: one nvvm.mma.block_scale m16n8k64 per (m16, n8)
+  /// tile, C the running total (the order's acc: the emulated mma adds the
+  /// chunk's blocks in K order, acc = fma(p, sx sw, acc) each).
+  void blockScaledStep(Value chunk, SmallVector<Value> &total) {
+    int64_t blocksPerChunk = kNativeChunk / blockK;
+    // A register r: row groupID + 8 (r % 2), word threadID_in_group +
+    // 4 (r / 2) of the tile row (aElement with 8 codes a register).
+    static_assert(mma::aElement(mma::kM16N8K64E2M1, 5, 8) ==
+                          mma::MatrixCoordinate{9, 8} &&
+                      mma::aElement(mma::kM16N8K64E2M1, 2, 16) ==
+                          mma::MatrixCoordinate{0, 48},
+                  "A register r: row groupID + 8 (r % 2), columns 8 "
+                  "threadID_in_group + 32 (r / 2) ..");
+    SmallVector<SmallVector<Value, 4>, kMTiles> a;
+    SmallVector<Value, kMTiles> scaleA;
+    // The lane passes scale_A's row scaleARowOfLane(lane): groupID + 8
+    // (lane % 2).
+    Value scaleRow =
+        add(group, mul(arith::RemUIOp::create(b, lane, idx(2)), idx(8)));
+    for (int64_t tileM = 0; tileM < kMTiles; ++tileM) {
+      Value base = add(warpRowInTile, idx(tileM * mma::kMmaM));
+      SmallVector<Value, 4> registers;
+      for (int64_t r = 0; r < mma::kM16N8K64E2M1.aRegisters(); ++r)
+        registers.push_back(memref::LoadOp::create(
+            b, tile,
+            ValueRange{add(base, add(group, idx(8 * (r % 2)))),
+                       add(threadInGroup, idx(4 * (r / 2)))}));
+      a.push_back(registers);
+      SmallVector<Value, 4> bytes;
+      for (int64_t j = 0; j < blocksPerChunk; ++j)
+        bytes.push_back(memref::LoadOp::create(
+            b, factors, ValueRange{add(base, scaleRow), idx(j)}));
+      scaleA.push_back(packBytes(bytes));
+    }
+    Value scaleColumns = dimOf(b, buffers.scales, 1);
+    Value lastScale = arith::SubIOp::create(b, scaleColumns, idx(1));
+    for (int64_t tileN = 0; tileN < kNTiles; ++tileN) {
+      // B's column and scale_B's column of this lane: its groupID.
+      Value column = safeColumnOf(tileN, group);
+      SmallVector<Value, 2> registers = packedWeightFragment(column, chunk);
+      // A block past K reads the last stored scale: its codes are zeros,
+      // so it adds fma(+0, s, acc) = acc (acc is never -0).
+      SmallVector<Value, 4> bytes;
+      for (int64_t j = 0; j < blocksPerChunk; ++j)
+        bytes.push_back(memref::LoadOp::create(
+            b, buffers.scales,
+            ValueRange{column,
+                       arith::MinUIOp::create(
+                           b, add(mul(chunk, idx(blocksPerChunk)), idx(j)),
+                           lastScale)}));
+      Value scaleB = packBytes(bytes);
+      for (int64_t tileM = 0; tileM < kMTiles; ++tileM) {
+        int64_t at = (tileM * kNTiles + tileN) * mma::kAccumulatorRegisters;
+        ArrayRef<Value> c(total.data() + at, mma::kAccumulatorRegisters);
+        FailureOr<SmallVector<Value, 4>> d =
+            buildMmaBlockScaleF32(b, b.getLoc(), a[tileM], registers, c,
+                                  scaleA[tileM], scaleB, blockK);
+        assert(succeeded(d) && "m16n8k64 e2m1 operands");
+        llvm::copy(*d, total.begin() + at);
+      }
+    }
+  }
+
+  /// i8 bytes packed into an i32, byte j in bits 8 j .. 8 j + 7.
+  Value packBytes(ArrayRef<Value> bytes) {
+    Value word = i32(0);
+    for (auto [j, byte] : llvm::enumerate(bytes))
+      word = arith::OrIOp::create(
+          b, word,
+          arith::ShLIOp::create(b,
+                                arith::ExtUIOp::create(b, b.getI32Type(), byte),
+                                i32(int32_t(8 * j))));
+    return word;
+  }
+
+  /// This lane's two B registers of the native chunk `chunk` for weight row
+  /// `column`: register r holds w's codes k = 64 chunk + 8
+  /// threadID_in_group + 32 r .. + 7 (bElement), four bytes of the packed
+  /// row (element 0 low, as stored); codes past K are 0.
+  SmallVector<Value, 2> packedWeightFragment(Value column, Value chunk) {
+    static_assert(mma::bElement(mma::kM16N8K64E2M1, 6, 9) ==
+                      mma::MatrixCoordinate{16 + 1 + 32, 1},
+                  "B register r: rows 8 threadID_in_group + 32 r ..");
+    assert(nibble && "e2m1 codes are stored two to a byte");
+    Value lastByte = arith::SubIOp::create(b, codeColumns, idx(1));
+    SmallVector<Value, 2> registers;
+    for (int64_t r = 0; r < mma::kM16N8K64E2M1.bRegisters(); ++r) {
+      Value first = add(mul(chunk, idx(kNativeChunk)),
+                        add(mul(threadInGroup, idx(kCodesPerWord)),
+                            idx(4 * kCodesPerWord * r)));
+      SmallVector<Value, 4> bytes;
+      for (int64_t byteIndex = 0; byteIndex < 4; ++byteIndex) {
+        Value low = add(first, idx(2 * byteIndex));
+        Value byte = memref::LoadOp::create(
+            b, buffers.codes,
+            ValueRange{column, arith::MinUIOp::create(
+                                   b, arith::DivUIOp::create(b, low, idx(2)),
+                                   lastByte)});
+        auto before = [&](Value position) {
+          return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, position,
+                                       k);
+        };
+        byte = select(before(add(low, idx(1))), byte,
+                      arith::AndIOp::create(b, byte, i8(0xF)));
+        bytes.push_back(select(before(low), byte, i8(0)));
+      }
+      registers.push_back(packBytes(bytes));
+    }
+    return registers;
   }
 
   /// An e2m1 code's exact value (both sides share the element format).
@@ -347,7 +531,7 @@ private:
             loadParams(buffers.scales, buffers.zeros, column,
                        arith::MinUIOp::create(
                            b, start, arith::SubIOp::create(b, k, idx(1))));
-        Value weightFactor = scaleFactor(*this, params.scale, weightGlobal);
+        Value weightFactor = params.scale;
         for (int64_t tileM = 0; tileM < kMTiles; ++tileM)
           for (int64_t half = 0; half < 2; ++half) {
             int64_t i = 2 * half + pair;
@@ -380,6 +564,9 @@ private:
   ScaleMath activation;
   int64_t blockK;
   bool nibble;
+  /// The block-scaled mma path (sm_120a) rather than the bf16 fallback.
+  bool native;
+  int64_t chunkK;
   // Set while emitting the kernel body.
   Value tile, factors, thread, lane, group, threadInGroup, blockRow,
       warpRowInTile, warpColumn;
@@ -404,11 +591,27 @@ std::string fp4GemmRefusal(const Scheme &weights, const Scheme &activations) {
   return "";
 }
 
+std::string fp4BlockScaledMmaRefusal(const Scheme &weights,
+                                     const Scheme &activations) {
+  if (std::string why = fp4GemmRefusal(weights, activations); !why.empty())
+    return why;
+  int64_t block = fp4BlockOf(activations);
+  ScaleType wanted = block == 16 ? ScaleType::UE4M3 : ScaleType::E8M0;
+  if (weights.scale.type != wanted || activations.scale.type != wanted)
+    return std::string("the block-scaled mma takes ") +
+           (block == 16 ? "ue4m3 scales for blocks of 16 (.kind::mxf4nvf4 "
+                          ".scale_vec::4X)"
+                        : "ue8m0 scales for blocks of 32 (.kind::mxf4 "
+                          ".scale_vec::2X)");
+  return "";
+}
+
 LogicalResult emitMatmulFp4Gemm(RewriterBase &rewriter,
                                 ImplicitLocOpBuilder &builder, Operation *op,
                                 const Scheme &weights,
                                 const Scheme &activations,
-                                const MatmulBuffers &buffers) {
+                                const MatmulBuffers &buffers,
+                                bool blockScaledMma) {
   ScaleKind kind = scaleKindOf(activations);
   bool computedGlobal =
       kind == ScaleKind::GlobalDecode || kind == ScaleKind::GlobalEncode;
@@ -419,7 +622,10 @@ LogicalResult emitMatmulFp4Gemm(RewriterBase &rewriter,
     if (!workspace)
       return failure();
   }
-  Fp4GemmEmitter(builder, weights, activations, buffers).emit(workspace);
+  bool native =
+      blockScaledMma && fp4BlockScaledMmaRefusal(weights, activations).empty();
+  Fp4GemmEmitter(builder, weights, activations, buffers, native)
+      .emit(workspace);
   if (!workspace)
     return success();
   // The workspace leaves the sequence as it came, all zero.

@@ -77,4 +77,51 @@ buildMmaSyncF32(OpBuilder &builder, Location loc, ArrayRef<Value> a,
   return d;
 }
 
+FailureOr<SmallVector<Value, 4>>
+buildMmaBlockScaleF32(OpBuilder &builder, Location loc, ArrayRef<Value> a,
+                      ArrayRef<Value> b, ArrayRef<Value> c, Value scaleA,
+                      Value scaleB, int64_t blockK) {
+  mma::MmaFragmentShape shape = mma::kM16N8K64E2M1;
+  Type i32 = builder.getI32Type(), f32 = builder.getF32Type();
+  if (blockK != 16 && blockK != 32)
+    return emitError(loc, "mma.block_scale: scale blocks of 16 (NVFP4) or "
+                          "32 (MXFP4) along K, got ")
+           << blockK;
+  if (int(a.size()) != shape.aRegisters() ||
+      int(b.size()) != shape.bRegisters() ||
+      c.size() != size_t(mma::kAccumulatorRegisters))
+    return emitError(loc, "mma.block_scale: m16n8k64 takes 4 A, 2 B and 4 C "
+                          "registers; got ")
+           << a.size() << ", " << b.size() << " and " << c.size();
+  for (Value value : llvm::concat<const Value>(a, b))
+    if (value.getType() != i32)
+      return emitError(loc, "mma.block_scale: a multiplicand register must "
+                            "be i32 (8 packed e2m1), got ")
+             << value.getType();
+  for (Value value : c)
+    if (value.getType() != f32)
+      return emitError(loc, "mma.block_scale: accumulators must be f32, got ")
+             << value.getType();
+  if (scaleA.getType() != i32 || scaleB.getType() != i32)
+    return emitError(loc, "mma.block_scale: scale data must be i32");
+  bool nvfp4 = blockK == 16;
+  Value zero = LLVM::ConstantOp::create(builder, loc, builder.getI16Type(),
+                                        builder.getI16IntegerAttr(0));
+  auto resultType = LLVM::LLVMStructType::getLiteral(
+      builder.getContext(), SmallVector<Type>(mma::kAccumulatorRegisters, f32));
+  auto mmaOp = NVVM::MmaBlockScaleOp::create(
+      builder, loc, resultType, a, b, c, scaleA, zero, zero, scaleB, zero, zero,
+      ArrayRef<int64_t>{mma::kMmaM, mma::kMmaN, shape.k},
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::e2m1, NVVM::MMATypes::e2m1},
+      nvfp4 ? NVVM::ScaleVecSize::X4 : NVVM::ScaleVecSize::X2,
+      nvfp4 ? NVVM::BlockScaleFormat::UE4M3 : NVVM::BlockScaleFormat::UE8M0,
+      nvfp4 ? NVVM::MMABlockScaleKind::MXF4NVF4
+            : NVVM::MMABlockScaleKind::MXF4);
+  SmallVector<Value, 4> d;
+  for (int64_t i = 0; i < mma::kAccumulatorRegisters; ++i)
+    d.push_back(LLVM::ExtractValueOp::create(builder, loc, mmaOp.getResult(),
+                                             ArrayRef<int64_t>{i}));
+  return d;
+}
+
 } // namespace lowbit

@@ -45,8 +45,14 @@
 //
 // The block-scaled kinds' scale_A (M x V) and scale_B (V x N), V the
 // .scale_vec_size, scale K / V consecutive columns of A and rows of B each
-// (9.7.14.3); which lane passes which scale byte (the byte-id/thread-id
-// selectors) is not modelled yet.
+// (9.7.14.3). Every lane passes a 32-bit scale-a-data and scale-b-data;
+// the selectors pick which lanes and bytes count: thread-id-a picks the
+// lane pair of each quad (lane % 4 in {0, 1} for 0, {2, 3} for 1) that
+// holds scale_A, thread-id-b the one lane of each quad (lane % 4 ==
+// thread-id-b) that holds scale_B, and block j of the V is byte byte-id + j
+// (byte-id 0 for 4X, 0 or 2 for 2X). Within the pair, lane 4 r + p holds
+// row r + 8 p of scale_A; lane 4 c + thread-id-b holds column c of
+// scale_B (CUTLASS's SM120 SFALayout / SFBLayout say the same).
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +157,25 @@ constexpr MatrixCoordinate bElement(MmaFragmentShape shape, int lane, int i) {
 constexpr MatrixCoordinate accumulatorElement(int lane, int i) {
   return {groupId(lane) + 8 * (i / 2), threadIdInGroup(lane) * 2 + i % 2};
 }
+
+/// The lane whose scale-a-data holds row `row` of scale_A (thread-id-a
+/// `threadId`), and the lane whose scale-b-data holds column `col` of
+/// scale_B (thread-id-b `threadId`).
+constexpr int scaleALane(int row, int threadId) {
+  return 4 * (row % 8) + 2 * threadId + row / 8;
+}
+constexpr int scaleBLane(int col, int threadId) { return 4 * col + threadId; }
+/// The row of scale_A that `lane` passes at thread-id-a 0 (the lanes of
+/// the other pair pass the same rows; they are not read), and the column
+/// of scale_B at thread-id-b 0 (every lane of a quad passes its group's).
+constexpr int scaleARowOfLane(int lane) {
+  return groupId(lane) + 8 * (lane % 2);
+}
+constexpr int scaleBColumnOfLane(int lane) { return groupId(lane); }
+static_assert(scaleALane(scaleARowOfLane(13), 0) == 13 &&
+                  scaleARowOfLane(scaleALane(9, 0)) == 9 &&
+                  scaleBColumnOfLane(scaleBLane(5, 0)) == 5,
+              "the scale lanes are the inverses of the rows lanes pass");
 
 //===----------------------------------------------------------------------===//
 // The f16/bf16 shapes the emulator executes

@@ -11,10 +11,13 @@
 //     scratch (f32, or i32 for integer codes: exact either way);
 //   both sides' scale factors: the decoded scale, times the global scale
 //     (decode convention) or divided by it (encode convention), into an
-//     f32 scratch shaped as the scales;
+//     f32 scratch shaped as the scales; for block-scaled FP4
+//     (matmul::globalsAfterKLoop) the decoded scale alone;
 //   one scf.parallel unit per (m, n): for each K block j, p = +0 then
 //     p = fma(qx, qw, p) (integers: p = p + qx * qw in i32, then sitofp);
-//     s = fx * fw; acc = fma(p, s, acc); + bias[n]; rounded to Y's dtype.
+//     s = fx * fw; acc = fma(p, s, acc); block-scaled FP4 with a global
+//     scale: acc = acc * (gamma_x * gamma_w); + bias[n]; rounded to Y's
+//     dtype.
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,7 +112,7 @@ public:
   }
 
   /// Every stored scale of `scales` ([scaleRows, scaleCols]) as its f32
-  /// factor in `factors`: s, s * g or s / g.
+  /// factor in `factors`: s, s * g or s / g (s alone without a `global`).
   void emitScaleFactors(const Scheme &scheme, Value scales, Value global,
                         Value factors, Value scaleRows, Value scaleCols) {
     auto units = scf::ParallelOp::create(b, ValueRange{idx(0), idx(0)},
@@ -121,15 +124,29 @@ public:
     ScaleMath math(b, scheme);
     Value factor = math.decodeScale(
         memref::LoadOp::create(b, scales, ValueRange{row, col}));
-    if (math.hasGlobal()) {
-      int64_t rank = cast<MemRefType>(global.getType()).getRank();
-      Value g =
-          memref::LoadOp::create(b, global, SmallVector<Value>(rank, idx(0)));
+    if (math.hasGlobal() && global) {
+      Value g = loadGlobal(global);
       factor = math.scaleKind() == ScaleKind::GlobalDecode
                    ? math.mulf(factor, g)
                    : math.divf(factor, g);
     }
     memref::StoreOp::create(b, factor, factors, ValueRange{row, col});
+  }
+
+  /// The global scale g of a [1, 1] (or [1]) buffer.
+  Value loadGlobal(Value global) {
+    int64_t rank = cast<MemRefType>(global.getType()).getRank();
+    return memref::LoadOp::create(b, global, SmallVector<Value>(rank, idx(0)));
+  }
+
+  /// gamma of matmul::globalFactor: g, 1 / g (encode convention) or 1.
+  Value globalFactor(const Scheme &scheme, Value global) {
+    ScaleKind kind = scaleKindOf(scheme);
+    if (kind == ScaleKind::GlobalDecode)
+      return loadGlobal(global);
+    if (kind == ScaleKind::GlobalEncode)
+      return arith::DivFOp::create(b, f32(1.0f), loadGlobal(global));
+    return f32(1.0f);
   }
 
   /// The factor of `operand` for its row `row` and K block `block` of
@@ -242,7 +259,9 @@ LogicalResult lowerQuantizedMatmul(ld::MatmulOp op, Value output) {
   if (actGlobal)
     materialize(quantize.getGlobal(), xGlobal);
 
-  // Both sides' code values and scale factors.
+  // Both sides' code values and scale factors; block-scaled FP4 leaves the
+  // global scales for after the K loop.
+  bool globalsAfter = matmul::globalsAfterKLoop(weightScheme, actScheme);
   auto decodeOperand = [&](const Scheme &scheme, Value codes, Value scales,
                            Value global, int64_t staticRows, Value rows) {
     Type valueType =
@@ -255,16 +274,16 @@ LogicalResult lowerQuantizedMatmul(ld::MatmulOp op, Value output) {
     Value factorCols = kit::dimOf(b, scales, 1);
     operand.factors =
         alloc(scaleType.getShape(), b.getF32Type(), {factorRows, factorCols});
-    emitter.emitScaleFactors(scheme, scales, global, operand.factors,
-                             factorRows, factorCols);
+    emitter.emitScaleFactors(scheme, scales, globalsAfter ? Value() : global,
+                             operand.factors, factorRows, factorCols);
     return operand;
   };
   Operand xOperand =
       decodeOperand(actScheme, xCodes, xScales, xGlobal, staticM, m);
-  Operand wOperand =
-      decodeOperand(weightScheme, attention::operandMemref(b, op.getCodes()),
-                    attention::operandMemref(b, op.getScales()),
-                    attention::operandMemref(b, op.getGlobal()), staticN, n);
+  Value weightGlobal = attention::operandMemref(b, op.getGlobal());
+  Operand wOperand = decodeOperand(
+      weightScheme, attention::operandMemref(b, op.getCodes()),
+      attention::operandMemref(b, op.getScales()), weightGlobal, staticN, n);
 
   // The K blocks: B constant, or all of K (integer codes whose scales
   // cover K).
@@ -304,6 +323,12 @@ LogicalResult lowerQuantizedMatmul(ld::MatmulOp op, Value output) {
                  .getResult());
     }
     Value acc = blocks.getResult(0);
+    if (globalsAfter && (xGlobal || weightGlobal))
+      acc = arith::MulFOp::create(
+          b, acc,
+          arith::MulFOp::create(
+              b, emitter.globalFactor(actScheme, xGlobal),
+              emitter.globalFactor(weightScheme, weightGlobal)));
     if (bias)
       acc = arith::AddFOp::create(b, acc, loadBias(b, bias, col));
     memref::StoreOp::create(b, roundOutput(b, acc, outputType), output,

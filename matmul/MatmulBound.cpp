@@ -139,9 +139,11 @@ BoundCheck checkFloat64Bound(std::span<const float> x, std::span<const float> w,
                        });
 }
 
-int64_t quantizedRoundingDepth(int64_t k, int64_t blockK, bool bias) {
+int64_t quantizedRoundingDepth(int64_t k, int64_t blockK, bool bias,
+                               bool globalsAfter) {
   int64_t numBlocks = (k + blockK - 1) / blockK;
-  return std::min(k, blockK) + 2 + numBlocks + (bias ? 1 : 0);
+  return std::min(k, blockK) + 2 + numBlocks + (bias ? 1 : 0) +
+         (globalsAfter ? 4 : 0);
 }
 
 BoundCheck checkQuantizedBound(const QuantizedTensor &x,
@@ -153,7 +155,15 @@ BoundCheck checkQuantizedBound(const QuantizedTensor &x,
   int64_t m = x.rows, n = w.rows, k = x.cols;
   int64_t blockK = orderBlockK(w.scheme, x.scheme, k);
   int64_t numBlocks = (k + blockK - 1) / blockK;
-  int64_t depth = quantizedRoundingDepth(k, blockK, !bias.empty());
+  bool globalsAfter = globalsAfterKLoop(w.scheme, x.scheme);
+  int64_t depth =
+      quantizedRoundingDepth(k, blockK, !bias.empty(), globalsAfter);
+  // G scales the K loop's absolute errors; acc G may lose 2^-150 more.
+  double absoluteScale = globalsAfter
+                             ? std::max(1.0, 2.0 * double(globalFactor(x)) *
+                                                 double(globalFactor(w))) +
+                                   1.0
+                             : 1.0;
   std::vector<float> xValues = codeValues(x), wValues = codeValues(w);
   std::vector<float> xFactors = scaleFactors(x), wFactors = scaleFactors(w);
   auto dequantized =
@@ -187,8 +197,8 @@ BoundCheck checkQuantizedBound(const QuantizedTensor &x,
         // subnormal result, and a subnormal block factor fx fw loses up to
         // 2^-150 times its block's partial sum; each carried by at most
         // `depth` factors (1 + d) < 2.
-        element.absolute =
-            (double(numBlocks + 1) + codeProducts) * std::ldexp(1.0, -149);
+        element.absolute = (double(numBlocks + 1) + codeProducts) *
+                           std::ldexp(1.0, -149) * absoluteScale;
         return element;
       });
 }

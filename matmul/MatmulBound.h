@@ -59,17 +59,23 @@ BoundCheck checkFloat64Bound(std::span<const float> x, std::span<const float> w,
 
 /// The quantized-activation order's L (docs/matmul.md, "Quantized
 /// activations"): the most terms of one K block, the block's conversion
-/// and scale-factor roundings, the acc chain's numBlocks fmas, the bias.
-int64_t quantizedRoundingDepth(int64_t k, int64_t blockK, bool bias);
+/// and scale-factor roundings, the acc chain's numBlocks fmas, the bias;
+/// with `globalsAfter` (globalsAfterKLoop) four more: G, acc G, and the
+/// two f32 factors fl(s g) of the float64 view that the order never forms.
+int64_t quantizedRoundingDepth(int64_t k, int64_t blockK, bool bias,
+                               bool globalsAfter = false);
 
 /// Checks Y (raw bytes of `output`, [M, N]) of a quantized-activation
 /// matmul against float64 with X and W each dequantized (q f, exact):
 ///
-///   |Y - Y64| <= (1 + u_out) (g_L S + (numBlocks + 1 + P) 2^-149)
+///   |Y - Y64| <= (1 + u_out) (g_L S + (numBlocks + 1 + P) 2^-149 c)
 ///                + u_out |Y64| + eta_out
 ///
 /// S = sum |x w| + |bias|, P = sum |qx qw| (the code products), L =
-/// quantizedRoundingDepth. The f64 sums' own error widens it, as above.
+/// quantizedRoundingDepth, c = max(1, 2 G) + 1 when the global scales'
+/// product G comes after the K loop (it scales the loop's absolute
+/// errors; the epilogue multiply may lose 2^-150 more), else 1. The f64
+/// sums' own error widens it, as above.
 BoundCheck checkQuantizedBound(const QuantizedTensor &x,
                                const QuantizedTensor &w,
                                std::span<const float> bias,

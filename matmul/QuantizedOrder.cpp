@@ -62,6 +62,24 @@ int64_t orderBlockK(const Scheme &weights, const Scheme &activations,
   return activations.element.isInt() ? k : kPromotionK;
 }
 
+bool globalsAfterKLoop(const Scheme &weights, const Scheme &activations) {
+  auto fp4 = [](const Scheme &scheme) {
+    return scheme.element.name() == std::string_view("e2m1");
+  };
+  return fp4(weights) && fp4(activations);
+}
+
+float globalFactor(const QuantizedTensor &tensor) {
+  switch (scaleKindOf(tensor.scheme)) {
+  case ScaleKind::GlobalDecode:
+    return tensor.globalScale;
+  case ScaleKind::GlobalEncode:
+    return 1.0f / tensor.globalScale;
+  default:
+    return 1.0f;
+  }
+}
+
 std::vector<float> codeValues(const QuantizedTensor &tensor) {
   std::vector<float> values(size_t(tensor.rows * tensor.cols));
   for (int64_t row = 0; row < tensor.rows; ++row)
@@ -71,9 +89,11 @@ std::vector<float> codeValues(const QuantizedTensor &tensor) {
   return values;
 }
 
-std::vector<float> scaleFactors(const QuantizedTensor &tensor) {
+std::vector<float> scaleFactors(const QuantizedTensor &tensor,
+                                bool withGlobal) {
   ScaleType type = tensor.scheme.scale.type;
-  ScaleKind kind = scaleKindOf(tensor.scheme);
+  ScaleKind kind =
+      withGlobal ? scaleKindOf(tensor.scheme) : ScaleKind::Symmetric;
   std::vector<float> factors(tensor.scaleCodes.size());
   for (size_t index = 0; index < factors.size(); ++index) {
     float scale = decodeScale(type, tensor.scaleCodes[index]);
@@ -106,8 +126,15 @@ std::vector<float> quantizedAccumulate(const QuantizedTensor &x,
   int64_t blockK = orderBlockK(w.scheme, x.scheme, k);
   int64_t numBlocks = (k + blockK - 1) / blockK;
   bool integer = x.scheme.element.isInt();
+  // Block-scaled FP4: the block factors without the global scales, whose
+  // product G multiplies acc after the last block.
+  bool globalsAfter = globalsAfterKLoop(w.scheme, x.scheme);
+  bool anyGlobal = x.scheme.scale.globalScale != GlobalScale::None ||
+                   w.scheme.scale.globalScale != GlobalScale::None;
+  float globalProduct = globalFactor(x) * globalFactor(w);
   std::vector<float> xValues = codeValues(x), wValues = codeValues(w);
-  std::vector<float> xFactors = scaleFactors(x), wFactors = scaleFactors(w);
+  std::vector<float> xFactors = scaleFactors(x, !globalsAfter),
+                     wFactors = scaleFactors(w, !globalsAfter);
   std::vector<float> acc(size_t(m * n));
   for (int64_t row = 0; row < m; ++row)
     for (int64_t col = 0; col < n; ++col) {
@@ -130,6 +157,8 @@ std::vector<float> quantizedAccumulate(const QuantizedTensor &x,
                        blockFactor(w, wFactors, col, block, blockK);
         sum = std::fmaf(partial, factor, sum);
       }
+      if (globalsAfter && anyGlobal)
+        sum = sum * globalProduct;
       if (!bias.empty())
         sum = sum + bias[size_t(col)];
       acc[size_t(row * n + col)] = sum;

@@ -16,12 +16,16 @@
 //       integer codes: p = sum of qx qw in int32 (exact), then (float) p
 //       s = fx(m, j) * fw(n, j)   (f32: the blocks' scale factors)
 //       acc = fmaf(p, s, acc)
+//     acc = acc * G               (block-scaled FP4 with a global scale)
 //     acc = acc + bias[n]         (with a bias)
 //     Y = acc rounded to Y's dtype (roundOutputBits)
 //
 // q is a code's exact value (Format::decode), f a scale's f32 factor: the
 // decoded scale s; s * g with a decode-convention global scale g; s / g
-// with an encode-convention one. Plain C++, compiled with
+// with an encode-convention one. Block-scaled FP4 (e2m1 on both sides,
+// globalsAfterKLoop) keeps the global scales out of the K loop: f is s
+// alone and G = gamma_x * gamma_w multiplies acc once, where a side's gamma
+// is g, fl(1 / g) or 1 (globalFactor). Plain C++, compiled with
 // -ffp-contract=off: only the explicit fmaf fuses.
 //
 //===----------------------------------------------------------------------===//
@@ -58,11 +62,24 @@ int64_t scaleExtentAlongK(const ScaleSpec &scale);
 int64_t orderBlockK(const Scheme &weights, const Scheme &activations,
                     int64_t k);
 
+/// Whether the pair's global scales leave the K loop (docs/matmul.md, "The
+/// order"): block-scaled FP4, e2m1 codes on both sides. A block-scaled mma
+/// (sm_120a's mma.sync ... block_scale) takes only the ue4m3/ue8m0 block
+/// scales, so the product of the global scales is applied once, after the
+/// last block (CUTLASS's alpha), on every path.
+bool globalsAfterKLoop(const Scheme &weights, const Scheme &activations);
+
+/// A side's global factor gamma: g (decode convention), 1 / g rounded to
+/// f32 (encode convention), 1 without a global scale.
+float globalFactor(const QuantizedTensor &tensor);
+
 /// Every code's exact value, [rows, cols] row-major.
 std::vector<float> codeValues(const QuantizedTensor &tensor);
 /// Every stored scale's f32 factor, indexed as QuantizedTensor::scaleCodes:
-/// s, s * g (decode convention) or s / g (encode convention).
-std::vector<float> scaleFactors(const QuantizedTensor &tensor);
+/// s, s * g (decode convention) or s / g (encode convention); s alone
+/// without `withGlobal`.
+std::vector<float> scaleFactors(const QuantizedTensor &tensor,
+                                bool withGlobal = true);
 
 /// X quantized as the kernel does: `x` ([m, prologueInputWidth(prologues,
 /// k)], widened exactly from `spec.input`) through the spec's prologues,

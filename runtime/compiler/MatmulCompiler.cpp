@@ -129,11 +129,24 @@ llvm::Error lowerMatmulForGpu(ModuleOp module) {
 
 namespace {
 
-/// buildMatmulModule then `lower`, printed.
+/// Marks `module` with what `target` offers the lowering, which is
+/// target independent: kBlockScaledMmaAttr when it has the block-scaled
+/// mma.sync (the FP4 GEMM's native path).
+void markTargetFeatures(ModuleOp module, const Target &target) {
+  if (targetHas(target, TensorInstruction::MmaSyncBlockScale))
+    module->setAttr(kBlockScaledMmaAttr, UnitAttr::get(module.getContext()));
+}
+
+/// buildMatmulModule (marked for `target` when given) then `lower`,
+/// printed.
 llvm::Expected<std::string> loweredText(const matmul::MatmulSpec &spec,
-                                        llvm::Error (*lower)(ModuleOp)) {
+                                        llvm::Error (*lower)(ModuleOp),
+                                        const Target *target = nullptr) {
   ContextLease context = borrowContext();
-  auto module = lowerModule(buildMatmulModule(*context, spec), lower);
+  auto built = buildMatmulModule(*context, spec);
+  if (built && target)
+    markTargetFeatures(**built, *target);
+  auto module = lowerModule(std::move(built), lower);
   if (!module)
     return module.takeError();
   return moduleText(**module);
@@ -192,10 +205,11 @@ Target quantizedGemmTarget(const matmul::MatmulSpec &spec, Target target) {
 
 } // namespace
 
-llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec) {
+llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec,
+                                          const Target *target) {
   if (llvm::Error refusal = refuseQuantizedActivationsOnGpu(spec))
     return refusal;
-  return loweredText(spec, lowerMatmulForGpu);
+  return loweredText(spec, lowerMatmulForGpu, target);
 }
 
 std::string matmulTargetRefusal(const matmul::MatmulSpec &spec,
@@ -250,8 +264,9 @@ compileMatmulToPtx(const matmul::MatmulSpec &spec, const Target &target,
   auto module = buildMatmulModule(*context, spec);
   if (!module)
     return module.takeError();
-  return compileModuleForGpu(**module, lowerMatmulForGpu,
-                             quantizedGemmTarget(spec, target), options);
+  Target compiled = quantizedGemmTarget(spec, target);
+  markTargetFeatures(**module, compiled);
+  return compileModuleForGpu(**module, lowerMatmulForGpu, compiled, options);
 }
 
 llvm::Expected<std::unique_ptr<MatmulCpuKernel>>

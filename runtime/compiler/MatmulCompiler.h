@@ -48,8 +48,12 @@ llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec);
 /// not run (lowering/GpuMatmulQuantized.h: FP4, other scale layouts),
 /// naming why; success for the weight-only matmul and the W8A8 pairs.
 llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec);
-/// The GPU form as text (what the GPU tail and the emulator take).
-llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec);
+/// The GPU form as text (what the GPU tail and the emulator take), for
+/// `target` when one is given: on a chip with the block-scaled mma.sync
+/// (sm_120a) the FP4 GEMM takes its native path (GpuMatmulFp4.h), without
+/// a target, or on other chips, the bf16 fallback.
+llvm::Expected<std::string> matmulGpuText(const matmul::MatmulSpec &spec,
+                                          const Target *target = nullptr);
 
 /// Why `target` cannot run `spec`'s GPU kernels, or "" when it can: an
 /// NVIDIA target, with mma.sync m16n8k16 for an f16/bf16 X (the GEMM), or

@@ -37,7 +37,8 @@ uint32_t elementCode(const uint32_t *registers, mma::MmaFragmentShape shape,
 /// A multiplicand's value (exact: every type here fits f32, and s8/u8 fit
 /// an int64 product).
 double decode(MmaElement element, uint32_t code) {
-  static const Codec e4m3(*lookupFormat("e4m3")), e5m2(*lookupFormat("e5m2"));
+  static const Codec e4m3(*lookupFormat("e4m3")), e5m2(*lookupFormat("e5m2")),
+      e2m1(*lookupFormat("e2m1"));
   switch (element) {
   case MmaElement::F16:
     return halfToFloat(uint16_t(code));
@@ -51,6 +52,8 @@ double decode(MmaElement element, uint32_t code) {
     return int8_t(uint8_t(code));
   case MmaElement::U8:
     return code;
+  case MmaElement::E2M1Packed:
+    return e2m1.decode(code);
   default:
     return std::numeric_limits<double>::quiet_NaN(); // not executed
   }
@@ -60,6 +63,14 @@ uint32_t floatBits(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, 4);
   return bits;
+}
+
+/// The value of scale byte `byte` of `data`: ue4m3 or ue8m0.
+float scaleValue(const MmaVariant &variant, uint32_t data, int byte) {
+  static const Codec ue4m3(*lookupFormat("ue4m3")),
+      ue8m0(*lookupFormat("e8m0"));
+  uint32_t code = data >> (8 * byte) & 0xff;
+  return float(variant.ue4m3 ? ue4m3.decode(code) : ue8m0.decode(code));
 }
 
 } // namespace
@@ -99,6 +110,25 @@ void executeWarpMma(const MmaVariant &variant,
     }
     float d;
     std::memcpy(&d, &c[row][col], 4);
+    if (variant.blockScaled()) {
+      // Scale_A of row `row` from lane 4 (row % 8) + 2 threadIdA + row / 8,
+      // scale_B of column `col` from lane 4 col + threadIdB.
+      const MmaLaneRegisters &rowLane =
+          lanes[size_t(scaleALane(row, variant.threadIdA))];
+      const MmaLaneRegisters &colLane =
+          lanes[size_t(scaleBLane(col, variant.threadIdB))];
+      int blockK = k / variant.scaleVec;
+      for (int block = 0; block < variant.scaleVec; ++block) {
+        float partial = 0.0f;
+        for (int kk = block * blockK; kk < (block + 1) * blockK; ++kk)
+          partial = std::fmaf(float(a[row][kk]), float(b[kk][col]), partial);
+        float scale =
+            scaleValue(variant, rowLane.scaleA, variant.byteIdA + block) *
+            scaleValue(variant, colLane.scaleB, variant.byteIdB + block);
+        d = std::fmaf(partial, scale, d);
+      }
+      return std::isnan(d) ? 0x7fffffffu : floatBits(d);
+    }
     for (int kk = 0; kk < k; ++kk)
       d = std::fmaf(float(a[row][kk]), float(b[kk][col]), d);
     return std::isnan(d) ? 0x7fffffffu : floatBits(d);

@@ -29,6 +29,9 @@ struct MmaLaneRegisters {
   uint32_t b[2] = {};
   uint32_t c[mma::kAccumulatorRegisters] = {};
   uint32_t d[mma::kAccumulatorRegisters] = {};
+  /// scale-a-data and scale-b-data of a block-scaled mma (four scale bytes
+  /// each, byte 0 lowest).
+  uint32_t scaleA = 0, scaleB = 0;
 };
 
 /// D = A x B + C for one warp: `lanes` holds the 32 lanes' registers in lane
@@ -39,6 +42,16 @@ struct MmaLaneRegisters {
 ///     result is the canonical 0x7fffffff.
 ///   s32 accumulators (s8, u8): d = c + sum_k a_k b_k, exact; .satfinite
 ///     clamps it to [INT32_MIN, INT32_MAX], otherwise it wraps modulo 2^32.
+///   block-scaled e2m1 (m16n8k64, V = .scale_vec blocks of K / V along K),
+///     the order lowbit chooses (NVIDIA does not specify one; docs/
+///     emulator.md): d = c; for each block j ascending: p = +0, p =
+///     fmaf(a_k, b_k, p) over the block's k ascending (exact: e2m1
+///     products are multiples of 1/4 and a block's sum stays below 2^11),
+///     s = sa(row, j) * sb(j, col) in f32, d = fmaf(p, s, d). Scale
+///     sa(row, j) is byte byteIdA + j of scale-a-data of lane 4 (row % 8)
+///     + 2 threadIdA + row / 8, sb(j, col) byte byteIdB + j of
+///     scale-b-data of lane 4 col + threadIdB (PTX ISA 9.7.14.3; CUTLASS's
+///     SM120 SFALayout / SFBLayout), decoded as ue4m3 or ue8m0.
 void executeWarpMma(const MmaVariant &variant,
                     std::span<MmaLaneRegisters, mma::kWarpLanes> lanes);
 

@@ -994,12 +994,16 @@ uint64_t lowbit_emu_warp_op(int32_t kind, uint32_t mask, uint32_t value,
 
 /// mma.sync.aligned.<variant> (an MmaVariant code) at the module's
 /// matrix-op `site` (every lane of the warp must be at the same one): this
-/// lane's registers in (C as bits), the bits of its d0 out; d1..d3 follow
+/// lane's registers in (C as bits; scale-a-data and scale-b-data of a
+/// block-scaled form, 0 otherwise), the bits of its d0 out; d1..d3 follow
 /// from lowbit_emu_fragment (the host code calls it right after).
 uint32_t lowbit_emu_mma(int32_t variant, int32_t site, uint32_t a0, uint32_t a1,
                         uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1,
-                        uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3) {
+                        uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                        uint32_t scaleA, uint32_t scaleB) {
   MmaLaneRegisters registers;
+  registers.scaleA = scaleA;
+  registers.scaleB = scaleB;
   registers.a[0] = a0;
   registers.a[1] = a1;
   registers.a[2] = a2;

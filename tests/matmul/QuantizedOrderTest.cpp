@@ -197,6 +197,54 @@ TEST_CASE("quantized matmul order: scale factors fold the global scale") {
   }
 }
 
+TEST_CASE("quantized matmul order: block-scaled FP4 applies the global "
+          "scales once, after the K loop") {
+  const int64_t m = 4, n = 5, k = 72;
+  for (const char *name :
+       {"nvfp4", "scheme(format=e2m1,scale=group(16;axis=1),tail=true,"
+                 "type=ue4m3,rule=absmax,global=encode,packing=nibble)"}) {
+    INFO(name);
+    Scheme scheme = schemeNamed(name);
+    REQUIRE(globalsAfterKLoop(scheme, scheme));
+    std::optional<QuantizedTensor> x =
+        quantize(scheme, test::weightLikeMatrix(m, k, 3), m, k, nullptr);
+    std::optional<QuantizedTensor> w =
+        quantize(scheme, test::weightLikeMatrix(n, k, 11), n, k, nullptr);
+    REQUIRE((x && w));
+    std::vector<float> acc = quantizedAccumulate(*x, *w, {});
+    std::vector<float> xValues = codeValues(*x), wValues = codeValues(*w);
+    std::vector<float> xScales = scaleFactors(*x, false),
+                       wScales = scaleFactors(*w, false);
+    std::vector<float> xFolded = scaleFactors(*x), wFolded = scaleFactors(*w);
+    float product = globalFactor(*x) * globalFactor(*w);
+    int differFromFolded = 0;
+    for (int64_t row = 0; row < m; ++row)
+      for (int64_t col = 0; col < n; ++col) {
+        float sum = 0.0f, folded = 0.0f;
+        for (int64_t begin = 0; begin < k; begin += 16) {
+          float partial = 0.0f;
+          for (int64_t index = begin; index < std::min(begin + 16, k); ++index)
+            partial = std::fmaf(xValues[size_t(row * k + index)],
+                                wValues[size_t(col * k + index)], partial);
+          size_t xAt = size_t(scaleIndexOf(scheme, m, k, row, begin));
+          size_t wAt = size_t(scaleIndexOf(scheme, n, k, col, begin));
+          sum = std::fmaf(partial, xScales[xAt] * wScales[wAt], sum);
+          folded = std::fmaf(partial, xFolded[xAt] * wFolded[wAt], folded);
+        }
+        CHECK(acc[size_t(row * n + col)] == sum * product);
+        differFromFolded += acc[size_t(row * n + col)] != folded;
+      }
+    // The globals folded into each block's factor round differently.
+    CHECK(differFromFolded > 0);
+  }
+  // MXFP4 has no global scale: G is 1 and the loop is the whole order.
+  Scheme mx = schemeNamed("mxfp4");
+  std::optional<QuantizedTensor> x =
+      quantize(mx, test::weightLikeMatrix(m, k, 3), m, k, nullptr);
+  REQUIRE(x);
+  CHECK(globalFactor(*x) == 1.0f);
+}
+
 TEST_CASE("quantized matmul bound: holds for every pair, and can fail") {
   int64_t m = 17, n = 13, k = 300;
   for (const ActivationPairEntry &pair : activationPairEntries()) {

@@ -111,7 +111,8 @@ runMatmulInEmulator(const MatmulProblem &problem, std::string_view targetText,
     fail(error, prefix() + why);
     return std::nullopt;
   }
-  llvm::Expected<std::string> gpuText = compiler::matmulGpuText(problem.spec);
+  llvm::Expected<std::string> gpuText =
+      compiler::matmulGpuText(problem.spec, &*target);
   if (!gpuText) {
     fail(error, prefix() + llvm::toString(gpuText.takeError()));
     return std::nullopt;
