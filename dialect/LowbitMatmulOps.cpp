@@ -10,6 +10,7 @@
 #include "dialect/LowbitMatmulOps.h"
 
 #include "dialect/DequantizeOperands.h"
+#include "matmul/MatmulPrologues.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -46,14 +47,22 @@ lowbit::ValueType dtypeOf(Value value) {
 
 } // namespace
 
-lowbit::Scheme MatmulOp::getWeightScheme() {
-  return getScheme().getScheme();
-}
+lowbit::Scheme MatmulOp::getWeightScheme() { return getScheme().getScheme(); }
 
 std::optional<lowbit::Scheme> MatmulOp::getActivationScheme() {
   if (SchemeAttr scheme = getActSchemeAttr())
     return scheme.getScheme();
   return std::nullopt;
+}
+
+std::vector<lowbit::Prologue> MatmulOp::getPrologueChain() {
+  std::vector<lowbit::Prologue> chain;
+  if (std::optional<ArrayAttr> texts = getPrologues())
+    for (Attribute text : *texts)
+      if (std::optional<lowbit::Prologue> prologue =
+              lowbit::parsePrologue(cast<StringAttr>(text).getValue().str()))
+        chain.push_back(std::move(*prologue));
+  return chain;
 }
 
 lowbit::ValueType MatmulOp::getInputDtype() { return dtypeOf(getX()); }
@@ -69,6 +78,44 @@ int64_t MatmulOp::getN() {
   return isDynamic(n) ? getCodes().getType().getDimSize(0) : n;
 }
 
+LogicalResult MatmulOp::verifyPrologues(int64_t k) {
+  std::optional<ArrayAttr> texts = getPrologues();
+  if (!texts) {
+    if (!getPrologueInputs().empty())
+      return emitOpError() << "has prologue_inputs but no prologues";
+    return success();
+  }
+  if (!getActSchemeAttr())
+    return emitOpError() << "prologues go in front of the activations' "
+                            "quantize: they need act_scheme";
+  std::vector<lowbit::Prologue> chain;
+  for (Attribute text : *texts) {
+    std::string error;
+    std::optional<lowbit::Prologue> prologue =
+        lowbit::parsePrologue(cast<StringAttr>(text).getValue().str(), &error);
+    if (!prologue)
+      return emitOpError() << "prologue " << text << ": " << error;
+    chain.push_back(std::move(*prologue));
+  }
+  if (std::string refusal = lowbit::matmul::matmulPrologueRefusal(chain);
+      !refusal.empty())
+    return emitOpError() << refusal;
+  size_t sides = lowbit::matmul::matmulSideInputNames(chain).size();
+  if (getPrologueInputs().size() != sides)
+    return emitOpError() << "the prologues read " << sides
+                         << " side tensors, got " << getPrologueInputs().size()
+                         << " prologue_inputs";
+  Type element = getElementTypeOrSelf(getX().getType());
+  for (Value side : getPrologueInputs()) {
+    auto type = cast<RankedTensorType>(side.getType());
+    if (type.getElementType() != element || type.getDimSize(0) != 1 ||
+        !compatible(type.getDimSize(1), k))
+      return emitOpError() << "a prologue side tensor is " << type
+                           << "; the prologues read [1, K] in X's dtype";
+  }
+  return success();
+}
+
 LogicalResult MatmulOp::verify() {
   lowbit::Scheme scheme = getWeightScheme();
   if (std::string refusal = lowbit::matmul::weightSchemeRefusal(scheme);
@@ -81,8 +128,11 @@ LogicalResult MatmulOp::verify() {
         !refusal.empty())
       return emitOpError() << "act_scheme " << getActSchemeAttr() << ": "
                            << refusal;
+  int64_t k = getK();
+  if (LogicalResult chain = verifyPrologues(k); failed(chain))
+    return chain;
   ArrayRef<int64_t> result = getResult().getType().getShape();
-  int64_t m = getM(), k = getK(), codeRows = getCodes().getType().getDimSize(0);
+  int64_t m = getM(), codeRows = getCodes().getType().getDimSize(0);
   if (!compatible(result[0], m))
     return emitOpError() << "result rows (" << sizeText(result[0])
                          << ") differ from X's rows M (" << sizeText(m) << ")";
@@ -99,11 +149,13 @@ LogicalResult MatmulOp::verify() {
   lowbit::matmul::MatmulSpec spec;
   spec.scheme = scheme;
   spec.activation = getActivationScheme();
+  spec.prologues = getPrologueChain();
   if (!lowbit::matmul::validateMatmulShape(spec, toModelSize(n), toModelSize(k),
                                            &error))
     return emitOpError() << error;
   // The weights are exactly lowbit.dequantize's operands for [N, K].
-  auto weightType = RankedTensorType::get({n, k}, Builder(getContext()).getF32Type());
+  auto weightType =
+      RankedTensorType::get({n, k}, Builder(getContext()).getF32Type());
   return verifyDequantizeOperands(getOperation(), scheme, weightType,
                                   getCodes(), getScales(), getZeros(),
                                   getGlobal());

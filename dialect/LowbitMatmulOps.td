@@ -47,6 +47,14 @@ def Lowbit_MatmulOp : Lowbit_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
     `lowbit::matmul::activationPairRefusal` (both symmetric, both integer or
     both float, equal scale extents along K).
 
+    With `prologues` as well (canonical prologue texts, format/Prologue.h:
+    `["rmsnorm(eps=1e-06)", "hadamard(128)"]`), X goes through that chain
+    before its quantize, exactly as `prologue | quantize` does
+    (docs/fusion.md); `prologue_inputs` are the chain's side tensors in
+    order (an RMSNorm weight, a smoothing vector: `[1, K]` in X's dtype).
+    The chain keeps X's width and writes nothing else (`silu_mul` and
+    `add_rmsnorm` are refused).
+
     ```mlir
     %y = lowbit.matmul %x, %codes scales(%s : tensor<96x2xf16>)
         zeros(%z : tensor<96x2xi8>) bias(%b : tensor<96xf32>)
@@ -66,14 +74,17 @@ def Lowbit_MatmulOp : Lowbit_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
                        Optional<Lowbit_MatmulCodesTensor>:$zeros,
                        Optional<Lowbit_MatmulGlobalTensor>:$global,
                        Optional<Lowbit_MatmulBiasTensor>:$bias,
+                       Variadic<Lowbit_MatmulValueTensor>:$prologue_inputs,
                        Lowbit_SchemeAttr:$scheme,
-                       OptionalAttr<Lowbit_SchemeAttr>:$act_scheme);
+                       OptionalAttr<Lowbit_SchemeAttr>:$act_scheme,
+                       OptionalAttr<StrArrayAttr>:$prologues);
   let results = (outs Lowbit_MatmulValueTensor:$result);
   let assemblyFormat = [{
     $x `,` $codes `scales` `(` $scales `:` type($scales) `)`
     (`zeros` `(` $zeros^ `:` type($zeros) `)`)?
     (`global` `(` $global^ `:` type($global) `)`)?
     (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`prologue_inputs` `(` $prologue_inputs^ `:` type($prologue_inputs) `)`)?
     attr-dict `:` type($x) `,` type($codes) `->` type($result)
   }];
   let extraClassDeclaration = [{
@@ -81,6 +92,11 @@ def Lowbit_MatmulOp : Lowbit_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
     ::lowbit::Scheme getWeightScheme();
     /// The activations' scheme when X is quantized (act_scheme).
     std::optional<::lowbit::Scheme> getActivationScheme();
+    /// The prologues in front of X's quantize (empty without `prologues`).
+    std::vector<::lowbit::Prologue> getPrologueChain();
+    /// The chain's checks (verify): act_scheme, parseable texts, a chain
+    /// the kernels run, one [1, K] side tensor of X's dtype per operand.
+    ::mlir::LogicalResult verifyPrologues(int64_t k);
     /// X's and Y's dtypes in the model's terms.
     ::lowbit::ValueType getInputDtype();
     ::lowbit::ValueType getOutputDtype();

@@ -33,10 +33,13 @@ constexpr int64_t kGemvMaxRows = 16;
 
 /// Why the GEMV cannot serve `op`, or "" when it can.
 std::string refusalOf(ld::MatmulOp op) {
+  if (!op.getPrologueChain().empty())
+    return std::string(lowbit::gpuPrologueRefusal());
   if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
     // W4A4: the FP4 GEMM (GpuMatmulFp4.h), which reads row-major scales.
     if (lowbit::fp4GemmRefusal(op.getWeightScheme(), *activations).empty()) {
-      if (op.getWeightScheme().scale.layout == lowbit::ScaleLayout::Swizzle128x4)
+      if (op.getWeightScheme().scale.layout ==
+          lowbit::ScaleLayout::Swizzle128x4)
         return "the FP4 GEMM reads the weights' scales row-major, not in "
                "the swizzled 128x4 layout";
     } else if (std::string why = lowbit::quantizedGemmRefusal(
@@ -78,8 +81,8 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
     buffers.global = operandMemref(b, op.getGlobal());
     buffers.bias = operandMemref(b, op.getBias());
     buffers.output = materialize.getDest();
-    // Quantized activations: the FP4 GEMM for W4A4, else one W8A8 GEMM
-    // for every M (X is quantized as the GEMM loads it).
+    // Quantized activations: the FP4 GEMM for W4A4, else the W8A8 GEMM
+    // for every M (activationQuantizeChoice says where X is quantized).
     if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
       if (lowbit::fp4GemmRefusal(op.getWeightScheme(), *activations).empty()) {
         auto module = op->getParentOfType<ModuleOp>();
@@ -89,9 +92,10 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
                                              op.getWeightScheme(), *activations,
                                              buffers, blockScaledMma)))
           return rewriter.notifyMatchFailure(op, "no room for the workspace");
-      } else {
-        lowbit::emitQuantizedMatmulGemm(b, op.getWeightScheme(), *activations,
-                                        buffers);
+      } else if (failed(lowbit::emitQuantizedMatmulGemm(
+                     rewriter, b, op, op.getWeightScheme(), *activations,
+                     buffers))) {
+        return rewriter.notifyMatchFailure(op, "no room for the workspace");
       }
       rewriter.eraseOp(materialize);
       rewriter.eraseOp(op);
@@ -130,4 +134,34 @@ std::string lowbit::gpuMatmulRefusal(Operation *op) {
   if (!matmul)
     return "not a lowbit.matmul";
   return refusalOf(matmul);
+}
+
+std::string lowbit::activationQuantizeChoice(const Scheme &weights,
+                                             const Scheme &activations,
+                                             bool hasPrologues) {
+  if (hasPrologues)
+    return "X's quantize: no GPU kernel behind prologues: " +
+           std::string(gpuPrologueRefusal());
+  if (fp4GemmRefusal(weights, activations).empty()) {
+    std::string choice =
+        "X's quantize: in the FP4 GEMM's A load (a scale block of X lies "
+        "inside one 32-wide K chunk)";
+    if (activations.scale.globalScale != GlobalScale::None)
+      choice += "; its global scale needs all of X: X's amax reduced once "
+                "through the workspace in a launch before the GEMM";
+    return choice;
+  }
+  if (!quantizedGemmRefusal(weights, activations).empty())
+    return "";
+  if (quantizedGemmReducesX(activations))
+    return "X's quantize: a per-tensor scale needs all of X: X's amax "
+           "reduced once through the workspace in a launch before the GEMM, "
+           "which quantizes in its A load with that scale";
+  if (activations.scale.granularity == Granularity::Group)
+    return "X's quantize: in the GEMM's A load (1xG groups along K lie "
+           "inside the K block the GEMM loads; each lane scans its group)";
+  return "X's quantize: in the GEMM's A load (a per-token scale needs its "
+         "row only: each lane scans its rows; a separate quantize kernel "
+         "would need M x K bytes of scratch, and the workspace's size is "
+         "fixed while M is not)";
 }

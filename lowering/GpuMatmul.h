@@ -8,6 +8,8 @@
 #ifndef LOWBIT_LOWERING_GPUMATMUL_H
 #define LOWBIT_LOWERING_GPUMATMUL_H
 
+#include "format/Scheme.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 #include <string>
@@ -20,6 +22,14 @@ void populateGpuMatmulPatterns(mlir::RewritePatternSet &patterns);
 /// Why the rewrite leaves `op` (a lowbit.matmul) unmapped, or "" when it
 /// maps it.
 std::string gpuMatmulRefusal(mlir::Operation *op);
+
+/// Where the GPU kernels quantize X for weights `weights` and activations
+/// `activations` (with `hasPrologues` when a prologue chain is in front),
+/// and why, in one sentence for the report ("X's quantize: ..."); "" for
+/// a pair no GPU kernel takes.
+std::string activationQuantizeChoice(const Scheme &weights,
+                                     const Scheme &activations,
+                                     bool hasPrologues);
 
 } // namespace lowbit
 

@@ -16,11 +16,12 @@
 //     acc = fma(p (sitofp for s32), fx(row, j) * fw(col, j), acc);
 //   Y = acc (+ bias), rounded to Y's dtype, stores guarded by M and N.
 //
-// X is quantized inside the GEMM for every scale layout: the statistics of
-// a unit need only the unit, so no workspace (whose size is fixed while M
-// is not) is needed. The price is that each lane re-reads its unit: a row
-// for per token, the tensor for per tensor (docs/matmul-gpu.md, "W8A8",
-// limits).
+// X is quantized inside the GEMM's A load: a per-token or per-group scale
+// needs only its row or group, which the lane scans itself. A per-tensor
+// scale needs all of X: launch 1 reduces X's amax once through the
+// workspace (GpuTensorReduce.h) into word A, the GEMM picks the scale from
+// it, and a one-thread launch zeroes word A again (the workspace leaves
+// the sequence all zero; docs/kernel-abi.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@
 
 #include "lowering/GpuMatmulGemv.h"
 #include "lowering/GpuMmaLayout.h"
+#include "lowering/GpuTensorReduce.h"
 #include "matmul/QuantizedOrder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -54,6 +56,12 @@ inline constexpr int64_t kNTiles = 4;
 inline constexpr int64_t kTileM = mma::kMmaM;
 inline constexpr int64_t kTileN = kNTiles * mma::kMmaN;
 inline constexpr int64_t kAccumulators = kNTiles * mma::kAccumulatorRegisters;
+/// The workspace word that carries X's per-tensor amax from the reduction
+/// to the GEMM, after the reduction's own amax and ticket.
+inline constexpr int64_t kAmaxWord =
+    workspace_abi::reductionWords(/*withMinMax=*/false);
+/// Threads per block of the per-tensor reduction.
+inline constexpr int64_t kReduceThreads = 256;
 
 /// What one scale of X covers.
 enum class XUnit { Tensor, Row, RowGroup };
@@ -90,7 +98,8 @@ public:
         typeA(*mmaTypeOf(activations.element)),
         typeB(*mmaTypeOf(weights.element)) {}
 
-  void emit() {
+  /// The GEMM launch; `workspace` (per-tensor X only) holds X's amax.
+  void emit(Value workspace) {
     m = dimOf(b, buffers.x, 0);
     k = dimOf(b, buffers.x, 1);
     n = dimOf(b, buffers.output, 1);
@@ -114,6 +123,14 @@ public:
       safeRows[half] = arith::MinUIOp::create(b, rows[half], lastRow);
     if (buffers.global)
       global = loadScalar(buffers.global);
+    if (workspace) {
+      Value amax = arith::BitcastOp::create(
+          b, b.getF32Type(),
+          memref::LoadOp::create(b, workspace,
+                                 ValueRange{idx(0), idx(kAmaxWord)}));
+      GroupParams params = paramsOf(SmallVector<Value>{amax});
+      xUnitParams = {params, params};
+    }
     emitBody();
   }
 
@@ -129,10 +146,8 @@ private:
   void emitBody() {
     Value blockSize = blockK();
     Value numBlocks = ceilDiv(k, blockSize);
-    if (unit == XUnit::Tensor) {
-      GroupParams params = xParams(idx(0), m, idx(0), k);
-      xUnitParams = {params, params};
-    } else if (unit == XUnit::Row) {
+    // A per-tensor X's parameters came from the workspace (emit).
+    if (unit == XUnit::Row) {
       for (int half = 0; half < 2; ++half)
         xUnitParams[half] =
             xParams(safeRows[half], add(safeRows[half], idx(1)), idx(0), k);
@@ -220,7 +235,13 @@ private:
       }
       scf::YieldOp::create(b, colLoop.getResults());
     }
-    Stats stats = xMath.toStats(rowLoop.getResults(), false);
+    return paramsOf(SmallVector<Value>(rowLoop.getResults()));
+  }
+
+  /// The conversion parameters of a unit with statistics `acc` (amax):
+  /// the reference's scale.
+  GroupParams paramsOf(SmallVector<Value> acc) {
+    Stats stats = xMath.toStats(acc, false);
     GroupParams params;
     params.scale = xMath.decodeScale(xMath.pickScale(stats, Value()));
     return xMath.withExactReciprocal(params);
@@ -302,8 +323,7 @@ private:
   /// (MLIR 22's nvvm.mma.sync has no FP8 form).
   SmallVector<Value, 4> mmaSync(ArrayRef<Value> a, ArrayRef<Value> registersB,
                                 ArrayRef<Value> c) {
-    Type accumulator =
-        integer ? Type(b.getI32Type()) : Type(b.getF32Type());
+    Type accumulator = integer ? Type(b.getI32Type()) : Type(b.getF32Type());
     auto resultType = LLVM::LLVMStructType::getLiteral(
         b.getContext(),
         SmallVector<Type>(mma::kAccumulatorRegisters, accumulator));
@@ -385,6 +405,16 @@ private:
 
 } // namespace
 
+std::string_view gpuPrologueRefusal() {
+  return "a prologue that needs the whole row (rmsnorm's sum of squares, a "
+         "Hadamard block wider than a K tile) must run before X's scale is "
+         "known, so X would be quantized by the fused prologue | quantize "
+         "kernel into M x K codes and scales that the GEMM reads; the GPU "
+         "workspace (docs/kernel-abi.md) has a size fixed at compile time "
+         "while M is known only at run time, and the kernel ABI has no "
+         "other scratch";
+}
+
 bool quantizedGemmIsFloat(const Scheme &activations) {
   return !activations.element.isInt();
 }
@@ -415,10 +445,34 @@ std::string quantizedGemmRefusal(const Scheme &weights,
   return "";
 }
 
-void emitQuantizedMatmulGemm(ImplicitLocOpBuilder &builder,
-                             const Scheme &weights, const Scheme &activations,
-                             const MatmulBuffers &buffers) {
-  QuantizedGemmEmitter(builder, weights, activations, buffers).emit();
+bool quantizedGemmReducesX(const Scheme &activations) {
+  return xUnitOf(activations) == XUnit::Tensor;
+}
+
+LogicalResult emitQuantizedMatmulGemm(RewriterBase &rewriter,
+                                      ImplicitLocOpBuilder &builder,
+                                      Operation *op, const Scheme &weights,
+                                      const Scheme &activations,
+                                      const MatmulBuffers &buffers) {
+  Value workspace;
+  if (quantizedGemmReducesX(activations)) {
+    workspace = gpu_mapping::emitTensorAmaxIntoWorkspace(
+        rewriter, builder, op, activations, buffers.x, kAmaxWord,
+        kReduceThreads);
+    if (!workspace)
+      return failure();
+  }
+  QuantizedGemmEmitter(builder, weights, activations, buffers).emit(workspace);
+  if (!workspace)
+    return success();
+  // The workspace leaves the sequence as it came, all zero.
+  kit::KernelEmitter emitter(builder);
+  gpu::LaunchOp launch = emitter.launchBlocks(emitter.idx(1), 1);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(launch.getBody().front().getTerminator());
+  memref::StoreOp::create(builder, emitter.i32(0), workspace,
+                          ValueRange{emitter.idx(0), emitter.idx(kAmaxWord)});
+  return success();
 }
 
 } // namespace lowbit

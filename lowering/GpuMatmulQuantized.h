@@ -15,8 +15,10 @@
 #include "lowering/MatmulKernelCommon.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <string>
+#include <string_view>
 
 namespace lowbit {
 
@@ -25,14 +27,30 @@ namespace lowbit {
 std::string quantizedGemmRefusal(const Scheme &weights,
                                  const Scheme &activations);
 
+/// Why no GPU kernel runs a prologue chain in front of X's quantize (the
+/// compile refuses such a spec with it; docs/matmul-gpu.md, "W8A8").
+std::string_view gpuPrologueRefusal();
+
 /// Whether the pair multiplies float codes (FP8 mma) rather than s8.
 bool quantizedGemmIsFloat(const Scheme &activations);
 
-/// Emits the kernel's gpu.launch for Y = quantize(X) . W_q^T (+ bias) into
-/// buffers.output; the pair must pass quantizedGemmRefusal.
-void emitQuantizedMatmulGemm(mlir::ImplicitLocOpBuilder &builder,
-                             const Scheme &weights, const Scheme &activations,
-                             const MatmulBuffers &buffers);
+/// Whether X's scale is per tensor, so that the GEMM reads X's amax from
+/// a reduction launch before it rather than quantizing in the A load from
+/// its own scan (docs/matmul-gpu.md, "W8A8").
+bool quantizedGemmReducesX(const Scheme &activations);
+
+/// Emits the launches for Y = quantize(X) . W_q^T (+ bias) into
+/// buffers.output at `builder`'s point: for a per-tensor X, X's amax
+/// through the workspace (a workspace parameter added to `op`'s function),
+/// the GEMM, and a launch that zeroes the word again; else the GEMM alone.
+/// The pair must pass quantizedGemmRefusal. Fails, emitting nothing, when
+/// the function has a workspace too small.
+mlir::LogicalResult emitQuantizedMatmulGemm(mlir::RewriterBase &rewriter,
+                                            mlir::ImplicitLocOpBuilder &builder,
+                                            mlir::Operation *op,
+                                            const Scheme &weights,
+                                            const Scheme &activations,
+                                            const MatmulBuffers &buffers);
 
 } // namespace lowbit
 

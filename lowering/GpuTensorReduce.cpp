@@ -499,10 +499,14 @@ void emitTensorGlobalLaunch(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
       });
 }
 
-Value emitTensorGlobalIntoWorkspace(RewriterBase &rewriter,
-                                    ImplicitLocOpBuilder &b, Operation *op,
-                                    const Scheme &scheme, Value input,
-                                    int64_t word, int64_t threadsPerBlock) {
+namespace {
+
+/// Launch 1 through the workspace; the last block stores the i32 bits of
+/// `stored(amax)` into word `word`, which stays for the launches after.
+Value emitAmaxDerivedIntoWorkspace(
+    RewriterBase &rewriter, ImplicitLocOpBuilder &b, Operation *op,
+    const Scheme &scheme, Value input, int64_t word, int64_t threadsPerBlock,
+    function_ref<Value(TensorReduceEmitter &, Value)> stored) {
   Value workspace = workspaceArgument(
       rewriter, op,
       std::max(word + 1, workspace_abi::reductionWords(/*withMinMax=*/false)));
@@ -511,14 +515,36 @@ Value emitTensorGlobalIntoWorkspace(RewriterBase &rewriter,
   TensorReduceEmitter emitter(b, scheme, threadsPerBlock);
   emitter.emitStatsLaunch(
       input, workspace, /*withMinMax=*/false, [&](const lowbit::Stats &stats) {
-        Value bits = arith::BitcastOp::create(
-            b, b.getI32Type(), emitter.computeGlobal(stats.absMax));
+        Value bits = arith::BitcastOp::create(b, b.getI32Type(),
+                                              stored(emitter, stats.absMax));
         memref::StoreOp::create(
             b, bits, workspace,
             ValueRange{arith::ConstantIndexOp::create(b, 0),
                        arith::ConstantIndexOp::create(b, word)});
       });
   return workspace;
+}
+
+} // namespace
+
+Value emitTensorGlobalIntoWorkspace(RewriterBase &rewriter,
+                                    ImplicitLocOpBuilder &b, Operation *op,
+                                    const Scheme &scheme, Value input,
+                                    int64_t word, int64_t threadsPerBlock) {
+  return emitAmaxDerivedIntoWorkspace(
+      rewriter, b, op, scheme, input, word, threadsPerBlock,
+      [](TensorReduceEmitter &emitter, Value amax) {
+        return emitter.computeGlobal(amax);
+      });
+}
+
+Value emitTensorAmaxIntoWorkspace(RewriterBase &rewriter,
+                                  ImplicitLocOpBuilder &b, Operation *op,
+                                  const Scheme &scheme, Value input,
+                                  int64_t word, int64_t threadsPerBlock) {
+  return emitAmaxDerivedIntoWorkspace(
+      rewriter, b, op, scheme, input, word, threadsPerBlock,
+      [](TensorReduceEmitter &, Value amax) { return amax; });
 }
 
 } // namespace lowbit::gpu_mapping

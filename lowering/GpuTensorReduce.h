@@ -57,6 +57,16 @@ mlir::Value emitTensorGlobalIntoWorkspace(mlir::RewriterBase &rewriter,
                                           mlir::Value input, int64_t word,
                                           int64_t threadsPerBlock);
 
+/// Launch 1 of a per-tensor scale that no buffer holds (the W8A8 matmul's
+/// per-tensor X, GpuMatmulQuantized.h): as emitTensorGlobalIntoWorkspace,
+/// but the last block stores the tensor's amax (its f32 bits) into word
+/// `word`; the reader picks the scale from it with ScaleMath.
+mlir::Value emitTensorAmaxIntoWorkspace(mlir::RewriterBase &rewriter,
+                                        mlir::ImplicitLocOpBuilder &b,
+                                        mlir::Operation *op,
+                                        const Scheme &scheme, mlir::Value input,
+                                        int64_t word, int64_t threadsPerBlock);
+
 /// The end of a statistics launch emitted elsewhere (the fused kernels of
 /// GpuFusedRows.cpp): each thread's statistics `acc` (amax, or amax, min,
 /// max) are combined over its warp and block through the launch's first

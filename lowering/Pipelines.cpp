@@ -35,9 +35,11 @@ void buildLowbitToLoopsForGpuPipeline(OpPassManager &pm) {
 
 void buildLowbitToLoopsForCpuPipeline(OpPassManager &pm) {
   pm.addPass(createLowbitFlattenLeadingDims());
-  pm.addPass(createLowbitFusionToLoops());
-  // Before lowbit-to-loops, which lowers the weights' dequantize it adds.
+  // Before lowbit-fusion-to-loops, which lowers the fused prologue kernel
+  // it adds for X, and lowbit-to-loops, which lowers the weights'
+  // dequantize.
   pm.addPass(createLowbitMatmulToLoops());
+  pm.addPass(createLowbitFusionToLoops());
   addLoopLowerings(pm);
 }
 

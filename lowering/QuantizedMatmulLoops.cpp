@@ -6,7 +6,9 @@
 //
 //   X's codes, scales (and global scale): a lowbit.quantize of X with the
 //     activations' scheme into scratch, which lowbit-to-loops lowers next
-//     (the reference quantizer's arithmetic, ScaleMath);
+//     (the reference quantizer's arithmetic, ScaleMath); behind prologues
+//     a lowbit.fused kernel (the chain, then that quantize), lowered by
+//     lowbit-fusion-to-loops;
 //   both sides' code values: lowbit.decode of every code into an [R, K]
 //     scratch (f32, or i32 for integer codes: exact either way);
 //   both sides' scale factors: the decoded scale, times the global scale
@@ -24,6 +26,7 @@
 #include "lowering/MatmulLoops.h"
 
 #include "lowering/DecodeAttentionEmitter.h"
+#include "lowering/LowbitFusionBody.h"
 #include "lowering/MatmulArithmetic.h"
 #include "lowering/ScaleMath.h"
 #include "lowering/kit/KernelEmitter.h"
@@ -247,17 +250,35 @@ LogicalResult lowerQuantizedMatmul(ld::MatmulOp op, Value output) {
   Value xScales = alloc({staticScaleRows, staticScaleCols}, scaleElement,
                         {scaleRows, scaleCols});
   Value xGlobal = actGlobal ? alloc({1, 1}, b.getF32Type(), {}) : Value();
-  auto quantize = ld::QuantizeOp::create(
-      b, RankedTensorType::get({staticM, staticCodeCols}, b.getI8Type()),
-      RankedTensorType::get({staticScaleRows, staticScaleCols}, scaleElement),
-      /*zeros=*/Type(),
-      actGlobal ? RankedTensorType::get({1, 1}, b.getF32Type()) : Type(),
-      op.getX(), /*static_scales=*/Value(), /*static_zeros=*/Value(),
-      /*static_global=*/Value(), op.getActSchemeAttr());
-  materialize(quantize.getCodes(), xCodes);
-  materialize(quantize.getScales(), xScales);
+  Type codesType =
+      RankedTensorType::get({staticM, staticCodeCols}, b.getI8Type());
+  Type scalesType =
+      RankedTensorType::get({staticScaleRows, staticScaleCols}, scaleElement);
+  Type globalType =
+      actGlobal ? RankedTensorType::get({1, 1}, b.getF32Type()) : Type();
+  // Behind prologues, X goes through the fused kernel's own body
+  // (docs/fusion.md: the chain, then this quantize), which
+  // lowbit-fusion-to-loops lowers next.
+  Operation *quantize;
+  if (std::vector<Prologue> chain = op.getPrologueChain(); !chain.empty()) {
+    FusedQuantizeSignature signature;
+    signature.codes = codesType;
+    signature.scales = scalesType;
+    signature.global = globalType;
+    signature.scheme = op.getActSchemeAttr();
+    quantize = buildFusedQuantize(b, b.getLoc(), chain, op.getX(),
+                                  op.getPrologueInputs(), signature);
+  } else {
+    quantize = ld::QuantizeOp::create(
+        b, codesType, scalesType, /*zeros=*/Type(), globalType, op.getX(),
+        /*static_scales=*/Value(), /*static_zeros=*/Value(),
+        /*static_global=*/Value(), op.getActSchemeAttr());
+  }
+  // The quantize's results: codes, scales, then the global scale.
+  materialize(quantize->getResult(0), xCodes);
+  materialize(quantize->getResult(1), xScales);
   if (actGlobal)
-    materialize(quantize.getGlobal(), xGlobal);
+    materialize(quantize->getResult(2), xGlobal);
 
   // Both sides' code values and scale factors; block-scaled FP4 leaves the
   // global scales for after the K loop.

@@ -8,11 +8,14 @@
 #include "lowering/GpuMatmulFp4.h"
 #include "lowering/GpuMatmulQuantized.h"
 #include "lowering/Passes.h"
+#include "matmul/MatmulPrologues.h"
 #include "runtime/compiler/KernelCompileSupport.h"
 #include "target/ChipCapabilities.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 namespace ld = lowbit::dialect;
@@ -33,18 +36,18 @@ buildMatmulModule(MLIRContext &context, const matmul::MatmulSpec &spec) {
             matmul::activationPairRefusal(spec.scheme, *spec.activation);
         !refusal.empty())
       return compileError("the matmul's activations: " + refusal);
-    if (!spec.prologues.empty())
-      return compileError(
-          "the prologue '" + printPrologue(spec.prologues.front()) +
-          "' in front of the quantized-activation matmul has no kernel yet: "
-          "the ordered reference (lowbit eval --matmul) runs it, the "
-          "kernels take X as it is (docs/matmul.md, \"Quantized "
-          "activations\")");
+    if (std::string refusal = matmul::matmulPrologueRefusal(spec.prologues);
+        !refusal.empty())
+      return compileError("the matmul's prologues: " + refusal +
+                          " (docs/matmul.md, \"Quantized activations\")");
   }
   if (!matmul::validateMatmulShape(spec, spec.n, spec.k, &error))
     return compileError(error);
+  // linalg and tensor: the fused prologue kernel lowbit-matmul-to-loops
+  // builds for X behind prologues (LowbitFusionBody.h).
   context.loadDialect<ld::LowbitDialect, bufferization::BufferizationDialect,
-                      memref::MemRefDialect>();
+                      memref::MemRefDialect, linalg::LinalgDialect,
+                      tensor::TensorDialect>();
   FailureOr<ld::SchemeAttr> scheme =
       ld::toSchemeAttr(&context, spec.scheme, &error);
   if (failed(scheme))
@@ -82,6 +85,20 @@ buildMatmulModule(MLIRContext &context, const matmul::MatmulSpec &spec) {
         if (bias)
           bias = memref::CollapseShapeOp::create(
               b, bias, ArrayRef<ReassociationIndices>{{0, 1}});
+        SmallVector<Value> sides;
+        for (const std::string &name :
+             matmul::matmulSideInputNames(spec.prologues))
+          sides.push_back(tensorOf(arg(name)));
+        ArrayAttr prologues;
+        if (!spec.prologues.empty()) {
+          SmallVector<StringRef> texts;
+          std::vector<std::string> printed;
+          for (const Prologue &prologue : spec.prologues)
+            printed.push_back(printPrologue(prologue));
+          for (const std::string &text : printed)
+            texts.push_back(text);
+          prologues = b.getStrArrayAttr(texts);
+        }
         Value output = arg("y");
         auto outputType = cast<MemRefType>(output.getType());
         auto matmulOp = ld::MatmulOp::create(
@@ -90,7 +107,7 @@ buildMatmulModule(MLIRContext &context, const matmul::MatmulSpec &spec) {
                                   outputType.getElementType()),
             tensorOf(arg("x")), tensorOf(arg("codes")), tensorOf(arg("scales")),
             tensorOf(arg("zeros")), tensorOf(arg("global")), tensorOf(bias),
-            *scheme, activationScheme);
+            sides, *scheme, activationScheme, prologues);
         bufferization::MaterializeInDestinationOp::create(
             b, /*result=*/Type(), matmulOp.getResult(), output,
             /*restrict=*/true, /*writable=*/true);
@@ -99,9 +116,10 @@ buildMatmulModule(MLIRContext &context, const matmul::MatmulSpec &spec) {
 }
 
 llvm::Error lowerMatmulToLoops(ModuleOp module) {
-  return runLoweringPasses(
-      module, {createLowbitMatmulToLoops, createLowbitToLoops},
-      "lowbit-matmul-to-loops");
+  return runLoweringPasses(module,
+                           {createLowbitMatmulToLoops,
+                            createLowbitFusionToLoops, createLowbitToLoops},
+                           "lowbit-matmul-to-loops");
 }
 
 llvm::Error lowerMatmulForGpu(ModuleOp module) {
@@ -161,6 +179,13 @@ llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec) {
 llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec) {
   if (!spec.activation)
     return llvm::Error::success();
+  if (!spec.prologues.empty())
+    return compileError(
+        "'" + matmul::printMatmulSpec(spec) +
+        "' runs prologues in front of its activations' quantize, and "
+        "lowbit has no GPU kernel for that yet: " +
+        std::string(gpuPrologueRefusal()) +
+        "; run it with --backend cpu (docs/matmul-gpu.md, \"W8A8\")");
   // W4A4 (nvfp4 x nvfp4, mxfp4 x mxfp4): the FP4 GEMM (GpuMatmulFp4.h).
   if (fp4GemmRefusal(spec.scheme, *spec.activation).empty())
     return llvm::Error::success();

@@ -3,6 +3,7 @@
 #include "runtime/compiler/MatmulSignature.h"
 
 #include "format/Scheme.h"
+#include "matmul/MatmulPrologues.h"
 
 namespace lowbit::compiler {
 
@@ -33,6 +34,12 @@ std::vector<KvKernelParam> matmulParams(const matmul::MatmulSpec &spec) {
   std::vector<KvKernelParam> params;
   params.push_back(
       {"x", std::string(valueTypeName(spec.input)), {kMatmulRows, k}, false});
+  // The prologues' side tensors (docs/fusion.md), [1, K] in X's dtype.
+  for (std::string &name : matmul::matmulSideInputNames(spec.prologues))
+    params.push_back({std::move(name),
+                      std::string(valueTypeName(spec.input)),
+                      {1, k},
+                      false});
   params.push_back(
       {"codes", "i8", {n, sizeOr(codes.cols, kMatmulCodeCols)}, false});
   params.push_back(
@@ -48,16 +55,14 @@ std::vector<KvKernelParam> matmulParams(const matmul::MatmulSpec &spec) {
   return params;
 }
 
-std::vector<std::array<int64_t, 2>>
-matmulShapes(const matmul::MatmulSpec &spec, const MatmulSizes &sizes) {
+std::vector<std::array<int64_t, 2>> matmulShapes(const matmul::MatmulSpec &spec,
+                                                 const MatmulSizes &sizes) {
   Shape2D codes = codesShape(spec.scheme, sizes.n, sizes.k);
   Shape2D scales = scaleShape(spec.scheme, sizes.n, sizes.k);
-  CallSizes callSizes = {{kMatmulRows, sizes.m},
-                         {kMatmulCols, sizes.n},
-                         {kMatmulDepth, sizes.k},
-                         {kMatmulCodeCols, codes.cols},
-                         {kMatmulScaleRows, scales.rows},
-                         {kMatmulScaleCols, scales.cols}};
+  CallSizes callSizes = {
+      {kMatmulRows, sizes.m},          {kMatmulCols, sizes.n},
+      {kMatmulDepth, sizes.k},         {kMatmulCodeCols, codes.cols},
+      {kMatmulScaleRows, scales.rows}, {kMatmulScaleCols, scales.cols}};
   std::vector<std::array<int64_t, 2>> shapes;
   for (const KvKernelParam &param : matmulParams(spec)) {
     std::vector<int64_t> shape = bindShape(param, callSizes);

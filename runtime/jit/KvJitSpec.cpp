@@ -55,7 +55,12 @@ std::vector<compiler::KvKernelParam> KvJitSpec::params() const {
 }
 
 namespace {
+/// The kernel's word: the first word of the text, or behind a prologue
+/// chain ('rmsnorm | matmul w=... a=...') the first word after the last
+/// '|'.
 std::string_view firstWord(std::string_view text) {
+  if (size_t bar = text.rfind('|'); bar != std::string_view::npos)
+    text.remove_prefix(bar + 1);
   size_t start = text.find_first_not_of(" \t");
   if (start == std::string_view::npos)
     return {};

@@ -26,11 +26,13 @@ struct RunResult {
   std::string error;
 };
 
-/// Runs `kernel` on the weights, X and bias; y is [m, n] of the output.
+/// Runs `kernel` on the weights, X, bias and the prologues' side tensors
+/// (X's dtype, [K] each, ABI order); y is [m, n] of the output.
 inline RunResult runKernel(compiler::MatmulCpuKernel &kernel,
                            const QuantizedTensor &weights,
                            std::vector<uint8_t> xBytes, int64_t m,
-                           std::vector<float> bias) {
+                           std::vector<float> bias,
+                           std::vector<std::vector<uint8_t>> sides = {}) {
   const MatmulSpec &spec = kernel.spec();
   int64_t n = weights.rows, k = weights.cols;
   WeightBuffers buffers = weightBuffers(weights);
@@ -38,8 +40,11 @@ inline RunResult runKernel(compiler::MatmulCpuKernel &kernel,
   result.y.assign(size_t(m * n * valueTypeBytes(spec.output)), 0xA5);
   std::vector<std::array<int64_t, 2>> shapes =
       compiler::matmulShapes(spec, {m, n, k});
-  std::vector<void *> data = {xBytes.data(), buffers.codes.data(),
-                              buffers.scales.data()};
+  std::vector<void *> data = {xBytes.data()};
+  for (std::vector<uint8_t> &side : sides)
+    data.push_back(side.data());
+  data.push_back(buffers.codes.data());
+  data.push_back(buffers.scales.data());
   if (spec.scheme.scale.zeroPoint)
     data.push_back(buffers.zeros.data());
   if (spec.scheme.scale.globalScale != GlobalScale::None)

@@ -104,8 +104,7 @@ TEST_CASE("quantized matmul cpu: a static spec") {
         *orderedQuantizedMatmul(spec, weights, xBytes, 17, bias, &error));
 }
 
-TEST_CASE("quantized matmul cpu: a pair without a GPU kernel, and no "
-          "prologue kernel yet") {
+TEST_CASE("quantized matmul cpu: a pair without a GPU kernel") {
   // The 8-bit pairs and W4A4 have one (tests/matmulgpu); fp8 weights
   // against FP4 activations mix the two kernels' operands.
   MatmulSpec spec = *parseMatmulSpec("matmul w=fp8_e4m3 a=mxfp4 from=bf16");
@@ -117,13 +116,6 @@ TEST_CASE("quantized matmul cpu: a pair without a GPU kernel, and no "
   CHECK(message.find("quantizes its activations, and lowbit's GPU kernel "
                      "for quantized activations cannot run it") !=
         std::string::npos);
-  spec = *parseMatmulSpec(
-      "hadamard(128) | matmul w=mxfp4 a=mxfp4 from=bf16 n=8 k=256");
-  auto cpu = compiler::compileMatmulForCpu(spec);
-  REQUIRE_FALSE(static_cast<bool>(cpu));
-  CHECK(llvm::toString(cpu.takeError())
-            .starts_with("the prologue 'hadamard(128)' in front of the "
-                         "quantized-activation matmul has no kernel yet"));
 }
 
 TEST_CASE("quantized matmul cpu sweep: every pair and dtype pair, K past 1024",

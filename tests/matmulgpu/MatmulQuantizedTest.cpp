@@ -17,6 +17,7 @@
 #include "MatmulKernelHarness.h"
 
 #include "format/SchemeText.h"
+#include "lowering/GpuMatmul.h"
 #include "lowering/GpuMatmulQuantized.h"
 #include "matmul/MatmulBound.h"
 #include "matmul/MatmulSpec.h"
@@ -156,6 +157,72 @@ TEST_CASE("the W8A8 GEMM is bit-exact to the quantized order in the "
   }
 }
 
+/// e5m2 on one side or both (the e4m3/e5m2 mma.sync of issue 28): per
+/// tensor x per tensor on both e5m2, and each mixed pair in the other two
+/// layouts.
+const std::array<ActivationPairEntry, 3> kE5m2Pairs = {{
+    {"e5m2 per tensor", "fp8_e5m2", "fp8_e5m2"},
+    {"e4m3 W x e5m2 X per token", "scheme(format=e4m3,scale=per_token)",
+     "scheme(format=e5m2,scale=per_token)"},
+    {"e5m2 W x e4m3 X 1x128",
+     "scheme(format=e5m2,scale=block(128x128),tail=true)",
+     "scheme(format=e4m3,scale=group(128;axis=1),tail=true)"},
+}};
+
+/// The mma's spelling for the pair's two code types (A = X, B = W).
+std::string fp8Instruction(const MatmulSpec &spec) {
+  return "mma.sync.aligned.m16n8k32.row.col.f32." +
+         std::string(spec.activation->element.name()) + "." +
+         std::string(spec.scheme.element.name()) + ".f32";
+}
+
+TEST_CASE("the W8A8 GEMM with e5m2 codes is bit-exact to the quantized "
+          "order in the emulator",
+          "[matmul-gpu][emulator][w8a8]") {
+  const char *dtypes[] = {"from=bf16 to=bf16 bias", "from=f16 to=f32",
+                          "from=f32 to=f16 bias"};
+  size_t index = 0;
+  for (const ActivationPairEntry &entry : kE5m2Pairs) {
+    MatmulSpec spec = specOf(entry, dtypes[index++ % 3]);
+    REQUIRE(quantizedGemmRefusal(spec.scheme, *spec.activation).empty());
+    for (const char *targetName : emulatedTargets(spec)) {
+      INFO(entry.label << " on " << targetName);
+      Compared compared = checkPair(spec, targetName, kShapes);
+      CHECK(compared.mismatches == 0);
+      std::printf("matmul-gpu: %-28s %-7s w8a8: %zu outputs, %zu differ "
+                  "from the order\n",
+                  entry.label, targetName, compared.outputs,
+                  compared.mismatches);
+    }
+  }
+}
+
+TEST_CASE("the W8A8 GEMM's e5m2 PTX assembles on every FP8 chip",
+          "[matmul-gpu][ptx][w8a8]") {
+  INFO("ptxas not found (CUDA_HOME/bin/ptxas); the CUDA toolkit is required");
+  REQUIRE(!lowbit::test::ptxasPath().empty());
+  int assembled = 0;
+  for (const ActivationPairEntry &entry : kE5m2Pairs) {
+    MatmulSpec spec = specOf(entry, "from=bf16 to=bf16 bias");
+    std::string instruction = fp8Instruction(spec);
+    for (const char *arch : {"sm_89", "sm_90a", "sm_100a", "sm_120a"}) {
+      INFO(entry.label << " on " << arch);
+      std::string error;
+      std::optional<Target> target = parseTarget(arch, &error);
+      REQUIRE(target);
+      llvm::Expected<compiler::GpuCompilation> compiled =
+          compiler::compileMatmulToPtx(spec, *target);
+      if (!compiled)
+        FAIL(llvm::toString(compiled.takeError()));
+      INFO(instruction);
+      CHECK(compiled->ptx.find(instruction) != std::string::npos);
+      assembled += lowbit::test::checkAssembles(compiled->ptx, arch);
+    }
+  }
+  CHECK(assembled == 3 * 4);
+  std::printf("matmul-gpu: %d e5m2 W8A8 kernels' PTX assembled\n", assembled);
+}
+
 TEST_CASE("the W8A8 GEMM at larger shapes", "[.sweep]") {
   constexpr std::array<std::array<int64_t, 3>, 3> shapes = {
       {{128, 130, 520}, {33, 200, 384}, {64, 77, 1000}}};
@@ -203,6 +270,36 @@ TEST_CASE("the W8A8 GEMM's PTX assembles on every chip with its mma",
   }
   CHECK(assembled == 5 + 3 * 4);
   std::printf("matmul-gpu: %d W8A8 kernels' PTX assembled\n", assembled);
+}
+
+TEST_CASE("the W8A8 GEMM reduces a per-tensor X scale once through the "
+          "workspace, and quantizes per token and per group in its A load",
+          "[matmul-gpu][w8a8]") {
+  std::string error;
+  std::optional<Target> target = parseTarget("sm_90a", &error);
+  REQUIRE(target);
+  for (const ActivationPairEntry &entry : eightBitPairs()) {
+    MatmulSpec spec = specOf(entry, "from=bf16 to=bf16");
+    INFO(entry.label);
+    llvm::Expected<compiler::GpuCompilation> compiled =
+        compiler::compileMatmulToPtx(spec, *target);
+    if (!compiled)
+      FAIL(llvm::toString(compiled.takeError()));
+    std::string choice =
+        activationQuantizeChoice(spec.scheme, *spec.activation, false);
+    INFO(choice);
+    if (spec.activation->scale.granularity == Granularity::PerTensor) {
+      // The amax launch, the GEMM, the launch that zeroes the word.
+      CHECK(compiled->plan.steps.size() == 3);
+      CHECK(compiled->workspaceWords >= 3);
+      CHECK(choice.find("reduced once through the workspace") !=
+            std::string::npos);
+    } else {
+      CHECK(compiled->plan.steps.size() == 1);
+      CHECK(compiled->workspaceWords == 0);
+      CHECK(choice.find("in the GEMM's A load") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("the GPU refuses the quantized-activation pairs it has no kernel "

@@ -9,6 +9,7 @@
 #include "target/Target.h"
 #include "tools/lowbit/JitBackend.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"
 
 namespace lowbit::cli {
@@ -27,6 +28,7 @@ struct AbiBuffers {
   matmul::WeightBuffers weights;
   std::vector<float> bias;
   std::vector<uint8_t> x, y;
+  std::vector<std::vector<uint8_t>> sides;
   std::vector<void *> data;
   std::vector<std::array<int64_t, 2>> shapes;
   std::vector<compiler::KvKernelParam> params;
@@ -41,16 +43,22 @@ void assemble(const MatmulProblem &problem, AbiBuffers &buffers) {
   buffers.y.assign(size_t(problem.m * n * valueTypeBytes(spec.output)), 0);
   buffers.params = compiler::matmulParams(spec);
   buffers.shapes = compiler::matmulShapes(spec, {problem.m, n, k});
-  for (const compiler::KvKernelParam &param : buffers.params) {
+  buffers.sides = problem.sides;
+  for (auto [index, param] : llvm::enumerate(buffers.params)) {
     const std::string &name = param.name;
-    buffers.data.push_back(
-        name == "x"        ? static_cast<void *>(buffers.x.data())
-        : name == "codes"  ? buffers.weights.codes.data()
-        : name == "scales" ? buffers.weights.scales.data()
-        : name == "zeros"  ? buffers.weights.zeros.data()
-        : name == "global" ? buffers.weights.global.data()
-        : name == "bias"   ? static_cast<void *>(buffers.bias.data())
-                           : buffers.y.data());
+    // The prologues' side tensors follow x, in order.
+    if (index >= 1 && index <= buffers.sides.size()) {
+      buffers.data.push_back(buffers.sides[index - 1].data());
+      continue;
+    }
+    buffers.data.push_back(name == "x" ? static_cast<void *>(buffers.x.data())
+                           : name == "codes"  ? buffers.weights.codes.data()
+                           : name == "scales" ? buffers.weights.scales.data()
+                           : name == "zeros"  ? buffers.weights.zeros.data()
+                           : name == "global" ? buffers.weights.global.data()
+                           : name == "bias"
+                               ? static_cast<void *>(buffers.bias.data())
+                               : buffers.y.data());
   }
 }
 
@@ -60,9 +68,9 @@ size_t elementBytes(std::string_view name) {
 
 } // namespace
 
-std::optional<std::vector<uint8_t>>
-runMatmulOnCpu(const MatmulProblem &problem, std::string *error,
-               double *compileMillis) {
+std::optional<std::vector<uint8_t>> runMatmulOnCpu(const MatmulProblem &problem,
+                                                   std::string *error,
+                                                   double *compileMillis) {
   Jit *jit = sharedJit(error);
   if (!jit)
     return std::nullopt;

@@ -32,6 +32,8 @@ struct MatmulProblem {
   int64_t m = 0;
   /// [N] when spec.bias.
   std::vector<float> bias;
+  /// The prologues' side tensors ([K] of spec.input each), in ABI order.
+  std::vector<std::vector<uint8_t>> sides;
 };
 
 /// Y's bytes ([m, N] of spec.output) from the CPU kernel; nullopt and a

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "matmul/MatmulPrologues.h"
 #include "matmul/MatmulSpec.h"
 #include "runtime/core/Npy.h"
 #include "tools/lowbit/CheckpointWeights.h"
@@ -16,6 +17,7 @@
 #include "tools/lowbit/EmulatorBackend.h"
 #include "tools/lowbit/MatmulBackends.h"
 #include "tools/lowbit/OutputPaths.h"
+#include "tools/lowbit/SideInputs.h"
 
 #include <array>
 #include <cstring>
@@ -43,9 +45,14 @@ constexpr std::string_view kUsage =
     "sm_90a) in the GPU emulator. Both give the same bytes.\n"
     "--act SCHEME quantizes X with SCHEME inside the same call (W8A8,\n"
     "W4A4: 'matmul w=... a=...', docs/matmul.md, \"Quantized\n"
-    "activations\"); it runs on --backend cpu only for now.\n";
+    "activations\"). --act 'PROLOGUE | ... | SCHEME' runs the prologues\n"
+    "on X first, as 'PROLOGUE | quantize' does (rmsnorm, smooth,\n"
+    "hadamard(B), map(...); docs/fusion.md), on --backend cpu; give their\n"
+    "side tensors, in X's dtype, as --side NAME=FILE: rmsnorm reads\n"
+    "weight, smooth reads smooth ([K]; a name two prologues read is\n"
+    "numbered from the second on: weight, weight2).\n";
 
-constexpr std::array<OptionSpec, 8> kOptions = {{
+constexpr std::array<OptionSpec, 9> kOptions = {{
     {"weights", true},
     {"input", true},
     {"out", true},
@@ -54,6 +61,7 @@ constexpr std::array<OptionSpec, 8> kOptions = {{
     {"backend", true},
     {"target", true},
     {"act", true},
+    {"side", true, /*repeatable=*/true},
 }};
 
 /// X's dtype from its .npy dtype (.npy has no bf16: uint16 holds its bits,
@@ -97,12 +105,14 @@ CommandResult runMatmul(Arguments args) {
     if (!parsed->value(required))
       return fail(fmt::format("'matmul' needs --{}", required));
   std::string weightsDirectory = weightsPath(*parsed->value("weights"));
-  if (CommandResult aliased = CommandPaths()
-                                  .reads("weights", &weightsDirectory)
-                                  .reads("input", parsed->value("input"))
-                                  .reads("bias", parsed->value("bias"))
-                                  .writes("out", parsed->value("out"))
-                                  .check())
+  std::vector<std::string> sideFiles = sideInputFiles(*parsed);
+  CommandPaths paths;
+  paths.reads("weights", &weightsDirectory)
+      .reads("input", parsed->value("input"))
+      .reads("bias", parsed->value("bias"));
+  for (const std::string &file : sideFiles)
+    paths.reads("side", &file);
+  if (CommandResult aliased = paths.writes("out", parsed->value("out")).check())
     return aliased;
   std::string backend = "cpu";
   if (const std::string *value = parsed->value("backend"))
@@ -164,7 +174,15 @@ CommandResult runMatmul(Arguments args) {
   problem.spec.input = *inputDtype;
   problem.spec.output = outDtype.value_or(*inputDtype);
   if (const std::string *act = parsed->value("act")) {
-    std::optional<Scheme> activations = parseSchemeText(*act, &error);
+    // 'PROLOGUE | ... | SCHEME': the spec's own prologue grammar.
+    std::string_view schemeText = *act;
+    if (!takePrologueChain(schemeText, problem.spec.prologues, &error))
+      return fail(fmt::format("--act {}: {}", *act, error));
+    while (!schemeText.empty() && schemeText.front() == ' ')
+      schemeText.remove_prefix(1);
+    while (!schemeText.empty() && schemeText.back() == ' ')
+      schemeText.remove_suffix(1);
+    std::optional<Scheme> activations = parseSchemeText(schemeText, &error);
     if (!activations)
       return fail(fmt::format("--act {}: {}", *act, error));
     activations->scale.mode = ScaleMode::Dynamic;
@@ -173,7 +191,22 @@ CommandResult runMatmul(Arguments args) {
         !refusal.empty())
       return fail(fmt::format("--act {}: {}", *act, refusal));
     problem.spec.activation = *activations;
+    if (std::string refusal =
+            matmul::matmulPrologueRefusal(problem.spec.prologues);
+        !refusal.empty())
+      return fail(fmt::format("--act {}: {}", *act, refusal));
+    if (!matmul::validateMatmulShape(problem.spec, n, k, &error))
+      return fail(fmt::format("--act {}: {}", *act, error));
   }
+  // The prologues' side tensors, [K] each, of X's dtype.
+  std::vector<SideInput> sides;
+  for (std::string &name : matmul::matmulSideInputNames(problem.spec.prologues))
+    sides.push_back({std::move(name), {1, k}});
+  std::optional<std::vector<std::vector<uint8_t>>> sideBytes =
+      readSideInputs(*parsed, sides, x->dtype, {}, &error);
+  if (!sideBytes)
+    return fail(error);
+  problem.sides = std::move(*sideBytes);
   problem.weights = &*weights;
   problem.x = std::move(x->bytes);
   // An act-order layer (GPTQ g_idx): its column c is input channel
@@ -207,9 +240,8 @@ CommandResult runMatmul(Arguments args) {
   std::optional<std::vector<uint8_t>> y =
       backend == "cpu"
           ? runMatmulOnCpu(problem, &error)
-          : runMatmulInEmulator(problem,
-                                target ? *target : kEmulatorDefaultTarget,
-                                &error);
+          : runMatmulInEmulator(
+                problem, target ? *target : kEmulatorDefaultTarget, &error);
   if (!y)
     return fail(error);
   npy::Array output;

@@ -3,6 +3,7 @@
 
 #include "tools/lowbit/MatmulReport.h"
 
+#include "lowering/GpuMatmul.h"
 #include "runtime/aot/Bundle.h"
 #include "runtime/compiler/MatmulCompiler.h"
 #include "runtime/compiler/MatmulSignature.h"
@@ -68,7 +69,13 @@ Expected<std::string> reportMatmul(const matmul::MatmulSpec &spec, int64_t n,
   report::applyMatmulEstimates(input, *report, shape);
   if (markdown)
     return report::formatReportMarkdownRow(*report);
+  std::string choice =
+      spec.activation
+          ? activationQuantizeChoice(spec.scheme, *spec.activation,
+                                     !spec.prologues.empty())
+          : "";
   return report::matmulInputsText(input, *report, shape) +
+         (choice.empty() ? "" : choice + "\n") +
          report::formatReportText(*report) + "\n";
 }
 

@@ -19,6 +19,7 @@
 #include "tools/lowbit/JitBackend.h"
 #include "tools/lowbit/OutputPaths.h"
 #include "tools/lowbit/QuantizeSpec.h"
+#include "tools/lowbit/SideInputs.h"
 
 #include <array>
 
@@ -268,9 +269,7 @@ CommandPaths quantizePaths(const ParsedCommandLine &parsed) {
        {"input", "scale-file", "zero-file", "global-scale-file"})
     paths.reads(input, parsed.value(input));
   // --side NAME=FILE: the prologue's side tensors are inputs too.
-  std::vector<std::string> sideFiles;
-  for (const std::string &side : parsed.list("side"))
-    sideFiles.push_back(side.substr(side.find('=') + 1));
+  std::vector<std::string> sideFiles = sideInputFiles(parsed);
   for (const std::string &file : sideFiles)
     paths.reads("side", &file);
   paths.writes("residual-out", parsed.value("residual-out"));

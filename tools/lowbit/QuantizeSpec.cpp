@@ -17,6 +17,7 @@
 #include "runtime/spec/KernelAbi.h"
 #include "tools/lowbit/FusedComparison.h"
 #include "tools/lowbit/JitBackend.h"
+#include "tools/lowbit/SideInputs.h"
 
 #include <algorithm>
 #include <cstring>
@@ -33,12 +34,6 @@ namespace {
 constexpr std::string_view kSchemeOnlyOptions[] = {
     "from",  "rule",       "global",    "layout",
     "scale", "scale-file", "zero-file", "global-scale-file"};
-
-/// A side tensor the kernel reads: its --side name and [rows, cols].
-struct SideInput {
-  std::string name;
-  Shape2D shape;
-};
 
 std::vector<SideInput> sideInputs(const KernelSpec &sized) {
   std::vector<SideInput> sides;
@@ -78,27 +73,6 @@ std::string dtypeRequirement(ValueType type) {
     return "uint16 bf16 bits (the spec reads bf16)";
   }
   return "";
-}
-
-/// A side tensor's accepted shapes: [rows, cols]; a [1, cols] vector also
-/// as [cols]; a [rows, cols] tensor of an N-D input also in the input's
-/// form, [leading..., cols].
-bool fitsShape(const std::vector<int64_t> &shape, Shape2D expected,
-               std::span<const int64_t> leading) {
-  if (shape == std::vector<int64_t>{expected.rows, expected.cols})
-    return true;
-  if (expected.rows == 1 && shape == std::vector<int64_t>{expected.cols})
-    return true;
-  if (leading.empty() || expected.rows == 1 ||
-      shape.size() != leading.size() + 1 || shape.back() != expected.cols)
-    return false;
-  return std::equal(leading.begin(), leading.end(), shape.begin());
-}
-
-std::string shapeText(Shape2D shape) {
-  return shape.rows == 1
-             ? fmt::format("[{}] or [1, {}]", shape.cols, shape.cols)
-             : fmt::format("[{}, {}]", shape.rows, shape.cols);
 }
 
 /// The f32 values of a buffer of the spec's value type.
@@ -243,29 +217,10 @@ CommandResult runQuantizeSpec(const ParsedCommandLine &parsed,
 
   // The side inputs: each one the kernel reads given once, nothing else.
   std::vector<SideInput> sides = sideInputs(sized);
-  std::map<std::string, std::string, std::less<>> given;
-  for (const std::string &side : parsed.list("side")) {
-    size_t equals = side.find('=');
-    if (equals == std::string::npos || equals == 0 || equals + 1 == side.size())
-      return fail(fmt::format("--side '{}': expected NAME=FILE", side));
-    std::string name = side.substr(0, equals);
-    if (!given.emplace(name, side.substr(equals + 1)).second)
-      return fail(fmt::format("--side {} given more than once", name));
-  }
-  std::vector<std::string> names;
-  for (const SideInput &side : sides)
-    names.push_back(side.name);
-  std::string expected =
-      names.empty() ? std::string("its prologues read no side tensor")
-                    : fmt::format("it reads {}", fmt::join(names, ", "));
-  for (const auto &[name, path] : given)
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      return fail(fmt::format("--side {}: the spec takes no side input "
-                              "'{}'; {}",
-                              name, name, expected));
-  for (const std::string &name : names)
-    if (!given.contains(name))
-      return fail(fmt::format("missing --side {}=FILE: {}", name, expected));
+  std::optional<std::vector<std::vector<uint8_t>>> sideReads =
+      readSideInputs(parsed, sides, input->dtype, leading, &error);
+  if (!sideReads)
+    return fail(error);
 
   bool writesResidual = false;
   for (const Prologue &prologue : spec->prologues)
@@ -280,22 +235,8 @@ CommandResult runQuantizeSpec(const ParsedCommandLine &parsed,
 
   // The buffers the kernel reads, in its parameter order.
   std::vector<std::vector<uint8_t>> reads{std::move(input->bytes)};
-  for (const SideInput &side : sides) {
-    const std::string &path = given.find(side.name)->second;
-    std::optional<npy::Array> array =
-        npy::readNpy(path, &error, npy::kMaxNpyRank);
-    if (!array)
-      return fail(error);
-    if (array->dtype != input->dtype)
-      return fail(fmt::format("{}: side input '{}' is {}; the input is {}",
-                              path, side.name, npy::dtypeName(array->dtype),
-                              npy::dtypeName(input->dtype)));
-    if (!fitsShape(array->shape, side.shape, leading))
-      return fail(fmt::format("{}: side input '{}' has shape {}, expected {}",
-                              path, side.name, array->shapeText(),
-                              shapeText(side.shape)));
-    reads.push_back(std::move(array->bytes));
-  }
+  for (std::vector<uint8_t> &side : *sideReads)
+    reads.push_back(std::move(side));
 
   // The backend: as for --scheme, auto is the CPU kernel where it
   // compiles, else the reference.
