@@ -11,6 +11,18 @@
 #include <ucontext.h>
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+#define LOWBIT_FIBER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LOWBIT_FIBER_ASAN 1
+#endif
+#endif
+
+#if defined(LOWBIT_FIBER_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace lowbit::emulator {
 
 namespace {
@@ -19,14 +31,6 @@ size_t pageBytes() {
   return bytes;
 }
 size_t slotBytes() { return FiberStacks::kStackBytes + pageBytes(); }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define LOWBIT_FIBER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LOWBIT_FIBER_ASAN 1
-#endif
-#endif
 
 /// Under AddressSanitizer: gives a stack that an earlier fiber used a fresh
 /// mapping, which clears its shadow. A fiber leaves for good from inside
@@ -41,6 +45,45 @@ void clearStackShadow([[maybe_unused]] char *bottom,
 #if defined(LOWBIT_FIBER_ASAN)
   mmap(bottom, size_t(top - bottom), PROT_READ | PROT_WRITE,
        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+#endif
+}
+
+/// AddressSanitizer is told of every switch (start/finish_switch_fiber), so
+/// it knows which stack runs. Without that, the unpoisoning it does before a
+/// call that never returns (Simt.cpp's threadExited, on a fiber's stack) was
+/// refused with "ASan is ignoring requested __asan_handle_no_return ...
+/// False positive error reports may follow" (the emulator teardown tests,
+/// found by the sanitizer build). A fiber's bounds are set by prepare; the
+/// scheduler's (a host thread's own stack) are learned each time it is left.
+struct StackBounds {
+  const void *bottom = nullptr;
+  size_t size = 0;
+};
+#if defined(LOWBIT_FIBER_ASAN)
+/// The bounds of the context that switched last, so that the context it
+/// resumed can record them (finish_switch_fiber reports them there).
+thread_local StackBounds *switchedFrom = nullptr;
+#endif
+
+void startSwitch([[maybe_unused]] StackBounds &from,
+                 [[maybe_unused]] const StackBounds &to,
+                 [[maybe_unused]] void **fakeStack) {
+#if defined(LOWBIT_FIBER_ASAN)
+  switchedFrom = &from;
+  __sanitizer_start_switch_fiber(fakeStack, to.bottom, to.size);
+#endif
+}
+
+void finishSwitch([[maybe_unused]] void *fakeStack) {
+#if defined(LOWBIT_FIBER_ASAN)
+  StackBounds *previous = switchedFrom;
+  const void *bottom = nullptr;
+  size_t size = 0;
+  __sanitizer_finish_switch_fiber(fakeStack, &bottom, &size);
+  // Always, not once: the scheduler may run on another host thread's stack
+  // at the next launch.
+  if (previous)
+    *previous = {bottom, size};
 #endif
 }
 } // namespace
@@ -128,11 +171,27 @@ extern "C" void lowbit_emu_fiber_start();
 
 struct FiberContext {
   void *stackPointer = nullptr;
+  StackBounds stack;
+  void (*entry)(void *) = nullptr;
+  void *argument = nullptr;
 };
+
+namespace {
+/// Where a new fiber begins: completes the switch that started it, then
+/// runs its entry (which never returns).
+void fiberMain(void *context) {
+  finishSwitch(nullptr);
+  auto *fiber = static_cast<FiberContext *>(context);
+  fiber->entry(fiber->argument);
+}
+} // namespace
 
 void Fiber::prepare(char *stackBottom, char *stackTop, void (*entry)(void *),
                     void *argument) {
   clearStackShadow(stackBottom, stackTop);
+  context->stack = {stackBottom, size_t(stackTop - stackBottom)};
+  context->entry = entry;
+  context->argument = argument;
   auto top = reinterpret_cast<uintptr_t>(stackTop) & ~uintptr_t(15);
   // 8 slots: control words, r15, r14, r13, r12, rbx, rbp, return address.
   // After popping them rsp = top - 16, 16-byte aligned for the call.
@@ -142,47 +201,59 @@ void Fiber::prepare(char *stackBottom, char *stackTop, void (*entry)(void *),
   asm volatile("stmxcsr %0" : "=m"(mxcsr));
   asm volatile("fnstcw %0" : "=m"(x87));
   slots[0] = uint64_t(mxcsr) | (uint64_t(x87) << 32);
-  slots[1] = 0;                                    // r15
-  slots[2] = 0;                                    // r14
-  slots[3] = reinterpret_cast<uint64_t>(entry);    // r13
-  slots[4] = reinterpret_cast<uint64_t>(argument); // r12
-  slots[5] = 0;                                    // rbx
-  slots[6] = 0;                                    // rbp
+  slots[1] = 0;                                         // r15
+  slots[2] = 0;                                         // r14
+  slots[3] = reinterpret_cast<uint64_t>(&fiberMain);    // r13
+  slots[4] = reinterpret_cast<uint64_t>(context.get()); // r12
+  slots[5] = 0;                                         // rbx
+  slots[6] = 0;                                         // rbp
   slots[7] = reinterpret_cast<uint64_t>(&lowbit_emu_fiber_start);
   context->stackPointer = slots;
 }
 
 void Fiber::switchTo(Fiber &from, Fiber &to) {
+  void *fakeStack = nullptr;
+  startSwitch(from.context->stack, to.context->stack, &fakeStack);
   lowbit_emu_switch(&from.context->stackPointer, to.context->stackPointer);
+  finishSwitch(fakeStack);
 }
 
 #else
 
 struct FiberContext {
   ucontext_t context;
+  StackBounds stack;
+  void (*entry)(void *) = nullptr;
+  void *argument = nullptr;
 };
 
 void Fiber::prepare(char *stackBottom, char *stackTop, void (*entry)(void *),
                     void *argument) {
   clearStackShadow(stackBottom, stackTop);
+  context->stack = {stackBottom, size_t(stackTop - stackBottom)};
+  context->entry = entry;
+  context->argument = argument;
   getcontext(&context->context);
   context->context.uc_stack.ss_sp = stackBottom;
   context->context.uc_stack.ss_size = size_t(stackTop - stackBottom);
   context->context.uc_link = nullptr;
   // makecontext passes int arguments: split the pointer.
-  auto bits = reinterpret_cast<uintptr_t>(argument);
-  static void (*target)(void *);
-  target = entry;
+  auto bits = reinterpret_cast<uintptr_t>(context.get());
   makecontext(&context->context,
               reinterpret_cast<void (*)()>(+[](unsigned low, unsigned high) {
-                target(reinterpret_cast<void *>(uintptr_t(low) |
-                                                (uintptr_t(high) << 32)));
+                finishSwitch(nullptr);
+                auto *fiber = reinterpret_cast<FiberContext *>(
+                    uintptr_t(low) | (uintptr_t(high) << 32));
+                fiber->entry(fiber->argument);
               }),
               2, unsigned(bits), unsigned(uint64_t(bits) >> 32));
 }
 
 void Fiber::switchTo(Fiber &from, Fiber &to) {
+  void *fakeStack = nullptr;
+  startSwitch(from.context->stack, to.context->stack, &fakeStack);
   swapcontext(&from.context->context, &to.context->context);
+  finishSwitch(fakeStack);
 }
 
 #endif
