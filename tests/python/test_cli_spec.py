@@ -92,7 +92,7 @@ W = data((32,), 7, low=0.5)
     ("rmsnorm(eps=1e-6) | quantize nvfp4", {"input": X}, [],
      "missing --side weight=FILE: it reads weight"),
     ("rmsnorm | quantize mxfp4", {"input": X, "weight": W[:16]}, [],
-     "side input 'weight' has shape (16,), expected [32] or [1, 32]"),
+     "side input 'weight' has shape (16,), expected (32,) or (1, 32)"),
     ("rmsnorm | quantize mxfp4",
      {"input": X, "weight": W.astype(np.float16)}, [],
      "side input 'weight' is float16; the input is float32"),

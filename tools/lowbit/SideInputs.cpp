@@ -27,10 +27,11 @@ bool fitsShape(const std::vector<int64_t> &shape, Shape2D expected,
   return std::equal(leading.begin(), leading.end(), shape.begin());
 }
 
+/// In numpy's notation, as npy::Array::shapeText writes the file's shape.
 std::string shapeText(Shape2D shape) {
   return shape.rows == 1
-             ? fmt::format("[{}] or [1, {}]", shape.cols, shape.cols)
-             : fmt::format("[{}, {}]", shape.rows, shape.cols);
+             ? fmt::format("({},) or (1, {})", shape.cols, shape.cols)
+             : fmt::format("({}, {})", shape.rows, shape.cols);
 }
 
 bool fail(std::string *error, std::string message) {

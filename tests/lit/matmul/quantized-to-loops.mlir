@@ -92,15 +92,21 @@ func.func @int8_per_token(%x: memref<?x?xf16>, %c: memref<?x?xi8>,
 
 // -----
 
-// NVFP4 x NVFP4: nibbles unpacked (element 0 low), ue4m3 scales decoded and
-// multiplied by each side's global scale; blocks of 16.
+// NVFP4 x NVFP4: nibbles unpacked (element 0 low), ue4m3 scales decoded
+// alone (blocks of 16: acc = fma(p, sx * sw, acc)); the product of the
+// two global scales multiplies acc once, after the K loop.
 // CHECK-LABEL: func.func @nvfp4
 // CHECK: lowbit.quantize {{.*}} -> tensor<?x32xi8> scales tensor<?x4xi8> global tensor<1x1xf32>
 // CHECK: arith.shrui %{{.*}}, %{{.*}} : i8
 // CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"e2m1">} : i8 to f32
 // CHECK: lowbit.decode %{{.*}} {format = #lowbit.float<"ue4m3">} : i8 to f32
-// CHECK: arith.mulf
-// CHECK: arith.muli %{{.*}}, %c16
+// CHECK-NOT: arith.mulf
+// CHECK: scf.for
+// CHECK: math.fma
+// CHECK: %[[SCALE:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: math.fma %{{.*}}, %[[SCALE]], %{{.*}} : f32
+// CHECK: %[[GLOBALS:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: arith.mulf %{{.*}}, %[[GLOBALS]] : f32
 func.func @nvfp4(%x: memref<?x64xf32>, %c: memref<8x32xi8>,
                  %s: memref<8x4xi8>, %g: memref<1x1xf32>,
                  %y: memref<?x8xbf16>) {

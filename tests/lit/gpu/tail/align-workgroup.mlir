@@ -3,16 +3,13 @@
 // lowering would give an i8 buffer `.align 1`); a larger one is kept, and
 // private buffers are left alone.
 //
+// (tests/lit/fusion/compile.test checks the PTX: `.shared .align 16`.)
+//
 // RUN: lowbit-opt %s -lowbit-gpu-align-workgroup | FileCheck %s
-// RUN: lowbit-opt %s -lowbit-gpu-align-workgroup \
-// RUN:   | lowbit-opt -convert-gpu-to-nvvm | FileCheck %s --check-prefix=NVVM
 
 // CHECK-LABEL: gpu.func @tiles
 // CHECK-SAME: workgroup(%{{.*}} : memref<80xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<40xf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4xf32, #gpu.address_space<workgroup>> {llvm.align = 32 : i64})
 // CHECK-SAME: private(%{{.*}} : memref<2xi8, #gpu.address_space<private>>)
-// NVVM-DAG: llvm.mlir.global internal @__wg_tiles_0() {addr_space = 3 : i32, alignment = 16 : i64}
-// NVVM-DAG: llvm.mlir.global internal @__wg_tiles_1() {addr_space = 3 : i32, alignment = 16 : i64}
-// NVVM-DAG: llvm.mlir.global internal @__wg_tiles_2() {addr_space = 3 : i32, alignment = 32 : i64}
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @tiles()
