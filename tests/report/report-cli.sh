@@ -68,6 +68,15 @@ grep -Eq '^  GEMV: bucket 1 rows, 2 columns a warp, SASS loop at [0-9]+ of [0-9]
 grep -Eq '^  GEMV: bucket 16 rows, 1 columns a warp, SASS loop at [0-9]+ of [0-9]+ instr for 32 weights' "$work/matmul.txt"
 grep -q '^matmul int4_g128 from=bf16 to=bf16 dynamic at M=16 N=4096 K=4096 on sm_90a: 1 launch(es)' "$work/matmul.txt"
 
+# Quantized-activation matmuls with a workspace (NVFP4's global, a
+# per-tensor X scale): the report binds the workspace the JIT appends and
+# reads all three launches.
+for spec in 'matmul w=nvfp4 a=nvfp4 from=bf16' 'matmul w=fp8_e4m3 a=fp8_e4m3 from=bf16'; do
+  "$lowbit" report "$spec" --size 256x256 --m 64 > "$work/act.txt"
+  grep -q 'on sm_90a: 3 launch(es)' "$work/act.txt"
+  grep -q "^X's quantize: .*through the workspace" "$work/act.txt"
+done
+
 expect_failure() {
   local pattern=$1; shift
   if "$lowbit" report "$@" > "$work/out" 2> "$work/err"; then

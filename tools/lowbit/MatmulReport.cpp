@@ -50,6 +50,15 @@ Expected<std::string> reportMatmul(const matmul::MatmulSpec &spec, int64_t n,
             int64_t(aot::elementBytes(params[i].elementType)),
         params[i].isResult));
   report::setMatmulTraffic(input, shape);
+  // The workspace the JIT appends after the ABI's buffers (NVFP4's and
+  // a per-tensor X scale's amax words): written by atomics, never data,
+  // so not in the minimum bytes.
+  if (compiled->workspaceWords > 0) {
+    input.buffers.push_back(
+        report::matmulBuffer("workspace", compiled->workspaceWords * 4, true));
+    shapes.push_back({1, compiled->workspaceWords});
+    doubled.push_back({1, compiled->workspaceWords});
+  }
   for (const jit::LaunchStep &step : compiled->plan.steps) {
     Expected<report::KernelLaunch> launch = launchOfStep(step, shapes, doubled);
     if (!launch)
@@ -70,10 +79,9 @@ Expected<std::string> reportMatmul(const matmul::MatmulSpec &spec, int64_t n,
   if (markdown)
     return report::formatReportMarkdownRow(*report);
   std::string choice =
-      spec.activation
-          ? activationQuantizeChoice(spec.scheme, *spec.activation,
-                                     !spec.prologues.empty())
-          : "";
+      spec.activation ? activationQuantizeChoice(spec.scheme, *spec.activation,
+                                                 !spec.prologues.empty())
+                      : "";
   return report::matmulInputsText(input, *report, shape) +
          (choice.empty() ? "" : choice + "\n") +
          report::formatReportText(*report) + "\n";
