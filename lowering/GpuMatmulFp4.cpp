@@ -628,13 +628,7 @@ LogicalResult emitMatmulFp4Gemm(RewriterBase &rewriter,
       .emit(workspace);
   if (!workspace)
     return success();
-  // The workspace leaves the sequence as it came, all zero.
-  kit::KernelEmitter emitter(builder);
-  gpu::LaunchOp launch = emitter.launchBlocks(emitter.idx(1), 1);
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPoint(launch.getBody().front().getTerminator());
-  memref::StoreOp::create(builder, emitter.i32(0), workspace,
-                          ValueRange{emitter.idx(0), emitter.idx(kGlobalWord)});
+  gpu_mapping::emitWorkspaceWordReset(builder, workspace, kGlobalWord);
   return success();
 }
 

@@ -30,6 +30,7 @@
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/Passes.h"
 #include "lowering/kit/GridStride.h"
+#include "lowering/kit/KernelEmitter.h"
 
 #include "dialect/LowbitOps.h"
 
@@ -545,6 +546,16 @@ Value emitTensorAmaxIntoWorkspace(RewriterBase &rewriter,
   return emitAmaxDerivedIntoWorkspace(
       rewriter, b, op, scheme, input, word, threadsPerBlock,
       [](TensorReduceEmitter &, Value amax) { return amax; });
+}
+
+void emitWorkspaceWordReset(ImplicitLocOpBuilder &b, Value workspace,
+                            int64_t word) {
+  kit::KernelEmitter emitter(b);
+  gpu::LaunchOp launch = emitter.launchBlocks(emitter.idx(1), 1);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(launch.getBody().front().getTerminator());
+  memref::StoreOp::create(b, emitter.i32(0), workspace,
+                          ValueRange{emitter.idx(0), emitter.idx(word)});
 }
 
 } // namespace lowbit::gpu_mapping

@@ -67,6 +67,12 @@ mlir::Value emitTensorAmaxIntoWorkspace(mlir::RewriterBase &rewriter,
                                         const Scheme &scheme, mlir::Value input,
                                         int64_t word, int64_t threadsPerBlock);
 
+/// The launch after the one that reads word `word` of `workspace`: one
+/// thread stores 0 there, so the sequence leaves the workspace all zero as
+/// it found it (docs/kernel-abi.md, "Workspace").
+void emitWorkspaceWordReset(mlir::ImplicitLocOpBuilder &b,
+                            mlir::Value workspace, int64_t word);
+
 /// The end of a statistics launch emitted elsewhere (the fused kernels of
 /// GpuFusedRows.cpp): each thread's statistics `acc` (amax, or amax, min,
 /// max) are combined over its warp and block through the launch's first
