@@ -2,16 +2,14 @@
 
 #include "checkpoint/GgufLlama.h"
 
-#include "runtime/core/AtomicFile.h"
+#include "checkpoint/ModelJson.h"
+
 #include "runtime/core/Json.h"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <limits>
 
 namespace lowbit::checkpoint {
 
@@ -47,59 +45,6 @@ constexpr std::array<LayerTensor, 9> kLayerTensors = {{
 constexpr uint32_t kTokenNormal = 1, kTokenControl = 3, kTokenUserDefined = 4,
                    kTokenUnused = 5;
 
-/// A JSON file of the model directory, its errors naming it.
-struct JsonFile {
-  std::string name;
-  JsonValue root;
-
-  Error bad(const std::string &what) const {
-    return invalid(name + ": " + what);
-  }
-
-  /// A positive integer below 2^32 (the u32 llama.cpp reads), or
-  /// `fallback` when the key is absent and a fallback is given.
-  Expected<uint32_t> count(std::string_view key,
-                           std::optional<uint32_t> fallback = {}) const {
-    const JsonValue *value = root.get(key);
-    if (!value || value->isNull()) {
-      if (fallback)
-        return *fallback;
-      return bad("\"" + std::string(key) + "\" is missing");
-    }
-    std::optional<int64_t> number = value->asInt();
-    if (!number || *number < 1 ||
-        *number > std::numeric_limits<uint32_t>::max())
-      return bad("\"" + std::string(key) + "\" is not a positive 32-bit count");
-    return uint32_t(*number);
-  }
-
-  /// A finite positive number as f32, or nullopt when absent.
-  Expected<std::optional<float>> positive(std::string_view key) const {
-    const JsonValue *value = root.get(key);
-    if (!value || value->isNull())
-      return std::optional<float>();
-    std::optional<double> number = value->asDouble();
-    if (!number || !std::isfinite(float(*number)) || float(*number) <= 0)
-      return bad("\"" + std::string(key) + "\" is not a positive number");
-    return std::optional<float>(float(*number));
-  }
-};
-
-Expected<std::optional<JsonFile>> readJson(const std::string &directory,
-                                           const std::string &name) {
-  std::filesystem::path path = std::filesystem::path(directory) / name;
-  std::error_code ignored;
-  if (!std::filesystem::exists(path, ignored))
-    return std::optional<JsonFile>();
-  std::string text, error;
-  if (!runtime::readFile(path.string(), text, &error))
-    return makeError(ErrorCode::Io, error);
-  std::optional<JsonValue> root = json::parseJson(text, &error);
-  if (!root || !root->isObject())
-    return invalid(name + ": " + (root ? "not a JSON object" : error));
-  return std::optional<JsonFile>(JsonFile{name, std::move(*root)});
-}
-
 /// A decimal block index without sign or leading zeros.
 std::optional<int64_t> blockIndex(std::string_view text) {
   int64_t index = 0;
@@ -117,7 +62,7 @@ std::optional<int64_t> blockIndex(std::string_view text) {
 /// config.json's bos/eos id: an integer, or the first of a list (Llama
 /// 3.1 lists several eos ids; llama.cpp holds one).
 Expected<std::optional<uint32_t>>
-specialId(const JsonFile &config, std::string_view key, uint32_t vocabSize) {
+specialId(const ModelJson &config, std::string_view key, uint32_t vocabSize) {
   const JsonValue *value = config.root.get(key);
   if (value && value->isArray() && !value->items().empty())
     value = &value->items().front();
@@ -134,7 +79,7 @@ specialId(const JsonFile &config, std::string_view key, uint32_t vocabSize) {
 /// convert_hf_to_gguf.py's get_vocab_base lays it out: `vocabSize` tokens
 /// by id, an id no token has becomes "[PAD<id>]" (unused), added tokens
 /// are control (special) or user-defined, the merges "a b".
-Status addBpeVocabulary(const JsonFile &tokenizer, uint32_t vocabSize,
+Status addBpeVocabulary(const ModelJson &tokenizer, uint32_t vocabSize,
                         std::vector<std::pair<std::string, GgufValue>> &out) {
   const JsonValue *model = tokenizer.root.get("model");
   const JsonValue *type =
@@ -227,13 +172,14 @@ Status addBpeVocabulary(const JsonFile &tokenizer, uint32_t vocabSize,
 
 Expected<GgufLlamaModel> readGgufLlamaModel(const std::string &directory,
                                             GgufTokenizer tokenizer) {
-  Expected<std::optional<JsonFile>> read = readJson(directory, "config.json");
+  Expected<std::optional<ModelJson>> read =
+      readModelJson(directory, "config.json");
   if (!read)
     return std::move(read).takeError();
   if (!*read)
     return invalid("'" + directory +
                    "' has no config.json, which names the architecture");
-  const JsonFile &config = **read;
+  const ModelJson &config = **read;
   const JsonValue *architectures = config.root.get("architectures");
   std::string architecture = architectures && architectures->isArray() &&
                                      architectures->items().size() == 1 &&
@@ -312,10 +258,10 @@ Expected<GgufLlamaModel> readGgufLlamaModel(const std::string &directory,
   out.emplace_back("llama.vocab_size", GgufValue::u32(*vocabSize));
   out.emplace_back("llama.rope.dimension_count", GgufValue::u32(*headDim));
 
-  std::optional<JsonFile> tokenizerFile;
+  std::optional<ModelJson> tokenizerFile;
   if (tokenizer == GgufTokenizer::FromDirectory) {
-    Expected<std::optional<JsonFile>> tokenizerRead =
-        readJson(directory, "tokenizer.json");
+    Expected<std::optional<ModelJson>> tokenizerRead =
+        readModelJson(directory, "tokenizer.json");
     if (!tokenizerRead)
       return std::move(tokenizerRead).takeError();
     tokenizerFile = std::move(*tokenizerRead);

@@ -2,11 +2,9 @@
 
 #include "checkpoint/QuantConfig.h"
 
+#include "checkpoint/ModelJson.h"
 #include "checkpoint/Nvfp4.h"
-#include "runtime/core/AtomicFile.h"
 #include "runtime/core/Json.h"
-
-#include <filesystem>
 
 namespace lowbit::checkpoint {
 
@@ -15,67 +13,8 @@ namespace {
 using json::JsonValue;
 using Kind = QuantLayout::Kind;
 
-/// Errors name the file; `field` the JSON path within it.
-struct ConfigFile {
-  std::string name;
-  JsonValue root;
-
-  Error bad(const std::string &what) const {
-    return makeError(ErrorCode::InvalidArgument, name + ": " + what);
-  }
-  const JsonValue *member(const JsonValue &object, std::string_view key) const {
-    return object.isObject() ? object.get(key) : nullptr;
-  }
-  Expected<std::string> text(const JsonValue &object, std::string_view key,
-                             std::string_view fallback) const {
-    const JsonValue *value = member(object, key);
-    if (!value || value->isNull())
-      return std::string(fallback);
-    if (!value->isString())
-      return bad("\"" + std::string(key) + "\" is not a string");
-    return value->text();
-  }
-  /// An integer field, `fallback` when absent (or null).
-  Expected<int64_t> integer(const JsonValue &object, std::string_view key,
-                            int64_t fallback) const {
-    const JsonValue *value = member(object, key);
-    if (!value || value->isNull())
-      return fallback;
-    std::optional<int64_t> number = value->asInt();
-    if (!number)
-      return bad("\"" + std::string(key) + "\" is not an integer");
-    return *number;
-  }
-  Expected<bool> flag(const JsonValue &object, std::string_view key,
-                      bool fallback) const {
-    const JsonValue *value = member(object, key);
-    if (!value || value->isNull())
-      return fallback;
-    if (value->kind() != JsonValue::Kind::Bool)
-      return bad("\"" + std::string(key) + "\" is not true or false");
-    return value->asBool();
-  }
-};
-
-/// The file `name` of `directory`, parsed, or nullopt when it is absent.
-Expected<std::optional<ConfigFile>> readConfig(const std::string &directory,
-                                               const std::string &name) {
-  std::filesystem::path path = std::filesystem::path(directory) / name;
-  std::error_code ignored;
-  if (!std::filesystem::exists(path, ignored))
-    return std::optional<ConfigFile>();
-  std::string text, error;
-  if (!runtime::readFile(path.string(), text, &error))
-    return makeError(ErrorCode::Io, error);
-  std::optional<JsonValue> root = json::parseJson(text, &error);
-  if (!root || !root->isObject())
-    return makeError(ErrorCode::InvalidArgument,
-                     name + ": " + (root ? "not a JSON object" : error));
-  return std::optional<ConfigFile>(ConfigFile{name, std::move(*root)});
-}
-
 /// A group size field: -1 (one group) or a positive size.
-Expected<int> groupSize(const ConfigFile &file, const JsonValue &object,
+Expected<int> groupSize(const ModelJson &file, const JsonValue &object,
                         std::string_view key, int64_t fallback) {
   Expected<int64_t> size = file.integer(object, key, fallback);
   if (!size)
@@ -86,7 +25,7 @@ Expected<int> groupSize(const ConfigFile &file, const JsonValue &object,
   return int(*size);
 }
 
-Expected<QuantLayout> gptqLayout(const ConfigFile &file,
+Expected<QuantLayout> gptqLayout(const ModelJson &file,
                                  const JsonValue &config) {
   QuantLayout layout;
   layout.kind = Kind::Gptq;
@@ -113,7 +52,7 @@ Expected<QuantLayout> gptqLayout(const ConfigFile &file,
   return layout;
 }
 
-Expected<QuantLayout> awqLayout(const ConfigFile &file,
+Expected<QuantLayout> awqLayout(const ModelJson &file,
                                 const JsonValue &config) {
   QuantLayout layout;
   layout.kind = Kind::Awq;
@@ -147,7 +86,7 @@ Expected<QuantLayout> awqLayout(const ConfigFile &file,
   return layout;
 }
 
-Expected<QuantLayout> compressedTensorsLayout(const ConfigFile &file,
+Expected<QuantLayout> compressedTensorsLayout(const ModelJson &file,
                                               const JsonValue &config) {
   QuantLayout layout;
   layout.source = file.name;
@@ -233,7 +172,7 @@ Expected<QuantLayout> compressedTensorsLayout(const ConfigFile &file,
                   "mxfp4-pack-quantized and float-quantized");
 }
 
-Expected<QuantLayout> modelOptLayout(const ConfigFile &file,
+Expected<QuantLayout> modelOptLayout(const ModelJson &file,
                                      const JsonValue &quantization) {
   Expected<std::string> algorithm = file.text(quantization, "quant_algo", "");
   if (!algorithm)
@@ -253,7 +192,7 @@ Expected<QuantLayout> modelOptLayout(const ConfigFile &file,
   return layout;
 }
 
-Expected<QuantLayout> fromQuantizationConfig(const ConfigFile &file,
+Expected<QuantLayout> fromQuantizationConfig(const ModelJson &file,
                                              const JsonValue &config) {
   Expected<std::string> method = file.text(config, "quant_method", "");
   if (!method)
@@ -328,8 +267,8 @@ std::string QuantLayout::describe() const {
 }
 
 Expected<QuantLayout> detectLayout(const std::string &directory) {
-  Expected<std::optional<ConfigFile>> modelOpt =
-      readConfig(directory, "hf_quant_config.json");
+  Expected<std::optional<ModelJson>> modelOpt =
+      readModelJson(directory, "hf_quant_config.json");
   if (!modelOpt)
     return modelOpt.error();
   if (*modelOpt) {
@@ -339,8 +278,8 @@ Expected<QuantLayout> detectLayout(const std::string &directory) {
       return (*modelOpt)->bad("no \"quantization\" object");
     return modelOptLayout(**modelOpt, *quantization);
   }
-  Expected<std::optional<ConfigFile>> config =
-      readConfig(directory, "config.json");
+  Expected<std::optional<ModelJson>> config =
+      readModelJson(directory, "config.json");
   if (!config)
     return config.error();
   if (*config) {
@@ -351,12 +290,12 @@ Expected<QuantLayout> detectLayout(const std::string &directory) {
       return fromQuantizationConfig(**config, *quantization);
     }
   }
-  Expected<std::optional<ConfigFile>> quantize =
-      readConfig(directory, "quantize_config.json");
+  Expected<std::optional<ModelJson>> quantize =
+      readModelJson(directory, "quantize_config.json");
   if (!quantize)
     return quantize.error();
   if (*quantize) {
-    const ConfigFile &file = **quantize;
+    const ModelJson &file = **quantize;
     Expected<std::string> method = file.text(file.root, "quant_method", "");
     if (!method)
       return method.error();
