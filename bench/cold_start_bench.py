@@ -184,8 +184,9 @@ def in_process(builds, args, environment):
 def startup(builds, args, environment):
     specs = model_specs()
     print("\n3. Start-up: the {} kernel specs of Llama-3-8B (int4_g128 and "
-          "nvfp4 weights with their matmuls, FP8 KV cache), {} threads, empty cache; median "
-          "of {} (ms)".format(len(specs), args.threads, args.runs))
+          "nvfp4 weights with their matmuls, FP8 KV cache), {} threads, "
+          "empty cache; median of {} (ms)".format(len(specs), args.threads,
+                                                  args.runs))
     for name, build in builds.items():
         for product in ["ptx", "cubin"]:
             walls, cpus = [], []
