@@ -2,7 +2,7 @@
 docs/pipeline.md, "The compiler library, linked statically").
 
 Usage: cold_start_bench.py BUILD [--compare BUILD2] [--runs N] [--chip C]
-                           [--threads T]
+                           [--threads T] [--parts 1,2,3]
 
 For each build directory (BUILD, and BUILD2 if given: e.g. one configured
 with -DLOWBIT_STATIC_COMPILER=ON and one with OFF), in one run:
@@ -21,7 +21,9 @@ with -DLOWBIT_STATIC_COMPILER=ON and one with OFF), in one run:
 3. Start-up: every kernel a Llama-3-8B deployment needs (one spec per
    distinct layer shape and scheme, MODEL_SPECS), compiled in parallel on
    T threads (default: the CPU count) into an empty cache, as PTX and as
-   PTX + cubin (nvJitLink); the median of N runs.
+   PTX + cubin (nvJitLink); the median of N runs, as wall time and as
+   the process's CPU time (user + system, all threads: the figure a loaded
+   machine disturbs least).
 
 Prints numbers only; bench/RESULTS.md has them, with the date, machine and
 commit.
@@ -29,6 +31,7 @@ commit.
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -37,14 +40,15 @@ import time
 # Schemes of the cold-CLI comparison: each has an NVRTC reference kernel.
 CLI_SCHEMES = ["mxfp4", "fp8_e4m3", "nvfp4", "int8_g64"]
 
-# Warm spec -> PTX: every named quantize scheme, a dequantize, and the
-# heaviest kernel lowbit builds (decode attention over an FP8 KV cache).
+# Warm spec -> PTX: every named quantize scheme, a dequantize, decode
+# attention over an FP8 KV cache and the W4A16 matmul (the heaviest).
 WARM_SPECS = ["quantize {} dynamic".format(scheme) for scheme in [
     "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4",
     "nvfp4", "int4_g128", "int8", "int8_g64"]] + [
     "dequantize mxfp4 to=bf16",
     "kv_attend kv_fp8_e4m3 scale=per_head q=bf16 layout=paged q_heads=32 "
     "kv_heads=8 head_dim=128",
+    "matmul int4_g128 from=bf16",
 ]
 
 # Llama-3-8B (hidden 4096, intermediate 14336, 32 query heads, 8 KV heads
@@ -57,16 +61,20 @@ def model_specs():
     """One spec per distinct layer shape and scheme, for two deployments:
     int4_g128 weights (W4A16) and nvfp4 weights with nvfp4 activations
     (W4A4). Per weight shape, the weights' quantize and dequantize kernels
-    at that static shape; the activations' quantize (dynamic rows: one
-    spec per scheme); an FP8 KV cache's append and decode attention. The
-    quantized matmul itself is not in the list: `lowbit.matmul` has no GPU
-    kernel in this tree yet (docs/matmul-gpu.md), only its CPU tail."""
+    at that static shape, and the quantized matmul at that shape (the
+    W4A16 GEMV/GEMM `matmul int4_g128`, the W4A4 `matmul w=nvfp4
+    a=nvfp4`; docs/matmul-gpu.md); the activations' quantize (dynamic
+    rows: one spec per scheme); an FP8 KV cache's append and decode
+    attention."""
     specs = []
+    matmuls = {"int4_g128": "matmul int4_g128 from=bf16",
+               "nvfp4": "matmul w=nvfp4 a=nvfp4 from=bf16"}
     for scheme in ["int4_g128", "nvfp4"]:
         for n, k in LLAMA3_8B_LINEAR:
             specs += [
                 "quantize {} from=bf16 rows={} cols={}".format(scheme, n, k),
-                "dequantize {} to=bf16 rows={} cols={}".format(scheme, n, k)]
+                "dequantize {} to=bf16 rows={} cols={}".format(scheme, n, k),
+                "{} n={} k={}".format(matmuls[scheme], n, k)]
     specs += [
         "quantize nvfp4 from=bf16",
         "quantize fp8_e4m3 from=bf16",
@@ -140,6 +148,12 @@ def cold_cli(builds, args, environment):
                     statistics.median(rounds)))
 
 
+def children_cpu_ms():
+    """User + system CPU milliseconds of the waited-for children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
 def run_bench(build, arguments, environment):
     output = subprocess.run(
         [os.path.join(build, "bin", "lowbit-bench-cold-start")] + arguments,
@@ -170,19 +184,23 @@ def in_process(builds, args, environment):
 def startup(builds, args, environment):
     specs = model_specs()
     print("\n3. Start-up: the {} kernel specs of Llama-3-8B (int4_g128 and "
-          "nvfp4 weights, FP8 KV cache), {} threads, empty cache; median "
-          "of {} (ms)".format(len(specs), args.threads, args.runs))
+          "nvfp4 weights with their matmuls, FP8 KV cache), {} threads, "
+          "empty cache; median of {} (ms)".format(len(specs), args.threads,
+                                                  args.runs))
     for name, build in builds.items():
         for product in ["ptx", "cubin"]:
-            walls = []
+            walls, cpus = [], []
             for _ in range(args.runs):
+                before = children_cpu_ms()
                 line = run_bench(build, ["startup", args.chip,
                                          str(args.threads), product] + specs,
                                  environment)[-1]
+                cpus.append(children_cpu_ms() - before)
                 walls.append(float(line.split()[1]))
-            print("  {:<8} {:<6} {:10.1f}   (min {:.1f}, max {:.1f})".format(
-                name, product, statistics.median(walls), min(walls),
-                max(walls)))
+            print("  {:<8} {:<6} wall {:10.1f}   (min {:.1f}, max {:.1f})"
+                  "   process cpu {:10.1f}".format(
+                      name, product, statistics.median(walls), min(walls),
+                      max(walls), statistics.median(cpus)))
     print("  specs:")
     for spec in specs:
         print("    " + spec)
@@ -195,6 +213,8 @@ def main():
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--chip", default="sm_90a")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--parts", default="1,2,3",
+                        help="which of the three measures to run, e.g. 2,3")
     args = parser.parse_args()
     builds = {}
     for build in [args.build] + ([args.compare] if args.compare else []):
@@ -208,9 +228,13 @@ def main():
         environment.pop(variable, None)
     print("builds: " + ", ".join("{} = {}".format(name, build)
                                  for name, build in builds.items()))
-    cold_cli(builds, args, environment)
-    in_process(builds, args, environment)
-    startup(builds, args, environment)
+    parts = set(args.parts.split(","))
+    if "1" in parts:
+        cold_cli(builds, args, environment)
+    if "2" in parts:
+        in_process(builds, args, environment)
+    if "3" in parts:
+        startup(builds, args, environment)
 
 
 if __name__ == "__main__":
