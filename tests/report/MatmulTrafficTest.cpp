@@ -301,8 +301,13 @@ TEST_CASE("matmul: the GEMM's K loop runs ceil(K / 32) trips", "[report]") {
   double peak = mmaSyncPeakSeconds(input.chip, {m, n, k}, MmaKind::F16);
   CHECK(peak / gemm.seconds < 1.0);
   std::string text = matmulInputsText(input, *report, {m, n, k});
-  CHECK(text.find("K loop 128 trips, 2048 mma.sync per warp (the shape "
-                  "needs 2048)") != std::string::npos);
+  CHECK(text.find("mma.sync f16/bf16 m16n8k16: K loop 128 trips, 2048 "
+                  "mma.sync per warp (the shape needs 2048), 8 issue slots "
+                  "each") != std::string::npos);
+  // The peak it is measured against, with its inputs (sm_90a's f16 rate).
+  CHECK(text.find("of the f16/bf16 mma.sync peak") != std::string::npos);
+  CHECK(text.find("1024 multiply-adds per clock per SM, 50% of the tensor "
+                  "peak 2048, x 132 SMs x 1.98 GHz") != std::string::npos);
 }
 
 TEST_CASE("matmul: the mma.sync peak of the GEMM's kind", "[report]") {
