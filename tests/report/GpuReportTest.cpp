@@ -448,6 +448,25 @@ $L__BB0_1:
 }
 )ptx";
 
+/// The quad mma kernel `ptx` over 64 MiB on `chip`: 2048 blocks of 128.
+SpecInput quadMmaInput(std::string ptx, const ChipModel &chip) {
+  SpecInput input;
+  input.title = "quad mma";
+  input.chip = chip;
+  input.ptx = std::move(ptx);
+  input.valueBytes = 1;
+  input.buffers = {{"input", int64_t(64) << 20, false}};
+  input.elements = int64_t(64) << 20;
+  input.minimumBytes = double(input.elements);
+  KernelLaunch launch;
+  launch.kernel = "quad_mma";
+  launch.block = {128, 1, 1};
+  launch.grid = {2048, 1, 1};
+  launch.bufferOfParameter = {0};
+  input.launches = {launch};
+  return input;
+}
+
 } // namespace
 
 TEST_CASE("mma.sync takes its issue slots; bfe lane indices are followed",
@@ -460,21 +479,8 @@ TEST_CASE("mma.sync takes its issue slots; bfe lane indices are followed",
   // 8 rows (g) of 64 B each (4 lanes x 16 B): 8 lines per warp load.
   CHECK(kernel.accesses[0].warpLines == 8);
 
-  SpecInput input;
-  input.title = "quad mma";
-  input.chip = h200();
+  SpecInput input = quadMmaInput(kQuadMmaPtx, h200());
   REQUIRE(input.chip.mmaSyncIssueSlots == 8);
-  input.ptx = kQuadMmaPtx;
-  input.valueBytes = 1;
-  input.buffers = {{"input", int64_t(64) << 20, false}};
-  input.elements = int64_t(64) << 20;
-  input.minimumBytes = double(input.elements);
-  KernelLaunch launch;
-  launch.kernel = "quad_mma";
-  launch.block = {128, 1, 1};
-  launch.grid = {2048, 1, 1};
-  launch.bufferOfParameter = {0};
-  input.launches = {launch};
   Expected<SpecReport> report = analyzeSpec(input);
   REQUIRE(report);
   const LaunchReport &out = report->launches[0];
@@ -524,20 +530,7 @@ TEST_CASE("an mma.sync is charged by its operand kind", "[report]") {
   std::string f16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
   ptx.replace(ptx.find(f16), f16.size(),
               "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32");
-  SpecInput input;
-  input.title = "quad mma e4m3";
-  input.chip = *rtx;
-  input.ptx = ptx;
-  input.valueBytes = 1;
-  input.buffers = {{"input", int64_t(64) << 20, false}};
-  input.elements = int64_t(64) << 20;
-  input.minimumBytes = double(input.elements);
-  KernelLaunch launch;
-  launch.kernel = "quad_mma";
-  launch.block = {128, 1, 1};
-  launch.grid = {2048, 1, 1};
-  launch.bufferOfParameter = {0};
-  input.launches = {launch};
+  SpecInput input = quadMmaInput(ptx, *rtx);
   Expected<SpecReport> report = analyzeSpec(input);
   REQUIRE(report);
   const LaunchReport &out = report->launches[0];
