@@ -47,10 +47,22 @@ constexpr std::string_view kConversion =
 constexpr std::string_view kConversionAssumed =
     "ASSUMED: 16 conversions per clock per SM, the programming guide's "
     "figure for 8.0 to 9.0 (none found for this compute capability)";
-constexpr std::string_view kMma =
-    "ASSUMED: half of H100's dense FP16 tensor peak (989 TFLOPS, H100 "
-    "whitepaper; wgmma reaches it, mma.sync does not), 8 clocks per "
-    "m16n8k16; taken for every chip";
+constexpr std::string_view kMmaHalf =
+    "ASSUMED: mma.sync reaches half of the dense tensor peak (wgmma reaches "
+    "it; Luo et al., arXiv 2501.12084, benchmark both on H800; public "
+    "mma.sync kernels report about half); no H100 was at hand to measure "
+    "it";
+constexpr std::string_view kMmaOnly =
+    "PTX ISA: wgmma is sm_90a's and tcgen05.mma sm_100a's, so on this chip "
+    "mma.sync is the tensor cores' only instruction and the datasheet's "
+    "dense peak is its";
+constexpr std::string_view kNoMmaRate =
+    "not recorded: no part of this compute capability is modelled";
+constexpr std::string_view kNoFp8Mma =
+    "PTX ISA: mma.sync with e4m3/e5m2 operands needs sm_89";
+constexpr std::string_view kNoFp4Mma =
+    "PTX ISA: the block-scaled mma.sync (kind::mxf4nvf4, kind::mxf4) is "
+    "sm_120a's (sm_100a's block-scaled products are tcgen05.mma's)";
 constexpr std::string_view kL1Hopper =
     "H100 whitepaper: 33 TB/s of L1/shared bandwidth over 132 SMs at "
     "1.98 GHz = 128 B per clock per SM";
@@ -91,7 +103,10 @@ ChipConstants row(std::string_view chip, unsigned smVersion,
   row.int32LanesPerClock = of(64, kInt32);
   row.conversionLanesPerClock =
       of(16, smVersion <= 90 ? kConversion : kConversionAssumed);
-  row.mmaSyncIssueSlots = of(8, kMma);
+  for (Sourced *rate : {&row.tensorF16MacsPerClock, &row.tensorFp8MacsPerClock,
+                        &row.tensorS8MacsPerClock, &row.tensorFp4MacsPerClock})
+    *rate = of(0, kNoMmaRate);
+  row.mmaSyncShareOfPeak = of(1, kNoMmaRate);
   row.l1WavefrontsPerClock = of(1, kL1Other);
   row.launchOverheadSeconds = of(1.5e-6, kLaunch);
   row.contendedAtomicSeconds = of(0.5e-9, kAtomic);
@@ -113,6 +128,17 @@ std::vector<ChipConstants> makeTable() {
   a100.fp32LanesPerClock =
       of(64, "glennklockwood.com, from NVIDIA's A100 documents: 6,912 FP32 "
              "cores, 64 per SM");
+  // Dense tensor peaks over SMs x clock x 2 (a multiply-add is 2 ops).
+  a100.tensorF16MacsPerClock =
+      of(1024, "NVIDIA A100 whitepaper and datasheet: 312 TFLOPS dense FP16 "
+               "tensor = 1024 multiply-adds per clock per SM at 108 SMs x "
+               "1.41 GHz");
+  a100.tensorS8MacsPerClock =
+      of(2048, "NVIDIA A100 whitepaper and datasheet: 624 TOPS dense INT8 "
+               "tensor = 2048 per clock per SM");
+  a100.tensorFp8MacsPerClock = of(0, kNoFp8Mma);
+  a100.tensorFp4MacsPerClock = of(0, kNoFp4Mma);
+  a100.mmaSyncShareOfPeak = of(1, kMmaOnly);
   table.push_back(a100);
 
   // Limits only: lowbit models no sm_86 part.
@@ -130,6 +156,17 @@ std::vector<ChipConstants> makeTable() {
   l40s.fp32LanesPerClock =
       of(128, "NVIDIA L40S datasheet, as quoted by itcreations.com: 18,176 "
               "CUDA cores / 142 SMs");
+  l40s.tensorF16MacsPerClock =
+      of(512, "NVIDIA L40S datasheet, as quoted by mullet.se: 362.05 TFLOPS "
+              "dense FP16 tensor = 506 multiply-adds per clock per SM at 142 "
+              "SMs x 2.52 GHz, 512 at the datasheet's clock");
+  l40s.tensorFp8MacsPerClock =
+      of(1024, "same datasheet: 733 TFLOPS dense FP8 tensor, twice FP16");
+  l40s.tensorS8MacsPerClock =
+      of(1024, "hmc-tech.com's L40S page: 732.86 TOPS dense INT8 tensor, as "
+               "FP8");
+  l40s.tensorFp4MacsPerClock = of(0, kNoFp4Mma);
+  l40s.mmaSyncShareOfPeak = of(1, kMmaOnly);
   table.push_back(l40s);
 
   ChipConstants h200 = row("sm_90a", 90, "H200 SXM", 2048, 32, 228);
@@ -141,6 +178,17 @@ std::vector<ChipConstants> makeTable() {
       of(128, "H100 whitepaper, as quoted by notes.haroldbenoit.com: 128 "
               "FP32 CUDA cores per SM");
   h200.l1WavefrontsPerClock = of(1, kL1Hopper);
+  h200.tensorF16MacsPerClock =
+      of(2048, "H100 whitepaper, Table 3: 989 TFLOPS dense FP16 tensor "
+               "(FP32 accumulate) = 2048 multiply-adds per clock per SM at "
+               "132 SMs x 1.83 GHz");
+  h200.tensorFp8MacsPerClock =
+      of(4096, "H100 whitepaper, Table 3: 1979 TFLOPS dense FP8 tensor, "
+               "twice FP16");
+  h200.tensorS8MacsPerClock =
+      of(4096, "H100 whitepaper, Table 3: 1979 TOPS dense INT8 tensor");
+  h200.tensorFp4MacsPerClock = of(0, kNoFp4Mma);
+  h200.mmaSyncShareOfPeak = of(0.5, kMmaHalf);
   table.push_back(h200);
 
   ChipConstants b200 = row("sm_100a", 100, "B200", 2048, 32, 228);
@@ -154,6 +202,16 @@ std::vector<ChipConstants> makeTable() {
                  "HBM3e under load)");
   b200.fp32LanesPerClock =
       of(128, "ASSUMED: 128 FP32 lanes per SM, as Hopper's");
+  // B200's dense peaks are tcgen05.mma's; its mma.sync is not assumed
+  // faster per SM and clock than H100's.
+  constexpr std::string_view kB200Mma =
+      "ASSUMED: H100's per SM and clock (B200's datasheet peaks are "
+      "tcgen05.mma's; no figure for its mma.sync)";
+  b200.tensorF16MacsPerClock = of(2048, kB200Mma);
+  b200.tensorFp8MacsPerClock = of(4096, kB200Mma);
+  b200.tensorS8MacsPerClock = of(4096, kB200Mma);
+  b200.tensorFp4MacsPerClock = of(0, kNoFp4Mma);
+  b200.mmaSyncShareOfPeak = of(0.5, kMmaHalf);
   table.push_back(b200);
 
   // Limits only (CCCL gives 10.3 the traits of 10.0): no part modelled.
@@ -168,6 +226,26 @@ std::vector<ChipConstants> makeTable() {
   rtx5090.clockHz = of(2.407e9, "same review: 2,407 MHz boost clock");
   rtx5090.memoryLatencySeconds = of(700e-9, kLatency);
   rtx5090.fp32LanesPerClock = of(128, "same review: 21,760 shaders / 170 SMs");
+  // spheron.network's RTX 5090 spec list gives the peaks with sparsity;
+  // dense is half. It does not name the accumulator: GeForce parts before
+  // halved FP32 accumulation (RTX 4090: FP16 165.2 TFLOPS with FP32, 330.3
+  // with FP16, hmc-tech.com), so FP16 and FP8 are taken as stated.
+  rtx5090.tensorF16MacsPerClock =
+      of(512, "ASSUMED: spheron.network's RTX 5090 list, 838.4 TFLOPS FP16 "
+              "tensor with sparsity = 512 dense multiply-adds per clock per "
+              "SM at 170 SMs x 2.407 GHz; with FP32 accumulation it may be "
+              "half, as on the RTX 4090");
+  rtx5090.tensorFp8MacsPerClock =
+      of(1024, "ASSUMED: same list, 1676.8 TFLOPS FP8 with sparsity = 1024 "
+               "dense; with FP32 accumulation it may be half");
+  rtx5090.tensorS8MacsPerClock =
+      of(1024, "ASSUMED: as FP8 (Ada's INT8 rate is its FP8 rate; no INT8 "
+               "figure found for this part)");
+  rtx5090.tensorFp4MacsPerClock =
+      of(2048, "spheron.network's RTX 5090 list: 3352 TFLOPS FP4 tensor "
+               "with sparsity (NVIDIA's 'AI TOPS') = 2048 dense multiply-"
+               "adds per clock per SM; FP4 accumulates in FP32 only");
+  rtx5090.mmaSyncShareOfPeak = of(1, kMmaOnly);
   table.push_back(rtx5090);
   return table;
 }
@@ -186,6 +264,38 @@ std::vector<ChipConstants> makeOtherParts() {
 }
 
 } // namespace
+
+std::string_view mmaKindName(MmaKind kind) {
+  switch (kind) {
+  case MmaKind::F16:
+    return "f16/bf16";
+  case MmaKind::Fp8:
+    return "e4m3/e5m2";
+  case MmaKind::S8:
+    return "s8";
+  case MmaKind::Fp4BlockScaled:
+    return "block-scaled e2m1";
+  }
+  return "";
+}
+
+const Sourced &tensorMacsPerClock(const ChipConstants &row, MmaKind kind) {
+  switch (kind) {
+  case MmaKind::F16:
+    return row.tensorF16MacsPerClock;
+  case MmaKind::Fp8:
+    return row.tensorFp8MacsPerClock;
+  case MmaKind::S8:
+    return row.tensorS8MacsPerClock;
+  case MmaKind::Fp4BlockScaled:
+    return row.tensorFp4MacsPerClock;
+  }
+  return row.tensorF16MacsPerClock;
+}
+
+double mmaSyncMacsPerClock(const ChipConstants &row, MmaKind kind) {
+  return tensorMacsPerClock(row, kind).value * row.mmaSyncShareOfPeak.value;
+}
 
 const std::vector<ChipConstants> &chipTable() {
   static const std::vector<ChipConstants> table = makeTable();

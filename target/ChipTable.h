@@ -64,8 +64,14 @@ struct ChipConstants {
   /// Lanes per SM per clock of each pipe (a warp instruction of a pipe
   /// with L lanes takes 32 / L clocks of it).
   Sourced fp32LanesPerClock, mufuLanesPerClock, int32LanesPerClock;
-  /// Issue slots of a sub-partition one mma.sync m16n8k16 f16 -> f32 takes.
-  Sourced mmaSyncIssueSlots;
+  /// The dense tensor peak per operand kind of mma.sync (MmaKind; f32
+  /// accumulators, s32 for s8), in multiply-adds per clock per SM; 0 where
+  /// the chip has no mma.sync of the kind.
+  Sourced tensorF16MacsPerClock, tensorFp8MacsPerClock, tensorS8MacsPerClock,
+      tensorFp4MacsPerClock;
+  /// The share of that peak mma.sync reaches: 1 where it is the chip's only
+  /// tensor-core instruction.
+  Sourced mmaSyncShareOfPeak;
   /// 128-byte L1 wavefronts one SM serves per clock.
   Sourced l1WavefrontsPerClock;
   /// Cost of one launch in a stream beyond its own work.
@@ -78,6 +84,22 @@ struct ChipConstants {
 
   bool hasDevice() const { return !device.empty(); }
 };
+
+/// The operand kinds of mma.sync the table gives a rate for.
+enum class MmaKind {
+  F16,            ///< f16 or bf16 operands
+  Fp8,            ///< e4m3 or e5m2
+  S8,             ///< s8 or u8
+  Fp4BlockScaled, ///< e2m1 with ue4m3 / ue8m0 block scales (sm_120a)
+};
+
+/// "f16/bf16", "e4m3/e5m2", "s8", "block-scaled e2m1".
+std::string_view mmaKindName(MmaKind kind);
+/// The row's dense tensor peak of `kind` (ChipConstants::tensor*MacsPerClock).
+const Sourced &tensorMacsPerClock(const ChipConstants &row, MmaKind kind);
+/// Multiply-adds per clock per SM mma.sync of `kind` completes: the peak
+/// times mmaSyncShareOfPeak (0 where the chip has none of the kind).
+double mmaSyncMacsPerClock(const ChipConstants &row, MmaKind kind);
 
 /// Every row, in ascending sm version: sm_80 (A100), sm_86, sm_89 (L40S),
 /// sm_90a (H200), sm_100a (B200), sm_103a, sm_120a (RTX 5090).

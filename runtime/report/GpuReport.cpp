@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <set>
@@ -48,14 +49,69 @@ std::optional<ChipModel> modelOf(const ChipConstants *row,
   model.memoryLatencySeconds = row->memoryLatencySeconds.value;
   model.clockHz = row->clockHz.value;
   model.issuePerSmPerClock = int(row->issuePerSmPerClock.value);
-  model.mmaSyncIssueSlots = int(row->mmaSyncIssueSlots.value);
   model.l1WavefrontsPerSmPerClock = int(row->l1WavefrontsPerClock.value);
   model.launchOverheadSeconds = row->launchOverheadSeconds.value;
   model.contendedAtomicSeconds = row->contendedAtomicSeconds.value;
+  model.mmaSyncIssueSlots =
+      int(std::lround(mmaIssueSlots(model, {MmaKind::F16, 16, 8, 16})));
   return model;
 }
 
 } // namespace
+
+std::optional<MmaShape> mmaShapeOf(std::string_view opcode) {
+  MmaShape mma;
+  bool f16 = false, fp8 = false, s8 = false, e2m1 = false, scaled = false;
+  bool other = false;
+  while (!opcode.empty()) {
+    size_t dot = opcode.find('.');
+    std::string_view part = opcode.substr(0, dot);
+    opcode = dot == std::string_view::npos ? "" : opcode.substr(dot + 1);
+    int m = 0, n = 0, k = 0;
+    if (std::sscanf(std::string(part).c_str(), "m%dn%dk%d", &m, &n, &k) == 3) {
+      mma.m = m;
+      mma.n = n;
+      mma.k = k;
+    }
+    if (part == "bf16" || part == "f16")
+      f16 = true;
+    fp8 |= part == "e4m3" || part == "e5m2";
+    s8 |= part == "s8" || part == "u8";
+    e2m1 |= part == "e2m1";
+    scaled |= part == "block_scale";
+    other |= part == "tf32" || part == "f64" || part == "b1" || part == "s4" ||
+             part == "u4" || part == "e2m3" || part == "e3m2";
+  }
+  if (mma.m == 0 || other)
+    return std::nullopt;
+  // The operand kind: f16 may also name the accumulator of an fp8 mma.
+  if (e2m1 && scaled)
+    mma.kind = MmaKind::Fp4BlockScaled;
+  else if (e2m1)
+    return std::nullopt;
+  else if (fp8)
+    mma.kind = MmaKind::Fp8;
+  else if (s8)
+    mma.kind = MmaKind::S8;
+  else if (f16)
+    mma.kind = MmaKind::F16;
+  else
+    return std::nullopt;
+  return mma;
+}
+
+std::string mmaShapeText(const MmaShape &mma) {
+  return fmt::format("{} m{}n{}k{}", mmaKindName(mma.kind), mma.m, mma.n,
+                     mma.k);
+}
+
+double mmaIssueSlots(const ChipModel &chip, const MmaShape &mma) {
+  double rate =
+      chip.constants ? mmaSyncMacsPerClock(*chip.constants, mma.kind) : 0;
+  if (rate <= 0 || chip.issuePerSmPerClock <= 0)
+    return 0;
+  return double(mma.m) * mma.n * mma.k / (rate / chip.issuePerSmPerClock);
+}
 
 std::optional<ChipModel> chipModel(std::string_view chip) {
   return modelOf(chipConstants(chip), chip);
@@ -322,9 +378,26 @@ void countInstructions(const SpecInput &input, LaunchReport &out) {
   out.instructionsPerThread = 0;
   for (double w : weight)
     out.instructionsPerThread += w;
+  // Each mma.sync holds its kind's slots; one the table gives no rate for
+  // (or of a kind the chip lacks) is charged as f16 m16n8k16.
   out.mmaPerThread = 0;
-  for (int index : ptx.mmaInstructions)
-    out.mmaPerThread += weight[size_t(index)];
+  out.mmaSlotsPerThread = 0;
+  double mostIssued = -1;
+  for (size_t j = 0; j < ptx.mmaInstructions.size(); ++j) {
+    double issued = weight[size_t(ptx.mmaInstructions[j])];
+    std::optional<MmaShape> mma = j < ptx.mmaOpcodes.size()
+                                      ? mmaShapeOf(ptx.mmaOpcodes[j])
+                                      : std::nullopt;
+    double slots = mma ? mmaIssueSlots(input.chip, *mma) : 0;
+    if (slots <= 0)
+      slots = input.chip.mmaSyncIssueSlots;
+    out.mmaPerThread += issued;
+    out.mmaSlotsPerThread += issued * slots;
+    if (mma && issued > mostIssued) {
+      mostIssued = issued;
+      out.mma = mma;
+    }
+  }
 
   // Lane stride: in a launch whose grid grows with the tensor (not a
   // grid-stride loop), a thread that handles E > 1 elements handles E
@@ -558,9 +631,16 @@ std::vector<std::string> assumptionsOf(const ChipConstants &row,
     rest(row.clockHz, fmt::format("clock {:.2f} GHz", row.clockHz.value / 1e9));
     if (work == out.l1Seconds)
       rest(row.l1WavefrontsPerClock, "L1 128 B per clock per SM");
-    else if (out.fromSass ? out.tensorPerThread > 0 : out.mmaPerThread > 0)
-      rest(row.mmaSyncIssueSlots, fmt::format("mma.sync {:.0f} issue slots",
-                                              row.mmaSyncIssueSlots.value));
+    else if (out.fromSass ? out.tensorPerThread > 0 : out.mmaPerThread > 0) {
+      MmaKind kind = out.mma ? out.mma->kind : MmaKind::F16;
+      const Sourced &peak = tensorMacsPerClock(row, kind);
+      rest(peak, fmt::format("{} tensor peak {:.0f} multiply-adds per clock "
+                             "per SM",
+                             mmaKindName(kind), peak.value));
+      rest(row.mmaSyncShareOfPeak,
+           fmt::format("mma.sync at {:.0f}% of the tensor peak",
+                       100 * row.mmaSyncShareOfPeak.value));
+    }
     if (work == out.issueSeconds && out.issueBinding == "fp32 pipe")
       rest(row.fp32LanesPerClock,
            fmt::format("FP32 {:.0f} lanes per clock per SM",
@@ -637,13 +717,16 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
   // Clocks of one SM per warp: the dispatch of every instruction (an
   // mma.sync holds its slots), or, from the SASS, the busiest pipe where
   // it is slower (a warp instruction of a pipe of L lanes takes 32 / L).
-  double clocksPerWarp = (out.instructionsPerThread +
-                          (chip.mmaSyncIssueSlots - 1) * out.mmaPerThread) /
-                         chip.issuePerSmPerClock;
+  double clocksPerWarp =
+      (out.instructionsPerThread + out.mmaSlotsPerThread - out.mmaPerThread) /
+      chip.issuePerSmPerClock;
   out.issueBinding = "dispatch";
   if (out.fromSass) {
-    clocksPerWarp = (out.sassPerThread +
-                     (chip.mmaSyncIssueSlots - 1) * out.tensorPerThread) /
+    // A SASS tensor instruction holds the PTX mma.sync's slots on average.
+    double slots = out.mmaPerThread > 0
+                       ? out.mmaSlotsPerThread / out.mmaPerThread
+                       : double(chip.mmaSyncIssueSlots);
+    clocksPerWarp = (out.sassPerThread + (slots - 1) * out.tensorPerThread) /
                     chip.issuePerSmPerClock;
     const ChipConstants &row = *chip.constants;
     for (auto [name, perThread, lanes] :
@@ -1069,11 +1152,13 @@ std::string formatReportText(const SpecReport &report) {
         launch.ptx.barriers, launch.ptx.divisions,
         launch.ptx.mmaInstructions.empty()
             ? std::string()
-            : fmt::format(", {} mma.sync ({:.0f}/thread, "
-                          "{} issue slots each)",
-                          launch.ptx.mmaInstructions.size(),
-                          launch.mmaPerThread,
-                          chipModel(report.chip)->mmaSyncIssueSlots));
+            : fmt::format(
+                  ", {} mma.sync ({:.0f}/thread, "
+                  "{:.0f} issue slots each)",
+                  launch.ptx.mmaInstructions.size(), launch.mmaPerThread,
+                  launch.mmaPerThread > 0
+                      ? launch.mmaSlotsPerThread / launch.mmaPerThread
+                      : double(chipModel(report.chip)->mmaSyncIssueSlots)));
     text += fmt::format(
         "    resources {} registers, spills {}, shared {} B; occupancy {:.0f}% "
         "({} blocks/SM, limited by {})\n",

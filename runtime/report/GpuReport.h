@@ -57,7 +57,8 @@ struct ChipModel {
   /// Warp instructions one SM issues per clock (one per scheduler).
   int issuePerSmPerClock = 0;
   /// Issue slots of a sub-partition one mma.sync m16n8k16 (f16 x f16 ->
-  /// f32) occupies: its tensor core's time, counted in the issue term.
+  /// f32) occupies (mmaIssueSlots of it): its tensor core's time, counted
+  /// in the issue term; an mma of another kind or shape takes its own.
   int mmaSyncIssueSlots = 0;
   /// 128-byte L1 wavefronts one SM serves per clock.
   int l1WavefrontsPerSmPerClock = 0;
@@ -66,6 +67,26 @@ struct ChipModel {
   /// One atomic on a single contended address, serialized in L2.
   double contendedAtomicSeconds = 0;
 };
+
+/// One mma.sync: its operand kind and shape.
+struct MmaShape {
+  MmaKind kind = MmaKind::F16;
+  int m = 0, n = 0, k = 0;
+  bool operator==(const MmaShape &other) const = default;
+};
+
+/// The kind and shape of a PTX mma.sync opcode
+/// ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"); nullopt for a
+/// kind the chip table gives no rate for (tf32, f64, b1, s4, e2m3, ...).
+std::optional<MmaShape> mmaShapeOf(std::string_view opcode);
+/// "e4m3/e5m2 m16n8k32".
+std::string mmaShapeText(const MmaShape &mma);
+/// Issue slots of a sub-partition one `mma` holds on `chip`: its m n k
+/// multiply-adds over one sub-partition's share of the kind's mma.sync
+/// rate (ChipTable.h's peak times mmaSyncShareOfPeak, over
+/// issuePerSmPerClock); 8 for f16 m16n8k16 on sm_90a. 0 where the chip has
+/// no mma.sync of the kind.
+double mmaIssueSlots(const ChipModel &chip, const MmaShape &mma);
 
 /// The chips of the chip table (sm_80, sm_89, sm_90a, sm_100a, sm_120a, and
 /// their portable names); nullopt for any other chip.
@@ -125,8 +146,10 @@ struct PtxKernel {
   /// that execute it (PtxGuards.h): one bit under `if (tid.x == 0)`.
   std::vector<ThreadSet> atomicThreads;
   int shuffles = 0, barriers = 0, divisions = 0;
-  /// Indices of the mma.sync instructions (tensor-core matrix multiplies).
+  /// Indices of the mma.sync instructions (tensor-core matrix multiplies),
+  /// and each one's opcode.
   std::vector<int> mmaInstructions;
+  std::vector<std::string> mmaOpcodes;
 };
 
 /// Every .entry of `ptx`. A PTX without entries is an error.
@@ -199,8 +222,12 @@ struct LaunchReport {
   double elementsPerThread = 0;
   /// Instructions each thread executes, loops weighted by their trips.
   double instructionsPerThread = 0;
-  /// Of those, mma.sync (each ChipModel::mmaSyncIssueSlots issue slots).
-  double mmaPerThread = 0;
+  /// Of those, mma.sync, and the issue slots they hold (each its kind's
+  /// mmaIssueSlots; one of a kind without a rate as f16 m16n8k16).
+  double mmaPerThread = 0, mmaSlotsPerThread = 0;
+  /// The kind and shape of the mma.sync the thread issues most; nullopt
+  /// without one the chip table gives a rate for.
+  std::optional<MmaShape> mma;
   double instructionsPerElement = 0;
   /// The heaviest loop's body per element (0 without a streaming loop).
   double loopInstructionsPerElement = 0;

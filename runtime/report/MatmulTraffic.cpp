@@ -27,11 +27,13 @@ void setMatmulTraffic(SpecInput &input, const MatmulShape &shape) {
     input.minimumBytes += double(buffer.bytes);
 }
 
-double mmaSyncPeakSeconds(const ChipModel &chip, const MatmulShape &shape) {
-  double mmas =
-      double(shape.m) * double(shape.n) * double(shape.k) / (16.0 * 8.0 * 16.0);
-  return mmas * chip.mmaSyncIssueSlots /
-         (double(chip.issuePerSmPerClock) * chip.smCount * chip.clockHz);
+double mmaSyncPeakSeconds(const ChipModel &chip, const MatmulShape &shape,
+                          MmaKind kind) {
+  double rate = chip.constants ? mmaSyncMacsPerClock(*chip.constants, kind) : 0;
+  if (rate <= 0)
+    return 0;
+  return double(shape.m) * double(shape.n) * double(shape.k) /
+         (rate * chip.smCount * chip.clockHz);
 }
 
 namespace {
@@ -223,22 +225,33 @@ std::string matmulInputsText(const SpecInput &input, const SpecReport &report,
                           blocks * xBytes);
     if (launch.mmaPerThread > 0 || launch.tensorPerThread > 0) {
       // The GEMM: its K loop's trips (the PTX's bound, PtxTrips.h) and the
-      // mma.sync they issue, against the chip table's mma.sync peak and the
-      // architecture's dense tensor peak (twice it: the table's assumption
-      // is that mma.sync reaches half; docs/gpu-report.md).
-      double peak = mmaSyncPeakSeconds(input.chip, shape);
+      // mma.sync they issue, charged by their kind: against the chip
+      // table's mma.sync peak of that kind and its dense tensor peak
+      // (docs/gpu-report.md, "Tensor cores").
+      MmaShape mma = launch.mma.value_or(MmaShape{MmaKind::F16, 16, 8, 16});
+      const ChipConstants &row = *input.chip.constants;
+      const Sourced &tensor = tensorMacsPerClock(row, mma.kind);
+      double peak = mmaSyncPeakSeconds(input.chip, shape, mma.kind);
+      double dense = peak * row.mmaSyncShareOfPeak.value;
       double mainTrips =
           launch.mainLoop >= 0 ? launch.loopTrips[size_t(launch.mainLoop)] : 0;
       double needed = double(shape.m) * double(shape.n) * double(shape.k) /
-                      (16.0 * 8.0 * 16.0) / double(launch.threads / 32);
+                      (double(mma.m) * mma.n * mma.k) /
+                      double(launch.threads / 32);
       text += fmt::format(
-          "  mma.sync: K loop {:.0f} trips, {:.0f} mma.sync per warp (the "
-          "shape needs {:.0f}), {} issue slots each; {:.1f}% of the mma.sync "
-          "peak ({:.2f} us) and {:.1f}% of the dense tensor peak ({:.2f} us); "
-          "{:.2f} us estimated, limited by {}\n",
-          mainTrips, launch.mmaPerThread, needed, input.chip.mmaSyncIssueSlots,
-          100 * peak / launch.seconds, peak * 1e6, 50 * peak / launch.seconds,
-          peak / 2 * 1e6, launch.seconds * 1e6, launch.limiter);
+          "  mma.sync {}: K loop {:.0f} trips, {:.0f} mma.sync per warp (the "
+          "shape needs {:.0f}), {:.0f} issue slots each; {:.1f}% of the {} "
+          "mma.sync peak ({:.2f} us: {:.0f} multiply-adds per clock per SM, "
+          "{:.0f}% of the tensor peak {:.0f}{}, x {} SMs x {:.2f} GHz) and "
+          "{:.1f}% of the dense tensor peak ({:.2f} us); {:.2f} us estimated, "
+          "limited by {}\n",
+          mmaShapeText(mma), mainTrips, launch.mmaPerThread, needed,
+          mmaIssueSlots(input.chip, mma), 100 * peak / launch.seconds,
+          mmaKindName(mma.kind), peak * 1e6, mmaSyncMacsPerClock(row, mma.kind),
+          100 * row.mmaSyncShareOfPeak.value, tensor.value,
+          tensor.assumed ? " ASSUMED" : "", input.chip.smCount,
+          input.chip.clockHz / 1e9, 100 * dense / launch.seconds, dense * 1e6,
+          launch.seconds * 1e6, launch.limiter);
       continue;
     }
     auto [codesPerChunk, xElementBytes] = chunkAndXBytes(input, shape);

@@ -9,7 +9,7 @@
 // issue time, latency, L1) against those bytes at peak. X is read again by
 // every block; it is 8 KiB to 512 KiB, so those reads are L2 hits and are
 // stated, not counted as HBM bytes. A launch with mma.sync (the GEMM) is
-// also measured against the chip's dense mma.sync peak. MLIR-free.
+// also measured against the chip's mma.sync peak of its kind. MLIR-free.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,10 +39,12 @@ Buffer matmulBuffer(const std::string &name, int64_t bytes, bool written);
 /// input.buffers (every one moved once).
 void setMatmulTraffic(SpecInput &input, const MatmulShape &shape);
 
-/// The seconds of shape's m n k / (16 x 8 x 16) mma.sync m16n8k16 at the
-/// chip's dense peak: each holds chip.mmaSyncIssueSlots issue slots of one
-/// of the SM's issuePerSmPerClock sub-partitions.
-double mmaSyncPeakSeconds(const ChipModel &chip, const MatmulShape &shape);
+/// The seconds of shape's m n k multiply-adds through mma.sync of `kind` at
+/// the chip's rate of that kind (ChipTable.h: the kind's dense tensor peak
+/// times mmaSyncShareOfPeak, per SM per clock); 0 where the chip has no
+/// mma.sync of the kind.
+double mmaSyncPeakSeconds(const ChipModel &chip, const MatmulShape &shape,
+                          MmaKind kind);
 
 /// The GEMV's own estimate (docs/gpu-report.md, "The matmul"). The
 /// kernel holds one chunk loop per row bucket (1, 4, 16 rows of X) and a

@@ -226,8 +226,10 @@ analyzeBody(std::string name, std::string_view body,
       ++kernel.sysScopeOps;
     if (opcode.starts_with("shfl.") || opcode.starts_with("redux."))
       ++kernel.shuffles;
-    if (opcode.starts_with("mma.sync"))
+    if (opcode.starts_with("mma.sync")) {
       kernel.mmaInstructions.push_back(index);
+      kernel.mmaOpcodes.emplace_back(opcode);
+    }
     if (opcode.starts_with("bar.") || opcode.starts_with("barrier."))
       ++kernel.barriers;
     if (opcode.starts_with("div.") &&

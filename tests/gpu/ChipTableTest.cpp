@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 using namespace lowbit;
@@ -28,9 +29,8 @@ TEST_CASE("every value of the chip table has a source") {
         &row.maxThreadsPerBlock,     &row.staticSharedBytesPerBlock,
         &row.maxSharedBytesPerBlock, &row.issuePerSmPerClock,
         &row.mufuLanesPerClock,      &row.int32LanesPerClock,
-        &row.mmaSyncIssueSlots,      &row.l1WavefrontsPerClock,
-        &row.launchOverheadSeconds,  &row.contendedAtomicSeconds,
-        &row.conversionLanesPerClock};
+        &row.l1WavefrontsPerClock,   &row.launchOverheadSeconds,
+        &row.contendedAtomicSeconds, &row.conversionLanesPerClock};
     if (row.hasDevice()) {
       ++devices;
       values.insert(values.end(),
@@ -48,6 +48,46 @@ TEST_CASE("every value of the chip table has a source") {
     CHECK(row.maxThreadsPerBlock.value <= row.maxThreadsPerSm.value);
   }
   CHECK(devices == 5);
+}
+
+TEST_CASE("a tensor peak per mma.sync kind, zero where the chip has none") {
+  const std::vector<std::pair<MmaKind, TensorInstruction>> kinds = {
+      {MmaKind::F16, TensorInstruction::MmaSyncF16},
+      {MmaKind::Fp8, TensorInstruction::MmaSyncF8},
+      {MmaKind::S8, TensorInstruction::MmaSyncS8},
+      {MmaKind::Fp4BlockScaled, TensorInstruction::MmaSyncBlockScale}};
+  for (const ChipConstants &row : chipTable()) {
+    if (!row.hasDevice())
+      continue;
+    INFO(row.chip);
+    std::string error;
+    // At PTX 8.7 every chip has each instruction it can have (sm_89's
+    // default 8.1 lacks its e4m3 mma.sync).
+    std::optional<Target> target =
+        parseTarget(std::string(row.chip) + "+ptx87", &error);
+    REQUIRE(target);
+    CHECK(row.mmaSyncShareOfPeak.value > 0);
+    CHECK(row.mmaSyncShareOfPeak.value <= 1);
+    CHECK_FALSE(row.mmaSyncShareOfPeak.source.empty());
+    for (auto [kind, instruction] : kinds) {
+      INFO(mmaKindName(kind));
+      const Sourced &peak = tensorMacsPerClock(row, kind);
+      CHECK_FALSE(peak.source.empty());
+      CHECK(peak.assumed == peak.source.starts_with("ASSUMED"));
+      CHECK((peak.value > 0) == targetHas(*target, instruction));
+      CHECK(mmaSyncMacsPerClock(row, kind) ==
+            peak.value * row.mmaSyncShareOfPeak.value);
+    }
+  }
+  // The figures the report's GEMM lines rest on.
+  const ChipConstants &h200 = *chipConstants("sm_90a");
+  CHECK(mmaSyncMacsPerClock(h200, MmaKind::F16) == 1024);
+  CHECK(mmaSyncMacsPerClock(h200, MmaKind::Fp8) == 2048);
+  CHECK(mmaSyncMacsPerClock(h200, MmaKind::S8) == 2048);
+  CHECK(mmaSyncMacsPerClock(*chipConstants("sm_120a"),
+                            MmaKind::Fp4BlockScaled) == 2048);
+  CHECK(mmaSyncMacsPerClock(*chipConstants("sm_80"), MmaKind::S8) == 2048);
+  CHECK(mmaSyncMacsPerClock(*chipConstants("sm_89"), MmaKind::Fp8) == 1024);
 }
 
 TEST_CASE("the names of one chip read one row") {

@@ -448,6 +448,25 @@ $L__BB0_1:
 }
 )ptx";
 
+/// The quad mma kernel `ptx` over 64 MiB on `chip`: 2048 blocks of 128.
+SpecInput quadMmaInput(std::string ptx, const ChipModel &chip) {
+  SpecInput input;
+  input.title = "quad mma";
+  input.chip = chip;
+  input.ptx = std::move(ptx);
+  input.valueBytes = 1;
+  input.buffers = {{"input", int64_t(64) << 20, false}};
+  input.elements = int64_t(64) << 20;
+  input.minimumBytes = double(input.elements);
+  KernelLaunch launch;
+  launch.kernel = "quad_mma";
+  launch.block = {128, 1, 1};
+  launch.grid = {2048, 1, 1};
+  launch.bufferOfParameter = {0};
+  input.launches = {launch};
+  return input;
+}
+
 } // namespace
 
 TEST_CASE("mma.sync takes its issue slots; bfe lane indices are followed",
@@ -460,21 +479,8 @@ TEST_CASE("mma.sync takes its issue slots; bfe lane indices are followed",
   // 8 rows (g) of 64 B each (4 lanes x 16 B): 8 lines per warp load.
   CHECK(kernel.accesses[0].warpLines == 8);
 
-  SpecInput input;
-  input.title = "quad mma";
-  input.chip = h200();
+  SpecInput input = quadMmaInput(kQuadMmaPtx, h200());
   REQUIRE(input.chip.mmaSyncIssueSlots == 8);
-  input.ptx = kQuadMmaPtx;
-  input.valueBytes = 1;
-  input.buffers = {{"input", int64_t(64) << 20, false}};
-  input.elements = int64_t(64) << 20;
-  input.minimumBytes = double(input.elements);
-  KernelLaunch launch;
-  launch.kernel = "quad_mma";
-  launch.block = {128, 1, 1};
-  launch.grid = {2048, 1, 1};
-  launch.bufferOfParameter = {0};
-  input.launches = {launch};
   Expected<SpecReport> report = analyzeSpec(input);
   REQUIRE(report);
   const LaunchReport &out = report->launches[0];
@@ -486,6 +492,54 @@ TEST_CASE("mma.sync takes its issue slots; bfe lane indices are followed",
                (132 * 4 * 1.98e9)));
   CHECK(formatReportText(*report).find(
             ", 1 mma.sync (16/thread, 8 issue slots each)") !=
+        std::string::npos);
+}
+
+TEST_CASE("an mma.sync is charged by its operand kind", "[report]") {
+  // The four kinds the chip table gives a rate for, and one it does not.
+  CHECK(mmaShapeOf("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") ==
+        MmaShape{MmaKind::F16, 16, 8, 16});
+  CHECK(mmaShapeOf("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") ==
+        MmaShape{MmaKind::Fp8, 16, 8, 32});
+  CHECK(mmaShapeOf("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16") ==
+        MmaShape{MmaKind::Fp8, 16, 8, 32});
+  CHECK(mmaShapeOf("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") ==
+        MmaShape{MmaKind::S8, 16, 8, 32});
+  CHECK(mmaShapeOf("mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4."
+                   "block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3") ==
+        MmaShape{MmaKind::Fp4BlockScaled, 16, 8, 64});
+  CHECK_FALSE(mmaShapeOf("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+
+  // sm_90a: f16 at 1024 multiply-adds per clock per SM, e4m3 and s8 at
+  // 2048 (half the H100 whitepaper's dense peaks): an m16n8k32 of 8-bit
+  // operands holds the slots of an f16 m16n8k16, not twice them.
+  ChipModel chip = h200();
+  CHECK(mmaIssueSlots(chip, {MmaKind::F16, 16, 8, 16}) == 8);
+  CHECK(mmaIssueSlots(chip, {MmaKind::Fp8, 16, 8, 32}) == 8);
+  CHECK(mmaIssueSlots(chip, {MmaKind::S8, 16, 8, 32}) == 8);
+  // No block-scaled FP4 mma.sync before sm_120a; on it, 2048 per clock.
+  CHECK(mmaIssueSlots(chip, {MmaKind::Fp4BlockScaled, 16, 8, 64}) == 0);
+  std::optional<ChipModel> rtx = chipModel("sm_120a");
+  REQUIRE(rtx);
+  CHECK(mmaIssueSlots(*rtx, {MmaKind::Fp4BlockScaled, 16, 8, 64}) == 16);
+  CHECK(mmaIssueSlots(*rtx, {MmaKind::F16, 16, 8, 16}) == 16);
+
+  // The quad mma kernel with an e4m3 m16n8k32 instead: its issue term
+  // charges 8 slots per mma (16 were the kind ignored and k counted).
+  std::string ptx = kQuadMmaPtx;
+  std::string f16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  ptx.replace(ptx.find(f16), f16.size(),
+              "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32");
+  SpecInput input = quadMmaInput(ptx, *rtx);
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  const LaunchReport &out = report->launches[0];
+  REQUIRE(out.mma);
+  CHECK(out.mma->kind == MmaKind::Fp8);
+  // sm_120a: e4m3 at 1024 multiply-adds per clock per SM, 16 slots.
+  CHECK(out.mmaSlotsPerThread == Approx(16 * out.mmaPerThread));
+  CHECK(formatReportText(*report).find(
+            ", 1 mma.sync (16/thread, 16 issue slots each)") !=
         std::string::npos);
 }
 

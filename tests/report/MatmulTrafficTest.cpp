@@ -296,21 +296,48 @@ TEST_CASE("matmul: the GEMM's K loop runs ceil(K / 32) trips", "[report]") {
   REQUIRE(gemm.fromSass);
   CHECK(gemm.tensorPerThread > 0);
   // Below the peak, as any kernel must be.
-  double peak = mmaSyncPeakSeconds(input.chip, {m, n, k});
+  REQUIRE(gemm.mma);
+  CHECK(*gemm.mma == MmaShape{MmaKind::F16, 16, 8, 16});
+  double peak = mmaSyncPeakSeconds(input.chip, {m, n, k}, MmaKind::F16);
   CHECK(peak / gemm.seconds < 1.0);
   std::string text = matmulInputsText(input, *report, {m, n, k});
-  CHECK(text.find("K loop 128 trips, 2048 mma.sync per warp (the shape "
-                  "needs 2048)") != std::string::npos);
+  CHECK(text.find("mma.sync f16/bf16 m16n8k16: K loop 128 trips, 2048 "
+                  "mma.sync per warp (the shape needs 2048), 8 issue slots "
+                  "each") != std::string::npos);
+  // The peak it is measured against, with its inputs (sm_90a's f16 rate).
+  CHECK(text.find("of the f16/bf16 mma.sync peak") != std::string::npos);
+  CHECK(text.find("1024 multiply-adds per clock per SM, 50% of the tensor "
+                  "peak 2048, x 132 SMs x 1.98 GHz") != std::string::npos);
 }
 
-TEST_CASE("matmul: the dense mma.sync peak", "[report]") {
+TEST_CASE("matmul: the mma.sync peak of the GEMM's kind", "[report]") {
   std::optional<ChipModel> chip = chipModel("sm_90a");
   REQUIRE(chip);
-  // 4096^3 / 2048 multiplies, each mmaSyncIssueSlots slots of one of the
-  // SM's issuePerSmPerClock sub-partitions.
+  // 4096^3 multiply-adds at the kind's mma.sync rate per SM per clock:
+  // half the H100 whitepaper's dense peaks, 2048 (f16) and 4096 (e4m3, s8).
   MatmulShape shape{4096, 4096, 4096};
-  double mmas = 4096.0 * 4096.0 * 4096.0 / 2048.0;
-  CHECK(mmaSyncPeakSeconds(*chip, shape) ==
-        Approx(mmas * chip->mmaSyncIssueSlots /
-               (chip->issuePerSmPerClock * chip->smCount * chip->clockHz)));
+  double macs = 4096.0 * 4096.0 * 4096.0;
+  double sms = chip->smCount * chip->clockHz;
+  CHECK(mmaSyncPeakSeconds(*chip, shape, MmaKind::F16) ==
+        Approx(macs / (1024 * sms)));
+  // The f16 rule agrees with the f16 m16n8k16's issue slots.
+  CHECK(mmaSyncPeakSeconds(*chip, shape, MmaKind::F16) ==
+        Approx(macs / 2048 * chip->mmaSyncIssueSlots /
+               (chip->issuePerSmPerClock * sms)));
+  CHECK(mmaSyncPeakSeconds(*chip, shape, MmaKind::Fp8) ==
+        Approx(macs / (2048 * sms)));
+  CHECK(mmaSyncPeakSeconds(*chip, shape, MmaKind::S8) ==
+        Approx(macs / (2048 * sms)));
+  // No block-scaled FP4 mma.sync on sm_90a; sm_120a's is 2048 a clock.
+  CHECK(mmaSyncPeakSeconds(*chip, shape, MmaKind::Fp4BlockScaled) == 0);
+  std::optional<ChipModel> rtx = chipModel("sm_120a");
+  REQUIRE(rtx);
+  CHECK(mmaSyncPeakSeconds(*rtx, shape, MmaKind::Fp4BlockScaled) ==
+        Approx(macs / (2048 * rtx->smCount * rtx->clockHz)));
+  // sm_80: no fp8; its s8 rate is twice its f16 (A100: 624 and 312 T).
+  std::optional<ChipModel> a100 = chipModel("sm_80");
+  REQUIRE(a100);
+  CHECK(mmaSyncPeakSeconds(*a100, shape, MmaKind::Fp8) == 0);
+  CHECK(mmaSyncPeakSeconds(*a100, shape, MmaKind::F16) ==
+        Approx(2 * mmaSyncPeakSeconds(*a100, shape, MmaKind::S8)));
 }
