@@ -8,8 +8,8 @@
 //     slot whose value the launch gives is that constant); integers are
 //     constants;
 //   - mov, cvt, cvta copy; add, sub, mul/mad/shl by a constant are exact
-//     on the lane offsets; an `or` of a uniform base with lane offsets is
-//     an addition (LLVM writes disjoint-bit additions as or);
+//     on the lane offsets; an `or` with a based operand is an addition
+//     (LLVM writes disjoint-bit additions as or);
 //   - min, max and selp of a lane-varying value with a lane-uniform one
 //     are the lane-varying one: a clamp to a uniform bound (the last valid
 //     row) is taken as not binding, as in every trip but the last;
@@ -175,6 +175,14 @@ std::optional<LaneValue> alignedBits(std::string_view head, const LaneValue &x,
   if (!x.known || !x.based || !y.known || y.based || !y.uniform())
     return std::nullopt;
   int64_t constant = y.lanes[0];
+  // A mask of ones from bit k up past any address (bit 40 and above:
+  // LLVM's `and (x >> 2), 0x3ff...fc`) only clears the low k bits.
+  if (head == "and" && constant > 0) {
+    int64_t low = constant & -constant;
+    int64_t top = constant + low;
+    if ((top & (top - 1)) == 0 && top >= (int64_t(1) << 40))
+      constant = -low;
+  }
   LaneValue result = x;
   if (head == "and" && constant >= 0 && (constant & (constant + 1)) == 0 &&
       x.alignment % (constant + 1) == 0) {
@@ -218,8 +226,10 @@ LaneValue other(std::string_view head, const LaneValue &x, const LaneValue &y,
     return x;
   if (clamp && x.uniform())
     return y;
-  // A disjoint-bit addition of a uniform base and lane offsets.
-  if (head == "or" && x.based != y.based && (x.based ? x : y).uniform())
+  // A disjoint-bit addition (LLVM writes `or disjoint` for an add whose
+  // bits do not overlap): of a base and lane offsets, or of two bases
+  // (a page's row and the kv head's).
+  if (head == "or" && (x.based || y.based))
     return sum(x, y, 1);
   return unknown();
 }

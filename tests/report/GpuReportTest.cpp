@@ -494,7 +494,9 @@ namespace {
 /// A paged cache's reads (docs/decode-attention.md): thread tid is lane
 /// j = tid % 8 of row r = tid / 8, reading 16 bytes at j * 16 of a 128-byte
 /// row. Loop 1: one page per trip, its number loaded from the block table
-/// at a lane-uniform address, the row r * 128 of that page. Loop 2: each
+/// at a lane-uniform address (token t = block * 256 + 16 k + r, the word
+/// at (t >> 2) & 0x3ff...fc as LLVM writes t / 16 * 4), the row r * 128 of
+/// that page plus the block's (an `or` of two bases). Loop 2: each
 /// row r in a page of its own, the number at table[r]: four pages per warp.
 constexpr const char *kPagedPtx = R"ptx(
 .visible .entry paged(
@@ -514,12 +516,20 @@ constexpr const char *kPagedPtx = R"ptx(
 	shl.b64 	%rd9, %rd7, 7;
 	add.s64 	%rd10, %rd8, %rd9;
 	mov.u64 	%rd11, 0;
+	mov.u32 	%r8, %ctaid.x;
+	mul.wide.u32 	%rd22, %r8, 256;
+	add.s64 	%rd23, %rd22, %rd7;
+	mul.wide.u32 	%rd24, %r8, 512;
 $L__BB0_1:
-	shl.b64 	%rd12, %rd11, 2;
-	add.s64 	%rd13, %rd4, %rd12;
+	shl.b64 	%rd12, %rd11, 4;
+	add.s64 	%rd25, %rd23, %rd12;
+	shr.u64 	%rd26, %rd25, 2;
+	and.b64 	%rd27, %rd26, 4611686018427387900;
+	add.s64 	%rd13, %rd4, %rd27;
 	ld.global.u32 	%r2, [%rd13];
 	mul.wide.s32 	%rd14, %r2, 2048;
-	add.s64 	%rd15, %rd3, %rd14;
+	or.b64 	%rd28, %rd14, %rd24;
+	add.s64 	%rd15, %rd3, %rd28;
 	add.s64 	%rd16, %rd15, %rd10;
 	ld.global.v4.b32 	{%r3, %r4, %r5, %r6}, [%rd16];
 	add.s64 	%rd11, %rd11, 1;
