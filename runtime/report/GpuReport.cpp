@@ -665,6 +665,23 @@ std::vector<std::string> assumptionsOf(const ChipConstants &row,
   return assumed;
 }
 
+/// 2 where a global load of the main loop (the whole body without one)
+/// has an address computed from a global load of the same trip, else 1.
+int latenciesPerTrip(const LaunchReport &out) {
+  const PtxKernel &ptx = out.ptx;
+  int first = 0, last = ptx.instructions - 1;
+  if (out.mainLoop >= 0) {
+    first = ptx.loops[size_t(out.mainLoop)].firstInstruction;
+    last = ptx.loops[size_t(out.mainLoop)].lastInstruction;
+  }
+  for (const PtxKernel::Access &access : ptx.accesses)
+    if (access.load && access.instruction >= first &&
+        access.instruction <= last && access.feedingLoad >= first &&
+        access.feedingLoad < access.instruction)
+      return 2;
+  return 1;
+}
+
 void estimateTime(const SpecInput &input, LaunchReport &out) {
   const ChipModel &chip = input.chip;
   int64_t threadsPerBlock = product(out.launch.block);
@@ -706,8 +723,15 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
           buffer >= 0 && !input.buffers[size_t(buffer)].written)
         readBytes += input.buffers[size_t(buffer)].bytes;
   double peak = chip.hbmBytesPerSecond;
+  // A load whose address waits for another load of the same trip (a
+  // paged cache's row after its block-table entry) issues a latency later:
+  // the trip holds its bytes in flight for two latencies. The table word
+  // is charged DRAM's latency (the chip table has no L2 latency; a small
+  // table is likely L2-resident, so this is an upper bound).
+  out.latenciesPerTrip = latenciesPerTrip(out);
   double loadBandwidth =
-      std::min(peak, out.bytesInFlight / chip.memoryLatencySeconds);
+      std::min(peak, out.bytesInFlight /
+                         (chip.memoryLatencySeconds * out.latenciesPerTrip));
   out.memorySeconds = double(out.bytesMoved) / peak;
   if (readBytes > 0 && loadBandwidth > 0)
     out.memorySeconds =
@@ -785,10 +809,13 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
                                   : out.sassPerThread,
         out.issueBinding == "dispatch" ? "" : "; the " + out.issueBinding);
   else if (loadBandwidth < peak && readBytes > 0)
-    out.limiter =
-        fmt::format("memory-level parallelism ({} in flight, {} needed)",
-                    bytesText(out.bytesInFlight),
-                    bytesText(peak * chip.memoryLatencySeconds));
+    out.limiter = fmt::format(
+        "memory-level parallelism ({} in flight, {} needed{})",
+        bytesText(out.bytesInFlight),
+        bytesText(peak * chip.memoryLatencySeconds * out.latenciesPerTrip),
+        out.latenciesPerTrip > 1
+            ? "; each trip's loads wait for a loaded address"
+            : "");
   else
     out.limiter = "HBM bandwidth";
   if (chip.constants)
@@ -1121,10 +1148,14 @@ std::string formatReportText(const SpecReport &report) {
                         g[0], g[1], g[2], b[0], b[1], b[2], launch.threads,
                         launch.elementsPerThread);
     text += fmt::format(
-        "    global    loads {}, stores {}{}\n",
+        "    global    loads {}, stores {}{}{}\n",
         widthsText(launch.ptx.loadWidths), widthsText(launch.ptx.storeWidths),
         launch.ptx.genericAccesses
             ? fmt::format(" ({} generic)", launch.ptx.genericAccesses)
+            : "",
+        launch.latenciesPerTrip > 1
+            ? "; dependent loads (an address loaded in the same trip): 2 "
+              "latencies per trip"
             : "");
     text += fmt::format(
         "    instr     {} static, {:.0f}/thread, {}/elem, main loop {}/elem "

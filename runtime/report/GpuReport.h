@@ -136,6 +136,9 @@ struct PtxKernel {
     int warpLines = 0;
     /// Adjacent lanes take adjacent elements (PtxAddresses.h).
     bool lanesContiguous = false;
+    /// The statement of the global load the address is computed from (a
+    /// page number from a block table), -1 where none (PtxAddresses.h).
+    int feedingLoad = -1;
     bool operator==(const Access &other) const = default;
   };
   std::vector<Access> accesses;
@@ -256,6 +259,10 @@ struct LaunchReport {
   std::string occupancyLimiter; ///< registers, threads, blocks, shared, grid
   int64_t bytesMoved = 0;
   double bytesInFlight = 0; ///< whole GPU
+  /// DRAM latencies one trip of the main loop (or a loopless body) waits
+  /// in sequence: 2 where a load's address comes from a load of the same
+  /// trip (a KV row after its page number from the block table), else 1.
+  int latenciesPerTrip = 1;
   /// Bytes between the addresses of adjacent lanes, and the 128-byte L1
   /// wavefronts one warp-wide access costs on average.
   double laneStrideBytes = 0, wavefrontsPerAccess = 0;

@@ -8,8 +8,8 @@
 //     slot whose value the launch gives is that constant); integers are
 //     constants;
 //   - mov, cvt, cvta copy; add, sub, mul/mad/shl by a constant are exact
-//     on the lane offsets; an `or` of a uniform base with lane offsets is
-//     an addition (LLVM writes disjoint-bit additions as or);
+//     on the lane offsets; an `or` with a based operand is an addition
+//     (LLVM writes disjoint-bit additions as or);
 //   - min, max and selp of a lane-varying value with a lane-uniform one
 //     are the lane-varying one: a clamp to a uniform bound (the last valid
 //     row) is taken as not binding, as in every trip but the last;
@@ -17,7 +17,13 @@
 //     neg is exact (vLLM aligns a pointer by neg, and, shr of it);
 //     uniform inputs give a uniform result; anything else is unknown;
 //   - a load's result is data, not an address: it takes no .param slots,
-//     and is lane-uniform only when its address is.
+//     and is lane-uniform only when its address is; through lane-varying
+//     known addresses it is one unknown base per distinct address (a page
+//     number each lane reads from a block table), so the lanes of one
+//     page keep their offsets and different pages count apart;
+//   - each register remembers the latest global load it is computed from,
+//     so an access whose address waits for another load (the KV row after
+//     its page number) is known as dependent.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +38,12 @@
 namespace lowbit::report {
 
 bool LaneValue::uniform() const {
-  return known && std::all_of(lanes.begin(), lanes.end(),
-                              [&](int64_t lane) { return lane == lanes[0]; });
+  return known &&
+         std::all_of(lanes.begin(), lanes.end(),
+                     [&](int64_t lane) { return lane == lanes[0]; }) &&
+         (!based || std::all_of(bases.begin(), bases.end(), [&](uint8_t base) {
+           return base == bases[0];
+         }));
 }
 
 LaneValue LaneValue::constant(int64_t value) {
@@ -78,6 +88,27 @@ LaneValue perLane(const LaneValue &x, const LaneValue &y, Op op) {
   return result;
 }
 
+/// Numbers the distinct keys of the lanes 0, 1, ... in order of first use.
+template <typename Key>
+std::array<uint8_t, kWarpLanes>
+numbered(const std::array<Key, kWarpLanes> &keys) {
+  std::map<Key, uint8_t> ids;
+  std::array<uint8_t, kWarpLanes> out{};
+  for (size_t l = 0; l < keys.size(); ++l)
+    out[l] = ids.emplace(keys[l], uint8_t(ids.size())).first->second;
+  return out;
+}
+
+/// The bases of a value computed from x and y: lanes share a base where
+/// they share each based operand's.
+std::array<uint8_t, kWarpLanes> combinedBases(const LaneValue &x,
+                                              const LaneValue &y) {
+  std::array<std::pair<int, int>, kWarpLanes> keys;
+  for (size_t l = 0; l < keys.size(); ++l)
+    keys[l] = {x.based ? x.bases[l] : -1, y.based ? y.bases[l] : -1};
+  return numbered(keys);
+}
+
 /// The largest alignment both values' bases share.
 int64_t sharedAlignment(const LaneValue &x, const LaneValue &y) {
   if (x.based && y.based)
@@ -102,6 +133,7 @@ LaneValue sum(const LaneValue &x, const LaneValue &y, int64_t sign) {
   LaneValue result = x;
   result.based = x.based || y.based;
   result.alignment = sharedAlignment(x, y);
+  result.bases = combinedBases(x, y);
   for (int l = 0; l < kWarpLanes; ++l)
     result.lanes[size_t(l)] += sign * y.lanes[size_t(l)];
   return result;
@@ -143,11 +175,20 @@ std::optional<LaneValue> alignedBits(std::string_view head, const LaneValue &x,
   if (!x.known || !x.based || !y.known || y.based || !y.uniform())
     return std::nullopt;
   int64_t constant = y.lanes[0];
+  // A mask of ones from bit k up past any address (bit 40 and above:
+  // LLVM's `and (x >> 2), 0x3ff...fc`) only clears the low k bits.
+  if (head == "and" && constant > 0) {
+    int64_t low = constant & -constant;
+    int64_t top = constant + low;
+    if ((top & (top - 1)) == 0 && top >= (int64_t(1) << 40))
+      constant = -low;
+  }
   LaneValue result = x;
   if (head == "and" && constant >= 0 && (constant & (constant + 1)) == 0 &&
       x.alignment % (constant + 1) == 0) {
     result.based = false;
     result.alignment = 1;
+    result.bases = {};
     for (int64_t &lane : result.lanes)
       lane &= constant;
     return result;
@@ -185,8 +226,10 @@ LaneValue other(std::string_view head, const LaneValue &x, const LaneValue &y,
     return x;
   if (clamp && x.uniform())
     return y;
-  // A disjoint-bit addition of a uniform base and lane offsets.
-  if (head == "or" && x.based != y.based && (x.based ? x : y).uniform())
+  // A disjoint-bit addition (LLVM writes `or disjoint` for an add whose
+  // bits do not overlap): of a base and lane offsets, or of two bases
+  // (a page's row and the kv head's).
+  if (head == "or" && (x.based || y.based))
     return sum(x, y, 1);
   return unknown();
 }
@@ -341,28 +384,36 @@ AddressInfo AddressDataflow::address(std::string_view operands,
   }
   std::set<int> slots = parameters(base);
   info.parameters.assign(slots.begin(), slots.end());
+  if (auto feeding = loadedAt.find(base); feeding != loadedAt.end())
+    info.feedingLoad = feeding->second;
   LaneValue lanes = value(base);
   if (!lanes.known || lanes.uniform() || bytes <= 0)
     return info;
   // The base is taken as 128-byte aligned (cudaMalloc aligns to 256).
-  std::set<int64_t> lines;
+  // Lines of different bases (pages) are different lines.
+  std::set<std::pair<int, int64_t>> lines;
   auto line = [](int64_t address) {
     return address >= 0 ? address / 128 : -((-address + 127) / 128);
   };
-  for (int64_t lane : lanes.lanes)
+  for (size_t l = 0; l < lanes.lanes.size(); ++l) {
+    int64_t lane = lanes.lanes[l];
+    int base = lanes.based ? lanes.bases[l] : 0;
     for (int64_t at = line(lane + offset),
                  last = line(lane + offset + bytes - 1);
          at <= last; ++at)
-      lines.insert(at);
+      lines.insert({base, at});
+  }
   info.warpLines = int(lines.size());
   int contiguousPairs = 0;
   for (size_t l = 1; l < lanes.lanes.size(); ++l)
-    contiguousPairs += lanes.lanes[l] - lanes.lanes[l - 1] == bytes;
+    contiguousPairs += lanes.lanes[l] - lanes.lanes[l - 1] == bytes &&
+                       lanes.bases[l] == lanes.bases[l - 1];
   info.lanesContiguous = 2 * contiguousPairs > kWarpLanes;
   return info;
 }
 
 void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
+  int index = statement++;
   std::string_view head = headOf(opcode);
   if (head == "st" || head == "red" || head == "bra" || head == "bar" ||
       head == "barrier" || head == "ret" || head == "exit" ||
@@ -381,6 +432,7 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
       std::string_view name = destination.substr(at, end - at);
       values.erase(std::string(name));
       sources.erase(std::string(name));
+      loadedAt.erase(std::string(name));
       at = end;
     }
     return;
@@ -501,13 +553,17 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
       result.based = x.based || y.based;
       result.alignment = sharedAlignment(x, y);
       bool mixed = x.based != y.based;
+      std::array<std::pair<int, int>, kWarpLanes> keys;
       for (int l = 0; l < kWarpLanes && result.known; ++l) {
         bool first = predicate.lanes[size_t(l)] != 0;
+        keys[size_t(l)] = {first, (first ? x : y).bases[size_t(l)]};
         if (mixed && (first ? !x.based : !y.based))
           result = unknown(); // a base in some lanes only
         else
           result.lanes[size_t(l)] = (first ? x : y).lanes[size_t(l)];
       }
+      if (result.known && result.based)
+        result.bases = numbered(keys);
     } else if (x.known && y.known && x.based == y.based && x.lanes == y.lanes)
       result = x;
     else if (x.known && y.uniform())
@@ -518,12 +574,20 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
              bound.count(*slots.begin())) {
     result = LaneValue::constant(bound.at(*slots.begin()));
   } else if (head == "ld" || head == "ldu") {
-    if (opcode.find(".param") != std::string_view::npos ||
+    LaneValue address =
         value(list.size() > 1
                   ? trimmed(list[1].substr(1, list[1].find_first_of("+]") - 1))
-                  : "")
-            .uniform())
+                  : "");
+    if (opcode.find(".param") != std::string_view::npos || address.uniform()) {
       result = LaneValue::uniformUnknown();
+    } else if (address.known) {
+      // One unknown word per distinct address.
+      std::array<std::pair<int, int64_t>, kWarpLanes> keys;
+      for (size_t l = 0; l < keys.size(); ++l)
+        keys[l] = {address.based ? address.bases[l] : 0, address.lanes[l]};
+      result = LaneValue::uniformUnknown();
+      result.bases = numbered(keys);
+    }
     // A buffer's address, as the allocator aligns it.
     if (opcode.find(".param") != std::string_view::npos && slots.size() == 1 &&
         buffers.count(*slots.begin()))
@@ -531,6 +595,24 @@ void AddressDataflow::step(std::string_view opcode, std::string_view operands) {
   }
   values[name] = result;
   sources[name] = std::move(slots);
+  // The latest global load the value waits for: this one for a load from
+  // global (or generic) memory, else its operands'.
+  bool fromMemory = (head == "ld" || head == "ldu") &&
+                    opcode.find(".param") == std::string_view::npos &&
+                    opcode.find(".shared") == std::string_view::npos &&
+                    opcode.find(".local") == std::string_view::npos &&
+                    opcode.find(".const") == std::string_view::npos;
+  int feeding = -1;
+  if (fromMemory)
+    feeding = index;
+  else if (head != "ld" && head != "ldu")
+    for (size_t i = 1; i < list.size(); ++i)
+      if (auto found = loadedAt.find(list[i]); found != loadedAt.end())
+        feeding = std::max(feeding, found->second);
+  if (feeding >= 0)
+    loadedAt[name] = feeding;
+  else
+    loadedAt.erase(name);
 }
 
 } // namespace lowbit::report

@@ -34,6 +34,12 @@ struct LaneValue {
   /// The unknown base is a multiple of this (1: nothing known): a buffer's
   /// address is 256-byte aligned, and scaling keeps a multiple.
   int64_t alignment = 1;
+  /// Which lane-uniform unknown each lane's base is (based values only).
+  /// A word loaded through lane-varying addresses (a page number read from
+  /// a block table) is one unknown per distinct address, shared by the
+  /// lanes that read the same word: lanes of one page keep their offsets,
+  /// lanes of different pages never share a line. All 0: one base.
+  std::array<uint8_t, kWarpLanes> bases{};
   bool uniform() const;
   static LaneValue constant(int64_t value);
   static LaneValue uniformUnknown();
@@ -70,6 +76,10 @@ struct AddressInfo {
   /// l's plus the access's bytes, for most lanes: runs of lanes over one
   /// row each): the lanes share the range a loop walks.
   bool lanesContiguous = false;
+  /// The statement of the latest global load the address is computed from
+  /// (a page number read from a block table), -1 where none: that load
+  /// must complete before this one issues.
+  int feedingLoad = -1;
 };
 
 class AddressDataflow {
@@ -107,6 +117,11 @@ private:
 
   std::map<std::string, LaneValue, std::less<>> values;
   std::map<std::string, std::set<int>, std::less<>> sources;
+  /// Per register, the statement of the latest global load its value is
+  /// computed from (absent: none).
+  std::map<std::string, int, std::less<>> loadedAt;
+  /// Statements stepped so far: the index of the next one.
+  int statement = 0;
   std::map<int, int64_t> bound;
   std::array<int64_t, 3> block;
   std::set<int> buffers;

@@ -206,7 +206,7 @@ analyzeBody(std::string name, std::string_view body,
       AddressInfo address = dataflow.address(operands, access->bits / 8);
       kernel.accesses.push_back({index, access->bits, access->isLoad,
                                  address.parameters, address.warpLines,
-                                 address.lanesContiguous});
+                                 address.lanesContiguous, address.feedingLoad});
       (access->isLoad ? kernel.loadWidths : kernel.storeWidths)[access->bits]++;
       (access->isLoad ? kernel.globalLoadBytes : kernel.globalStoreBytes) +=
           access->bits / 8;

@@ -545,6 +545,130 @@ TEST_CASE("an mma.sync is charged by its operand kind", "[report]") {
 
 namespace {
 
+/// A paged cache's reads (docs/decode-attention.md): thread tid is lane
+/// j = tid % 8 of row r = tid / 8, reading 16 bytes at j * 16 of a 128-byte
+/// row. Loop 1: one page per trip, its number loaded from the block table
+/// at a lane-uniform address (token t = block * 256 + 16 k + r, the word
+/// at (t >> 2) & 0x3ff...fc as LLVM writes t / 16 * 4), the row r * 128 of
+/// that page plus the block's (an `or` of two bases). Loop 2: each
+/// row r in a page of its own, the number at table[r]: four pages per warp.
+constexpr const char *kPagedPtx = R"ptx(
+.visible .entry paged(
+	.param .u64 paged_param_0,
+	.param .u64 paged_param_1
+)
+{
+	ld.param.u64 	%rd1, [paged_param_0];
+	ld.param.u64 	%rd2, [paged_param_1];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, %tid.x;
+	cvt.u64.u32 	%rd5, %r1;
+	and.b64 	%rd6, %rd5, 7;
+	shr.u64 	%rd7, %rd5, 3;
+	shl.b64 	%rd8, %rd6, 4;
+	shl.b64 	%rd9, %rd7, 7;
+	add.s64 	%rd10, %rd8, %rd9;
+	mov.u64 	%rd11, 0;
+	mov.u32 	%r8, %ctaid.x;
+	mul.wide.u32 	%rd22, %r8, 256;
+	add.s64 	%rd23, %rd22, %rd7;
+	mul.wide.u32 	%rd24, %r8, 512;
+$L__BB0_1:
+	shl.b64 	%rd12, %rd11, 4;
+	add.s64 	%rd25, %rd23, %rd12;
+	shr.u64 	%rd26, %rd25, 2;
+	and.b64 	%rd27, %rd26, 4611686018427387900;
+	add.s64 	%rd13, %rd4, %rd27;
+	ld.global.u32 	%r2, [%rd13];
+	mul.wide.s32 	%rd14, %r2, 2048;
+	or.b64 	%rd28, %rd14, %rd24;
+	add.s64 	%rd15, %rd3, %rd28;
+	add.s64 	%rd16, %rd15, %rd10;
+	ld.global.v4.b32 	{%r3, %r4, %r5, %r6}, [%rd16];
+	add.s64 	%rd11, %rd11, 1;
+	setp.lt.u64 	%p1, %rd11, 100;
+	@%p1 bra 	$L__BB0_1;
+	shl.b64 	%rd17, %rd7, 2;
+	add.s64 	%rd18, %rd4, %rd17;
+$L__BB0_2:
+	ld.global.u32 	%r7, [%rd18];
+	mul.wide.s32 	%rd19, %r7, 2048;
+	add.s64 	%rd20, %rd3, %rd19;
+	add.s64 	%rd21, %rd20, %rd8;
+	ld.global.v4.b32 	{%r3, %r4, %r5, %r6}, [%rd21];
+	add.s64 	%rd18, %rd18, 64;
+	setp.lt.u64 	%p1, %rd18, 100;
+	@%p1 bra 	$L__BB0_2;
+	ret;
+}
+)ptx";
+
+} // namespace
+
+TEST_CASE("paged reads: page numbers from the table, loads that wait",
+          "[report]") {
+  Expected<std::vector<PtxKernel>> kernels = analyzePtx(kPagedPtx);
+  REQUIRE(kernels);
+  const PtxKernel &kernel = kernels->front();
+  REQUIRE(kernel.accesses.size() == 4);
+  // Loop 1: the table word is lane-uniform; the four rows of one page are
+  // 512 contiguous bytes, 4 lines, and wait for the table load.
+  CHECK(kernel.accesses[0].warpLines == 0);
+  CHECK(kernel.accesses[0].feedingLoad == -1);
+  CHECK(kernel.accesses[1].warpLines == 4);
+  CHECK(kernel.accesses[1].addressParameters == std::vector<int>{0});
+  CHECK(kernel.accesses[1].feedingLoad == kernel.accesses[0].instruction);
+  // Loop 2: four table words in one line; four pages, each row's 128 B
+  // at offset 0 of its own page: 4 lines, not 1 (one base) nor 32
+  // (an unknown address).
+  CHECK(kernel.accesses[2].warpLines == 1);
+  CHECK(kernel.accesses[3].warpLines == 4);
+  CHECK(kernel.accesses[3].feedingLoad == kernel.accesses[2].instruction);
+
+  // A trip's KV load waits a latency for its page number: the bytes in
+  // flight serve half the bandwidth.
+  SpecInput input;
+  input.title = "paged";
+  input.chip = h200();
+  input.ptx = kPagedPtx;
+  input.valueBytes = 1;
+  input.buffers = {{"codes", int64_t(64) << 20, false}, {"table", 4096, false}};
+  input.elements = int64_t(64) << 20;
+  input.minimumBytes = double(input.elements);
+  KernelLaunch launch;
+  launch.kernel = "paged";
+  launch.block = {128, 1, 1};
+  launch.grid = {64, 1, 1};
+  launch.bufferOfParameter = {0, 1};
+  input.launches = {launch};
+  Expected<SpecReport> report = analyzeSpec(input);
+  REQUIRE(report);
+  const LaunchReport &out = report->launches[0];
+  CHECK(out.latenciesPerTrip == 2);
+  CHECK(out.memorySeconds ==
+        Approx(double(input.buffers[0].bytes + input.buffers[1].bytes) /
+               (out.bytesInFlight / (2 * input.chip.memoryLatencySeconds))));
+  CHECK(out.limiter.find("each trip's loads wait for a loaded address") !=
+        std::string::npos);
+  CHECK(formatReportText(*report).find("2 latencies per trip") !=
+        std::string::npos);
+
+  // The two-pass kernel's loads take their addresses from parameters only.
+  input.ptx = kTwoPassPtx;
+  input.buffers = {{"input", int64_t(64) << 20, false},
+                   {"values", int64_t(16) << 20, false},
+                   {"scale", 4, false}};
+  launch.kernel = "two_pass";
+  launch.bufferOfParameter = {0, 1, 2};
+  input.launches = {launch};
+  Expected<SpecReport> unpaged = analyzeSpec(input);
+  REQUIRE(unpaged);
+  CHECK(unpaged->launches[0].latenciesPerTrip == 1);
+}
+
+namespace {
+
 /// Atomics under the guards LLVM writes for a block reduction: one per warp
 /// (tid % 32 == 0, a branch around it), one per block (tid == 0, a
 /// predicate on the atomic), one in warp 0's lane 0 under a data-dependent

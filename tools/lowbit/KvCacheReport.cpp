@@ -55,8 +55,8 @@ Expected<aot::LaunchSizes> kvSizes(const aot::Launch &launch,
   return *sizes;
 }
 
-/// One step of the plan at `shapes`; the grid strides when it does not
-/// double with the batch (`doubled`).
+} // namespace
+
 Expected<report::KernelLaunch> kvLaunch(const jit::LaunchStep &step,
                                         const Shapes &shapes,
                                         const Shapes &doubled) {
@@ -96,8 +96,6 @@ Expected<report::KernelLaunch> kvLaunch(const jit::LaunchStep &step,
   }
   return launch;
 }
-
-} // namespace
 
 Expected<runtime::Cubin>
 linkKvReportPtx(llvm::Expected<compiler::GpuCompilation> &compiled,

@@ -11,8 +11,8 @@
 #define LOWBIT_TOOLS_LOWBIT_KVCACHEREPORT_H
 
 #include "kv/KvKernelSpec.h"
-#include "runtime/compiler/GpuCompile.h"
 #include "lowering/GpuTail.h"
+#include "runtime/compiler/GpuCompile.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/jit/LaunchPlan.h"
 #include "runtime/report/GpuReport.h"
@@ -44,6 +44,14 @@ linkKvReportPtx(llvm::Expected<compiler::GpuCompilation> &compiled,
 Expected<report::SpecReport> reportKvCache(const kv::KvKernelSpec &spec,
                                            int64_t tokens, const Target &target,
                                            const report::ChipModel &chip);
+
+/// One step of a KV-family launch plan at the ABI buffers' N-D `shapes`:
+/// grid, block, and which buffer each .param slot points into; the grid
+/// strides when it does not double with `doubled` (twice the batch).
+Expected<report::KernelLaunch>
+kvLaunch(const jit::LaunchStep &step,
+         const std::vector<std::vector<int64_t>> &shapes,
+         const std::vector<std::vector<int64_t>> &doubled);
 
 } // namespace lowbit::cli
 

@@ -24,6 +24,7 @@
 #include "runtime/report/GpuReport.h"
 #include "tools/lowbit/CommandLine.h"
 #include "tools/lowbit/Commands.h"
+#include "tools/lowbit/KiviAttentionReport.h"
 #include "tools/lowbit/KvCacheReport.h"
 #include "tools/lowbit/MatmulReport.h"
 #include "tools/lowbit/ParamRoles.h"
@@ -48,6 +49,7 @@ constexpr std::string_view kUsage =
     "  SPEC          a kernel spec in quotes, e.g. 'quantize mxfp4 from=f16',\n"
     "                or a decode-attention spec, 'kv_attend kv_fp8_e4m3 ...'\n"
     "                (batch 1 at 32768 tokens; --size does not apply)\n"
+    "                or 'kivi_attend kv_kivi_int4 ...' (the same shape)\n"
     "                or a KV-cache spec, 'kv_append kv_int8_g64 ...' (batch\n"
     "                64 at 1 and 256 new tokens; --size does not apply)\n"
     "                or a matmul spec, 'matmul int4_g128 from=bf16' (weights\n"
@@ -443,6 +445,7 @@ CommandResult runReport(Arguments args) {
 
   std::vector<KernelSpec> specs;
   std::vector<kv::KvAttentionSpec> attentionSpecs;
+  std::vector<kv::KiviAttentionSpec> kiviAttentionSpecs;
   std::vector<kv::KvKernelSpec> cacheSpecs;
   std::vector<matmul::MatmulSpec> matmulSpecs;
   if (all)
@@ -462,6 +465,14 @@ CommandResult runReport(Arguments args) {
       if (!matmulSpec)
         return fail(fmt::format("spec '{}': {}", text, error));
       matmulSpecs.push_back(*matmulSpec);
+      continue;
+    }
+    if (text.starts_with("kivi_attend")) {
+      std::optional<kv::KiviAttentionSpec> attention =
+          kv::parseKiviAttentionSpec(text, &error);
+      if (!attention)
+        return fail(fmt::format("spec '{}': {}", text, error));
+      kiviAttentionSpecs.push_back(*attention);
       continue;
     }
     if (text.starts_with("kv_attend")) {
@@ -523,6 +534,16 @@ CommandResult runReport(Arguments args) {
       if (!attention)
         return fail(
             fmt::format("'{}' on {}: {}", kv::printKvAttentionSpec(spec),
+                        options.targets[t].chip, attention.error().message));
+      add(*attention);
+    }
+  for (size_t t = 0; t < options.targets.size(); ++t)
+    for (const kv::KiviAttentionSpec &spec : kiviAttentionSpecs) {
+      Expected<report::SpecReport> attention = reportKiviAttention(
+          spec, kKvReportTokens, options.targets[t], options.chips[t]);
+      if (!attention)
+        return fail(
+            fmt::format("'{}' on {}: {}", kv::printKiviAttentionSpec(spec),
                         options.targets[t].chip, attention.error().message));
       add(*attention);
     }
