@@ -521,19 +521,16 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
     // A diverged warp's fallback, a slow path: not run (SassAnalysis.h).
     if (i < sass.coldPath.size() && sass.coldPath[i])
       continue;
-    std::string_view kind = sass.classes[i];
     out.sassPerThread += weight[i];
-    if (kind == "fp32" || kind == "fp16")
-      out.fp32PerThread += weight[i];
-    else if (kind == "mufu")
-      out.mufuPerThread += weight[i];
-    else if (kind == "int")
-      out.intPerThread += weight[i];
-    else if (kind == "tensor")
+    out.pipesPerThread.add(sass, i, weight[i]);
+    if (sass.classes[i] == "tensor")
       out.tensorPerThread += weight[i];
-    if (i < sass.conversionPipe.size() && sass.conversionPipe[i])
-      out.conversionPerThread += weight[i];
   }
+  // The fields the report prints, per pipe (IssuePipes.h).
+  out.fp32PerThread = out.pipesPerThread.fmaPipe;
+  out.mufuPerThread = out.pipesPerThread.mufu;
+  out.intPerThread = out.pipesPerThread.alu;
+  out.conversionPerThread = out.pipesPerThread.conversion;
 }
 
 /// The ASSUMED constants of `row` a launch's time rests on: the launch
@@ -645,20 +642,10 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
     clocksPerWarp = (out.sassPerThread +
                      (chip.mmaSyncIssueSlots - 1) * out.tensorPerThread) /
                     chip.issuePerSmPerClock;
-    const ChipConstants &row = *chip.constants;
-    for (auto [name, perThread, lanes] :
-         {std::tuple{"fp32 pipe", out.fp32PerThread,
-                     row.fp32LanesPerClock.value},
-          std::tuple{"MUFU pipe", out.mufuPerThread,
-                     row.mufuLanesPerClock.value},
-          std::tuple{"INT32 pipe", out.intPerThread,
-                     row.int32LanesPerClock.value},
-          std::tuple{"conversion pipe", out.conversionPerThread,
-                     row.conversionLanesPerClock.value}})
-      if (lanes > 0 && perThread * 32 / lanes > clocksPerWarp) {
-        clocksPerWarp = perThread * 32 / lanes;
-        out.issueBinding = name;
-      }
+    BusiestPipe busiest =
+        busiestPipe(out.pipesPerThread, *chip.constants, clocksPerWarp);
+    clocksPerWarp = busiest.clocks;
+    out.issueBinding = std::string(busiest.name);
   }
   out.issueSeconds = double(out.threads) / 32.0 * clocksPerWarp /
                      (double(activeSms) * chip.clockHz);
@@ -995,10 +982,11 @@ std::string issueText(const LaunchReport &launch) {
   for (double t : launch.sassLoopTrips)
     trips += fmt::format("{}{:.1f}", trips.empty() ? "" : ", ", t);
   return fmt::format(
-      "    issue     from SASS: {:.0f} instr/thread (fp32 {:.0f}, "
-      "MUFU {:.0f}, INT32 {:.0f}, tensor {:.0f}, conversion {:.0f}); loop "
-      "trips {}; bound by {}\n",
-      launch.sassPerThread, launch.fp32PerThread, launch.mufuPerThread,
+      "    issue     from SASS: {:.0f} instr/thread (FMA {:.0f} of them "
+      "IMAD {:.0f}, MUFU {:.0f}, INT32 {:.0f}, tensor {:.0f}, conversion "
+      "{:.0f}); loop trips {}; bound by {}\n",
+      launch.sassPerThread, launch.fp32PerThread,
+      launch.pipesPerThread.fmaInteger, launch.mufuPerThread,
       launch.intPerThread, launch.tensorPerThread, launch.conversionPerThread,
       trips.empty() ? "-" : trips, launch.issueBinding);
 }
