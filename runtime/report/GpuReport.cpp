@@ -397,6 +397,19 @@ loopRegions(const std::vector<CodeLoop> &loops,
   return regions;
 }
 
+/// How many PTX trips one trip of the SASS loop region runs, from the
+/// bytes each moves per trip: ptxas's unroll multiplies a trip's bytes by
+/// a whole number, so a SASS trip with more bytes but not a whole multiple
+/// holds code that not every trip runs (a guarded copy of a tail, say),
+/// and runs one PTX trip; fewer bytes keep their ratio.
+double ptxTripsPerSassTrip(double ptxBytes, double sassBytes) {
+  double ratio = sassBytes / ptxBytes;
+  if (ratio <= 1.0)
+    return ratio;
+  double whole = std::round(ratio);
+  return std::abs(ratio - whole) <= 0.02 * whole ? whole : 1.0;
+}
+
 /// The SASS's instructions per thread, loops weighted by their trips. The
 /// k-th streaming loop region of the SASS is the k-th of the PTX (ptxas
 /// keeps the loops' order) and streams the same bytes per thread in all,
@@ -458,7 +471,8 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
     for (size_t k = 0; k < sassRegions.size(); ++k) {
       double trips = tripsOf(ptxRegions[k]);
       if (ptxRegions[k].movedBytes > 0 && sassRegions[k].movedBytes > 0)
-        trips *= ptxRegions[k].movedBytes / sassRegions[k].movedBytes;
+        trips /= ptxTripsPerSassTrip(ptxRegions[k].movedBytes,
+                                     sassRegions[k].movedBytes);
       regionTrips[k] = trips > 0 ? std::max(1.0, trips) : 0;
     }
   for (size_t k = 0; k < sassStreaming.size(); ++k) {
@@ -470,8 +484,8 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
       const LoopRegion &ptx = *ptxStreaming[k];
       double ptxTrips = tripsOf(ptx);
       skipped = ptxTrips == 0;
-      trips =
-          std::max(1.0, ptxTrips) * ptx.streamedBytes / region.streamedBytes;
+      trips = std::max(1.0, ptxTrips) /
+              ptxTripsPerSassTrip(ptx.streamedBytes, region.streamedBytes);
       if (std::find(ptx.loops.begin(), ptx.loops.end(), size_t(out.mainLoop)) !=
           ptx.loops.end())
         out.sassMainLoopLoadBytes = region.loadBytes;
