@@ -470,6 +470,19 @@ loopRegions(const std::vector<CodeLoop> &loops,
   return regions;
 }
 
+/// How many PTX trips one trip of the SASS loop region runs, from the
+/// bytes each moves per trip: ptxas's unroll multiplies a trip's bytes by
+/// a whole number, so a SASS trip with more bytes but not a whole multiple
+/// holds code that not every trip runs (a guarded copy of a tail, say),
+/// and runs one PTX trip; fewer bytes keep their ratio.
+double ptxTripsPerSassTrip(double ptxBytes, double sassBytes) {
+  double ratio = sassBytes / ptxBytes;
+  if (ratio <= 1.0)
+    return ratio;
+  double whole = std::round(ratio);
+  return std::abs(ratio - whole) <= 0.02 * whole ? whole : 1.0;
+}
+
 /// The SASS's instructions per thread, loops weighted by their trips. The
 /// k-th streaming loop region of the SASS is the k-th of the PTX (ptxas
 /// keeps the loops' order) and streams the same bytes per thread in all,
@@ -531,7 +544,8 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
     for (size_t k = 0; k < sassRegions.size(); ++k) {
       double trips = tripsOf(ptxRegions[k]);
       if (ptxRegions[k].movedBytes > 0 && sassRegions[k].movedBytes > 0)
-        trips *= ptxRegions[k].movedBytes / sassRegions[k].movedBytes;
+        trips /= ptxTripsPerSassTrip(ptxRegions[k].movedBytes,
+                                     sassRegions[k].movedBytes);
       regionTrips[k] = trips > 0 ? std::max(1.0, trips) : 0;
     }
   for (size_t k = 0; k < sassStreaming.size(); ++k) {
@@ -543,8 +557,8 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
       const LoopRegion &ptx = *ptxStreaming[k];
       double ptxTrips = tripsOf(ptx);
       skipped = ptxTrips == 0;
-      trips =
-          std::max(1.0, ptxTrips) * ptx.streamedBytes / region.streamedBytes;
+      trips = std::max(1.0, ptxTrips) /
+              ptxTripsPerSassTrip(ptx.streamedBytes, region.streamedBytes);
       if (std::find(ptx.loops.begin(), ptx.loops.end(), size_t(out.mainLoop)) !=
           ptx.loops.end())
         out.sassMainLoopLoadBytes = region.loadBytes;
@@ -594,19 +608,16 @@ void weighSass(const SpecInput &input, LaunchReport &out) {
     // A diverged warp's fallback, a slow path: not run (SassAnalysis.h).
     if (i < sass.coldPath.size() && sass.coldPath[i])
       continue;
-    std::string_view kind = sass.classes[i];
     out.sassPerThread += weight[i];
-    if (kind == "fp32" || kind == "fp16")
-      out.fp32PerThread += weight[i];
-    else if (kind == "mufu")
-      out.mufuPerThread += weight[i];
-    else if (kind == "int")
-      out.intPerThread += weight[i];
-    else if (kind == "tensor")
+    out.pipesPerThread.add(sass, i, weight[i]);
+    if (sass.classes[i] == "tensor")
       out.tensorPerThread += weight[i];
-    if (i < sass.conversionPipe.size() && sass.conversionPipe[i])
-      out.conversionPerThread += weight[i];
   }
+  // The fields the report prints, per pipe (IssuePipes.h).
+  out.fp32PerThread = out.pipesPerThread.fmaPipe;
+  out.mufuPerThread = out.pipesPerThread.mufu;
+  out.intPerThread = out.pipesPerThread.alu;
+  out.conversionPerThread = out.pipesPerThread.conversion;
 }
 
 /// The ASSUMED constants of `row` a launch's time rests on: the launch
@@ -752,20 +763,10 @@ void estimateTime(const SpecInput &input, LaunchReport &out) {
                        : double(chip.mmaSyncIssueSlots);
     clocksPerWarp = (out.sassPerThread + (slots - 1) * out.tensorPerThread) /
                     chip.issuePerSmPerClock;
-    const ChipConstants &row = *chip.constants;
-    for (auto [name, perThread, lanes] :
-         {std::tuple{"fp32 pipe", out.fp32PerThread,
-                     row.fp32LanesPerClock.value},
-          std::tuple{"MUFU pipe", out.mufuPerThread,
-                     row.mufuLanesPerClock.value},
-          std::tuple{"INT32 pipe", out.intPerThread,
-                     row.int32LanesPerClock.value},
-          std::tuple{"conversion pipe", out.conversionPerThread,
-                     row.conversionLanesPerClock.value}})
-      if (lanes > 0 && perThread * 32 / lanes > clocksPerWarp) {
-        clocksPerWarp = perThread * 32 / lanes;
-        out.issueBinding = name;
-      }
+    BusiestPipe busiest =
+        busiestPipe(out.pipesPerThread, *chip.constants, clocksPerWarp);
+    clocksPerWarp = busiest.clocks;
+    out.issueBinding = std::string(busiest.name);
   }
   out.issueSeconds = double(out.threads) / 32.0 * clocksPerWarp /
                      (double(activeSms) * chip.clockHz);
@@ -1105,10 +1106,11 @@ std::string issueText(const LaunchReport &launch) {
   for (double t : launch.sassLoopTrips)
     trips += fmt::format("{}{:.1f}", trips.empty() ? "" : ", ", t);
   return fmt::format(
-      "    issue     from SASS: {:.0f} instr/thread (fp32 {:.0f}, "
-      "MUFU {:.0f}, INT32 {:.0f}, tensor {:.0f}, conversion {:.0f}); loop "
-      "trips {}; bound by {}\n",
-      launch.sassPerThread, launch.fp32PerThread, launch.mufuPerThread,
+      "    issue     from SASS: {:.0f} instr/thread (FMA {:.0f} of them "
+      "IMAD {:.0f}, MUFU {:.0f}, INT32 {:.0f}, tensor {:.0f}, conversion "
+      "{:.0f}); loop trips {}; bound by {}\n",
+      launch.sassPerThread, launch.fp32PerThread,
+      launch.pipesPerThread.fmaInteger, launch.mufuPerThread,
       launch.intPerThread, launch.tensorPerThread, launch.conversionPerThread,
       trips.empty() ? "-" : trips, launch.issueBinding);
 }

@@ -18,6 +18,7 @@
 #include "lowbit/Expected.h"
 #include "runtime/driver/NvJitLink.h"
 #include "runtime/report/CodeLoops.h"
+#include "runtime/report/IssuePipes.h"
 #include "runtime/report/PtxGuards.h"
 #include "runtime/report/SassAnalysis.h"
 #include "runtime/spec/KernelSpec.h"
@@ -247,12 +248,14 @@ struct LaunchReport {
   /// per thread (its loads in flight); -1 without one.
   double sassMainLoopLoadBytes = -1;
   /// SASS instructions each thread executes, loops weighted by their trips:
-  /// all, and those of the pipes the chip table gives a rate for (fp32
-  /// with fp16, MUFU, INT32) and of the tensor cores.
+  /// all, per pipe (IssuePipes.h; fp32PerThread is the FMA pipe's, with
+  /// fp16 and the integer multiply-adds, intPerThread the INT32 pipe's)
+  /// and of the tensor cores.
   double sassPerThread = 0, fp32PerThread = 0, mufuPerThread = 0,
          intPerThread = 0, tensorPerThread = 0, conversionPerThread = 0;
-  /// What binds the issue term: "dispatch", "fp32 pipe", "MUFU pipe",
-  /// "INT32 pipe" or "conversion pipe" (SASS); "dispatch" for PTX.
+  PipeCounts pipesPerThread;
+  /// What binds the issue term: "dispatch" or a pipe's name (IssuePipes.h's
+  /// busiestPipe) from the SASS; "dispatch" for PTX.
   std::string issueBinding = "dispatch";
   int blocksPerSm = 0;
   double occupancy = 0;         ///< resident warps / maximum

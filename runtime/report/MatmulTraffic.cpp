@@ -2,6 +2,8 @@
 
 #include "runtime/report/MatmulTraffic.h"
 
+#include "runtime/report/IssuePipes.h"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -95,33 +97,20 @@ std::optional<GemvEstimate> estimateGemv(const SpecInput &input,
 
   // Issue: the loop's SASS per warp trip, by dispatch or by the busiest
   // pipe (MatmulTraffic.h; the sources in docs/matmul-gpu.md).
-  const ChipConstants &row = *input.chip.constants;
+  PipeCounts pipes;
   for (int i = chosen->firstInstruction; i <= chosen->lastInstruction; ++i) {
-    std::string_view kind = sass.classes[size_t(i)];
-    bool fmaInteger = size_t(i) < sass.fmaPipeInteger.size() &&
-                      sass.fmaPipeInteger[size_t(i)];
-    bool move = size_t(i) < sass.aluMove.size() && sass.aluMove[size_t(i)];
-    out.fmaPipe += kind == "fp32" || kind == "fp16" || fmaInteger;
-    out.fmaInteger += fmaInteger;
-    out.alu += (kind == "int" && !fmaInteger) || move;
-    out.conversion += size_t(i) < sass.conversionPipe.size() &&
-                      sass.conversionPipe[size_t(i)];
-    ++out.loopMix[std::string(kind)];
+    pipes.add(sass, size_t(i), 1.0);
+    ++out.loopMix[std::string(sass.classes[size_t(i)])];
   }
-  double clocksPerTrip =
-      double(out.loopInstructions) / input.chip.issuePerSmPerClock;
-  out.issueBound = "dispatch";
-  for (auto [name, count, lanes] :
-       {std::tuple{"FMA pipe", out.fmaPipe, row.fp32LanesPerClock.value},
-        std::tuple{"FMA pipe's IMAD half", out.fmaInteger,
-                   row.fp32LanesPerClock.value / 2},
-        std::tuple{"INT32 pipe", out.alu, row.int32LanesPerClock.value},
-        std::tuple{"conversion pipe", out.conversion,
-                   row.conversionLanesPerClock.value}})
-    if (lanes > 0 && count * 32 / lanes > clocksPerTrip) {
-      clocksPerTrip = count * 32 / lanes;
-      out.issueBound = name;
-    }
+  out.fmaPipe = pipes.fmaPipe;
+  out.fmaInteger = pipes.fmaInteger;
+  out.alu = pipes.alu;
+  out.conversion = pipes.conversion;
+  BusiestPipe busiest =
+      busiestPipe(pipes, *input.chip.constants,
+                  double(out.loopInstructions) / input.chip.issuePerSmPerClock);
+  double clocksPerTrip = busiest.clocks;
+  out.issueBound = std::string(busiest.name);
   int64_t blocks =
       launch.launch.grid[0] * launch.launch.grid[1] * launch.launch.grid[2];
   int64_t activeSms = std::min<int64_t>(input.chip.smCount, blocks);

@@ -7,12 +7,14 @@
 // fails here until the table (and its stated errors) is regenerated with
 // lowbit-calibration-table. Also: the model rules the calibration added
 // (lanes through `neg` of a pointer, remainder loops shared by the lanes,
-// a diverged warp's fallback and the slow paths not counted) on small
-// kernels, and the manifest's errors.
+// a diverged warp's fallback and the slow paths not counted, the issue
+// pipes' one rule: IMAD on the FMA pipe's heavy half) on small kernels,
+// and the manifest's errors.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/report/Calibration.h"
+#include "runtime/report/IssuePipes.h"
 #include "runtime/report/SassAnalysis.h"
 
 #include <catch2/catch.hpp>
@@ -60,7 +62,7 @@ TEST_CASE("calibration: the doc's table is the model's prediction",
   Expected<std::vector<CalibrationCase>> cases =
       loadCalibrationCases(calibrationDir() + "/cases.txt");
   REQUIRE(cases);
-  REQUIRE(cases->size() >= 4);
+  REQUIRE(cases->size() >= 6);
   std::vector<std::string> rows = docRows();
   REQUIRE(rows.size() == cases->size());
   for (size_t i = 0; i < cases->size(); ++i) {
@@ -337,4 +339,69 @@ TEST_CASE("a launch's scalar arguments bind into the address analysis",
   Expected<SpecReport> report = analyzeSpec(cases->front().input);
   REQUIRE(report);
   CHECK(report->launches[0].ptx.accesses[0].warpLines == 4);
+}
+
+namespace {
+
+/// Integer index math as ptxas emits it: IMAD (and its IMAD.MOV alias),
+/// IADD3, LOP3, a MOV and one FFMA.
+constexpr const char *kIndexMathSass = R"sass(
+	.target	sm_90a
+.text.index:
+        /*0000*/                   IMAD R0, R1, R2, R3 ;
+        /*0010*/                   IMAD.WIDE R4, R0, 0x4, R6 ;
+        /*0020*/                   IMAD.MOV.U32 R8, RZ, RZ, R9 ;
+        /*0030*/                   IMAD.SHL.U32 R10, R0, 0x2, RZ ;
+        /*0040*/                   IADD3 R11, R0, 0x1, RZ ;
+        /*0050*/                   LOP3.LUT R12, R11, 0xff, RZ, 0xc0, !PT ;
+        /*0060*/                   MOV R13, R12 ;
+        /*0070*/                   FFMA R14, R13, R13, R14 ;
+        /*0080*/                   EXIT ;
+)sass";
+
+} // namespace
+
+TEST_CASE("issue pipes: IMAD on the FMA pipe's heavy half, one rule",
+          "[report][calibration]") {
+  std::vector<SassKernel> kernels = analyzeSass(kIndexMathSass);
+  REQUIRE(kernels.size() == 1);
+  const SassKernel &kernel = kernels[0];
+  PipeCounts pipes;
+  for (size_t i = 0; i < kernel.classes.size(); ++i)
+    pipes.add(kernel, i, 2.0);
+  // 4 IMAD and 1 FFMA on the FMA pipe, IADD3, LOP3 and MOV on the ALU.
+  CHECK(pipes.fmaInteger == 8.0);
+  CHECK(pipes.fmaPipe == 10.0);
+  CHECK(pipes.alu == 6.0);
+  CHECK(pipes.mufu == 0.0);
+  std::optional<ChipModel> hopper = chipModel("sm_90a");
+  REQUIRE(hopper);
+  const ChipConstants &row = *hopper->constants;
+  // 128 FP32 lanes, 64 of them for IMAD, 64 ALU lanes per SM: 8 IMAD a
+  // thread take 4 clocks a warp, the ALU's 6 take 3; dispatch 2.
+  BusiestPipe busiest = busiestPipe(pipes, row, 2.0);
+  CHECK(busiest.name == "FMA pipe's IMAD half");
+  CHECK(busiest.clocks == Approx(8.0 * 32 / (row.fp32LanesPerClock.value / 2)));
+  CHECK(busiestPipe(pipes, row, 9.0).name == "dispatch");
+}
+
+TEST_CASE("issue pipes: the shared model counts IMAD on the FMA pipe",
+          "[report][calibration]") {
+  Expected<std::vector<CalibrationCase>> cases =
+      loadCalibrationCases(calibrationDir() + "/cases.txt");
+  REQUIRE(cases);
+  for (const CalibrationCase &calibration : *cases) {
+    INFO(calibration.name << " " << calibration.shape);
+    Expected<SpecReport> report = analyzeSpec(calibration.input);
+    REQUIRE(report);
+    for (const LaunchReport &launch : report->launches) {
+      const PipeCounts &pipes = launch.pipesPerThread;
+      // Every kernel here computes addresses with IMAD.
+      CHECK(pipes.fmaInteger > 0);
+      CHECK(launch.fp32PerThread == pipes.fmaPipe);
+      CHECK(launch.intPerThread == pipes.alu);
+      // FMA, ALU and the rest partition what the SASS issues.
+      CHECK(pipes.fmaPipe + pipes.alu + pipes.mufu <= launch.sassPerThread);
+    }
+  }
 }

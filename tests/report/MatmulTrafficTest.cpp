@@ -295,6 +295,13 @@ TEST_CASE("matmul: the GEMM's K loop runs ceil(K / 32) trips", "[report]") {
   CHECK(gemm.mmaPerThread == 2048);
   REQUIRE(gemm.fromSass);
   CHECK(gemm.tensorPerThread > 0);
+  // The SASS K loop runs the PTX's 128 trips: its trip moves 96 B to the
+  // PTX's 80 (code not every trip runs, not a whole-number unroll), so
+  // the 16 mma.sync of a trip issue the 2048 the shape needs (106.7 trips
+  // and 1707 before).
+  REQUIRE(gemm.sassLoopTrips.size() == 1);
+  CHECK(gemm.sassLoopTrips[0] == 128);
+  CHECK(gemm.tensorPerThread == 2048);
   // Below the peak, as any kernel must be.
   REQUIRE(gemm.mma);
   CHECK(*gemm.mma == MmaShape{MmaKind::F16, 16, 8, 16});

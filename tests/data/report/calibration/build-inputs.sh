@@ -26,4 +26,5 @@ done <<'LIST'
 vllm_scaled_fp8_quant.cu sm_90a
 trtllm_fp8_quantize_1x128.cu sm_100a
 vllm_per_token_group_quant.cu sm_100a
+copy_unrolled_float4.cu sm_90a
 LIST
