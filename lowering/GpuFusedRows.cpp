@@ -209,6 +209,56 @@ public:
       emitResidual(residual, residualBuffer, valid);
   }
 
+  /// The launch of a per-token scheme (one scale per row): the warp's
+  /// lanes stride over the row for its statistics, combine them with
+  /// shuffles (max and min are exact and order-free), every lane picks the
+  /// same scale, lane 0 stores it (and the zero point), and the lanes
+  /// write the codes in element pairs 2 lane, 2 lane + 64, ...
+  void emitRowScale(Value final, Value codes, Value scales, Value zeros,
+                    Value residual, Value residualBuffer) {
+    OpBuilder::InsertionGuard guard(b);
+    Value valid = openRowLaunch();
+    Value bound =
+        arith::SelectOp::create(b, valid, tensorDim(final, 1), idx(0));
+    bool withMinMax = usesMinMax();
+    auto element = [&](Value col) { return widen(elementAt(final, row, col)); };
+    SmallVector<Value> init(withMinMax ? 3 : 1, f32(0.0f));
+    auto statsLoop = scf::ForOp::create(
+        b, lane, bound, idx(kWarpSize), init,
+        [&](OpBuilder &, Location, Value col, ValueRange acc) {
+          scf::YieldOp::create(b, accumulate(acc, element(col), withMinMax));
+        });
+    lowbit::Stats stats =
+        toStats(reduceWarp(SmallVector<Value>(statsLoop.getResults()),
+                           kWarpSize, withMinMax),
+                withMinMax);
+    Value stored = pickScale(stats, Value());
+    lowbit::GroupParams params;
+    params.scale = decodeScale(stored);
+    Value zero;
+    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
+      zero = pickZero(stats.min, params.scale);
+      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
+    }
+    Value first =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0));
+    auto storeIf =
+        scf::IfOp::create(b, arith::AndIOp::create(b, valid, first), false);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
+      memref::StoreOp::create(b, stored, scales, ValueRange{row, idx(0)});
+      if (zero)
+        memref::StoreOp::create(b, zero, zeros, ValueRange{row, idx(0)});
+    }
+    params = withExactReciprocal(params);
+    emitPairs(row, arith::MulIOp::create(b, lane, idx(2)), bound,
+              idx(2 * kWarpSize), element, params, codes,
+              scheme.packing == lowbit::Packing::Nibble);
+    if (residual)
+      emitResidual(residual, residualBuffer, valid);
+  }
+
 private:
   /// A launch of one warp per row, the builder inside it; returns
   /// beginRow's `valid`.
@@ -482,6 +532,15 @@ bool hasRowGroups(const lowbit::Scheme &scheme) {
          lowbit::containerBits(scheme) <= 8;
 }
 
+/// One dynamic scale per row (per token): one launch, a warp per row.
+bool hasRowScale(const lowbit::Scheme &scheme) {
+  const lowbit::ScaleSpec &scale = scheme.scale;
+  return scale.mode == lowbit::ScaleMode::Dynamic &&
+         scale.granularity == lowbit::Granularity::PerToken &&
+         scale.globalScale == lowbit::GlobalScale::None &&
+         lowbit::containerBits(scheme) <= 8;
+}
+
 /// One dynamic scale for the whole tensor: statistics, then codes.
 bool hasTensorScale(const lowbit::Scheme &scheme) {
   const lowbit::ScaleSpec &scale = scheme.scale;
@@ -520,12 +579,13 @@ struct FusedRowsToGpu : OpRewritePattern<ld::FusedOp> {
     if (!quantize)
       return rewriter.notifyMatchFailure(op, "no quantize");
     lowbit::Scheme scheme = ld::toScheme(quantize.getScheme());
-    bool rowGroups = hasRowGroups(scheme);
+    bool rowScale = hasRowScale(scheme);
+    bool rowGroups = rowScale || hasRowGroups(scheme);
     if (!rowGroups && !hasTensorScale(scheme))
       return op.emitError(
           "fused kernels on the GPU take dynamic schemes with one scale per "
-          "tensor or groups along the row; scheme '" +
-          scheme.name + "' is neither");
+          "tensor, per token or in groups along the row; scheme '" +
+          scheme.name + "' is none of them");
     int64_t maxDepth = 0;
     for (int64_t block = 2; block <= kMaxGpuHadamardBlock; block *= 2)
       ++maxDepth;
@@ -637,8 +697,12 @@ struct FusedRowsToGpu : OpRewritePattern<ld::FusedOp> {
                                       b, emitter.computeGlobal(stats.absMax),
                                       global, ValueRange{zeroIndex, zeroIndex});
                                 });
-      emitter.emitRowGroups(final, codes.getDest(), scales.getDest(),
-                            zerosBuffer, global, residual, residualBuffer);
+      if (rowScale)
+        emitter.emitRowScale(final, codes.getDest(), scales.getDest(),
+                             zerosBuffer, residual, residualBuffer);
+      else
+        emitter.emitRowGroups(final, codes.getDest(), scales.getDest(),
+                              zerosBuffer, global, residual, residualBuffer);
     } else {
       // Launch 1: the scale (and zero point) from the tensor's statistics;
       // launch 2: the codes.

@@ -15,6 +15,7 @@
 #include "lowering/DecodeAttentionEmitter.h"
 #include "lowering/GpuKernelBuilder.h"
 #include "lowering/GpuMatmulFp4.h"
+#include "lowering/GpuMatmulFrontQuantize.h"
 #include "lowering/GpuMatmulGemm.h"
 #include "lowering/GpuMatmulGemv.h"
 #include "lowering/GpuMatmulQuantized.h"
@@ -33,11 +34,17 @@ constexpr int64_t kGemvMaxRows = 16;
 
 /// Why the GEMV cannot serve `op`, or "" when it can.
 std::string refusalOf(ld::MatmulOp op) {
-  if (!op.getPrologueChain().empty())
-    return std::string(lowbit::gpuPrologueRefusal());
+  bool prologues = !op.getPrologueChain().empty();
+  if (prologues && !op.getActivationScheme())
+    return "prologues run in front of X's quantize, and the op has no "
+           "activation scheme";
   if (std::optional<lowbit::Scheme> activations = op.getActivationScheme()) {
     // W4A4: the FP4 GEMM (GpuMatmulFp4.h), which reads row-major scales.
     if (lowbit::fp4GemmRefusal(op.getWeightScheme(), *activations).empty()) {
+      if (prologues)
+        if (std::string front = lowbit::frontQuantizeRefusal(*activations);
+            !front.empty())
+          return front;
       if (op.getWeightScheme().scale.layout ==
           lowbit::ScaleLayout::Swizzle128x4)
         return "the FP4 GEMM reads the weights' scales row-major, not in "
@@ -46,6 +53,10 @@ std::string refusalOf(ld::MatmulOp op) {
                    op.getWeightScheme(), *activations);
                !why.empty()) {
       return why;
+    } else if (prologues) {
+      if (std::string front = lowbit::frontQuantizeRefusal(*activations);
+          !front.empty())
+        return front;
     }
   } else if (!lowbit::gemvCoversScheme(op.getWeightScheme()))
     return "the GPU kernels read row-major scales per tensor, per output "
@@ -88,10 +99,31 @@ struct MatmulToGpu : OpRewritePattern<ld::MatmulOp> {
         auto module = op->getParentOfType<ModuleOp>();
         bool blockScaledMma =
             module && module->hasAttr(lowbit::kBlockScaledMmaAttr);
-        if (failed(lowbit::emitMatmulFp4Gemm(rewriter, b, op,
-                                             op.getWeightScheme(), *activations,
-                                             buffers, blockScaledMma)))
+        if (!op.getPrologueChain().empty()) {
+          // Behind prologues: X's codes from the front kernel.
+          FailureOr<lowbit::QuantizedX> quantizedX =
+              lowbit::emitFrontQuantize(rewriter, b, op, *activations);
+          if (failed(quantizedX))
+            return rewriter.notifyMatchFailure(op, "the function has a "
+                                                   "workspace already");
+          lowbit::emitMatmulFp4GemmOnCodes(b, op.getWeightScheme(),
+                                           *activations, buffers,
+                                           blockScaledMma, *quantizedX);
+        } else if (failed(lowbit::emitMatmulFp4Gemm(
+                       rewriter, b, op, op.getWeightScheme(), *activations,
+                       buffers, blockScaledMma))) {
           return rewriter.notifyMatchFailure(op, "no room for the workspace");
+        }
+      } else if (!op.getPrologueChain().empty()) {
+        // Behind prologues: the fused prologue | quantize kernel writes X's
+        // codes and scales into the workspace, the GEMM reads them.
+        FailureOr<lowbit::QuantizedX> quantizedX =
+            lowbit::emitFrontQuantize(rewriter, b, op, *activations);
+        if (failed(quantizedX))
+          return rewriter.notifyMatchFailure(op, "the function has a "
+                                                 "workspace already");
+        lowbit::emitQuantizedMatmulGemmOnCodes(
+            b, op.getWeightScheme(), *activations, buffers, *quantizedX);
       } else if (failed(lowbit::emitQuantizedMatmulGemm(
                      rewriter, b, op, op.getWeightScheme(), *activations,
                      buffers))) {
@@ -139,9 +171,20 @@ std::string lowbit::gpuMatmulRefusal(Operation *op) {
 std::string lowbit::activationQuantizeChoice(const Scheme &weights,
                                              const Scheme &activations,
                                              bool hasPrologues) {
-  if (hasPrologues)
-    return "X's quantize: no GPU kernel behind prologues: " +
-           std::string(gpuPrologueRefusal());
+  if (hasPrologues) {
+    if (!quantizedGemmRefusal(weights, activations).empty() &&
+        !fp4GemmRefusal(weights, activations).empty())
+      return "";
+    if (std::string why = frontQuantizeRefusal(activations); !why.empty())
+      return "X's quantize: no GPU kernel behind prologues: " + why;
+    return "X's quantize: a front kernel, then the GEMM (2 launches; 3 "
+           "with a per-tensor scale or a global scale): the prologues need "
+           "X's whole row before its scale exists, so the fused prologue | "
+           "quantize kernel (as `quantize` builds it for the chain) writes "
+           "X's codes and scales into the workspace, whose size grows with "
+           "M x K (docs/kernel-abi.md), and the GEMM reads them instead of "
+           "quantizing in its A load";
+  }
   if (fp4GemmRefusal(weights, activations).empty()) {
     std::string choice =
         "X's quantize: in the FP4 GEMM's A load (a scale block of X lies "

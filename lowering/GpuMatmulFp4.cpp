@@ -135,9 +135,10 @@ class Fp4GemmEmitter : public MatmulKernelBuilder {
 public:
   Fp4GemmEmitter(ImplicitLocOpBuilder &builder, const Scheme &weights,
                  const Scheme &activations, const MatmulBuffers &buffers,
-                 bool native)
+                 bool native, const QuantizedX &quantizedX = {})
       : MatmulKernelBuilder(builder, weights, buffers, kThreads),
-        activation(builder, activations), blockK(fp4BlockOf(activations)),
+        quantizedX(quantizedX), activation(builder, activations),
+        blockK(fp4BlockOf(activations)),
         nibble(weights.packing == Packing::Nibble), native(native),
         chunkK(native ? kNativeChunk : kChunk) {}
 
@@ -190,6 +191,9 @@ public:
           b, b.getF32Type(),
           memref::LoadOp::create(b, workspace,
                                  ValueRange{idx(0), idx(kGlobalWord)}));
+      xGlobalDivisor = activation.prepareGlobalDivisor(xGlobal);
+    } else if (quantizedX.global) {
+      xGlobal = loadScalar(quantizedX.global);
       xGlobalDivisor = activation.prepareGlobalDivisor(xGlobal);
     }
     emitBody();
@@ -258,21 +262,48 @@ private:
     Value first = add(mul(chunk, idx(chunkK)), tileColumn);
     // Elements past M or K are 0: they leave the amax alone and encode to
     // the zero code, as the reference's block holds only X's elements.
-    SmallVector<Value> values;
+    // Behind prologues the front kernel's codes and stored scale are read
+    // instead; a block past M or K takes what the scan gives it (amax 0,
+    // codes 0).
+    SmallVector<Value> values, loadedCodes;
     SmallVector<Value> acc = {f32(0.0f)};
     for (int64_t e = 0; e < blockK; ++e) {
       Value at = add(first, idx(e));
       Value inside =
           andAll({rowInside,
                   arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, k)});
-      Value value = widen(memref::LoadOp::create(
-          b, buffers.x,
-          ValueRange{safeRow, arith::MinUIOp::create(b, at, lastK)}));
+      Value safeAt = arith::MinUIOp::create(b, at, lastK);
+      if (quantizedX.codes) {
+        // Element e of a byte in bits 4 (e % 2) .. (first is even).
+        Value byte = memref::LoadOp::create(
+            b, quantizedX.codes,
+            ValueRange{safeRow, arith::DivUIOp::create(b, safeAt, idx(2))});
+        Value code = arith::AndIOp::create(
+            b, e % 2 ? Value(arith::ShRUIOp::create(b, byte, i8(4))) : byte,
+            i8(0xF));
+        loadedCodes.push_back(select(inside, code, i8(0)));
+        continue;
+      }
+      Value value = widen(
+          memref::LoadOp::create(b, buffers.x, ValueRange{safeRow, safeAt}));
       values.push_back(select(inside, value, f32(0.0f)));
       acc = activation.accumulate(acc, values.back(), /*withMinMax=*/false);
     }
     Stats stats = activation.toStats(acc, /*withMinMax=*/false);
     Value stored = activation.pickScale(stats, xGlobal, xGlobalDivisor);
+    if (quantizedX.codes) {
+      Value lastBlock =
+          arith::SubIOp::create(b, ceilDiv(k, idx(blockK)), idx(1));
+      Value at = arith::MinUIOp::create(
+          b, arith::DivUIOp::create(b, first, idx(blockK)), lastBlock);
+      Value blockInside =
+          andAll({rowInside, arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                   first, k)});
+      stored = select(
+          blockInside,
+          memref::LoadOp::create(b, quantizedX.scales, ValueRange{safeRow, at}),
+          stored);
+    }
     GroupParams params;
     params.scale = activation.decodeScale(stored);
     params.global = xGlobal;
@@ -285,7 +316,9 @@ private:
     Value word;
     for (int64_t e = 0; e < blockK; e += 2) {
       auto [low, high] =
-          activation.quantizePair(values[e], values[e + 1], params);
+          quantizedX.codes
+              ? std::pair<Value, Value>(loadedCodes[e], loadedCodes[e + 1])
+              : activation.quantizePair(values[e], values[e + 1], params);
       Value codes[2] = {low, high};
       for (int64_t offset = 0; offset < 2; ++offset) {
         if (!native) {
@@ -560,6 +593,9 @@ private:
                           warpColumn, group, threadInGroup, m, n);
   }
 
+  /// X's codes, scales and global from a front kernel (X behind
+  /// prologues), or null: the tile's loads quantize X.
+  QuantizedX quantizedX;
   /// The activations' arithmetic (the reference quantizer's).
   ScaleMath activation;
   int64_t blockK;
@@ -630,6 +666,16 @@ LogicalResult emitMatmulFp4Gemm(RewriterBase &rewriter,
     return success();
   gpu_mapping::emitWorkspaceWordReset(builder, workspace, kGlobalWord);
   return success();
+}
+
+void emitMatmulFp4GemmOnCodes(ImplicitLocOpBuilder &builder,
+                              const Scheme &weights, const Scheme &activations,
+                              const MatmulBuffers &buffers, bool blockScaledMma,
+                              const QuantizedX &quantizedX) {
+  bool native =
+      blockScaledMma && fp4BlockScaledMmaRefusal(weights, activations).empty();
+  Fp4GemmEmitter(builder, weights, activations, buffers, native, quantizedX)
+      .emit(Value());
 }
 
 } // namespace lowbit

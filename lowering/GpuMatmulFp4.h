@@ -17,6 +17,7 @@
 #define LOWBIT_LOWERING_GPUMATMULFP4_H
 
 #include "format/Scheme.h"
+#include "lowering/GpuMatmulQuantized.h"
 #include "lowering/MatmulKernelCommon.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -56,6 +57,15 @@ emitMatmulFp4Gemm(mlir::RewriterBase &rewriter,
                   mlir::ImplicitLocOpBuilder &builder, mlir::Operation *op,
                   const Scheme &weights, const Scheme &activations,
                   const MatmulBuffers &buffers, bool blockScaledMma);
+
+/// The GEMM launch alone, reading X's codes ([M, ceil(K / 2)], nibbles
+/// packed), stored block scales and (nvfp4) global from `quantizedX`, which
+/// a front kernel wrote (X behind prologues), instead of quantizing X in
+/// the tile loads.
+void emitMatmulFp4GemmOnCodes(mlir::ImplicitLocOpBuilder &builder,
+                              const Scheme &weights, const Scheme &activations,
+                              const MatmulBuffers &buffers, bool blockScaledMma,
+                              const QuantizedX &quantizedX);
 
 } // namespace lowbit
 

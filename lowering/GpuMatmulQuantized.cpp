@@ -89,13 +89,15 @@ std::optional<NVVM::MMATypes> mmaTypeOf(const Format &element) {
 class QuantizedGemmEmitter : public MatmulKernelBuilder {
 public:
   QuantizedGemmEmitter(ImplicitLocOpBuilder &builder, const Scheme &weights,
-                       const Scheme &activations, const MatmulBuffers &buffers)
+                       const Scheme &activations, const MatmulBuffers &buffers,
+                       const QuantizedX &quantizedX = {})
       : MatmulKernelBuilder(builder, weights, buffers, kWarpSize),
         xMath(builder, activations), unit(xUnitOf(activations)),
         integer(activations.element.isInt()),
         extentK(std::max(matmul::scaleExtentAlongK(weights.scale),
                          matmul::scaleExtentAlongK(activations.scale))),
-        typeA(*mmaTypeOf(activations.element)),
+        xExtentK(matmul::scaleExtentAlongK(activations.scale)),
+        quantizedX(quantizedX), typeA(*mmaTypeOf(activations.element)),
         typeB(*mmaTypeOf(weights.element)) {}
 
   /// The GEMM launch; `workspace` (per-tensor X only) holds X's amax.
@@ -123,7 +125,10 @@ public:
       safeRows[half] = arith::MinUIOp::create(b, rows[half], lastRow);
     if (buffers.global)
       global = loadScalar(buffers.global);
-    if (workspace) {
+    if (quantizedX.codes && unit == XUnit::Tensor) {
+      GroupParams params = storedParams(idx(0), idx(0));
+      xUnitParams = {params, params};
+    } else if (workspace) {
       Value amax = arith::BitcastOp::create(
           b, b.getF32Type(),
           memref::LoadOp::create(b, workspace,
@@ -150,7 +155,9 @@ private:
     if (unit == XUnit::Row) {
       for (int half = 0; half < 2; ++half)
         xUnitParams[half] =
-            xParams(safeRows[half], add(safeRows[half], idx(1)), idx(0), k);
+            quantizedX.codes ? storedParams(safeRows[half], idx(0))
+                             : xParams(safeRows[half],
+                                       add(safeRows[half], idx(1)), idx(0), k);
     }
     SmallVector<Value> initial(kAccumulators, f32(0.0f));
     auto kBlocks = scf::ForOp::create(b, idx(0), numBlocks, idx(1), initial);
@@ -161,8 +168,12 @@ private:
       Value kEnd = arith::MinUIOp::create(b, add(kBegin, blockSize), k);
       if (unit == XUnit::RowGroup)
         for (int half = 0; half < 2; ++half)
-          xUnitParams[half] = xParams(
-              safeRows[half], add(safeRows[half], idx(1)), kBegin, kEnd);
+          xUnitParams[half] =
+              quantizedX.codes
+                  ? storedParams(safeRows[half], arith::DivUIOp::create(
+                                                     b, kBegin, idx(xExtentK)))
+                  : xParams(safeRows[half], add(safeRows[half], idx(1)), kBegin,
+                            kEnd);
       SmallVector<Value> partial = emitBlockPartial(kBegin, kEnd);
       SmallVector<Value> acc(kBlocks.getRegionIterArgs());
       Value lastColumn = arith::SubIOp::create(b, n, idx(1));
@@ -238,6 +249,16 @@ private:
     return paramsOf(SmallVector<Value>(rowLoop.getResults()));
   }
 
+  /// X's decoded scale at [row, col] of the scales the front kernel
+  /// stored (the reference quantizer's bits; ScaleMath decodes them as
+  /// the CPU tail does).
+  GroupParams storedParams(Value row, Value col) {
+    GroupParams params;
+    params.scale = xMath.decodeScale(
+        memref::LoadOp::create(b, quantizedX.scales, ValueRange{row, col}));
+    return params;
+  }
+
   /// The conversion parameters of a unit with statistics `acc` (amax):
   /// the reference's scale.
   GroupParams paramsOf(SmallVector<Value> acc) {
@@ -266,8 +287,12 @@ private:
       SmallVector<Value, 4> codes;
       for (int64_t e = 0; e < 4; ++e) {
         Value col = add(first, idx(e));
-        Value x = loadX(row, arith::MinUIOp::create(b, col, lastK));
-        Value code = xMath.quantizeValue(x, xUnitParams[r % 2]);
+        Value at = arith::MinUIOp::create(b, col, lastK);
+        Value code =
+            quantizedX.codes
+                ? Value(memref::LoadOp::create(b, quantizedX.codes,
+                                               ValueRange{row, at}))
+                : xMath.quantizeValue(loadX(row, at), xUnitParams[r % 2]);
         codes.push_back(select(before(col, kEnd), code, i8(0)));
       }
       registers.push_back(packBytes(codes));
@@ -395,6 +420,11 @@ private:
   XUnit unit;
   bool integer;
   int64_t extentK;
+  /// X's own scale extent along K (its groups), 0 for one per row.
+  int64_t xExtentK;
+  /// X's codes and scales from a front kernel (X behind prologues), or
+  /// null: the A load quantizes X.
+  QuantizedX quantizedX;
   NVVM::MMATypes typeA, typeB;
   // Set while emitting the kernel body.
   Value m, n, k, group, threadInGroup, columnBase, global;
@@ -404,16 +434,6 @@ private:
 };
 
 } // namespace
-
-std::string_view gpuPrologueRefusal() {
-  return "a prologue that needs the whole row (rmsnorm's sum of squares, a "
-         "Hadamard block wider than a K tile) must run before X's scale is "
-         "known, so X would be quantized by the fused prologue | quantize "
-         "kernel into M x K codes and scales that the GEMM reads; the GPU "
-         "workspace (docs/kernel-abi.md) has a size fixed at compile time "
-         "while M is known only at run time, and the kernel ABI has no "
-         "other scratch";
-}
 
 bool quantizedGemmIsFloat(const Scheme &activations) {
   return !activations.element.isInt();
@@ -467,6 +487,15 @@ LogicalResult emitQuantizedMatmulGemm(RewriterBase &rewriter,
     return success();
   gpu_mapping::emitWorkspaceWordReset(builder, workspace, kAmaxWord);
   return success();
+}
+
+void emitQuantizedMatmulGemmOnCodes(ImplicitLocOpBuilder &builder,
+                                    const Scheme &weights,
+                                    const Scheme &activations,
+                                    const MatmulBuffers &buffers,
+                                    const QuantizedX &quantizedX) {
+  QuantizedGemmEmitter(builder, weights, activations, buffers, quantizedX)
+      .emit(Value());
 }
 
 } // namespace lowbit

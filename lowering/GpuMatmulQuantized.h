@@ -27,9 +27,13 @@ namespace lowbit {
 std::string quantizedGemmRefusal(const Scheme &weights,
                                  const Scheme &activations);
 
-/// Why no GPU kernel runs a prologue chain in front of X's quantize (the
-/// compile refuses such a spec with it; docs/matmul-gpu.md, "W8A8").
-std::string_view gpuPrologueRefusal();
+/// X quantized by a kernel before the GEMM (GpuMatmulFrontQuantize.h):
+/// its codes ([M, K] i8, or [M, ceil(K / 2)] nibbles packed), its stored
+/// scales in the activation scheme's layout ([1, 1], [M, 1] or [M,
+/// ceil(K / G)]) and its computed global scale ([1, 1] f32, or null).
+struct QuantizedX {
+  mlir::Value codes, scales, global;
+};
 
 /// Whether the pair multiplies float codes (FP8 mma) rather than s8.
 bool quantizedGemmIsFloat(const Scheme &activations);
@@ -51,6 +55,15 @@ mlir::LogicalResult emitQuantizedMatmulGemm(mlir::RewriterBase &rewriter,
                                             const Scheme &weights,
                                             const Scheme &activations,
                                             const MatmulBuffers &buffers);
+
+/// The GEMM launch alone, reading X's codes and scales from `quantizedX`
+/// instead of quantizing X in its A load: the same order, so the same
+/// bits as the CPU tail on the same codes.
+void emitQuantizedMatmulGemmOnCodes(mlir::ImplicitLocOpBuilder &builder,
+                                    const Scheme &weights,
+                                    const Scheme &activations,
+                                    const MatmulBuffers &buffers,
+                                    const QuantizedX &quantizedX);
 
 } // namespace lowbit
 

@@ -56,10 +56,28 @@ BlockArgument findWorkspaceArgument(FunctionOpInterface function) {
   return {};
 }
 
-/// Its size in 32-bit words; 0 when there is none.
+/// Its size in 32-bit words (the fixed words of one that grows with X); 0
+/// when there is none.
 int64_t workspaceWordsOf(FunctionOpInterface function) {
   BlockArgument argument = findWorkspaceArgument(function);
-  return argument ? cast<MemRefType>(argument.getType()).getDimSize(1) : 0;
+  if (!argument)
+    return 0;
+  if (auto rows = function.getArgAttrOfType<DenseI64ArrayAttr>(
+          argument.getArgNumber(), workspace_abi::kRowsAttr))
+    return rows[0];
+  return cast<MemRefType>(argument.getType()).getDimSize(1);
+}
+
+/// Appends the workspace argument of type `type` with `attributes`.
+Value appendWorkspace(RewriterBase &rewriter, FunctionOpInterface function,
+                      Type type, ArrayRef<NamedAttribute> attributes) {
+  unsigned position = function.getNumArguments();
+  rewriter.modifyOpInPlace(function, [&] {
+    (void)function.insertArgument(position, type,
+                                  rewriter.getDictionaryAttr(attributes),
+                                  function.getLoc());
+  });
+  return function.getArgument(position);
 }
 
 /// At most this many blocks stride over the tensor in launch 1: enough to
@@ -462,16 +480,24 @@ Value workspaceArgument(RewriterBase &rewriter, Operation *op, int64_t words) {
   auto function = op->getParentOfType<FunctionOpInterface>();
   if (BlockArgument existing = findWorkspaceArgument(function))
     return workspaceWordsOf(function) >= words ? Value(existing) : Value();
-  auto type = MemRefType::get({1, words}, rewriter.getI32Type());
-  unsigned position = function.getNumArguments();
-  rewriter.modifyOpInPlace(function, [&] {
-    (void)function.insertArgument(
-        position, type,
-        rewriter.getDictionaryAttr(
-            rewriter.getNamedAttr(kWorkspaceAttrName, rewriter.getUnitAttr())),
-        function.getLoc());
-  });
-  return function.getArgument(position);
+  return appendWorkspace(
+      rewriter, function, MemRefType::get({1, words}, rewriter.getI32Type()),
+      rewriter.getNamedAttr(kWorkspaceAttrName, rewriter.getUnitAttr()));
+}
+
+Value rowWorkspaceArgument(RewriterBase &rewriter, Operation *op,
+                           int64_t fixedWords, workspace_abi::RowWords rows) {
+  auto function = op->getParentOfType<FunctionOpInterface>();
+  if (!function || findWorkspaceArgument(function))
+    return Value();
+  return appendWorkspace(
+      rewriter, function,
+      MemRefType::get({1, ShapedType::kDynamic}, rewriter.getI32Type()),
+      {rewriter.getNamedAttr(kWorkspaceAttrName, rewriter.getUnitAttr()),
+       rewriter.getNamedAttr(
+           workspace_abi::kRowsAttr,
+           rewriter.getDenseI64ArrayAttr(
+               {fixedWords, rows.wordsPerRow, rows.bitsPerElement}))});
 }
 
 void emitStatsIntoWorkspace(ImplicitLocOpBuilder &b, const Scheme &scheme,

@@ -15,7 +15,7 @@
 
 #include "format/Scheme.h"
 #include "lowering/ScaleMath.h"
-#include "target/Workspace.h"
+#include "target/WorkspaceRows.h"
 
 // The launches fence with nvvm.memory.barrier: a pass that emits them
 // lists the NVVM dialect among its dependent dialects.
@@ -35,6 +35,16 @@ inline constexpr const char *kWorkspaceAttrName = workspace_abi::kArgumentAttr;
 /// leaves it zero). Null when an existing one has fewer than `words` words.
 mlir::Value workspaceArgument(mlir::RewriterBase &rewriter, mlir::Operation *op,
                               int64_t words);
+
+/// The workspace argument of `op`'s function for kernels that write X's
+/// quantized rows into it (docs/kernel-abi.md, "Workspace"): memref<1 x ?
+/// x i32>, `fixedWords` words first (the reductions' words, as
+/// workspaceArgument gives them), then the region that grows with X
+/// (`rows`; workspace_abi::wordsFor). Null when the function has a
+/// workspace already.
+mlir::Value rowWorkspaceArgument(mlir::RewriterBase &rewriter,
+                                 mlir::Operation *op, int64_t fixedWords,
+                                 workspace_abi::RowWords rows);
 
 /// Launch 1 of a computed global scale (nvfp4 dynamic): the tensor amax of
 /// `input` reduced through the workspace, and `computeGlobal(amax)` stored

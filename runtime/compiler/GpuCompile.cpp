@@ -3,12 +3,15 @@
 #include "runtime/compiler/GpuCompile.h"
 
 #include "runtime/compiler/Compiler.h"
-#include "target/Workspace.h"
+#include "runtime/compiler/WorkspaceRowsOf.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+
+#include <array>
 
 namespace lowbit::compiler {
 
@@ -22,17 +25,35 @@ llvm::Error compileError(const std::string &message) {
 
 } // namespace
 
-int64_t workspaceWordsOf(ModuleOp module) {
-  // The workspace ABI (target/Workspace.h): the argument that carries its
-  // attribute is memref<1 x WORDS x i32>.
+namespace {
+
+/// The workspace argument's [fixed words, words per row, bits per element]
+/// (target/Workspace.h): memref<1 x WORDS x i32>, or memref<1 x ? x i32>
+/// with kRowsAttr.
+std::array<int64_t, 3> workspaceSizeOf(ModuleOp module) {
   auto kernel = module.lookupSymbol<func::FuncOp>(kKernelName);
   if (!kernel || kernel.isExternal())
-    return 0;
-  for (BlockArgument argument : kernel.getArguments())
-    if (kernel.getArgAttr(argument.getArgNumber(),
-                          workspace_abi::kArgumentAttr))
-      return cast<MemRefType>(argument.getType()).getDimSize(1);
-  return 0;
+    return {0, 0, 0};
+  for (BlockArgument argument : kernel.getArguments()) {
+    unsigned position = argument.getArgNumber();
+    if (!kernel.getArgAttr(position, workspace_abi::kArgumentAttr))
+      continue;
+    if (auto rows = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
+            position, workspace_abi::kRowsAttr);
+        rows && rows.size() == 3)
+      return {rows[0], rows[1], rows[2]};
+    return {cast<MemRefType>(argument.getType()).getDimSize(1), 0, 0};
+  }
+  return {0, 0, 0};
+}
+
+} // namespace
+
+int64_t workspaceWordsOf(ModuleOp module) { return workspaceSizeOf(module)[0]; }
+
+workspace_abi::RowWords workspaceRowsOf(ModuleOp module) {
+  std::array<int64_t, 3> size = workspaceSizeOf(module);
+  return {size[1], size[2]};
 }
 
 llvm::Expected<GpuCompilation>

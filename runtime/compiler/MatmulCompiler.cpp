@@ -6,6 +6,7 @@
 #include "format/SchemeText.h"
 #include "lowering/GpuMatmul.h"
 #include "lowering/GpuMatmulFp4.h"
+#include "lowering/GpuMatmulFrontQuantize.h"
 #include "lowering/GpuMatmulQuantized.h"
 #include "lowering/Passes.h"
 #include "matmul/MatmulPrologues.h"
@@ -123,8 +124,13 @@ llvm::Error lowerMatmulToLoops(ModuleOp module) {
 }
 
 llvm::Error lowerMatmulForGpu(ModuleOp module) {
-  if (llvm::Error error = runLoweringPasses(module, {createLowbitToGpu},
-                                            "the matmul GPU lowering"))
+  // Twice: lowbit-to-gpu rewrites the ops that exist when it starts, and
+  // the matmul's rewrite builds the fused prologue | quantize kernel in
+  // front of X's GEMM (GpuMatmulFrontQuantize.h), which the second run
+  // lowers. Without prologues the second run finds nothing.
+  if (llvm::Error error =
+          runLoweringPasses(module, {createLowbitToGpu, createLowbitToGpu},
+                            "the matmul GPU lowering"))
     return error;
   // Loops over the op on the host would run it on the CPU: a matmul the
   // GPU lowering left is one it has no kernel for.
@@ -142,6 +148,13 @@ llvm::Error lowerMatmulForGpu(ModuleOp module) {
                         "lowering (lowbit-to-gpu) left '" +
                         left + "' unmapped" + (why.empty() ? "" : ": " + why) +
                         " (docs/matmul-gpu.md)");
+  // The front quantize kernel of X behind prologues (a fused op the
+  // matmul's rewrite built) says why it has no GPU form (a diagnostic).
+  if (module.walk([](ld::FusedOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
+    return compileError("the fused prologue | quantize kernel in front of "
+                        "the matmul has no GPU lowering here "
+                        "(docs/fusion.md)");
   return llvm::Error::success();
 }
 
@@ -179,13 +192,21 @@ llvm::Expected<std::string> matmulLoopsText(const matmul::MatmulSpec &spec) {
 llvm::Error refuseQuantizedActivationsOnGpu(const matmul::MatmulSpec &spec) {
   if (!spec.activation)
     return llvm::Error::success();
+  auto prologueRefusal = [&](const std::string &why) {
+    return compileError("'" + matmul::printMatmulSpec(spec) +
+                        "' runs prologues in front of its activations' "
+                        "quantize, and lowbit has no GPU kernel for that "
+                        "pair yet: " +
+                        why +
+                        "; run it with --backend cpu (docs/matmul-gpu.md, "
+                        "\"Prologues\")");
+  };
+  // Behind prologues: a front quantize kernel, then the W8A8 or the FP4
+  // GEMM (GpuMatmulFrontQuantize.h).
   if (!spec.prologues.empty())
-    return compileError(
-        "'" + matmul::printMatmulSpec(spec) +
-        "' runs prologues in front of its activations' quantize, and "
-        "lowbit has no GPU kernel for that yet: " +
-        std::string(gpuPrologueRefusal()) +
-        "; run it with --backend cpu (docs/matmul-gpu.md, \"W8A8\")");
+    if (std::string front = frontQuantizeRefusal(*spec.activation);
+        !front.empty())
+      return prologueRefusal(front);
   // W4A4 (nvfp4 x nvfp4, mxfp4 x mxfp4): the FP4 GEMM (GpuMatmulFp4.h).
   if (fp4GemmRefusal(spec.scheme, *spec.activation).empty())
     return llvm::Error::success();

@@ -6,6 +6,7 @@
 #include "lowering/GpuTail.h"
 #include "runtime/compiler/Compiler.h"
 #include "runtime/compiler/GpuCompile.h"
+#include "runtime/compiler/WorkspaceRowsOf.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -17,8 +18,10 @@ struct EmulatedProgram::State {
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<EmulatedModule> module;
   std::optional<KernelSpec> spec;
-  /// The workspace the spec's kernels take (docs/kernel-abi.md), in words.
+  /// The workspace the spec's kernels take (docs/kernel-abi.md), in words:
+  /// fixed, plus what grows with X's rows.
   int64_t workspaceWords = 0;
+  workspace_abi::RowWords workspaceRows;
 };
 
 EmulatedProgram::EmulatedProgram() : state(std::make_unique<State>()) {}
@@ -41,6 +44,7 @@ Status lowerAndLoad(EmulatedProgram::State &state, jit::LaunchPlan &plan,
   if (!compiled)
     return compileError(llvm::toString(compiled.takeError()));
   state.workspaceWords = compiled->workspaceWords;
+  state.workspaceRows = compiler::workspaceRowsOf(module);
   plan = std::move(compiled->plan);
   if (!plan.unsupported.empty())
     return makeError(ErrorCode::Unsupported,
@@ -66,12 +70,10 @@ size_t elementBytesOf(const std::string &type) {
 
 } // namespace
 
-llvm::Expected<compiler::GpuCompilation>
-compileForEmulation(mlir::ModuleOp module,
-                    llvm::Error (*lowerToLoops)(mlir::ModuleOp),
-                    const Target &target,
-                    std::unique_ptr<EmulatedModule> &loaded,
-                    const ModuleMutation &mutate) {
+llvm::Expected<compiler::GpuCompilation> compileForEmulation(
+    mlir::ModuleOp module, llvm::Error (*lowerToLoops)(mlir::ModuleOp),
+    const Target &target, std::unique_ptr<EmulatedModule> &loaded,
+    const ModuleMutation &mutate) {
   compiler::GpuCompileOptions options;
   options.last = compiler::GpuStage::Nvvm;
   options.observe = [&](compiler::GpuStage stage,
@@ -136,6 +138,11 @@ int64_t EmulatedProgram::workspaceWords() const {
   return state->workspaceWords;
 }
 
+int64_t EmulatedProgram::workspaceWordsFor(int64_t rows, int64_t cols) const {
+  return workspace_abi::wordsFor(state->workspaceWords, state->workspaceRows,
+                                 rows, cols);
+}
+
 Status EmulatedProgram::runSpec(Device &device,
                                 std::span<const ShapedBuffer> buffers) const {
   if (!state->spec)
@@ -153,15 +160,26 @@ Status EmulatedProgram::runSpec(Device &device,
                          elementBytesOf(params[i].elementType),
                          params[i].isResult,
                          "kernel parameter " + std::to_string(i)});
-  // The runtime's workspace: zero before the first launch, and the
-  // kernels must leave it zero after the last (docs/kernel-abi.md).
-  std::vector<int32_t> workspace(size_t(state->workspaceWords), 0);
+  // The runtime's workspace, sized for this call: zero before the first
+  // launch, and the kernels must leave its fixed words zero after the last
+  // (docs/kernel-abi.md).
+  int64_t words = buffers.empty()
+                      ? state->workspaceWords
+                      : workspaceWordsFor(buffers[0].rows, buffers[0].cols);
+  if (words < 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     "the workspace for parameter 0 of [" +
+                         std::to_string(buffers[0].rows) + ", " +
+                         std::to_string(buffers[0].cols) +
+                         "] exceeds the ABI's limit of " +
+                         std::to_string(workspace_abi::kMaxWords) + " words");
+  std::vector<int32_t> workspace(size_t(words), 0);
   if (!workspace.empty())
     described.push_back({workspace.data(), 1, int64_t(workspace.size()),
                          sizeof(int32_t), true, "the workspace"});
   if (Status status = run(device, described); !status)
     return status;
-  for (size_t word = 0; word < workspace.size(); ++word)
+  for (size_t word = 0; word < size_t(state->workspaceWords); ++word)
     if (workspace[word] != 0)
       return makeError(ErrorCode::Unsupported,
                        "the kernels left word " + std::to_string(word) +

@@ -60,12 +60,10 @@ using ModuleMutation = std::function<void(mlir::ModuleOp)>;
 /// then the kernels edited by `mutate` and compiled for the emulator into
 /// `loaded`. The result carries the launch plan and the workspace words.
 /// EmulatedProgram's entries and the KV tests' emulated kernels use it.
-llvm::Expected<compiler::GpuCompilation>
-compileForEmulation(mlir::ModuleOp module,
-                    llvm::Error (*lowerToLoops)(mlir::ModuleOp),
-                    const Target &target,
-                    std::unique_ptr<EmulatedModule> &loaded,
-                    const ModuleMutation &mutate = {});
+llvm::Expected<compiler::GpuCompilation> compileForEmulation(
+    mlir::ModuleOp module, llvm::Error (*lowerToLoops)(mlir::ModuleOp),
+    const Target &target, std::unique_ptr<EmulatedModule> &loaded,
+    const ModuleMutation &mutate = {});
 
 /// A host buffer and its [rows, cols] shape.
 struct ShapedBuffer {
@@ -103,13 +101,18 @@ public:
   /// For a spec: one buffer per kernel parameter (docs/kernel-abi.md
   /// order) with its shape; element sizes and which buffers are inputs come
   /// from the spec. When the kernels take a workspace, runSpec passes a
-  /// zeroed one after them and fails the run if any word of it is not zero
-  /// again after the last launch.
+  /// zeroed one after them, sized for the call (workspaceWordsFor), and
+  /// fails the run if any of its fixed words is not zero again after the
+  /// last launch.
   Status runSpec(Device &device, std::span<const ShapedBuffer> buffers) const;
 
   const jit::LaunchPlan &plan() const { return launchPlan; }
   /// The workspace words the compile gave (docs/kernel-abi.md); 0: none.
+  /// For a workspace that grows with X, its fixed words.
   int64_t workspaceWords() const;
+  /// The workspace words a call whose parameter 0 (X) is [rows, cols]
+  /// takes (workspace_abi::wordsFor); -1 past the ABI's limit.
+  int64_t workspaceWordsFor(int64_t rows, int64_t cols) const;
 
   struct State;
 

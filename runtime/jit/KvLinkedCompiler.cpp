@@ -89,8 +89,21 @@ compiler::KvFamilySpec familySpec(const KvJitSpec &spec) {
 
 llvm::Expected<compiler::GpuCompilation>
 compileKvSpecForGpu(const KvJitSpec &spec, const Target &target) {
-  if (spec.kind == KvJitSpec::Kind::Matmul)
-    return compiler::compileMatmulToPtx(spec.matmul, target);
+  if (spec.kind == KvJitSpec::Kind::Matmul) {
+    llvm::Expected<compiler::GpuCompilation> build =
+        compiler::compileMatmulToPtx(spec.matmul, target);
+    // The launch paths here (RankedLaunch, the workspace pool, the cache
+    // payload, AOT manifests) carry a fixed workspace size only.
+    if (build && !spec.matmul.prologues.empty() && spec.matmul.activation)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "'" + matmul::printMatmulSpec(spec.matmul) +
+              "': its GPU workspace grows with X's rows (X's codes behind "
+              "prologues; docs/kernel-abi.md, \"Workspace\"), and the JIT "
+              "and AOT launch paths take fixed workspaces only so far; run "
+              "it with lowbit matmul --backend gpu-emulator or cpu");
+    return build;
+  }
   return compiler::compileKvFamilyToPtx(familySpec(spec), target);
 }
 

@@ -76,6 +76,11 @@ for spec in 'matmul w=nvfp4 a=nvfp4 from=bf16' 'matmul w=fp8_e4m3 a=fp8_e4m3 fro
   grep -q 'on sm_90a: 3 launch(es)' "$work/act.txt"
   grep -q "^X's quantize: .*through the workspace" "$work/act.txt"
 done
+# Behind a prologue: the front quantize kernel, then the GEMM, both named.
+"$lowbit" report 'rmsnorm | matmul w=scheme(format=e4m3,scale=per_token) a=scheme(format=e4m3,scale=per_token) from=bf16' --size 256x256 --m 64 > "$work/front.txt"
+grep -q 'on sm_90a: 2 launch(es)' "$work/front.txt"
+grep -q "^X's quantize: a front kernel, then the GEMM" "$work/front.txt"
+grep -Eq '^launches: [A-Za-z0-9_]+, [A-Za-z0-9_]+ \(the front quantize kernel' "$work/front.txt"
 
 expect_failure() {
   local pattern=$1; shift

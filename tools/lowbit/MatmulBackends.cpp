@@ -141,8 +141,15 @@ runMatmulInEmulator(const MatmulProblem &problem, std::string_view targetText,
                         param.name});
   }
   // The runtime's workspace (docs/kernel-abi.md): all zero before the
-  // first launch (W4A4's nvfp4 X carries its global scale through it).
-  std::vector<int32_t> workspace(size_t((*program)->workspaceWords()), 0);
+  // first launch (W4A4's nvfp4 X carries its global scale through it;
+  // X behind prologues its codes, so its size grows with X's rows).
+  int64_t words =
+      (*program)->workspaceWordsFor(buffers.shapes[0][0], buffers.shapes[0][1]);
+  if (words < 0) {
+    fail(error, prefix() + "X's workspace exceeds the ABI's limit");
+    return std::nullopt;
+  }
+  std::vector<int32_t> workspace(size_t(words), 0);
   if (!workspace.empty())
     emulated.push_back({workspace.data(), 1, int64_t(workspace.size()),
                         sizeof(int32_t), true, "the workspace"});

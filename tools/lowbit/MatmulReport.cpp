@@ -11,6 +11,7 @@
 #include "tools/lowbit/KvCacheReport.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace lowbit::cli {
 
@@ -52,12 +53,12 @@ Expected<std::string> reportMatmul(const matmul::MatmulSpec &spec, int64_t n,
   report::setMatmulTraffic(input, shape);
   // The workspace the JIT appends after the ABI's buffers (NVFP4's and
   // a per-tensor X scale's amax words): written by atomics, never data,
-  // so not in the minimum bytes.
-  if (compiled->workspaceWords > 0) {
-    input.buffers.push_back(
-        report::matmulBuffer("workspace", compiled->workspaceWords * 4, true));
-    shapes.push_back({1, compiled->workspaceWords});
-    doubled.push_back({1, compiled->workspaceWords});
+  // so not in the minimum bytes. (Behind prologues, its fixed words.)
+  int64_t words = compiled->workspaceWords;
+  if (words > 0) {
+    input.buffers.push_back(report::matmulBuffer("workspace", words * 4, true));
+    shapes.push_back({1, words});
+    doubled.push_back({1, words});
   }
   for (const jit::LaunchStep &step : compiled->plan.steps) {
     Expected<report::KernelLaunch> launch = launchOfStep(step, shapes, doubled);
@@ -82,6 +83,16 @@ Expected<std::string> reportMatmul(const matmul::MatmulSpec &spec, int64_t n,
       spec.activation ? activationQuantizeChoice(spec.scheme, *spec.activation,
                                                  !spec.prologues.empty())
                       : "";
+  // Behind prologues, the launches the choice names, in order.
+  if (!spec.prologues.empty() &&
+      choice.find("a front kernel") != std::string::npos) {
+    std::vector<std::string> names;
+    for (const jit::LaunchStep &step : compiled->plan.steps)
+      names.push_back(step.kernelName);
+    choice += fmt::format("\nlaunches: {} (the front quantize kernel's, "
+                          "then the GEMM)",
+                          fmt::join(names, ", "));
+  }
   return report::matmulInputsText(input, *report, shape) +
          (choice.empty() ? "" : choice + "\n") +
          report::formatReportText(*report) + "\n";

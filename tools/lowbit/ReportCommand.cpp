@@ -459,7 +459,12 @@ CommandResult runReport(Arguments args) {
       cacheSpecs.push_back(*cache);
       continue;
     }
-    if (text.starts_with("matmul")) {
+    // A matmul, also behind a prologue chain ('rmsnorm | matmul ...').
+    std::string_view op = text;
+    if (size_t bar = op.rfind('|'); bar != std::string_view::npos)
+      op.remove_prefix(bar + 1);
+    op.remove_prefix(std::min(op.find_first_not_of(" \t"), op.size()));
+    if (op.starts_with("matmul")) {
       std::optional<matmul::MatmulSpec> matmulSpec =
           matmul::parseMatmulSpec(text, &error);
       if (!matmulSpec)
