@@ -35,8 +35,9 @@ namespace lowbit {
 namespace {
 
 /// Where X's region starts: after the words a per-tensor minmax reduction
-/// takes (the most any reduction in front of the GEMM uses).
-constexpr int64_t kRegionWord = workspace_abi::reductionWords(true);
+/// takes (the most any reduction in front of the GEMM uses); the words
+/// before it are the ones that return to zero (workspace_abi::zeroedWords).
+constexpr int64_t kRegionWord = workspace_abi::kRowRegionWord;
 /// The byte alignment of the codes and of the scales.
 constexpr int64_t kAlignBytes = 16;
 /// Fixed words past the region's start that the rows do not count: two

@@ -34,6 +34,19 @@ struct RowWords {
 /// fixed words, wordsPerRow, bitsPerElement>.
 inline constexpr const char *kRowsAttr = "lowbit.workspace_rows";
 
+/// Where X's region starts in a workspace that grows with X: after the
+/// words the largest reduction in front of it takes. Only the words before
+/// it follow the zero-before/zero-after rule; the region, and the fixed
+/// alignment slack the layout keeps inside it, are written before they are
+/// read within the sequence and may hold anything after it.
+inline constexpr int64_t kRowRegionWord = reductionWords(true);
+
+/// The words that must be zero before the first launch and after the last:
+/// all of a fixed-size workspace, the words before X's region otherwise.
+constexpr int64_t zeroedWords(int64_t fixedWords, RowWords row) {
+  return row.any() && fixedWords > kRowRegionWord ? kRowRegionWord : fixedWords;
+}
+
 /// The words a launch with X of [rows, cols] takes: fixedWords + rows *
 /// (wordsPerRow + ceil(cols * bitsPerElement / 32)); -1 when that is more
 /// than kMaxWords or a count is negative.
@@ -51,6 +64,8 @@ constexpr int64_t wordsFor(int64_t fixedWords, RowWords row, int64_t rows,
 }
 
 static_assert(wordsFor(2, {}, 100, 100) == 2, "fixed: rows do not count");
+static_assert(zeroedWords(2, {}) == 2 && zeroedWords(16, {1, 8}) == 4,
+              "a growing workspace keeps zero only before X's region");
 static_assert(wordsFor(16, {1, 8}, 17, 200) == 16 + 17 * (1 + 50),
               "per token, 8-bit codes");
 

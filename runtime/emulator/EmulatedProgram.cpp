@@ -143,6 +143,11 @@ int64_t EmulatedProgram::workspaceWordsFor(int64_t rows, int64_t cols) const {
                                  rows, cols);
 }
 
+int64_t EmulatedProgram::workspaceZeroedWords() const {
+  return workspace_abi::zeroedWords(state->workspaceWords,
+                                    state->workspaceRows);
+}
+
 Status EmulatedProgram::runSpec(Device &device,
                                 std::span<const ShapedBuffer> buffers) const {
   if (!state->spec)
@@ -179,7 +184,7 @@ Status EmulatedProgram::runSpec(Device &device,
                          sizeof(int32_t), true, "the workspace"});
   if (Status status = run(device, described); !status)
     return status;
-  for (size_t word = 0; word < size_t(state->workspaceWords); ++word)
+  for (size_t word = 0; word < size_t(workspaceZeroedWords()); ++word)
     if (workspace[word] != 0)
       return makeError(ErrorCode::Unsupported,
                        "the kernels left word " + std::to_string(word) +

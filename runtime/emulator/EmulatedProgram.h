@@ -113,6 +113,9 @@ public:
   /// The workspace words a call whose parameter 0 (X) is [rows, cols]
   /// takes (workspace_abi::wordsFor); -1 past the ABI's limit.
   int64_t workspaceWordsFor(int64_t rows, int64_t cols) const;
+  /// The leading workspace words that are zero before the first launch and
+  /// after the last (workspace_abi::zeroedWords).
+  int64_t workspaceZeroedWords() const;
 
   struct State;
 
