@@ -66,9 +66,10 @@ Expected<launch::Expression> compileRanked(const Launch &launch,
 
 } // namespace
 
-Expected<RankedLaunch> RankedLaunch::compile(const Launch &launch,
-                                             std::span<const size_t> ranks,
-                                             int64_t workspaceWords) {
+Expected<RankedLaunch>
+RankedLaunch::compile(const Launch &launch, std::span<const size_t> ranks,
+                      int64_t workspaceWords,
+                      workspace_abi::RowWords workspaceRows) {
   if (ranks.size() > kMaxRankedParams)
     return corrupt(launch.entry, std::to_string(ranks.size()) +
                                      " parameters, more than " +
@@ -77,10 +78,15 @@ Expected<RankedLaunch> RankedLaunch::compile(const Launch &launch,
     if (rank < 1 || rank > kMaxRankedRank)
       return corrupt(launch.entry,
                      "a parameter of rank " + std::to_string(rank));
+  // X's [rows, cols] sizes a growing workspace.
+  if (workspaceRows.any() && (ranks.empty() || ranks[0] != 2))
+    return corrupt(launch.entry, "a workspace that grows with X, whose "
+                                 "parameter 0 is not of rank 2");
   RankedLaunch ranked;
   ranked.name = launch.entry;
   ranked.ranks.assign(ranks.begin(), ranks.end());
   ranked.workspaceWords = workspaceWords;
+  ranked.workspaceRows = workspaceRows;
   for (size_t i = 0; i < 7; ++i) {
     const std::string &text =
         i < 3 ? launch.grid[i] : (i < 6 ? launch.block[i - 3] : launch.shared);
@@ -96,7 +102,8 @@ Expected<RankedLaunch> RankedLaunch::compile(const Launch &launch,
       if (operand.param < ranks.size()) {
         operand.kind = Kind::Memref;
         ranked.slotCount += abi::memrefDescriptorSlots(ranks[operand.param]);
-      } else if (operand.param == ranks.size() && workspaceWords > 0) {
+      } else if (operand.param == ranks.size() &&
+                 (workspaceWords > 0 || workspaceRows.any())) {
         operand.kind = Kind::Workspace;
         ranked.slotCount += abi::memrefDescriptorSlots(2);
       } else {
@@ -120,6 +127,16 @@ Expected<RankedLaunch> RankedLaunch::compile(const Launch &launch,
                                      " kernel parameters, more than " +
                                      std::to_string(launch::kMaxLaunchSlots));
   return ranked;
+}
+
+int64_t
+RankedLaunch::workspaceWordsFor(std::span<const RankedShape> shapes) const {
+  if (!workspaceRows.any())
+    return workspaceWords;
+  if (shapes.empty() || shapes[0].rank != 2)
+    return -1;
+  return workspace_abi::wordsFor(workspaceWords, workspaceRows,
+                                 shapes[0].dims[0], shapes[0].dims[1]);
 }
 
 Status RankedLaunch::resolve(std::span<const RankedShape> shapes,
@@ -156,8 +173,15 @@ Status RankedLaunch::resolve(std::span<const RankedShape> shapes,
       !problem.empty())
     return makeError(ErrorCode::InvalidArgument, problem);
 
+  int64_t callWords = workspaceWordsFor(shapes);
+  if (callWords < 0)
+    return makeError(
+        ErrorCode::InvalidArgument,
+        name + ": X of [" + std::to_string(shapes[0].dims[0]) + ", " +
+            std::to_string(shapes[0].dims[1]) + "] needs a workspace over " +
+            std::to_string(workspace_abi::kMaxWords * 4) + " bytes");
   size_t slot = 0;
-  const std::array<int64_t, 2> workspaceDims{1, workspaceWords};
+  const std::array<int64_t, 2> workspaceDims{1, callWords};
   for (const Operand &operand : operands) {
     switch (operand.kind) {
     case Kind::Memref:

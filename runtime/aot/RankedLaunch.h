@@ -25,6 +25,7 @@
 
 #include "runtime/aot/Bundle.h"
 #include "runtime/aot/LaunchProgram.h"
+#include "target/WorkspaceRows.h"
 
 #include <array>
 #include <cstdint>
@@ -49,16 +50,25 @@ class RankedLaunch {
 public:
   /// Compiles `launch` for parameters of ranks `ranks` (at most
   /// kMaxRankedParams, each 1 to kMaxRankedRank) and a trailing workspace
-  /// of `workspaceWords` words (0: none). CorruptEntry for an expression
-  /// or operand that names no parameter's dimension or does not compile,
-  /// or for more kernel parameters than a launch passes.
-  static Expected<RankedLaunch> compile(const Launch &launch,
-                                        std::span<const size_t> ranks,
-                                        int64_t workspaceWords);
+  /// of `workspaceWords` words (0: none), plus `workspaceRows` per row of
+  /// X (parameter 0, of rank 2) at each call (target/WorkspaceRows.h).
+  /// CorruptEntry for an expression or operand that names no parameter's
+  /// dimension or does not compile, for more kernel parameters than a
+  /// launch passes, or for a growing workspace whose parameter 0 is not
+  /// of rank 2.
+  static Expected<RankedLaunch>
+  compile(const Launch &launch, std::span<const size_t> ranks,
+          int64_t workspaceWords, workspace_abi::RowWords workspaceRows = {});
+
+  /// The workspace words a call with these shapes takes
+  /// (workspace_abi::wordsFor of parameter 0's [rows, cols]; the fixed
+  /// count when it does not grow); -1 when that is over kMaxWords.
+  int64_t workspaceWordsFor(std::span<const RankedShape> shapes) const;
 
   /// Sizes and cuLaunchKernel's parameter array for one call: `shapes`
   /// and `addresses` hold one entry per parameter, each shape of its
-  /// compiled rank (the caller checked them). InvalidArgument when the
+  /// compiled rank (the caller checked them); `workspace` holds at least
+  /// workspaceWordsFor(shapes) words. InvalidArgument when the
   /// sizes are not launchable (grid in [0, 2^31 - 1], block in [1, 1024],
   /// shared in [0, 2^31 - 1]) or an expression fails (division by zero).
   /// Allocates only for an error's message.
@@ -80,6 +90,7 @@ private:
   std::vector<Operand> operands;
   std::vector<size_t> ranks;
   int64_t workspaceWords = 0;
+  workspace_abi::RowWords workspaceRows = {};
   size_t slotCount = 0;
 };
 

@@ -24,14 +24,14 @@ size_t WorkspacePool::streamCount() const {
 
 Expected<uint64_t> WorkspacePool::acquire(const runtime::CudaDriverApi &api,
                                           runtime::CUstream stream,
-                                          int64_t words) {
+                                          int64_t words, bool growsWithX) {
   if (words <= 0 || words > workspace_abi::kMaxWords)
     return makeError(ErrorCode::InvalidArgument,
                      "workspace of " + std::to_string(words) + " words");
   std::lock_guard<std::mutex> lock(mutex);
   Slot *found = nullptr;
   for (Slot &slot : slots)
-    if (slot.stream == stream)
+    if (slot.stream == stream && slot.growsWithX == growsWithX)
       found = &slot;
   if (found && found->words >= words)
     return found->address;
@@ -56,9 +56,9 @@ Expected<uint64_t> WorkspacePool::acquire(const runtime::CudaDriverApi &api,
   }
   if (found) {
     retired.push_back(found->address);
-    *found = Slot{stream, uint64_t(address), words};
+    *found = Slot{stream, growsWithX, uint64_t(address), words};
   } else {
-    slots.push_back(Slot{stream, uint64_t(address), words});
+    slots.push_back(Slot{stream, growsWithX, uint64_t(address), words});
   }
   return uint64_t(address);
 }

@@ -8,6 +8,9 @@
 // one buffer per stream, zeroed once when allocated, grown (never shrunk)
 // to the largest WORDS asked on that stream. Launches on one stream run in
 // order, so kernels on the same stream may share it; two streams never do.
+// A workspace that grows with X (target/WorkspaceRows.h) keeps zero only
+// before X's region, so those kernels get a second buffer per stream and
+// never hand a fixed-size kernel a word they left written.
 // The JIT (lowbit::Jit) and the AOT runner both use this pool.
 //
 //===----------------------------------------------------------------------===//
@@ -37,15 +40,20 @@ public:
   /// zeroed i32 words (words > 0). The first request of a stream, or one
   /// larger than its buffer, allocates and zeroes a buffer (synchronous:
   /// cuMemAlloc + cuMemcpyHtoD); every other request is a lookup.
+  /// `growsWithX`: for a workspace that grows with X, from the stream's
+  /// second buffer (whose words past workspace_abi::kRowRegionWord may
+  /// hold anything).
   Expected<uint64_t> acquire(const runtime::CudaDriverApi &api,
-                             runtime::CUstream stream, int64_t words);
+                             runtime::CUstream stream, int64_t words,
+                             bool growsWithX = false);
 
-  /// Streams with a buffer (for tests).
+  /// Buffers held for streams, both kinds (for tests).
   size_t streamCount() const;
 
 private:
   struct Slot {
     runtime::CUstream stream;
+    bool growsWithX;
     uint64_t address;
     int64_t words;
   };

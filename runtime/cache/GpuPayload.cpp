@@ -28,8 +28,11 @@ void appendSection(std::string &out, std::string_view name,
 std::string encodeGpuPayload(const GpuPayload &payload) {
   std::string out(kPayloadMagic);
   appendSection(out, kSectionNames[Plan], payload.plan);
-  appendSection(out, kSectionNames[Workspace],
-                std::to_string(payload.workspaceWords));
+  std::string workspace = std::to_string(payload.workspaceWords);
+  if (payload.workspaceRows.any())
+    workspace += " " + std::to_string(payload.workspaceRows.wordsPerRow) + " " +
+                 std::to_string(payload.workspaceRows.bitsPerElement);
+  appendSection(out, kSectionNames[Workspace], workspace);
   appendSection(out, kSectionNames[Ptx], payload.ptx);
   appendSection(out, kSectionNames[CubinSection], payload.cubin);
   if (payload.cubinDeferred)
@@ -83,12 +86,26 @@ Expected<GpuPayload> decodeGpuPayload(std::string_view bytes) {
                    " bytes after the last section");
   if (payload.ptx.empty())
     return corrupt("no PTX");
-  auto [end, status] =
-      std::from_chars(workspace.data(), workspace.data() + workspace.size(),
-                      payload.workspaceWords);
-  if (workspace.empty() || status != std::errc() ||
-      end != workspace.data() + workspace.size() || payload.workspaceWords < 0)
+  // "fixed" or "fixed wordsPerRow bitsPerElement".
+  int64_t counts[3] = {0, 0, 0};
+  const char *at = workspace.data();
+  const char *stop = workspace.data() + workspace.size();
+  size_t read = 0;
+  for (; read < 3 && at != stop; ++read) {
+    if (read > 0 && *at++ != ' ')
+      return corrupt("the workspace section is not a word count");
+    auto [end, status] = std::from_chars(at, stop, counts[read]);
+    if (status != std::errc() || counts[read] < 0)
+      return corrupt("the workspace section is not a word count");
+    at = end;
+  }
+  workspace_abi::RowWords rows{counts[1], counts[2]};
+  if (read == 0 || at != stop || read == 2 || (read == 3 && !rows.any()) ||
+      counts[0] > workspace_abi::kMaxWords ||
+      workspace_abi::wordsFor(counts[0], rows, 0, 0) < 0)
     return corrupt("the workspace section is not a word count");
+  payload.workspaceWords = counts[0];
+  payload.workspaceRows = rows;
   return payload;
 }
 

@@ -12,12 +12,13 @@
 //   order: "<name> <decimal byte count>\n" <bytes>
 //
 // `workspace` is the decimal count of 32-bit workspace words
-// (docs/kernel-abi.md). An entry whose cubin was deferred (PTX asked for
-// alone, `lowbit compile --emit ptx`) ends with one more section,
-// "link 8\ndeferred": the next get() that wants a cubin links it and
-// replaces the entry. Nothing else may follow the last section. Version 1 (no
-// workspace section) is refused with a message that says so; the cache
-// then recompiles and replaces the entry.
+// (docs/kernel-abi.md), followed, for a workspace that grows with X, by
+// " <words per row> <bits per element>" (target/WorkspaceRows.h). An entry
+// whose cubin was deferred (PTX asked for alone, `lowbit compile --emit ptx`)
+// ends with one more section, "link 8\ndeferred": the next get() that wants a
+// cubin links it and replaces the entry. Nothing else may follow the last
+// section. Version 1 (no workspace section) is refused with a message that says
+// so; the cache then recompiles and replaces the entry.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #define LOWBIT_RUNTIME_CACHE_GPUPAYLOAD_H
 
 #include "lowbit/Expected.h"
+#include "target/WorkspaceRows.h"
 
 #include <cstdint>
 #include <string>
@@ -36,6 +38,8 @@ struct GpuPayload {
   std::string plan, ptx, cubin;
   /// 32-bit words of the kernels' workspace parameter; 0: none.
   int64_t workspaceWords = 0;
+  /// The part of the workspace that grows with X at each call.
+  workspace_abi::RowWords workspaceRows = {};
   /// The cubin was not attempted (only the PTX was asked for), as opposed
   /// to an empty cubin that nvJitLink could not (or was told not to) make.
   bool cubinDeferred = false;

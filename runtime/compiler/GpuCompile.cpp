@@ -84,6 +84,7 @@ compileModuleForGpu(ModuleOp module, GpuLoopsLowering lowerToLoops,
   // The lowering decided which kernels reduce through a workspace; it is
   // read here, once, for every consumer.
   result.workspaceWords = workspaceWordsOf(module);
+  result.workspaceRows = workspaceRowsOf(module);
   if (llvm::Error error = observe(GpuStage::Loops))
     return error;
   if (options.last == GpuStage::Loops)

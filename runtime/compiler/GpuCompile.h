@@ -14,8 +14,9 @@
 #define LOWBIT_RUNTIME_COMPILER_GPUCOMPILE_H
 
 #include "lowering/GpuTail.h"
-#include "target/Target.h"
 #include "runtime/aot/LaunchProgram.h"
+#include "target/Target.h"
+#include "target/WorkspaceRows.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -41,6 +42,9 @@ struct GpuCompilation {
   /// 32-bit words of the workspace the kernels take after the ABI's
   /// parameters (docs/kernel-abi.md, "Workspace"); 0: none.
   int64_t workspaceWords = 0;
+  /// The part of it that grows with X (parameter 0) at each call; none for
+  /// a fixed size (workspace_abi::wordsFor gives a call's words).
+  workspace_abi::RowWords workspaceRows = {};
 };
 
 /// The stages of a GPU compile, in order.

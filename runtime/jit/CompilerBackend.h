@@ -26,6 +26,7 @@
 #include "lowbit/Expected.h"
 #include "runtime/spec/KernelSpec.h"
 #include "target/Target.h"
+#include "target/WorkspaceRows.h"
 
 #include <cstdint>
 #include <memory>
@@ -43,8 +44,10 @@ struct GpuCompileResult {
   std::vector<std::string> kernelNames;
   /// The launch plan's text (launch::LaunchPlan::serialize()).
   std::string plan;
-  /// 32-bit words of the trailing workspace parameter (0: none).
+  /// 32-bit words of the trailing workspace parameter (0: none), and the
+  /// part that grows with X at each call (workspace_abi::wordsFor).
   int64_t workspaceWords = 0;
+  workspace_abi::RowWords workspaceRows = {};
 };
 
 /// A 2-D row-major host buffer of one kernel parameter.

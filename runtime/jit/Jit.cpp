@@ -153,7 +153,7 @@ Jit::Impl::resolveGpu(const KernelKey &key, const Target &target,
     kernel.entryName =
         built->kernelNames.empty() ? "" : built->kernelNames.front();
     GpuPayload payload{std::move(built->plan), std::move(built->ptx), "",
-                       built->workspaceWords};
+                       built->workspaceWords, built->workspaceRows};
     kernel.payloadFormat = runtime::PayloadFormat::JitGpu;
     if (!linkCubin && options.deferCubin) {
       payload.cubinDeferred = true;
@@ -496,6 +496,7 @@ ResolvedGpuKernel::take(std::shared_ptr<const CacheEntry> entry) {
   fromDisk = entry->origin == CacheEntry::Origin::Disk;
   compileMillis = entry->compileMillis;
   workspaceWords = payload->workspaceWords;
+  workspaceRows = payload->workspaceRows;
   gpuEntry = std::move(entry);
   return std::move(payload->plan);
 }
@@ -771,6 +772,11 @@ makeKernelState(const std::shared_ptr<Jit::Impl> &impl, const KernelSpec &spec,
   Expected<launch::LaunchProgram> program =
       plan ? launch::compileLaunchPlan(*plan, paramCount, state->workspaceWords)
            : Expected<launch::LaunchProgram>(plan.error());
+  // Only a matmul's prologues grow the workspace with X (getKv).
+  if (program && state->workspaceRows.any())
+    program = makeError(ErrorCode::CorruptEntry,
+                        "a quantize kernel's cache entry with a workspace "
+                        "that grows with X");
   if (program)
     state->program =
         std::make_shared<const launch::LaunchProgram>(std::move(*program));

@@ -90,6 +90,9 @@ struct ResolvedGpuKernel {
   double compileMillis = 0;
   /// Read from the entry: nothing here needs the compiler.
   int64_t workspaceWords = 0;
+  /// The part of the workspace that grows with X (a matmul's prologues);
+  /// only KvKernel's launches size one per call.
+  workspace_abi::RowWords workspaceRows = {};
 
   /// Takes `entry` (its payload decoded); returns the launch plan's text.
   Expected<std::string> take(std::shared_ptr<const CacheEntry> entry);

@@ -21,6 +21,7 @@
 #include "runtime/jit/JitImpl.h"
 #include "runtime/jit/KernelSignature.h"
 #include "runtime/jit/KvJitSpec.h"
+#include "target/WorkspaceRows.h"
 
 namespace lowbit {
 
@@ -283,6 +284,10 @@ const std::vector<KvParamInfo> &KvKernel::params() const {
 }
 std::string_view KvKernel::ptx() const { return state->ptx; }
 int64_t KvKernel::workspaceWords() const { return state->workspaceWords; }
+int64_t KvKernel::workspaceWordsFor(int64_t rows, int64_t cols) const {
+  return workspace_abi::wordsFor(state->workspaceWords, state->workspaceRows,
+                                 rows, cols);
+}
 bool KvKernel::loadedFromDisk() const { return state->fromDisk; }
 double KvKernel::compileMillis() const { return state->compileMillis; }
 
@@ -346,9 +351,19 @@ Status KvKernel::launch(void *stream, std::span<const KvTensor> buffers) const {
   }
   auto cuStream = static_cast<runtime::CUstream>(stream);
   uint64_t workspace = 0;
-  if (state->workspaceWords > 0) {
-    Expected<uint64_t> acquired =
-        state->jit->workspaces.acquire(api, cuStream, state->workspaceWords);
+  // A matmul's prologues grow it with X: this call's words, from X's shape.
+  int64_t words = state->launches.empty()
+                      ? state->workspaceWords
+                      : state->launches.front().workspaceWordsFor(
+                            std::span(shapes.data(), buffers.size()));
+  if (words < 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     "X of [" + std::to_string(shapes[0].dims[0]) + ", " +
+                         std::to_string(shapes[0].dims[1]) +
+                         "] needs a workspace over 4 GiB");
+  if (words > 0) {
+    Expected<uint64_t> acquired = state->jit->workspaces.acquire(
+        api, cuStream, words, state->workspaceRows.any());
     if (!acquired)
       return std::move(acquired).takeError();
     workspace = *acquired;
@@ -451,7 +466,7 @@ makeKvKernelState(const std::shared_ptr<Jit::Impl> &impl,
     ranks.push_back(param.shape.size());
   for (size_t s = 0; launches && s < launches->size(); ++s) {
     Expected<aot::RankedLaunch> ranked = aot::RankedLaunch::compile(
-        (*launches)[s], ranks, state->workspaceWords);
+        (*launches)[s], ranks, state->workspaceWords, state->workspaceRows);
     if (!ranked) {
       launches = ranked.error();
       state->launches.clear();

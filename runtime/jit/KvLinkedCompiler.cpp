@@ -89,21 +89,8 @@ compiler::KvFamilySpec familySpec(const KvJitSpec &spec) {
 
 llvm::Expected<compiler::GpuCompilation>
 compileKvSpecForGpu(const KvJitSpec &spec, const Target &target) {
-  if (spec.kind == KvJitSpec::Kind::Matmul) {
-    llvm::Expected<compiler::GpuCompilation> build =
-        compiler::compileMatmulToPtx(spec.matmul, target);
-    // The launch paths here (RankedLaunch, the workspace pool, the cache
-    // payload, AOT manifests) carry a fixed workspace size only.
-    if (build && !spec.matmul.prologues.empty() && spec.matmul.activation)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "'" + matmul::printMatmulSpec(spec.matmul) +
-              "': its GPU workspace grows with X's rows (X's codes behind "
-              "prologues; docs/kernel-abi.md, \"Workspace\"), and the JIT "
-              "and AOT launch paths take fixed workspaces only so far; run "
-              "it with lowbit matmul --backend gpu-emulator or cpu");
-    return build;
-  }
+  if (spec.kind == KvJitSpec::Kind::Matmul)
+    return compiler::compileMatmulToPtx(spec.matmul, target);
   return compiler::compileKvFamilyToPtx(familySpec(spec), target);
 }
 
@@ -135,6 +122,7 @@ GpuCompileResult backendResult(compiler::GpuCompilation build) {
   result.kernelNames = std::move(build.kernelNames);
   result.plan = build.plan.serialize();
   result.workspaceWords = overriddenWorkspaceWords(build.workspaceWords);
+  result.workspaceRows = build.workspaceRows;
   return result;
 }
 

@@ -16,14 +16,17 @@
 #include "lowbit/Jit.h"
 
 #include "runtime/aot/Bundle.h"
+#include "target/WorkspaceRows.h"
 #include "tests/jit/CudaDriverStub.h"
 #include "tests/jit/JitKvSupport.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <unistd.h>
 
 using namespace lowbit;
@@ -315,4 +318,118 @@ TEST_CASE("launch: KV kernels launch as their AOT bundle does",
   CHECK(stub.count() == 0);
   std::filesystem::remove_all(directory);
   std::filesystem::remove(directory + ".log");
+}
+
+namespace {
+
+/// The address of the [1, words] workspace descriptor {a, a, 0, 1, words,
+/// words, 1} among a record's kernel parameters (where outlining put it),
+/// or nullopt.
+std::optional<uint64_t> workspaceIn(const LaunchRecord &record, int64_t words) {
+  uint64_t w = uint64_t(words);
+  for (int i = 0; i + 7 <= record.params; ++i) {
+    const uint64_t *d = &record.values[i];
+    if (d[0] == d[1] && d[2] == 0 && d[3] == 1 && d[4] == w && d[5] == w &&
+        d[6] == 1)
+      return d[0];
+  }
+  return std::nullopt;
+}
+
+/// Whether the first `words` i32 words at `address` (the stub's host
+/// memory) are zero.
+bool zeroAt(uint64_t address, int64_t words) {
+  const int32_t *at = reinterpret_cast<const int32_t *>(uintptr_t(address));
+  return std::all_of(at, at + words, [](int32_t word) { return word == 0; });
+}
+
+} // namespace
+
+TEST_CASE("launch: a matmul behind prologues sizes its workspace per call",
+          "[launch][kv][matmul][workspace]") {
+  REQUIRE(kvEnvironmentSet);
+  StubDriver stub;
+  REQUIRE(stub.load(LOWBIT_CUDA_STUB));
+  JitOptions options;
+  options.cacheMode = runtime::CacheMode::Off;
+  auto jit = Jit::create(options);
+  REQUIRE(jit.ok());
+  std::string error;
+  std::optional<Target> target = parseTarget("sm_90a", &error);
+  REQUIRE(target);
+  const int64_t k = 256;
+  // X's codes go through the workspace (docs/kernel-abi.md, "Workspace").
+  auto growing = (*jit)->getKv(
+      "rmsnorm(eps=1e-6) | matmul w=scheme(format=int8,scale=per_token) "
+      "a=scheme(format=int8,scale=per_token) from=bf16 n=45 k=256",
+      *target);
+  INFO((growing.ok() ? std::string() : growing.error().message));
+  REQUIRE(growing.ok());
+  CHECK(growing->workspaceWords() > 0);
+  CHECK(growing->workspaceWordsFor(17, k) > growing->workspaceWords());
+  CHECK(growing->workspaceWordsFor(128, k) > growing->workspaceWordsFor(17, k));
+  // A per-tensor pair reduces X's amax through a fixed workspace.
+  auto fixed = (*jit)->getKv("matmul w=fp8_e4m3 a=fp8_e4m3 from=bf16", *target);
+  INFO((fixed.ok() ? std::string() : fixed.error().message));
+  REQUIRE(fixed.ok());
+  REQUIRE(fixed->workspaceWords() > 0);
+  CHECK(fixed->workspaceWordsFor(4096, 4096) == fixed->workspaceWords());
+
+  void *stream = reinterpret_cast<void *>(0x57);
+  auto launchGrowing = [&](int64_t m) {
+    std::vector<KvTensor> tensors =
+        fakeKvTensors(*growing, {{"m", m}}, 0x9000000);
+    stub.reset();
+    Status launched = growing->launch(stream, tensors);
+    INFO((launched.ok() ? std::string() : launched.error().message));
+    REQUIRE(launched.ok());
+    REQUIRE(stub.count() >= 2);
+    // Every launch of the sequence sees the same [1, WORDS] of this M.
+    int64_t words = growing->workspaceWordsFor(m, k);
+    std::optional<uint64_t> address = workspaceIn(*stub.at(0), words);
+    REQUIRE(address);
+    for (long i = 1; i < stub.count(); ++i)
+      CHECK(workspaceIn(*stub.at(i), words) == address);
+    // A new buffer: all zero (the stub runs no kernel).
+    CHECK(zeroAt(*address, words));
+    return *address;
+  };
+  uint64_t rowsBuffer = launchGrowing(17);
+  // What the kernels may leave in X's region: anything. A fixed-size
+  // kernel on the same stream must still find its words zero.
+  int32_t *words = reinterpret_cast<int32_t *>(uintptr_t(rowsBuffer));
+  for (int64_t w = workspace_abi::kRowRegionWord;
+       w < growing->workspaceWordsFor(17, k); ++w)
+    words[w] = -1;
+  stub.reset();
+  Status launched = fixed->launch(stream, fakeKvTensors(*fixed,
+                                                        {{"m", 17},
+                                                         {"n", 45},
+                                                         {"k", k},
+                                                         {"code_cols", k},
+                                                         {"scale_rows", 1},
+                                                         {"scale_cols", 1}},
+                                                        0x9000000));
+  INFO((launched.ok() ? std::string() : launched.error().message));
+  REQUIRE(launched.ok());
+  REQUIRE(stub.count() >= 1);
+  std::optional<uint64_t> fixedWorkspace =
+      workspaceIn(*stub.at(0), fixed->workspaceWords());
+  REQUIRE(fixedWorkspace);
+  CHECK(*fixedWorkspace != rowsBuffer);
+  CHECK(zeroAt(*fixedWorkspace, fixed->workspaceWords()));
+  // A larger M grows the stream's second buffer.
+  CHECK(launchGrowing(128) != rowsBuffer);
+
+  // X too large for a 4 GiB workspace: refused before any launch.
+  std::vector<KvTensor> huge =
+      fakeKvTensors(*growing, {{"m", int64_t(1) << 32}}, 0);
+  for (size_t i = 0; i < huge.size(); ++i) // far enough apart not to alias
+    huge[i].data = reinterpret_cast<void *>(uintptr_t(i + 1) << 44);
+  stub.reset();
+  Status refused = growing->launch(stream, huge);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::InvalidArgument);
+  CHECK_THAT(refused.error().message, Catch::Matchers::Contains("workspace"));
+  CHECK(stub.count() == 0);
 }

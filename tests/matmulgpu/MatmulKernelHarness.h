@@ -125,18 +125,24 @@ compileKernels(const std::string &text, const char *targetName) {
 inline std::vector<uint8_t>
 runKernel(const emulator::EmulatedProgram &program, const KernelCase &gemv,
           const QuantizedTensor &weights, std::vector<uint8_t> xBytes,
-          int64_t m, std::vector<float> bias, std::string &error) {
+          int64_t m, std::vector<float> bias, std::string &error,
+          std::vector<std::vector<uint8_t>> sides = {}) {
   int64_t n = weights.rows, k = weights.cols;
+  size_t inputBytes = size_t(valueTypeBytes(gemv.input));
   WeightBuffers stored = weightBuffers(weights);
   Shape2D codes = codesShape(gemv.scheme, n, k);
   Shape2D scales = scaleShape(gemv.scheme, n, k);
   size_t scaleBytes = stored.scales.size() / size_t(scales.rows * scales.cols);
   std::vector<uint8_t> y(size_t(m * n * valueTypeBytes(gemv.output)), 0xA5);
   std::vector<emulator::EmulatorBuffer> buffers = {
-      {xBytes.data(), m, k, size_t(valueTypeBytes(gemv.input)), false, "x"},
-      {stored.codes.data(), codes.rows, codes.cols, 1, false, "codes"},
-      {stored.scales.data(), scales.rows, scales.cols, scaleBytes, false,
-       "scales"}};
+      {xBytes.data(), m, k, inputBytes, false, "x"}};
+  // The prologues' side tensors follow X (docs/matmul.md, the ABI).
+  for (std::vector<uint8_t> &side : sides)
+    buffers.push_back({side.data(), 1, k, inputBytes, false, "side"});
+  buffers.push_back(
+      {stored.codes.data(), codes.rows, codes.cols, 1, false, "codes"});
+  buffers.push_back({stored.scales.data(), scales.rows, scales.cols, scaleBytes,
+                     false, "scales"});
   if (gemv.scheme.scale.zeroPoint)
     buffers.push_back(
         {stored.zeros.data(), scales.rows, scales.cols, 1, false, "zeros"});
@@ -147,8 +153,9 @@ runKernel(const emulator::EmulatedProgram &program, const KernelCase &gemv,
   buffers.push_back(
       {y.data(), m, n, size_t(valueTypeBytes(gemv.output)), true, "y"});
   // The runtime's workspace (docs/kernel-abi.md): zero before, and the
-  // kernels leave it zero.
-  std::vector<int32_t> workspace(size_t(program.workspaceWords()), 0);
+  // kernels leave its reduction words zero (all of a fixed one; a
+  // prologue's, which grows with X, only those before X's region).
+  std::vector<int32_t> workspace(size_t(program.workspaceWordsFor(m, k)), 0);
   if (!workspace.empty())
     buffers.push_back(
         {workspace.data(), 1, int64_t(workspace.size()), 4, true, "workspace"});
@@ -156,9 +163,9 @@ runKernel(const emulator::EmulatedProgram &program, const KernelCase &gemv,
   Status status = program.run(device, buffers);
   if (!status)
     error = status.error().message;
-  for (int32_t word : workspace)
-    if (word != 0)
-      error = "the kernels left the workspace non-zero";
+  for (int64_t word = 0; word < program.workspaceZeroedWords(); ++word)
+    if (workspace[size_t(word)] != 0)
+      error = "the kernels left a reduction word of the workspace non-zero";
   return y;
 }
 

@@ -72,40 +72,14 @@ runWithSides(const emulator::EmulatedProgram &program, const MatmulSpec &spec,
              const QuantizedTensor &weights, std::vector<uint8_t> xBytes,
              std::vector<std::vector<uint8_t>> sides, int64_t m,
              std::vector<float> bias, std::string &error) {
-  int64_t n = weights.rows, k = weights.cols;
-  size_t inputBytes = size_t(valueTypeBytes(spec.input));
-  WeightBuffers stored = weightBuffers(weights);
-  Shape2D codes = codesShape(spec.scheme, n, k);
-  Shape2D scales = scaleShape(spec.scheme, n, k);
-  size_t scaleBytes = stored.scales.size() / size_t(scales.rows * scales.cols);
-  std::vector<uint8_t> y(size_t(m * n * valueTypeBytes(spec.output)), 0xA5);
-  std::vector<emulator::EmulatorBuffer> buffers = {
-      {xBytes.data(), m, k, inputBytes, false, "x"}};
-  for (std::vector<uint8_t> &side : sides)
-    buffers.push_back({side.data(), 1, k, inputBytes, false, "side"});
-  buffers.push_back(
-      {stored.codes.data(), codes.rows, codes.cols, 1, false, "codes"});
-  buffers.push_back({stored.scales.data(), scales.rows, scales.cols, scaleBytes,
-                     false, "scales"});
-  if (spec.scheme.scale.globalScale != GlobalScale::None)
-    buffers.push_back({stored.global.data(), 1, 1, 4, false, "global"});
-  if (spec.bias)
-    buffers.push_back({bias.data(), 1, n, 4, false, "bias"});
-  buffers.push_back(
-      {y.data(), m, n, size_t(valueTypeBytes(spec.output)), true, "y"});
-  int64_t words = program.workspaceWordsFor(m, k);
-  REQUIRE(words > program.workspaceWords());
-  std::vector<int32_t> workspace(size_t(words), 0);
-  buffers.push_back(
-      {workspace.data(), 1, int64_t(workspace.size()), 4, true, "workspace"});
-  emulator::Device device;
-  if (Status status = program.run(device, buffers); !status)
-    error = status.error().message;
+  // X's codes live in the workspace: it grows with X, and only its
+  // reduction words return to zero.
+  REQUIRE(program.workspaceWordsFor(m, weights.cols) >
+          program.workspaceWords());
   REQUIRE(program.workspaceZeroedWords() < program.workspaceWords());
-  for (int64_t word = 0; word < program.workspaceZeroedWords(); ++word)
-    if (workspace[size_t(word)] != 0)
-      error = "the kernels left a reduction word of the workspace non-zero";
-  return y;
+  return mt::runKernel(
+      program, {spec.scheme, spec.input, spec.output, spec.bias}, weights,
+      std::move(xBytes), m, std::move(bias), error, std::move(sides));
 }
 
 } // namespace

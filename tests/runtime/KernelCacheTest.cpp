@@ -544,6 +544,38 @@ TEST_CASE("The GPU payload keeps the workspace size and refuses format 1",
   CHECK_THAT(garbled.error().message, Catch::Matchers::Contains("workspace"));
 }
 
+TEST_CASE("The GPU payload keeps a workspace that grows with X",
+          "[runtime][cache]") {
+  GpuPayload payload{"plan text", "// ptx", "", 16, {1, 8}};
+  std::string encoded = encodeGpuPayload(payload);
+  CHECK_THAT(encoded, Catch::Matchers::Contains("workspace 6\n16 1 8"));
+  Expected<GpuPayload> decoded = decodeGpuPayload(encoded);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->workspaceWords == 16);
+  CHECK(decoded->workspaceRows == workspace_abi::RowWords{1, 8});
+  // A fixed size is written as before: one count.
+  Expected<GpuPayload> fixed =
+      decodeGpuPayload(encodeGpuPayload({"p", "// ptx", "", 4}));
+  REQUIRE(fixed.ok());
+  CHECK_FALSE(fixed->workspaceRows.any());
+
+  // Two counts, a zero row part written out, a negative or a fourth
+  // count, more bits than a word pair holds: corrupt, by name.
+  for (std::string_view section :
+       {"16 1", "16 0 0", "16 -1 8", "16 1 8 9", "16 1 65", "16  1 8",
+        "16 1 8 ", "1073741825"}) {
+    std::string bad = encoded;
+    bad.replace(bad.find("workspace 6\n16 1 8"), 18,
+                "workspace " + std::to_string(section.size()) + "\n" +
+                    std::string(section));
+    Expected<GpuPayload> garbled = decodeGpuPayload(bad);
+    CAPTURE(section);
+    REQUIRE_FALSE(garbled.ok());
+    CHECK(garbled.error().code == ErrorCode::CorruptEntry);
+    CHECK_THAT(garbled.error().message, Catch::Matchers::Contains("workspace"));
+  }
+}
+
 TEST_CASE("Processes compiling one key compile it once", "[runtime][cache]") {
   TemporaryDirectory directory;
   std::string counter = directory.path + "/compiles";

@@ -59,6 +59,12 @@ std::optional<KvAotSpec> parseKvAotSpec(std::string_view text,
     error = spec.error().message;
     return std::nullopt;
   }
+  // The manifest has no matmul entry kind (ABI, bench sizes, data) yet.
+  if (spec->kind == KvAotSpec::Kind::Matmul) {
+    error = "a matmul has no AOT bundle entry yet; lowbit::Jit::getKv, the "
+            "C API and Python compile and launch it (docs/matmul.md)";
+    return std::nullopt;
+  }
   return *spec;
 }
 

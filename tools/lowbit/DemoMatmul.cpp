@@ -28,15 +28,16 @@ std::string firstLineOf(const std::string &text) {
 /// The W8A8 and W4A4 rows: X quantized in the same kernel (docs/matmul.md,
 /// "Quantized activations"), the CPU kernel against the ordered reference.
 void runQuantizedActivationRows(const std::vector<float> &weights,
-                                const std::vector<uint8_t> &x) {
-  fmt::print("\nQuantized activations (W8A8, W4A4): X quantized inside the "
-             "kernel, the CPU kernel\nagainst the ordered reference (no GPU "
-             "kernel for them yet):\n\n");
-  fmt::print("{:<6}  {:<30}  {:>10}  {:>9}  {}\n", "kind",
-             "weights x "
-             "activations",
-             "B/weight", "bit-exact", "notes");
-  size_t exact = 0, count = 0;
+                                const std::vector<uint8_t> &x,
+                                std::string_view chip) {
+  fmt::print("\nQuantized activations (W8A8, W4A4): X quantized in the same "
+             "call, the CPU kernel\nand the {} GPU kernels in the emulator "
+             "against the ordered reference:\n\n",
+             chip);
+  fmt::print("{:<6}  {:<30}  {:>10}  {:>9}  {:>7}  {}\n", "kind",
+             "weights x activations", "B/weight", "bit-exact", "GPU emu",
+             "notes");
+  size_t exact = 0, count = 0, emulatedExact = 0;
   for (const matmul::ActivationPairEntry &pair :
        matmul::activationPairEntries()) {
     std::string label = pair.label;
@@ -72,15 +73,25 @@ void runQuantizedActivationRows(const std::vector<float> &weights,
     } else {
       notes = firstLineOf(error);
     }
+    std::string emulated = "-";
+    if (expected) {
+      if (std::optional<std::vector<uint8_t>> gpu =
+              runMatmulInEmulator(problem, chip, &error)) {
+        emulated = *gpu == *expected ? "yes" : "no";
+        emulatedExact += *gpu == *expected;
+      } else if (notes.empty()) {
+        notes = "gpu: " + firstLineOf(error);
+      }
+    }
     double bytesPerWeight =
         tensor ? double(storageBits(*tensor)) / 8.0 / double(kCols * kDepth)
                : 0.0;
-    fmt::print("{:<6}  {:<30}  {:>10.4f}  {:>9}  {}\n", kind, label,
-               bytesPerWeight, bitExact, notes);
+    fmt::print("{:<6}  {:<30}  {:>10.4f}  {:>9}  {:>7}  {}\n", kind, label,
+               bytesPerWeight, bitExact, emulated, notes);
   }
-  fmt::print("\n{}/{} quantized-activation CPU kernels bit-exact against the "
-             "ordered reference\n",
-             exact, count);
+  fmt::print("\n{}/{} quantized-activation CPU kernels and {}/{} emulated {} "
+             "kernels bit-exact\nagainst the ordered reference\n",
+             exact, count, emulatedExact, count, chip);
 }
 
 } // namespace
@@ -90,15 +101,14 @@ void runMatmulDemoSection(uint32_t seed, std::string_view chip) {
              "dequant(W)^T, X bf16 [{}x{}],\nW [{}x{}] weight-like, the CPU "
              "kernel against the ordered reference:\n\n",
              kRows, kDepth, kCols, kDepth);
-  fmt::print("{:<22}  {:>10}  {:>7}  {:>9}  {:>7}  {}\n", "weights",
-             "B/weight", "vs bf16", "bit-exact", "GPU emu", "notes");
+  fmt::print("{:<22}  {:>10}  {:>7}  {:>9}  {:>7}  {}\n", "weights", "B/weight",
+             "vs bf16", "bit-exact", "GPU emu", "notes");
   std::vector<float> weights = weightLikeMatrix(kCols, kDepth, seed);
   const ValueType input = ValueType::BF16;
   std::vector<uint8_t> x = normalActivations(input, kRows, kDepth, seed + 1);
   size_t exact = 0, count = 0;
   std::string emulatorError; // the first; the others are the same refusal
-  for (const matmul::WeightSchemeEntry &entry :
-       matmul::weightSchemeEntries()) {
+  for (const matmul::WeightSchemeEntry &entry : matmul::weightSchemeEntries()) {
     ++count;
     std::string error;
     std::optional<Scheme> scheme = parseSchemeText(entry.text, &error);
@@ -119,8 +129,8 @@ void runMatmulDemoSection(uint32_t seed, std::string_view chip) {
     problem.weights = &*tensor;
     problem.x = x;
     problem.m = kRows;
-    std::optional<std::vector<uint8_t>> expected = matmul::orderedMatmul(
-        *tensor, input, x, kRows, {}, input, &error);
+    std::optional<std::vector<uint8_t>> expected =
+        matmul::orderedMatmul(*tensor, input, x, kRows, {}, input, &error);
     std::string notes;
     std::optional<std::vector<uint8_t>> cpu =
         expected ? runMatmulOnCpu(problem, &error) : std::nullopt;
@@ -138,8 +148,7 @@ void runMatmulDemoSection(uint32_t seed, std::string_view chip) {
     else if (emulatorError.empty())
       emulatorError = firstLineOf(error);
     fmt::print("{:<22}  {:>10.4f}  {:>6.2f}x  {:>9}  {:>7}  {}\n", entry.label,
-               bytesPerWeight, 2.0 / bytesPerWeight, bitExact, emulated,
-               notes);
+               bytesPerWeight, 2.0 / bytesPerWeight, bitExact, emulated, notes);
   }
   if (!emulatorError.empty())
     fmt::print("\nGPU emu -: {}\n", emulatorError);
@@ -147,7 +156,7 @@ void runMatmulDemoSection(uint32_t seed, std::string_view chip) {
              "reference\n(B/weight counts codes, scales, zero points and the "
              "global scale; vs bf16: 2 bytes / B/weight)\n",
              exact, count);
-  runQuantizedActivationRows(weights, x);
+  runQuantizedActivationRows(weights, x, chip);
 }
 
 } // namespace lowbit::cli

@@ -181,8 +181,14 @@ public:
   /// The PTX (empty for a CPU kernel).
   std::string_view ptx() const;
   KernelResources resources() const;
-  /// Words of the per-stream workspace launch() passes (0: none).
+  /// Words of the per-stream workspace launch() passes (0: none); for a
+  /// matmul with prologues in front of X, the fixed part of it.
   int64_t workspaceWords() const;
+  /// The words launch() passes for X of [rows, cols] (parameter 0): a
+  /// matmul with prologues quantizes X into the workspace, which grows
+  /// with X (docs/kernel-abi.md, "Workspace"); workspaceWords() for every
+  /// other kernel. -1 when that is more than 4 GiB.
+  int64_t workspaceWordsFor(int64_t rows, int64_t cols) const;
   bool loadedFromDisk() const;
   double compileMillis() const;
 
