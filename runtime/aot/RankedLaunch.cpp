@@ -129,14 +129,20 @@ RankedLaunch::compile(const Launch &launch, std::span<const size_t> ranks,
   return ranked;
 }
 
-int64_t
+Expected<int64_t>
 RankedLaunch::workspaceWordsFor(std::span<const RankedShape> shapes) const {
   if (!workspaceRows.any())
     return workspaceWords;
-  if (shapes.empty() || shapes[0].rank != 2)
-    return -1;
-  return workspace_abi::wordsFor(workspaceWords, workspaceRows,
-                                 shapes[0].dims[0], shapes[0].dims[1]);
+  // compile() checked parameter 0's rank; the caller checked the shapes.
+  int64_t words = workspace_abi::wordsFor(workspaceWords, workspaceRows,
+                                          shapes[0].dims[0], shapes[0].dims[1]);
+  if (words < 0)
+    return makeError(
+        ErrorCode::InvalidArgument,
+        name + ": X of [" + std::to_string(shapes[0].dims[0]) + ", " +
+            std::to_string(shapes[0].dims[1]) + "] needs a workspace over " +
+            std::to_string(workspace_abi::kMaxWords * 4) + " bytes");
+  return words;
 }
 
 Status RankedLaunch::resolve(std::span<const RankedShape> shapes,
@@ -173,15 +179,11 @@ Status RankedLaunch::resolve(std::span<const RankedShape> shapes,
       !problem.empty())
     return makeError(ErrorCode::InvalidArgument, problem);
 
-  int64_t callWords = workspaceWordsFor(shapes);
-  if (callWords < 0)
-    return makeError(
-        ErrorCode::InvalidArgument,
-        name + ": X of [" + std::to_string(shapes[0].dims[0]) + ", " +
-            std::to_string(shapes[0].dims[1]) + "] needs a workspace over " +
-            std::to_string(workspace_abi::kMaxWords * 4) + " bytes");
+  Expected<int64_t> callWords = workspaceWordsFor(shapes);
+  if (!callWords)
+    return callWords.error();
   size_t slot = 0;
-  const std::array<int64_t, 2> workspaceDims{1, callWords};
+  const std::array<int64_t, 2> workspaceDims{1, *callWords};
   for (const Operand &operand : operands) {
     switch (operand.kind) {
     case Kind::Memref:

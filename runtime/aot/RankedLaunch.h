@@ -62,8 +62,10 @@ public:
 
   /// The workspace words a call with these shapes takes
   /// (workspace_abi::wordsFor of parameter 0's [rows, cols]; the fixed
-  /// count when it does not grow); -1 when that is over kMaxWords.
-  int64_t workspaceWordsFor(std::span<const RankedShape> shapes) const;
+  /// count when it does not grow); InvalidArgument when that is over
+  /// kMaxWords.
+  Expected<int64_t>
+  workspaceWordsFor(std::span<const RankedShape> shapes) const;
 
   /// Sizes and cuLaunchKernel's parameter array for one call: `shapes`
   /// and `addresses` hold one entry per parameter, each shape of its

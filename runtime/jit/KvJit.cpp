@@ -351,19 +351,17 @@ Status KvKernel::launch(void *stream, std::span<const KvTensor> buffers) const {
   }
   auto cuStream = static_cast<runtime::CUstream>(stream);
   uint64_t workspace = 0;
-  // A matmul's prologues grow it with X: this call's words, from X's shape.
-  int64_t words = state->launches.empty()
-                      ? state->workspaceWords
-                      : state->launches.front().workspaceWordsFor(
-                            std::span(shapes.data(), buffers.size()));
-  if (words < 0)
-    return makeError(ErrorCode::InvalidArgument,
-                     "X of [" + std::to_string(shapes[0].dims[0]) + ", " +
-                         std::to_string(shapes[0].dims[1]) +
-                         "] needs a workspace over 4 GiB");
-  if (words > 0) {
+  // A matmul's prologues grow it with X: this call's words, from X's shape
+  // (every step of the sequence takes the same workspace).
+  Expected<int64_t> words = state->launches.empty()
+                                ? Expected<int64_t>(state->workspaceWords)
+                                : state->launches.front().workspaceWordsFor(
+                                      std::span(shapes.data(), buffers.size()));
+  if (!words)
+    return words.error();
+  if (*words > 0) {
     Expected<uint64_t> acquired = state->jit->workspaces.acquire(
-        api, cuStream, words, state->workspaceRows.any());
+        api, cuStream, *words, state->workspaceRows.any());
     if (!acquired)
       return std::move(acquired).takeError();
     workspace = *acquired;
