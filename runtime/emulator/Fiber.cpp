@@ -65,6 +65,8 @@ struct StackBounds {
 thread_local StackBounds *switchedFrom = nullptr;
 #endif
 
+/// A null `fakeStack` tells ASan the running context ends: it frees that
+/// context's fake stack instead of handing it back for a later resume.
 void startSwitch([[maybe_unused]] StackBounds &from,
                  [[maybe_unused]] const StackBounds &to,
                  [[maybe_unused]] void **fakeStack) {
@@ -218,6 +220,12 @@ void Fiber::switchTo(Fiber &from, Fiber &to) {
   finishSwitch(fakeStack);
 }
 
+void Fiber::exitTo(Fiber &from, Fiber &to) {
+  startSwitch(from.context->stack, to.context->stack, nullptr);
+  lowbit_emu_switch(&from.context->stackPointer, to.context->stackPointer);
+  __builtin_unreachable();
+}
+
 #else
 
 struct FiberContext {
@@ -254,6 +262,12 @@ void Fiber::switchTo(Fiber &from, Fiber &to) {
   startSwitch(from.context->stack, to.context->stack, &fakeStack);
   swapcontext(&from.context->context, &to.context->context);
   finishSwitch(fakeStack);
+}
+
+void Fiber::exitTo(Fiber &from, Fiber &to) {
+  startSwitch(from.context->stack, to.context->stack, nullptr);
+  swapcontext(&from.context->context, &to.context->context);
+  __builtin_unreachable();
 }
 
 #endif

@@ -165,8 +165,7 @@ struct Device::Impl {
   [[noreturn]] void fail(const std::string &message) {
     if (error.empty())
       error = message;
-    Fiber::switchTo(self().fiber, scheduler);
-    __builtin_unreachable();
+    Fiber::exitTo(self().fiber, scheduler);
   }
 
   void yield() {
@@ -207,8 +206,7 @@ struct Device::Impl {
              warpOpName(o.kind, o.b) + " with member mask " + hex(o.mask));
     }
     landCopiesAtExit();
-    Fiber::switchTo(t.fiber, scheduler);
-    __builtin_unreachable();
+    Fiber::exitTo(t.fiber, scheduler);
   }
 
   void barrier(int32_t id) {
