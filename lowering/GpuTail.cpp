@@ -105,8 +105,9 @@ namespace {
 class PtxSerializer : public NVVM::SerializeGPUModuleBase {
 public:
   PtxSerializer(Operation &module, NVVM::NVVMTargetAttr target,
-                bool stockPipeline)
-      : SerializeGPUModuleBase(module, target), stockPipeline(stockPipeline) {}
+                bool stockPipeline, std::optional<int> stockCodegenLevel)
+      : SerializeGPUModuleBase(module, target), stockPipeline(stockPipeline),
+        stockCodegenLevel(stockCodegenLevel) {}
 
   /// Why the pooled path failed, if it did.
   std::string error;
@@ -150,6 +151,10 @@ protected:
     if (stockPipeline) {
       FailureOr<llvm::TargetMachine *> created = getOrCreateTargetMachine();
       codegenMachine = succeeded(created) ? *created : nullptr;
+      // optimizeModule set O's level on it; codegen may ask for another.
+      if (codegenMachine && stockCodegenLevel)
+        codegenMachine->setOptLevel(
+            static_cast<llvm::CodeGenOptLevel>(*stockCodegenLevel));
     }
     if (!codegenMachine) {
       getOperation().emitError() << "no LLVM target machine for " << triple;
@@ -165,6 +170,7 @@ protected:
 
 private:
   bool stockPipeline;
+  std::optional<int> stockCodegenLevel;
   std::optional<NvptxMachineLease> machine;
 };
 
@@ -257,11 +263,12 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
   // Before any codegen: LLVM aborts on a PTX version the chip rejects.
   if (!validateTarget(target, &error))
     return failure();
-  if (options.optLevel && (*options.optLevel < 0 || *options.optLevel > 3)) {
-    error = "the GPU tail's LLVM optimization level must be 0..3, got " +
-            std::to_string(*options.optLevel);
-    return failure();
-  }
+  for (std::optional<int> level : {options.optLevel, options.codegenLevel})
+    if (level && (*level < 0 || *level > 3)) {
+      error = "the GPU tail's LLVM optimization level must be 0..3, got " +
+              std::to_string(*level);
+      return failure();
+    }
 
   MLIRContext *context = module.getContext();
   DiagnosticCollector diagnostics(context);
@@ -276,9 +283,14 @@ LogicalResult lowerToNvvm(ModuleOp module, const Target &target,
     return failure();
   }
   // Read by serializeToPtx: LLVM's stock pipeline at the #nvvm.target's O.
-  if (options.optLevel)
+  if (options.optLevel) {
+    Attribute stock = UnitAttr::get(context);
+    if (options.codegenLevel)
+      stock = IntegerAttr::get(IntegerType::get(context, 32),
+                               *options.codegenLevel);
     for (auto gpuModule : module.getOps<gpu::GPUModuleOp>())
-      gpuModule->setAttr(kStockPipelineAttr, UnitAttr::get(context));
+      gpuModule->setAttr(kStockPipelineAttr, stock);
+  }
   // Verified once here when the passes did not verify after each step:
   // malformed IR must be an error, never reach LLVM's translation.
   if (!verifyAfterEachPass() && failed(verify(module))) {
@@ -315,8 +327,12 @@ FailureOr<PtxModule> serializeToPtx(ModuleOp module, std::string &error) {
       error = "GPU tail: the gpu.module has no single #nvvm.target";
       return failure();
     }
-    PtxSerializer serializer(*gpuModule, nvvmTarget,
-                             gpuModule->hasAttr(kStockPipelineAttr));
+    Attribute stock = gpuModule->getAttr(kStockPipelineAttr);
+    std::optional<int> stockCodegenLevel;
+    if (auto level = dyn_cast_or_null<IntegerAttr>(stock))
+      stockCodegenLevel = int(level.getInt());
+    PtxSerializer serializer(*gpuModule, nvvmTarget, bool(stock),
+                             stockCodegenLevel);
     std::optional<SmallVector<char, 0>> ptx = serializer.run();
     if (!ptx) {
       error = serializer.error.empty() ? diagnostics.failedIn("GPU codegen")

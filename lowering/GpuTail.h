@@ -59,18 +59,22 @@ constexpr int64_t kThreadsPerBlock = 128;
 /// Call on the context's registry before parsing or building the module.
 void registerGpuTailDependencies(mlir::DialectRegistry &registry);
 
-/// The LLVM level whose PTX the GPU tail gives by default: O3's. It does
-/// not run O3's whole pipeline, but lowbit's pass list
+/// The LLVM level whose PTX the GPU tail gives by default: O3's middle end.
+/// It does not run O3's whole pipeline, but lowbit's pass list
 /// (lowering/NvptxCodegen.h, kPtxPassList: the passes of O3's pipeline that
-/// change lowbit's PTX) on a pooled TargetMachine at O3's codegen level.
-/// tests/gpu/OptLevelTest.cpp checks every named scheme's kernels and the
-/// KV/attention kernels on sm_90a and sm_100a against O3's whole pipeline,
-/// byte for byte; docs/pipeline.md has the measurement.
+/// change lowbit's PTX) on a pooled TargetMachine at kPtxCodegenLevel
+/// (NvptxCodegen.h).
+/// tests/gpu/OptLevelTest.cpp checks every named scheme's kernels, the
+/// KV/attention kernels and the matmul kernels against O3's whole pipeline
+/// with that codegen level, byte for byte; docs/pipeline.md has the
+/// measurement.
 constexpr int kPtxOptLevel = 3;
 
 /// Set on a gpu.module whose serialization runs LLVM's stock pipeline at
 /// its #nvvm.target's O (and a TargetMachine of its own), as
-/// gpu-module-to-binary does: PtxOptions::optLevel asks for it.
+/// gpu-module-to-binary does: PtxOptions::optLevel asks for it. An integer
+/// value is the codegen level to use instead of O's
+/// (PtxOptions::codegenLevel).
 constexpr const char *kStockPipelineAttr = "lowbit.stock_llvm_pipeline";
 
 struct PtxOptions {
@@ -79,6 +83,10 @@ struct PtxOptions {
   /// gpu-module-to-binary runs it (the reference lowbit's list is checked
   /// against, and the bench's --levels).
   std::optional<int> optLevel;
+  /// With optLevel: codegen at this level (0..3) instead of optLevel's, so
+  /// that lowbit's list can be compared with O3's pipeline at the codegen
+  /// level lowbit uses (kPtxCodegenLevel). Ignored without optLevel.
+  std::optional<int> codegenLevel;
 };
 
 struct PtxModule {

@@ -107,8 +107,8 @@ std::optional<NvptxMachineLease> borrowNvptxMachine(llvm::StringRef chip,
       return NvptxMachineLease(std::move(key), std::move(machine));
     }
   }
-  // The same machine gpu-module-to-binary makes (ModuleToObject::
-  // getOrCreateTargetMachine), at the codegen level its O=3 sets.
+  // The machine gpu-module-to-binary makes (ModuleToObject::
+  // getOrCreateTargetMachine), at kPtxCodegenLevel where its O=3 sets O3's.
   llvm::Triple triple("nvptx64-nvidia-cuda");
   std::string lookupError;
   const llvm::Target *target =
@@ -123,7 +123,7 @@ std::optional<NvptxMachineLease> borrowNvptxMachine(llvm::StringRef chip,
     error = "LLVM made no NVPTX target machine for " + chip.str();
     return std::nullopt;
   }
-  machine->setOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  machine->setOptLevel(static_cast<llvm::CodeGenOptLevel>(kPtxCodegenLevel));
   return NvptxMachineLease(std::move(key), std::move(machine));
 }
 

@@ -28,8 +28,15 @@ class TargetMachine;
 
 namespace lowbit {
 
-/// An NVPTX TargetMachine for one (chip, features), at O3's codegen level
-/// (what gpu-module-to-binary uses for O=3), lent from a process-wide pool
+/// The codegen level of lowbit's TargetMachines: O2's, where
+/// gpu-module-to-binary's O=3 sets O3's. O3 adds GVN to codegen's IR passes
+/// (EarlyCSE at O2): 9% of a W4A16 matmul's compile, for the same registers
+/// and no more SASS instructions in the kernels whose PTX it changes
+/// (docs/pipeline.md).
+constexpr int kPtxCodegenLevel = 2;
+
+/// An NVPTX TargetMachine for one (chip, features), at kPtxCodegenLevel,
+/// lent from a process-wide pool
 /// and given back when the lease dies. A lease is one thread's alone;
 /// concurrent compiles get different machines (a new one when none is
 /// idle). Reusing a machine gives the same PTX as a new one (the pool is
