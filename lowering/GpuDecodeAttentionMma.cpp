@@ -177,9 +177,11 @@ private:
         Value up1 = powerOfTwo(e1), up2 = powerOfTwo(e2);
         for (Value &q : channels)
           q = arith::MulFOp::create(b, arith::MulFOp::create(b, q, up1), up2);
-        scaleDown = arith::MulFOp::create(
-            b, powerOfTwo(arith::SubIOp::create(b, i32(0), e1)),
-            powerOfTwo(arith::SubIOp::create(b, i32(0), e2)));
+        // Operands in a fixed order (C++ leaves an argument list's
+        // unspecified; docs/testing.md, "Operand order").
+        Value downSecond = powerOfTwo(arith::SubIOp::create(b, i32(0), e2));
+        Value downFirst = powerOfTwo(arith::SubIOp::create(b, i32(0), e1));
+        scaleDown = arith::MulFOp::create(b, downFirst, downSecond);
       }
       // k-step (r, s): B's registers in order, each the f16 pair of its
       // two rows' channels (16 c + 4 s + {0, 1} for b0b1, + {2, 3} for

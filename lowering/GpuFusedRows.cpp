@@ -317,12 +317,10 @@ private:
       scf::ForOp::create(
           b, lane, idx(cols / 2), idx(kWarpSize), ValueRange{},
           [&](OpBuilder &, Location, Value pair, ValueRange) {
-            Value first = arith::AddIOp::create(
-                b,
-                arith::MulIOp::create(
-                    b, arith::DivUIOp::create(b, pair, idx(half)),
-                    idx(2 * half)),
-                arith::RemUIOp::create(b, pair, idx(half)));
+            Value offset = arith::RemUIOp::create(b, pair, idx(half));
+            Value base = arith::MulIOp::create(
+                b, arith::DivUIOp::create(b, pair, idx(half)), idx(2 * half));
+            Value first = arith::AddIOp::create(b, base, offset);
             Value second = arith::AddIOp::create(b, first, idx(half));
             Value a = memref::LoadOp::create(b, shared, ValueRange{at(first)});
             Value c = memref::LoadOp::create(b, shared, ValueRange{at(second)});

@@ -223,11 +223,10 @@ private:
     // warp-uniform base plus the lane's chunk, which the report's address
     // analysis reads as adjacent lanes.
     Value threadInBlock = launch.getThreadIds().x;
-    Value row = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(b, launch.getBlockIds().x,
-                              idx(threadsPerBlock / kWarpSize)),
-        arith::DivUIOp::create(b, threadInBlock, idx(kWarpSize)));
+    Value warp = arith::DivUIOp::create(b, threadInBlock, idx(kWarpSize));
+    Value firstRow = arith::MulIOp::create(b, launch.getBlockIds().x,
+                                           idx(threadsPerBlock / kWarpSize));
+    Value row = arith::AddIOp::create(b, firstRow, warp);
     Value lane = arith::RemUIOp::create(b, threadInBlock, idx(kWarpSize));
     auto rowIf = scf::IfOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, rows),

@@ -510,12 +510,11 @@ private:
       Value firstCode, secondCode;
       if (nibble) {
         // k is even: one byte holds the pair, low nibble first.
-        Value byte = memref::LoadOp::create(
-            b, buffers.codes,
-            ValueRange{column,
-                       arith::MinUIOp::create(
-                           b, arith::DivUIOp::create(b, at, idx(2)),
-                           arith::SubIOp::create(b, codeColumns, idx(1)))});
+        Value lastByte = arith::SubIOp::create(b, codeColumns, idx(1));
+        Value byteAt = arith::MinUIOp::create(
+            b, arith::DivUIOp::create(b, at, idx(2)), lastByte);
+        Value byte = memref::LoadOp::create(b, buffers.codes,
+                                            ValueRange{column, byteAt});
         firstCode = arith::AndIOp::create(b, byte, i8(0xF));
         secondCode = arith::ShRUIOp::create(b, byte, i8(4));
       } else {

@@ -284,10 +284,11 @@ public:
     lowbit::GroupParams params =
         withExactReciprocal(loadParams(scales, zeros, idx(0), idx(0)));
 
-    auto loop = scf::ForOp::create(
-        b, arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize)),
-        segmentCount,
-        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize)));
+    Value warpStride =
+        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize));
+    Value firstWarp =
+        arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize));
+    auto loop = scf::ForOp::create(b, firstWarp, segmentCount, warpStride);
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value segmentFirst =
         arith::MulIOp::create(b, loop.getInductionVar(), idx(segmentElements));

@@ -233,10 +233,10 @@ public:
             Value col = linalg::IndexOp::create(nested, nestedLoc, 1);
             Value halfIndex =
                 arith::ConstantIndexOp::create(nested, nestedLoc, half);
+            Value zero = arith::ConstantIndexOp::create(nested, nestedLoc, 0);
             Value upper = arith::CmpIOp::create(
                 nested, nestedLoc, arith::CmpIPredicate::ne,
-                arith::AndIOp::create(nested, nestedLoc, col, halfIndex),
-                arith::ConstantIndexOp::create(nested, nestedLoc, 0));
+                arith::AndIOp::create(nested, nestedLoc, col, halfIndex), zero);
             // (a, b) = (v[c], v[c + h]) in the lower half of a 2h-chunk,
             // (v[c - h], v[c]) in the upper half.
             Value first = arith::SelectOp::create(
@@ -250,10 +250,11 @@ public:
                 nested, nestedLoc, previous, ValueRange{row, second});
             a = toF32(nested, nestedLoc, a);
             bValue = toF32(nested, nestedLoc, bValue);
-            return arith::SelectOp::create(
-                       nested, nestedLoc, upper,
-                       arith::SubFOp::create(nested, nestedLoc, a, bValue),
-                       arith::AddFOp::create(nested, nestedLoc, a, bValue))
+            Value sum = arith::AddFOp::create(nested, nestedLoc, a, bValue);
+            Value difference =
+                arith::SubFOp::create(nested, nestedLoc, a, bValue);
+            return arith::SelectOp::create(nested, nestedLoc, upper, difference,
+                                           sum)
                 .getResult();
           });
       values.getDefiningOp()->setAttr(kHadamardHalfAttr,

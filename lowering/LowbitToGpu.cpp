@@ -133,10 +133,12 @@ public:
     lowbit::PreparedDivisor globalDivisor =
         globalValue ? prepareGlobalDivisor(globalValue)
                     : lowbit::PreparedDivisor();
-    auto loop = scf::ForOp::create(
-        b, arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize)),
-        ceilDiv(laneCount, idx(kWarpSize)),
-        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize)));
+    Value warpStride =
+        arith::DivUIOp::create(b, gridThreads(launch), idx(kWarpSize));
+    Value warpCount = ceilDiv(laneCount, idx(kWarpSize));
+    Value firstWarp =
+        arith::DivUIOp::create(b, globalThread(launch), idx(kWarpSize));
+    auto loop = scf::ForOp::create(b, firstWarp, warpCount, warpStride);
     b.setInsertionPoint(loop.getBody()->getTerminator());
 
     Value thread = arith::AddIOp::create(
@@ -146,9 +148,9 @@ public:
     Value group = arith::DivUIOp::create(b, thread, idx(lanes));
     Value row = arith::DivUIOp::create(b, group, groupsPerRow);
     Value groupCol = arith::RemUIOp::create(b, group, groupsPerRow);
-    Value col0 = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, groupCol, idx(groupSize)),
-        arith::MulIOp::create(b, lane, idx(width)));
+    Value laneOffset = arith::MulIOp::create(b, lane, idx(width));
+    Value groupOffset = arith::MulIOp::create(b, groupCol, idx(groupSize));
+    Value col0 = arith::AddIOp::create(b, groupOffset, laneOffset);
     Value valid =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group, groupCount);
     // The vector path needs 16-byte aligned rows of the input and
