@@ -161,10 +161,14 @@ struct Device::Impl {
            std::to_string(blockIndex.z) + ") in kernel " + launch->name;
   }
 
-  /// Records the violation and leaves this fiber for good.
-  [[noreturn]] void fail(const std::string &message) {
+  /// Records the violation (`message()`, the first of a launch) and leaves
+  /// this fiber for good. The message is built inside the call so that no
+  /// temporary of it is alive when the fiber leaves: its frames are never
+  /// unwound, and a string left in one leaks (LeakSanitizer saw them once
+  /// Fiber::exitTo freed ASan's fake stacks).
+  template <typename Message> [[noreturn]] void fail(Message &&message) {
     if (error.empty())
-      error = message;
+      error = message();
     Fiber::exitTo(self().fiber, scheduler);
   }
 
@@ -192,18 +196,24 @@ struct Device::Impl {
     if (exitedCount++ == 0)
       firstExited = current;
     if (arrivedAtBarrier > 0)
-      fail(describeThread(current) + " exited while " +
-           std::to_string(arrivedAtBarrier) +
-           " threads of its block wait at a barrier: every thread of a "
-           "block must reach each barrier");
+      fail([&] {
+        return std::string(
+            describeThread(current) + " exited while " +
+            std::to_string(arrivedAtBarrier) +
+            " threads of its block wait at a barrier: every thread of a "
+            "block must reach each barrier");
+      });
     uint32_t lane = t.linear % kWarpSize, warpBase = t.linear - lane;
     for (uint32_t other = warpBase;
          other < std::min(threadCount, warpBase + kWarpSize); ++other) {
       const ThreadRecord &o = threads[other];
       if (o.state == ThreadRecord::State::AtWarpOp && (o.mask >> lane & 1))
-        fail(describeThread(current) + " exited while lane " +
-             std::to_string(other - warpBase) + " waits for it in " +
-             warpOpName(o.kind, o.b) + " with member mask " + hex(o.mask));
+        fail([&] {
+          return std::string(describeThread(current) + " exited while lane " +
+                             std::to_string(other - warpBase) +
+                             " waits for it in " + warpOpName(o.kind, o.b) +
+                             " with member mask " + hex(o.mask));
+        });
     }
     landCopiesAtExit();
     Fiber::exitTo(t.fiber, scheduler);
@@ -211,12 +221,19 @@ struct Device::Impl {
 
   void barrier(int32_t id) {
     if (exitedCount > 0)
-      fail(describeThread(current) + " reached a barrier after " +
-           describeThread(firstExited) +
-           " exited: every thread of a block must reach each barrier");
+      fail([&] {
+        return std::string(
+            describeThread(current) + " reached a barrier after " +
+            describeThread(firstExited) +
+            " exited: every thread of a block must reach each barrier");
+      });
     if (arrivedAtBarrier > 0 && id != barrierId)
-      fail(describeThread(current) + " waits at barrier " + std::to_string(id) +
-           " while others wait at barrier " + std::to_string(barrierId));
+      fail([&] {
+        return std::string(describeThread(current) + " waits at barrier " +
+                           std::to_string(id) +
+                           " while others wait at barrier " +
+                           std::to_string(barrierId));
+      });
     barrierId = id;
     self().state = ThreadRecord::State::AtBarrier;
     if (++arrivedAtBarrier < threadCount)
@@ -238,38 +255,51 @@ struct Device::Impl {
     // Named only for a message: an mma variant's name is built.
     auto op = [&] { return warpOpName(kind, b); };
     if (!(mask >> lane & 1))
-      fail(describeThread(current) + " executes " + op() +
-           " with member mask " + hex(mask) + " that does not name its lane " +
-           std::to_string(lane));
+      fail([&] {
+        return std::string(describeThread(current) + " executes " + op() +
+                           " with member mask " + hex(mask) +
+                           " that does not name its lane " +
+                           std::to_string(lane));
+      });
     if (mask & ~existing)
-      fail(describeThread(current) + " executes " + op() +
-           " with member mask " + hex(mask) +
-           " naming lanes that do not "
-           "exist: its warp has " +
-           std::to_string(lanes) + " threads");
+      fail([&] {
+        return std::string(describeThread(current) + " executes " + op() +
+                           " with member mask " + hex(mask) +
+                           " naming lanes that do not "
+                           "exist: its warp has " +
+                           std::to_string(lanes) + " threads");
+      });
     for (uint32_t other = 0; other < lanes; ++other) {
       if (!(mask >> other & 1) || other == lane)
         continue;
       const ThreadRecord &o = threads[warpBase + other];
       if (o.state == ThreadRecord::State::Exited)
-        fail(describeThread(current) + " executes " + op() +
-             " with member mask " + hex(mask) + " but lane " +
-             std::to_string(other) + " has exited");
+        fail([&] {
+          return std::string(describeThread(current) + " executes " + op() +
+                             " with member mask " + hex(mask) + " but lane " +
+                             std::to_string(other) + " has exited");
+        });
       if (o.state != ThreadRecord::State::AtWarpOp)
         continue;
       // A matrix op's variant is part of the instruction.
       if (o.kind != kind || o.mask != mask ||
           (isAlignedMatrixOp(kind) && o.b != b))
-        fail(describeThread(current) + " executes " + op() +
-             " with member mask " + hex(mask) + " while lane " +
-             std::to_string(other) + " waits in " + warpOpName(o.kind, o.b) +
-             " with member mask " + hex(o.mask));
+        fail([&] {
+          return std::string(describeThread(current) + " executes " + op() +
+                             " with member mask " + hex(mask) + " while lane " +
+                             std::to_string(other) + " waits in " +
+                             warpOpName(o.kind, o.b) + " with member mask " +
+                             hex(o.mask));
+        });
       if (isAlignedMatrixOp(kind) && o.value != value)
-        fail(describeThread(current) + " executes " + op() + " (site " +
-             std::to_string(value) + ") while lane " + std::to_string(other) +
-             " waits in it at site " + std::to_string(o.value) +
-             ": .aligned requires every lane of the warp at the same "
-             "instruction");
+        fail([&] {
+          return std::string(
+              describeThread(current) + " executes " + op() + " (site " +
+              std::to_string(value) + ") while lane " + std::to_string(other) +
+              " waits in it at site " + std::to_string(o.value) +
+              ": .aligned requires every lane of the warp at the same "
+              "instruction");
+        });
     }
     t.state = ThreadRecord::State::AtWarpOp;
     t.kind = kind;
@@ -323,11 +353,17 @@ struct Device::Impl {
                " of matrix " + std::to_string(lane / 8) + ")";
       };
       if (!inShared(row, 16))
-        fail(what() + " is not 16 bytes inside shared memory (ldmatrix "
-                      "reads .shared)");
+        fail([&] {
+          return std::string(what() +
+                             " is not 16 bytes inside shared memory (ldmatrix "
+                             "reads .shared)");
+        });
       if (uintptr_t(row) % 16 != 0)
-        fail(what() + " is not aligned to 16 bytes (each row of 8 b16 "
-                      "elements must be)");
+        fail([&] {
+          return std::string(what() +
+                             " is not aligned to 16 bytes (each row of 8 b16 "
+                             "elements must be)");
+        });
       checkAccess(row, 16, 16, AccessKind::Load, "ldmatrix row load");
     }
     matrixRegisters();
@@ -538,8 +574,11 @@ struct Device::Impl {
              std::to_string(bytes) + " bytes at " + hex(address);
     };
     if (align > 1 && address % uint64_t(align) != 0)
-      fail(what() + " is not aligned to " + std::to_string(align) +
-           " bytes (a misaligned address faults on the GPU)");
+      fail([&] {
+        return std::string(what() + " is not aligned to " +
+                           std::to_string(align) +
+                           " bytes (a misaligned address faults on the GPU)");
+      });
     auto sharedBase = reinterpret_cast<uintptr_t>(shared.data());
     if (address >= sharedBase &&
         address + bytes <= sharedBase + shared.size()) {
@@ -563,17 +602,26 @@ struct Device::Impl {
       auto base = reinterpret_cast<uintptr_t>(range.base);
       if (address + bytes <= base + range.bytes) {
         if (kind != AccessKind::Load && !range.writable)
-          fail(what() + " writes " + range.name + ", an input of the kernel");
+          fail([&] {
+            return std::string(what() + " writes " + range.name +
+                               ", an input of the kernel");
+          });
         return;
       }
       // Inside, or just after the end (an off-by-one index): name it.
       if (address < base + range.bytes + 4096)
-        fail(what() + " runs past the end of " + range.name + " (" +
-             std::to_string(range.bytes) + " bytes, offset " +
-             std::to_string(address - base) + ")");
+        fail([&] {
+          return std::string(what() + " runs past the end of " + range.name +
+                             " (" + std::to_string(range.bytes) +
+                             " bytes, offset " +
+                             std::to_string(address - base) + ")");
+        });
     }
-    fail(what() + " is outside every buffer of the launch, shared memory "
-                  "and the thread's stack");
+    fail([&] {
+      return std::string(
+          what() + " is outside every buffer of the launch, shared memory "
+                   "and the thread's stack");
+    });
   }
 
   /// A shared byte a pending cp.async will write holds the old value (or the
@@ -582,12 +630,16 @@ struct Device::Impl {
   void checkNotPending(uintptr_t offset, int64_t bytes, What what) {
     for (int64_t i = 0; i < bytes; ++i)
       if (uint32_t owner = pendingCopyOwner[offset + size_t(i)])
-        fail(what() + " touches shared offset " +
-             std::to_string(offset + size_t(i)) +
-             ", the destination of a cp.async of " + describeThread(owner - 1) +
-             " that has not landed: that thread's cp.async.wait_group must "
-             "complete it first, and a barrier must follow it before other "
-             "threads touch it");
+        fail([&] {
+          return std::string(
+              what() + " touches shared offset " +
+              std::to_string(offset + size_t(i)) +
+              ", the destination of a cp.async of " +
+              describeThread(owner - 1) +
+              " that has not landed: that thread's cp.async.wait_group must "
+              "complete it first, and a barrier must follow it before other "
+              "threads touch it");
+        });
   }
 
   CopyQueue &copyQueue() {
@@ -608,19 +660,31 @@ struct Device::Impl {
              hex(uintptr_t(source)) + " to " + hex(uintptr_t(destination));
     };
     if (size != 4 && size != 8 && size != 16)
-      fail(what() + ": cp-size must be 4, 8 or 16");
+      fail(
+          [&] { return std::string(what() + ": cp-size must be 4, 8 or 16"); });
     if (sourceSize < 0 || sourceSize > size)
-      fail(what() + ": src-size must be at most cp-size (PTX leaves a larger "
-                    "one undefined)");
+      fail([&] {
+        return std::string(
+            what() + ": src-size must be at most cp-size (PTX leaves a larger "
+                     "one undefined)");
+      });
     if (!inShared(destination, uint64_t(size)))
-      fail(what() + ": the destination is not inside shared memory");
+      fail([&] {
+        return std::string(what() +
+                           ": the destination is not inside shared memory");
+      });
     if (uintptr_t(destination) % uint64_t(size) != 0)
-      fail(what() + ": the destination is not aligned to " +
-           std::to_string(size) + " bytes");
+      fail([&] {
+        return std::string(what() + ": the destination is not aligned to " +
+                           std::to_string(size) + " bytes");
+      });
     if (sourceSize > 0) {
       if (inShared(source, 1))
-        fail(what() + ": the source is in shared memory (cp.async reads "
-                      ".global)");
+        fail([&] {
+          return std::string(what() +
+                             ": the source is in shared memory (cp.async reads "
+                             ".global)");
+        });
       checkAccess(source, sourceSize, size, AccessKind::Load,
                   "cp.async source read");
     }
@@ -628,9 +692,12 @@ struct Device::Impl {
     size_t offset = size_t(destination - shared.data());
     for (int32_t i = 0; i < size; ++i)
       if (uint32_t owner = pendingCopyOwner[offset + size_t(i)])
-        fail(what() + ": shared offset " + std::to_string(offset + size_t(i)) +
-             " is already the destination of a pending cp.async of " +
-             describeThread(owner - 1));
+        fail([&] {
+          return std::string(
+              what() + ": shared offset " + std::to_string(offset + size_t(i)) +
+              " is already the destination of a pending cp.async of " +
+              describeThread(owner - 1));
+        });
     PendingCopy copy;
     copy.destination = destination;
     copy.bytes = uint32_t(size);
@@ -657,8 +724,11 @@ struct Device::Impl {
   /// lands; uncommitted copies do not.
   void cpAsyncWait(int32_t newest) {
     if (newest < 0)
-      fail(describeThread(current) + ": cp.async.wait_group " +
-           std::to_string(newest) + " (N must not be negative)");
+      fail([&] {
+        return std::string(describeThread(current) + ": cp.async.wait_group " +
+                           std::to_string(newest) +
+                           " (N must not be negative)");
+      });
     CopyQueue &queue = copyQueue();
     uint32_t complete = queue.committedGroups > uint32_t(newest)
                             ? queue.committedGroups - uint32_t(newest)
@@ -710,9 +780,12 @@ struct Device::Impl {
       return !(sameWarp && other.warpEpoch != warpEpochs[warp]);
     };
     auto race = [&](const SharedAccess &other, const char *how) {
-      fail("shared-memory race: " + what() + " (shared offset " +
-           std::to_string(offset) + ") " + how + " by " +
-           describeThread(other.thread) + " with no barrier between them");
+      fail([&] {
+        return std::string("shared-memory race: " + what() +
+                           " (shared offset " + std::to_string(offset) + ") " +
+                           how + " by " + describeThread(other.thread) +
+                           " with no barrier between them");
+      });
     };
     for (int64_t i = 0; i < bytes; ++i) {
       SharedByteRecord &record = sharedRecords[offset + size_t(i)];
@@ -980,7 +1053,9 @@ int32_t lowbit_emu_sreg(int32_t code) {
   case SpecialRegister::WarpSize:
     return int32_t(kWarpSize);
   }
-  d.fail("unknown special register " + std::to_string(code));
+  d.fail([&] {
+    return std::string("unknown special register " + std::to_string(code));
+  });
 }
 
 void lowbit_emu_barrier(int32_t id) { currentDevice->barrier(id); }

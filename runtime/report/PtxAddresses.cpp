@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -177,11 +178,13 @@ std::optional<LaneValue> alignedBits(std::string_view head, const LaneValue &x,
   int64_t constant = y.lanes[0];
   // A mask of ones from bit k up past any address (bit 40 and above:
   // LLVM's `and (x >> 2), 0x3ff...fc`) only clears the low k bits.
+  // Unsigned: a mask up to bit 62 (0x7ff...f8) sums to 2^63 (UBSan found
+  // the signed overflow in the KIVI report).
   if (head == "and" && constant > 0) {
-    int64_t low = constant & -constant;
-    int64_t top = constant + low;
-    if ((top & (top - 1)) == 0 && top >= (int64_t(1) << 40))
-      constant = -low;
+    uint64_t low = uint64_t(constant) & (~uint64_t(constant) + 1);
+    uint64_t top = uint64_t(constant) + low;
+    if ((top & (top - 1)) == 0 && top >= (uint64_t(1) << 40))
+      constant = -int64_t(low);
   }
   LaneValue result = x;
   if (head == "and" && constant >= 0 && (constant & (constant + 1)) == 0 &&
@@ -193,8 +196,9 @@ std::optional<LaneValue> alignedBits(std::string_view head, const LaneValue &x,
       lane &= constant;
     return result;
   }
-  if (head == "and" && constant < 0 && ((-constant) & (-constant - 1)) == 0 &&
-      x.alignment % (-constant) == 0) {
+  if (head == "and" && constant < 0 &&
+      constant != std::numeric_limits<int64_t>::min() &&
+      ((-constant) & (-constant - 1)) == 0 && x.alignment % (-constant) == 0) {
     for (int64_t &lane : result.lanes)
       lane &= constant;
     return result;
