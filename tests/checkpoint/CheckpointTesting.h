@@ -10,18 +10,39 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <unistd.h>
+#include <vector>
 
 namespace lowbit::checkpoint::testing {
 
+/// The scratch directories of this process, removed when it exits: a test
+/// binary used to leave them in the temporary directory, dozens a run.
+struct ScratchDirectories {
+  std::vector<std::filesystem::path> paths;
+  ~ScratchDirectories() {
+    for (const std::filesystem::path &path : paths) {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  }
+};
+
+inline ScratchDirectories &scratchDirectories() {
+  static ScratchDirectories directories;
+  return directories;
+}
+
 /// An empty directory under the system's temporary directory, named after
-/// the test and the process (so parallel ctest runs do not share one).
+/// the test and the process (so parallel ctest runs do not share one), and
+/// removed at exit.
 inline std::filesystem::path scratchDirectory(const std::string &name) {
   std::filesystem::path path =
       std::filesystem::temp_directory_path() /
       ("lowbit-checkpoint-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);
+  scratchDirectories().paths.push_back(path);
   return path;
 }
 
