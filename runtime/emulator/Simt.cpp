@@ -197,11 +197,10 @@ struct Device::Impl {
       firstExited = current;
     if (arrivedAtBarrier > 0)
       fail([&] {
-        return std::string(
-            describeThread(current) + " exited while " +
-            std::to_string(arrivedAtBarrier) +
-            " threads of its block wait at a barrier: every thread of a "
-            "block must reach each barrier");
+        return describeThread(current) + " exited while " +
+               std::to_string(arrivedAtBarrier) +
+               " threads of its block wait at a barrier: every thread of a "
+               "block must reach each barrier";
       });
     uint32_t lane = t.linear % kWarpSize, warpBase = t.linear - lane;
     for (uint32_t other = warpBase;
@@ -209,10 +208,9 @@ struct Device::Impl {
       const ThreadRecord &o = threads[other];
       if (o.state == ThreadRecord::State::AtWarpOp && (o.mask >> lane & 1))
         fail([&] {
-          return std::string(describeThread(current) + " exited while lane " +
-                             std::to_string(other - warpBase) +
-                             " waits for it in " + warpOpName(o.kind, o.b) +
-                             " with member mask " + hex(o.mask));
+          return describeThread(current) + " exited while lane " +
+                 std::to_string(other - warpBase) + " waits for it in " +
+                 warpOpName(o.kind, o.b) + " with member mask " + hex(o.mask);
         });
     }
     landCopiesAtExit();
@@ -222,17 +220,15 @@ struct Device::Impl {
   void barrier(int32_t id) {
     if (exitedCount > 0)
       fail([&] {
-        return std::string(
-            describeThread(current) + " reached a barrier after " +
-            describeThread(firstExited) +
-            " exited: every thread of a block must reach each barrier");
+        return describeThread(current) + " reached a barrier after " +
+               describeThread(firstExited) +
+               " exited: every thread of a block must reach each barrier";
       });
     if (arrivedAtBarrier > 0 && id != barrierId)
       fail([&] {
-        return std::string(describeThread(current) + " waits at barrier " +
-                           std::to_string(id) +
-                           " while others wait at barrier " +
-                           std::to_string(barrierId));
+        return describeThread(current) + " waits at barrier " +
+               std::to_string(id) + " while others wait at barrier " +
+               std::to_string(barrierId);
       });
     barrierId = id;
     self().state = ThreadRecord::State::AtBarrier;
@@ -256,18 +252,17 @@ struct Device::Impl {
     auto op = [&] { return warpOpName(kind, b); };
     if (!(mask >> lane & 1))
       fail([&] {
-        return std::string(describeThread(current) + " executes " + op() +
-                           " with member mask " + hex(mask) +
-                           " that does not name its lane " +
-                           std::to_string(lane));
+        return describeThread(current) + " executes " + op() +
+               " with member mask " + hex(mask) +
+               " that does not name its lane " + std::to_string(lane);
       });
     if (mask & ~existing)
       fail([&] {
-        return std::string(describeThread(current) + " executes " + op() +
-                           " with member mask " + hex(mask) +
-                           " naming lanes that do not "
-                           "exist: its warp has " +
-                           std::to_string(lanes) + " threads");
+        return describeThread(current) + " executes " + op() +
+               " with member mask " + hex(mask) +
+               " naming lanes that do not "
+               "exist: its warp has " +
+               std::to_string(lanes) + " threads";
       });
     for (uint32_t other = 0; other < lanes; ++other) {
       if (!(mask >> other & 1) || other == lane)
@@ -275,9 +270,9 @@ struct Device::Impl {
       const ThreadRecord &o = threads[warpBase + other];
       if (o.state == ThreadRecord::State::Exited)
         fail([&] {
-          return std::string(describeThread(current) + " executes " + op() +
-                             " with member mask " + hex(mask) + " but lane " +
-                             std::to_string(other) + " has exited");
+          return describeThread(current) + " executes " + op() +
+                 " with member mask " + hex(mask) + " but lane " +
+                 std::to_string(other) + " has exited";
         });
       if (o.state != ThreadRecord::State::AtWarpOp)
         continue;
@@ -285,20 +280,19 @@ struct Device::Impl {
       if (o.kind != kind || o.mask != mask ||
           (isAlignedMatrixOp(kind) && o.b != b))
         fail([&] {
-          return std::string(describeThread(current) + " executes " + op() +
-                             " with member mask " + hex(mask) + " while lane " +
-                             std::to_string(other) + " waits in " +
-                             warpOpName(o.kind, o.b) + " with member mask " +
-                             hex(o.mask));
+          return describeThread(current) + " executes " + op() +
+                 " with member mask " + hex(mask) + " while lane " +
+                 std::to_string(other) + " waits in " +
+                 warpOpName(o.kind, o.b) + " with member mask " + hex(o.mask);
         });
       if (isAlignedMatrixOp(kind) && o.value != value)
         fail([&] {
-          return std::string(
-              describeThread(current) + " executes " + op() + " (site " +
-              std::to_string(value) + ") while lane " + std::to_string(other) +
-              " waits in it at site " + std::to_string(o.value) +
-              ": .aligned requires every lane of the warp at the same "
-              "instruction");
+          return describeThread(current) + " executes " + op() + " (site " +
+                 std::to_string(value) + ") while lane " +
+                 std::to_string(other) + " waits in it at site " +
+                 std::to_string(o.value) +
+                 ": .aligned requires every lane of the warp at the same "
+                 "instruction";
         });
     }
     t.state = ThreadRecord::State::AtWarpOp;
@@ -354,15 +348,13 @@ struct Device::Impl {
       };
       if (!inShared(row, 16))
         fail([&] {
-          return std::string(what() +
-                             " is not 16 bytes inside shared memory (ldmatrix "
-                             "reads .shared)");
+          return what() + " is not 16 bytes inside shared memory (ldmatrix "
+                          "reads .shared)";
         });
       if (uintptr_t(row) % 16 != 0)
         fail([&] {
-          return std::string(what() +
-                             " is not aligned to 16 bytes (each row of 8 b16 "
-                             "elements must be)");
+          return what() + " is not aligned to 16 bytes (each row of 8 b16 "
+                          "elements must be)";
         });
       checkAccess(row, 16, 16, AccessKind::Load, "ldmatrix row load");
     }
@@ -575,9 +567,8 @@ struct Device::Impl {
     };
     if (align > 1 && address % uint64_t(align) != 0)
       fail([&] {
-        return std::string(what() + " is not aligned to " +
-                           std::to_string(align) +
-                           " bytes (a misaligned address faults on the GPU)");
+        return what() + " is not aligned to " + std::to_string(align) +
+               " bytes (a misaligned address faults on the GPU)";
       });
     auto sharedBase = reinterpret_cast<uintptr_t>(shared.data());
     if (address >= sharedBase &&
@@ -603,24 +594,22 @@ struct Device::Impl {
       if (address + bytes <= base + range.bytes) {
         if (kind != AccessKind::Load && !range.writable)
           fail([&] {
-            return std::string(what() + " writes " + range.name +
-                               ", an input of the kernel");
+            return what() + " writes " + range.name +
+                   ", an input of the kernel";
           });
         return;
       }
       // Inside, or just after the end (an off-by-one index): name it.
       if (address < base + range.bytes + 4096)
         fail([&] {
-          return std::string(what() + " runs past the end of " + range.name +
-                             " (" + std::to_string(range.bytes) +
-                             " bytes, offset " +
-                             std::to_string(address - base) + ")");
+          return what() + " runs past the end of " + range.name + " (" +
+                 std::to_string(range.bytes) + " bytes, offset " +
+                 std::to_string(address - base) + ")";
         });
     }
     fail([&] {
-      return std::string(
-          what() + " is outside every buffer of the launch, shared memory "
-                   "and the thread's stack");
+      return what() + " is outside every buffer of the launch, shared memory "
+                      "and the thread's stack";
     });
   }
 
@@ -631,14 +620,13 @@ struct Device::Impl {
     for (int64_t i = 0; i < bytes; ++i)
       if (uint32_t owner = pendingCopyOwner[offset + size_t(i)])
         fail([&] {
-          return std::string(
-              what() + " touches shared offset " +
-              std::to_string(offset + size_t(i)) +
-              ", the destination of a cp.async of " +
-              describeThread(owner - 1) +
-              " that has not landed: that thread's cp.async.wait_group must "
-              "complete it first, and a barrier must follow it before other "
-              "threads touch it");
+          return what() + " touches shared offset " +
+                 std::to_string(offset + size_t(i)) +
+                 ", the destination of a cp.async of " +
+                 describeThread(owner - 1) +
+                 " that has not landed: that thread's cp.async.wait_group must "
+                 "complete it first, and a barrier must follow it before other "
+                 "threads touch it";
         });
   }
 
@@ -660,30 +648,27 @@ struct Device::Impl {
              hex(uintptr_t(source)) + " to " + hex(uintptr_t(destination));
     };
     if (size != 4 && size != 8 && size != 16)
-      fail(
-          [&] { return std::string(what() + ": cp-size must be 4, 8 or 16"); });
+      fail([&] { return what() + ": cp-size must be 4, 8 or 16"; });
     if (sourceSize < 0 || sourceSize > size)
       fail([&] {
-        return std::string(
-            what() + ": src-size must be at most cp-size (PTX leaves a larger "
-                     "one undefined)");
+        return what() +
+               ": src-size must be at most cp-size (PTX leaves a larger "
+               "one undefined)";
       });
     if (!inShared(destination, uint64_t(size)))
       fail([&] {
-        return std::string(what() +
-                           ": the destination is not inside shared memory");
+        return what() + ": the destination is not inside shared memory";
       });
     if (uintptr_t(destination) % uint64_t(size) != 0)
       fail([&] {
-        return std::string(what() + ": the destination is not aligned to " +
-                           std::to_string(size) + " bytes");
+        return what() + ": the destination is not aligned to " +
+               std::to_string(size) + " bytes";
       });
     if (sourceSize > 0) {
       if (inShared(source, 1))
         fail([&] {
-          return std::string(what() +
-                             ": the source is in shared memory (cp.async reads "
-                             ".global)");
+          return what() + ": the source is in shared memory (cp.async reads "
+                          ".global)";
         });
       checkAccess(source, sourceSize, size, AccessKind::Load,
                   "cp.async source read");
@@ -693,10 +678,10 @@ struct Device::Impl {
     for (int32_t i = 0; i < size; ++i)
       if (uint32_t owner = pendingCopyOwner[offset + size_t(i)])
         fail([&] {
-          return std::string(
-              what() + ": shared offset " + std::to_string(offset + size_t(i)) +
-              " is already the destination of a pending cp.async of " +
-              describeThread(owner - 1));
+          return what() + ": shared offset " +
+                 std::to_string(offset + size_t(i)) +
+                 " is already the destination of a pending cp.async of " +
+                 describeThread(owner - 1);
         });
     PendingCopy copy;
     copy.destination = destination;
@@ -725,9 +710,8 @@ struct Device::Impl {
   void cpAsyncWait(int32_t newest) {
     if (newest < 0)
       fail([&] {
-        return std::string(describeThread(current) + ": cp.async.wait_group " +
-                           std::to_string(newest) +
-                           " (N must not be negative)");
+        return describeThread(current) + ": cp.async.wait_group " +
+               std::to_string(newest) + " (N must not be negative)";
       });
     CopyQueue &queue = copyQueue();
     uint32_t complete = queue.committedGroups > uint32_t(newest)
@@ -781,10 +765,9 @@ struct Device::Impl {
     };
     auto race = [&](const SharedAccess &other, const char *how) {
       fail([&] {
-        return std::string("shared-memory race: " + what() +
-                           " (shared offset " + std::to_string(offset) + ") " +
-                           how + " by " + describeThread(other.thread) +
-                           " with no barrier between them");
+        return "shared-memory race: " + what() + " (shared offset " +
+               std::to_string(offset) + ") " + how + " by " +
+               describeThread(other.thread) + " with no barrier between them";
       });
     };
     for (int64_t i = 0; i < bytes; ++i) {
@@ -1053,9 +1036,7 @@ int32_t lowbit_emu_sreg(int32_t code) {
   case SpecialRegister::WarpSize:
     return int32_t(kWarpSize);
   }
-  d.fail([&] {
-    return std::string("unknown special register " + std::to_string(code));
-  });
+  d.fail([&] { return "unknown special register " + std::to_string(code); });
 }
 
 void lowbit_emu_barrier(int32_t id) { currentDevice->barrier(id); }

@@ -59,13 +59,12 @@ PtxOptions stockAt(int level, int codegenLevel = kPtxCodegenLevel) {
 /// lowbit's pass list when `level` is empty, else LLVM's whole pipeline at
 /// that level (stockAt).
 PtxModule ptxAt(mlir::ModuleOp loops, const char *arch,
-                std::optional<int> level,
-                std::optional<int> codegenLevel = std::nullopt) {
+                std::optional<int> level, int codegenLevel = kPtxCodegenLevel) {
   mlir::OwningOpRef<mlir::ModuleOp> copy(loops.clone());
   std::string error;
   PtxOptions options;
   if (level)
-    options = stockAt(*level, codegenLevel.value_or(kPtxCodegenLevel));
+    options = stockAt(*level, codegenLevel);
   mlir::FailureOr<PtxModule> ptx =
       lowerToPtx(*copy, *parseTarget(arch, nullptr), error, options);
   INFO(error);

@@ -125,9 +125,7 @@ TEST_CASE("launch: the allocation counter counts every form", "[launch]") {
 
 TEST_CASE("launch: a KV launch allocates nothing", "[launch][kv]") {
   REQUIRE(environmentSet);
-  JitOptions options;
-  options.cacheMode = runtime::CacheMode::Off;
-  auto jit = Jit::create(options);
+  auto jit = testing::uncachedJit();
   REQUIRE(jit.ok());
   void *stream = reinterpret_cast<void *>(0x61);
   for (const char *spec : kSpecs) {
@@ -156,9 +154,7 @@ TEST_CASE("launch: one KvKernel launched from several threads at once",
   REQUIRE(environmentSet);
   StubDriver stub;
   REQUIRE(stub.load(LOWBIT_CUDA_STUB));
-  JitOptions options;
-  options.cacheMode = runtime::CacheMode::Off;
-  auto jit = Jit::create(options);
+  auto jit = testing::uncachedJit();
   REQUIRE(jit.ok());
   for (const char *spec : kSpecs) {
     INFO(spec);

@@ -238,9 +238,7 @@ TEST_CASE("launch: KV kernels launch as their AOT bundle does",
   std::filesystem::remove_all(directory);
   aot::Manifest manifest = aotBundle(all, directory);
 
-  JitOptions options;
-  options.cacheMode = runtime::CacheMode::Off;
-  auto jit = Jit::create(options);
+  auto jit = uncachedJit();
   REQUIRE(jit.ok());
   std::string error;
   std::optional<Target> target = parseTarget("sm_90a", &error);
@@ -350,9 +348,7 @@ TEST_CASE("launch: a matmul behind prologues sizes its workspace per call",
   REQUIRE(kvEnvironmentSet);
   StubDriver stub;
   REQUIRE(stub.load(LOWBIT_CUDA_STUB));
-  JitOptions options;
-  options.cacheMode = runtime::CacheMode::Off;
-  auto jit = Jit::create(options);
+  auto jit = uncachedJit();
   REQUIRE(jit.ok());
   std::string error;
   std::optional<Target> target = parseTarget("sm_90a", &error);

@@ -149,6 +149,12 @@ bool useCudaDriverStub(const char *stubPath) {
   return true;
 }
 
+Expected<std::unique_ptr<Jit>> uncachedJit() {
+  JitOptions options;
+  options.cacheMode = runtime::CacheMode::Off;
+  return Jit::create(options);
+}
+
 std::vector<KvTensor>
 fakeKvTensors(const KvKernel &kernel,
               const std::map<std::string_view, int64_t> &sizes,

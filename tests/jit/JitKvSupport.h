@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,10 @@ struct KvScenario {
 /// from nvJitLink (PTX-only entries, which the stub reads); call before
 /// anything loads either (each is loaded once per process). True.
 bool useCudaDriverStub(const char *stubPath);
+
+/// A Jit with the disk cache off, so that each test compiles what it
+/// launches.
+Expected<std::unique_ptr<Jit>> uncachedJit();
 
 /// One made-up device buffer per parameter of `kernel`, at `base` + 1 MiB
 /// x its index, every call-fixed size from `sizes` (by kvDimName).
