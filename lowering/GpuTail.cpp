@@ -229,7 +229,7 @@ void buildGpuTailPipeline(OpPassManager &pm, const Target &target,
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createLowbitGpuSinkHostGlue());
   pm.addPass(createLowbitGpuCheckNoHostMemory());
-  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLowbitGpuOutlineKernels());
   pm.addPass(createLowbitGpuMergeModules());
   pm.addPass(createLowbitGpuAlignWorkgroup());
 

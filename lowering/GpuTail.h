@@ -12,7 +12,8 @@
 //   -> lowbit-gpu-expand-libdevice-math (absf/copysign/roundeven to bits)
 //   -> gpu-map-parallel-loops -> convert-parallel-loops-to-gpu
 //   -> lowbit-gpu-sink-host-glue -> lowbit-gpu-check-no-host-memory
-//   -> gpu-kernel-outlining -> lowbit-gpu-merge-modules
+//   -> lowbit-gpu-outline-kernels (gpu-kernel-outlining; nvvm.minctasm)
+//   -> lowbit-gpu-merge-modules
 //   -> nvvm-attach-target{chip, +ptxNN, O=3 or PtxOptions::optLevel}
 //   -> (in gpu.module) lower-affine, convert-scf-to-cf, convert-math-to-llvm,
 //      convert-gpu-to-nvvm, reconcile-unrealized-casts

@@ -267,6 +267,7 @@ public:
         threadsPerBlock,
         kit::workgroupMemRefType(b.getContext(), {warps * segmentElements},
                                  b.getI8Type()));
+    kit::requireBlocksPerSm(launch, kit::kGridStrideBlocksPerSm);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value shared = launch.getWorkgroupAttributions().front();

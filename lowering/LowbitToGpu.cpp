@@ -51,6 +51,7 @@ using namespace mlir;
 namespace ld = lowbit::dialect;
 using namespace lowbit::gpu_mapping;
 using lowbit::kit::kGridStrideBlocks;
+using lowbit::kit::kGridStrideBlocksPerSm;
 
 namespace {
 
@@ -123,6 +124,7 @@ public:
     // same trips (the shuffles need all of them) and each thread's setup
     // is paid once for several trips.
     gpu::LaunchOp launch = createGridStrideLaunch(laneCount, kGridStrideBlocks);
+    lowbit::kit::requireBlocksPerSm(launch, kGridStrideBlocksPerSm);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value warpLane =
@@ -304,6 +306,7 @@ public:
     Value laneCount = arith::MulIOp::create(b, rows, chunksPerRow);
     Value segmentCount = ceilDiv(laneCount, idx(kWarpSize));
     gpu::LaunchOp launch = createGridStrideLaunch(laneCount, kGridStrideBlocks);
+    lowbit::kit::requireBlocksPerSm(launch, kGridStrideBlocksPerSm);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
 

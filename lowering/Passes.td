@@ -292,6 +292,21 @@ def LowbitGpuCheckNoHostMemory
   }];
 }
 
+def LowbitGpuOutlineKernels
+    : Pass<"lowbit-gpu-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "gpu-kernel-outlining, keeping each launch's residency";
+  let description = [{
+    Runs upstream gpu-kernel-outlining, which drops a gpu.launch's
+    discardable attributes, and gives each kernel whose launch carried
+    `lowbit.min_blocks_per_sm = N` (kit::requireBlocksPerSm) the
+    `nvvm.minctasm = N` that convert-gpu-to-nvvm keeps and NVPTX prints as
+    `.minnctapersm N`: ptxas then keeps the kernel within the registers
+    that let N blocks share an SM. Each gpu.launch becomes one
+    gpu.launch_func in its place, so the launches and the new launch_func
+    ops pair up in walk order.
+  }];
+}
+
 def LowbitGpuMergeModules
     : Pass<"lowbit-gpu-merge-modules", "mlir::ModuleOp"> {
   let summary = "Move every outlined kernel into one gpu.module";
