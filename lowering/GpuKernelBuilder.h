@@ -13,6 +13,7 @@
 #define LOWBIT_LOWERING_GPUKERNELBUILDER_H
 
 #include "lowering/ScaleMath.h"
+#include "lowering/kit/GridStride.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -139,12 +140,16 @@ protected:
                         threadsPerBlock);
   }
   /// A grid-stride launch: ceil(laneCount / threadsPerBlock) blocks, at
-  /// most `maxBlocks`; the body loops over what the grid does not cover.
-  gpu::LaunchOp createGridStrideLaunch(Value laneCount, int64_t maxBlocks) {
-    return launchBlocks(
+  /// most the kit's grid cap; the body loops over what the grid does not
+  /// cover. It asks for the kit's residency (GridStride.h).
+  gpu::LaunchOp createGridStrideLaunch(Value laneCount,
+                                       TypeRange workgroup = {}) {
+    gpu::LaunchOp launch = launchBlocks(
         arith::MinUIOp::create(b, ceilDiv(laneCount, idx(threadsPerBlock)),
-                               idx(maxBlocks)),
-        threadsPerBlock);
+                               idx(kit::kGridStrideBlocks)),
+        threadsPerBlock, workgroup);
+    kit::requireBlocksPerSm(launch, kit::kGridStrideBlocksPerSm);
+    return launch;
   }
   /// Threads in the whole grid.
   Value gridThreads(gpu::LaunchOp launch) {

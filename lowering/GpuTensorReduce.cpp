@@ -29,7 +29,6 @@
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/Passes.h"
-#include "lowering/kit/GridStride.h"
 #include "lowering/kit/KernelEmitter.h"
 
 #include "dialect/LowbitOps.h"
@@ -261,13 +260,9 @@ public:
         arith::MulIOp::create(b, dimOf(b, input, 0), dimOf(b, input, 1));
     Value segmentCount = ceilDiv(count, idx(segmentElements));
     Value threads = arith::MulIOp::create(b, segmentCount, idx(kWarpSize));
-    gpu::LaunchOp launch = launchBlocks(
-        arith::MinUIOp::create(b, ceilDiv(threads, idx(threadsPerBlock)),
-                               idx(kit::kGridStrideBlocks)),
-        threadsPerBlock,
-        kit::workgroupMemRefType(b.getContext(), {warps * segmentElements},
-                                 b.getI8Type()));
-    kit::requireBlocksPerSm(launch, kit::kGridStrideBlocksPerSm);
+    gpu::LaunchOp launch = createGridStrideLaunch(
+        threads, kit::workgroupMemRefType(
+                     b.getContext(), {warps * segmentElements}, b.getI8Type()));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value shared = launch.getWorkgroupAttributions().front();

@@ -26,7 +26,6 @@
 #include "lowering/GpuReductionBuilder.h"
 #include "lowering/GpuTensorReduce.h"
 #include "lowering/Passes.h"
-#include "lowering/kit/GridStride.h"
 
 #include "dialect/LowbitOps.h"
 #include "format/Scheme.h"
@@ -50,8 +49,6 @@ namespace lowbit {
 using namespace mlir;
 namespace ld = lowbit::dialect;
 using namespace lowbit::gpu_mapping;
-using lowbit::kit::kGridStrideBlocks;
-using lowbit::kit::kGridStrideBlocksPerSm;
 
 namespace {
 
@@ -123,8 +120,7 @@ public:
     // Grid-stride over warp segments, so that the lanes of a warp run the
     // same trips (the shuffles need all of them) and each thread's setup
     // is paid once for several trips.
-    gpu::LaunchOp launch = createGridStrideLaunch(laneCount, kGridStrideBlocks);
-    lowbit::kit::requireBlocksPerSm(launch, kGridStrideBlocksPerSm);
+    gpu::LaunchOp launch = createGridStrideLaunch(laneCount);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value warpLane =
@@ -305,8 +301,7 @@ public:
     Value chunksPerRow = ceilDiv(packedCols, idx(kVectorBytes));
     Value laneCount = arith::MulIOp::create(b, rows, chunksPerRow);
     Value segmentCount = ceilDiv(laneCount, idx(kWarpSize));
-    gpu::LaunchOp launch = createGridStrideLaunch(laneCount, kGridStrideBlocks);
-    lowbit::kit::requireBlocksPerSm(launch, kGridStrideBlocksPerSm);
+    gpu::LaunchOp launch = createGridStrideLaunch(laneCount);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(launch.getBody().front().getTerminator());
 
