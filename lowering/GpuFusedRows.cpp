@@ -31,6 +31,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 namespace ld = lowbit::dialect;
@@ -103,6 +104,26 @@ public:
     for (auto [argument, buffer] :
          llvm::zip(body.getArguments(), argumentBuffers))
       buffers[argument] = buffer;
+    int64_t inputBytes = bytesOf(
+        cast<MemRefType>(argumentBuffers.front().getType()).getElementType());
+    chunkWidth = kVectorBytes / inputBytes;
+    // The input, and the operands generics read at (row or 0, column).
+    auto takeVectors = [&](Value argument) {
+      Value buffer = buffers.lookup(argument);
+      auto type = cast<MemRefType>(buffer.getType());
+      if (type.getRank() == 2 && bytesOf(type.getElementType()) == inputBytes &&
+          !llvm::is_contained(vectorBuffers, buffer))
+        vectorBuffers.push_back(buffer);
+    };
+    takeVectors(body.getArgument(0));
+    body.walk([&](linalg::GenericOp generic) {
+      for (OpOperand *input : generic.getDpsInputOperands()) {
+        AffineMap map = generic.getMatchingIndexingMap(input);
+        if (isa<BlockArgument>(input->get()) && map.getNumResults() == 2 &&
+            map.getResult(1) == getAffineDimExpr(1, map.getContext()))
+          takeVectors(input->get());
+      }
+    });
   }
 
   /// Launch 1 of a per-tensor statistic (per-tensor scales, nvfp4's
@@ -171,6 +192,13 @@ public:
 
     Value cols = tensorDim(final, 1);
     int64_t groupSize = scheme.scale.groupSize;
+    if (int64_t lanes = chunkLanesPerGroup()) {
+      emitChunkedRowGroups(final, codes, scales, zeros, globalValue,
+                           globalDivisor, cols, valid, lanes);
+      if (residual)
+        emitResidual(residual, residualBuffer, valid);
+      return;
+    }
     Value groups = arith::SelectOp::create(
         b, valid, ceilDiv(cols, idx(groupSize)), idx(0));
     bool withMinMax = usesMinMax();
@@ -228,30 +256,9 @@ public:
         [&](OpBuilder &, Location, Value col, ValueRange acc) {
           scf::YieldOp::create(b, accumulate(acc, element(col), withMinMax));
         });
-    lowbit::Stats stats =
-        toStats(reduceWarp(SmallVector<Value>(statsLoop.getResults()),
-                           kWarpSize, withMinMax),
-                withMinMax);
-    Value stored = pickScale(stats, Value());
-    lowbit::GroupParams params;
-    params.scale = decodeScale(stored);
-    Value zero;
-    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
-      zero = pickZero(stats.min, params.scale);
-      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
-    }
-    Value first =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0));
-    auto storeIf =
-        scf::IfOp::create(b, arith::AndIOp::create(b, valid, first), false);
-    {
-      OpBuilder::InsertionGuard thenGuard(b);
-      b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
-      memref::StoreOp::create(b, stored, scales, ValueRange{row, idx(0)});
-      if (zero)
-        memref::StoreOp::create(b, zero, zeros, ValueRange{row, idx(0)});
-    }
-    params = withExactReciprocal(params);
+    lowbit::GroupParams params = pickLaneGroupScale(
+        SmallVector<Value>(statsLoop.getResults()), kWarpSize, Value(), {},
+        valid, lane, scales, zeros, row, idx(0));
     emitPairs(row, arith::MulIOp::create(b, lane, idx(2)), bound,
               idx(2 * kWarpSize), element, params, codes,
               scheme.packing == lowbit::Packing::Nibble);
@@ -260,6 +267,146 @@ public:
   }
 
 private:
+  /// Lanes that share one group when each takes chunkWidth columns; 0 when
+  /// a group does not split that way (the group-per-lane loop then).
+  int64_t chunkLanesPerGroup() const {
+    int64_t groupSize = scheme.scale.groupSize;
+    if (groupSize % chunkWidth != 0)
+      return 0;
+    int64_t lanes = groupSize / chunkWidth;
+    return lanes <= kWarpSize && llvm::isPowerOf2_64(lanes) ? lanes : 0;
+  }
+
+  /// The row-group codes with `lanes` lanes per group: the warp walks its
+  /// row 32 chunks at a time, lane i taking chunk i of each step (all
+  /// lanes run every step, for the shuffles), as the unfused row-group
+  /// kernel does (LowbitToGpu.cpp).
+  void emitChunkedRowGroups(Value final, Value codes, Value scales, Value zeros,
+                            Value globalValue,
+                            const lowbit::PreparedDivisor &globalDivisor,
+                            Value cols, Value valid, int64_t lanes) {
+    bool nibble = scheme.packing == lowbit::Packing::Nibble;
+    bool withMinMax = usesMinMax();
+    Value chunks = ceilDiv(cols, idx(chunkWidth));
+    Value bound = arith::SelectOp::create(b, valid, chunks, idx(0));
+    // The codes' vector store needs aligned rows of codes too: an aligned
+    // base, and rows of whole chunks (silu_mul's input rows are twice as
+    // long as its codes' rows).
+    Value vectorRows =
+        andAll({vectorRowsReady(chunkWidth),
+                isAligned(codes, nibble ? chunkWidth / 2 : chunkWidth),
+                divides(chunkWidth, cols)});
+    scf::ForOp::create(
+        b, idx(0), bound, idx(kWarpSize), ValueRange{},
+        [&](OpBuilder &, Location, Value step, ValueRange) {
+          Value chunk = add(step, lane);
+          Value inRow =
+              andAll({valid, arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                   chunk, chunks)
+                                 .getResult()});
+          Value col0 = mul(chunk, idx(chunkWidth));
+          SmallVector<Value> elements =
+              chunkElements(final, col0, cols, inRow, vectorRows);
+          SmallVector<Value> acc(withMinMax ? 3 : 1, f32(0.0f));
+          for (Value element : elements)
+            acc = accumulate(acc, element, withMinMax);
+          Value group = arith::DivUIOp::create(b, chunk, idx(lanes));
+          Value groupLane = arith::RemUIOp::create(b, chunk, idx(lanes));
+          lowbit::GroupParams params = pickLaneGroupScale(
+              std::move(acc), lanes, globalValue, globalDivisor, inRow,
+              groupLane, scales, zeros, row, group);
+          storeChunkCodes(elements, params, codes, row, col0, cols, inRow,
+                          wholeChunk(inRow, vectorRows, col0, cols), nibble);
+          scf::YieldOp::create(b);
+        });
+  }
+
+  /// Whether every rank-2 input of chunkWidth-element vectors
+  /// (vectorBuffers) has 16-byte aligned rows.
+  Value vectorRowsReady(int64_t width) {
+    SmallVector<Value> ready = {
+        arith::ConstantOp::create(b, b.getBoolAttr(true))};
+    for (Value buffer : vectorBuffers) {
+      ready.push_back(isAligned(buffer, kVectorBytes));
+      ready.push_back(divides(width, dimOf(b, buffer, 1)));
+    }
+    return andAll(ready);
+  }
+
+  /// Whether the chunk at col0 lies inside the row and may use vectors.
+  Value wholeChunk(Value inRow, Value vectorRows, Value col0, Value cols) {
+    return andAll({inRow, vectorRows,
+                   arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                         add(col0, idx(chunkWidth)), cols)
+                       .getResult()});
+  }
+
+  /// The prologue's values at columns col0 .. col0 + chunkWidth - 1 of
+  /// `row` as f32 (0 past the row's end or where `inRow` fails). A whole
+  /// chunk with vector-ready rows reads each input's 16 bytes with one
+  /// ld.global.v4 (elementAt takes them from `chunk`); any other evaluates
+  /// column by column, guarded.
+  SmallVector<Value> chunkElements(Value final, Value col0, Value cols,
+                                   Value inRow, Value vectorRows) {
+    SmallVector<Type> types(chunkWidth, b.getF32Type());
+    auto wholeIf = scf::IfOp::create(
+        b, types, wholeChunk(inRow, vectorRows, col0, cols), true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(wholeIf.thenBlock());
+    chunk = ChunkColumns();
+    chunk->col0 = col0;
+    SmallVector<Value> whole;
+    for (int64_t i = 0; i < chunkWidth; ++i) {
+      Value col = add(col0, idx(i));
+      chunk->offsets[col] = i;
+      whole.push_back(widen(elementAt(final, row, col)));
+    }
+    chunk.reset();
+    scf::YieldOp::create(b, whole);
+    b.setInsertionPointToStart(wholeIf.elseBlock());
+    SmallVector<Value> scalars;
+    for (int64_t i = 0; i < chunkWidth; ++i) {
+      Value col = add(col0, idx(i));
+      auto scalarIf = scf::IfOp::create(b, b.getF32Type(),
+                                        inBounds(inRow, col, cols), true);
+      b.setInsertionPointToStart(scalarIf.thenBlock());
+      scf::YieldOp::create(b, widen(elementAt(final, row, col)));
+      b.setInsertionPointToStart(scalarIf.elseBlock());
+      scf::YieldOp::create(b, f32(0.0f));
+      b.setInsertionPointAfter(scalarIf);
+      scalars.push_back(scalarIf.getResult(0));
+    }
+    scf::YieldOp::create(b, scalars);
+    return SmallVector<Value>(wholeIf.getResults());
+  }
+
+  /// Element `col` of input `buffer` at `rowIndex` from the chunk's
+  /// vector load, or null where `col` is not one of the chunk's own
+  /// columns (a Hadamard stage's partner, silu_mul's up half) or the
+  /// buffer takes no vectors.
+  Value chunkElement(Value buffer, Value rowIndex, Value col) {
+    if (!chunk || !llvm::is_contained(vectorBuffers, buffer))
+      return Value();
+    auto offset = chunk->offsets.find(col);
+    if (offset == chunk->offsets.end())
+      return Value();
+    // The row: this warp's, or row 0 of a [1, cols] side tensor.
+    Value rowKey;
+    if (rowIndex == row)
+      rowKey = row;
+    else if (!matchPattern(rowIndex, m_Zero()))
+      return Value();
+    SmallVector<Value> &loaded = chunk->loaded[{buffer, rowKey}];
+    if (loaded.empty()) {
+      Type element = cast<MemRefType>(buffer.getType()).getElementType();
+      Value vector = loadVector(VectorType::get({chunkWidth}, element), buffer,
+                                ValueRange{rowIndex, chunk->col0});
+      for (int64_t i = 0; i < chunkWidth; ++i)
+        loaded.push_back(vector::ExtractOp::create(b, vector, i));
+    }
+    return loaded[offset->second];
+  }
+
   /// A launch of one warp per row, the builder inside it; returns
   /// beginRow's `valid`.
   Value openRowLaunch() {
@@ -425,8 +572,11 @@ private:
 
   /// Element (row, col) of a [rows, cols] (or [1, cols]) region tensor.
   Value elementAt(Value tensor, Value rowIndex, Value col) {
-    if (Value buffer = buffers.lookup(tensor))
+    if (Value buffer = buffers.lookup(tensor)) {
+      if (Value fromVector = chunkElement(buffer, rowIndex, col))
+        return fromVector;
       return memref::LoadOp::create(b, buffer, ValueRange{rowIndex, col});
+    }
     if (auto found = staged.find(tensor); found != staged.end()) {
       // The warp's own row (rowIndex is `row`).
       auto [shared, base] = found->second;
@@ -518,6 +668,18 @@ private:
   /// Staged rotations' last stages -> (shared memory, the warp's offset).
   DenseMap<Value, std::pair<Value, Value>> staged;
   Value row, lane;
+  /// Columns per lane in the chunked loops: 16 bytes of the input.
+  int64_t chunkWidth;
+  /// The rank-2 inputs whose elements are chunkWidth to 16 bytes.
+  SmallVector<Value> vectorBuffers;
+  /// The chunk being evaluated: its first column, its columns' offsets,
+  /// and the vectors loaded for it per (input, row or null for row 0).
+  struct ChunkColumns {
+    Value col0;
+    DenseMap<Value, int64_t> offsets;
+    DenseMap<std::pair<Value, Value>, SmallVector<Value>> loaded;
+  };
+  std::optional<ChunkColumns> chunk;
 };
 
 /// Dynamic groups along each row with row-major scales (a global scale,

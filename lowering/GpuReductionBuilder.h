@@ -76,6 +76,99 @@ public:
   }
 
 protected:
+  /// One group's scale from its lanes' statistics `acc` (this lane's
+  /// elements accumulated): combined over aligned runs of `lanes` lanes,
+  /// picked by every lane, stored (with the zero point) at (row,
+  /// groupCol) by the group's lane 0 (`groupLane`) where `valid` holds. max/min
+  /// of NaN-free values are exact and order-independent, so this equals the
+  /// reference's sequential scan.
+  lowbit::GroupParams pickLaneGroupScale(SmallVector<Value> acc, int64_t lanes,
+                                         Value global,
+                                         const lowbit::PreparedDivisor &divisor,
+                                         Value valid, Value groupLane,
+                                         Value scales, Value zeros, Value row,
+                                         Value groupCol) {
+    bool withMinMax = usesMinMax();
+    acc = reduceWarp(std::move(acc), lanes, withMinMax);
+    lowbit::Stats stats = toStats(acc, withMinMax);
+    Value stored = pickScale(stats, global, divisor);
+    lowbit::GroupParams params;
+    params.global = global;
+    params.scale = decodeScale(stored);
+    Value zero;
+    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
+      zero = pickZero(stats.min, params.scale);
+      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
+    }
+    params = withExactReciprocal(params);
+    Value storing =
+        andAll({valid, arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                             groupLane, idx(0))
+                           .getResult()});
+    auto storeScale = scf::IfOp::create(b, storing, false);
+    OpBuilder::InsertionGuard thenGuard(b);
+    b.setInsertionPoint(storeScale.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, stored, scales, ValueRange{row, groupCol});
+    if (zero)
+      memref::StoreOp::create(b, zero, zeros, ValueRange{row, groupCol});
+    return params;
+  }
+
+  /// The codes of `elements`, columns col0 .. col0 + width - 1 of `row`:
+  /// pairs through one vector<2xf32> encode (one x2 cvt where the chip has
+  /// it), packed into this lane's bytes; one vector store where `fast`
+  /// (the caller checked the codes' alignment and that the chunk is
+  /// whole), else a store per byte whose first column is in the row.
+  void storeChunkCodes(ArrayRef<Value> elements,
+                       const lowbit::GroupParams &params, Value codes,
+                       Value row, Value col0, Value cols, Value valid,
+                       Value fast, bool nibble) {
+    int64_t width = elements.size();
+    SmallVector<Value> codeValues;
+    for (int64_t i = 0; i < width; i += 2) {
+      auto [first, second] = quantizePair(elements[i], elements[i + 1], params);
+      codeValues.push_back(first);
+      codeValues.push_back(second);
+    }
+    SmallVector<Value> bytes;
+    if (!nibble) {
+      bytes = codeValues;
+    } else {
+      for (int64_t i = 0; i < width; i += 2)
+        bytes.push_back(packNibbles(codeValues[i], codeValues[i + 1]));
+    }
+    int64_t byteCount = bytes.size();
+    Value byteCol0 =
+        nibble ? arith::DivUIOp::create(b, col0, idx(2)).getResult() : col0;
+    auto storeIf = scf::IfOp::create(b, fast, true);
+    OpBuilder::InsertionGuard thenGuard(b);
+    b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
+    Value packed = vector::FromElementsOp::create(
+        b, VectorType::get({byteCount}, b.getI8Type()), bytes);
+    storeVector(packed, codes, ValueRange{row, byteCol0});
+    b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
+    for (int64_t j = 0; j < byteCount; ++j) {
+      // A byte exists when its first element does; in nibble packing a
+      // missing second element leaves the high nibble zero.
+      Value firstCol = arith::AddIOp::create(b, col0, idx(nibble ? 2 * j : j));
+      auto byteIf =
+          scf::IfOp::create(b, inBounds(valid, firstCol, cols), false);
+      OpBuilder::InsertionGuard byteGuard(b);
+      b.setInsertionPoint(byteIf.thenBlock()->getTerminator());
+      Value byte = bytes[j];
+      if (nibble) {
+        Value secondCol = arith::AddIOp::create(b, firstCol, idx(1));
+        Value hasSecond = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                secondCol, cols);
+        byte = select(hasSecond, byte, arith::AndIOp::create(b, byte, i8(0xF)));
+      }
+      memref::StoreOp::create(
+          b, byte, codes,
+          ValueRange{row, arith::AddIOp::create(b, byteCol0, idx(j))});
+    }
+  }
+
+protected:
   /// Codes of columns [start, end) of `row` in pairs, every `step` columns
   /// (a missing second element reads 0; its code or nibble is not stored).
   /// `element` gives a column's value as f32.

@@ -82,33 +82,10 @@ public:
               widen(memref::LoadOp::create(b, input, ValueRange{row, col}));
           scf::YieldOp::create(b, accumulate(acc, value, withMinMax));
         });
-    SmallVector<Value> acc(scalarLoop.getResults());
-    acc = reduceWarp(acc, kWarpSize, withMinMax);
-    lowbit::Stats stats = toStats(acc, withMinMax);
-
     // The row's scale, stored by lane 0.
-    Value stored = pickScale(stats, Value());
-    lowbit::GroupParams params;
-    params.scale = decodeScale(stored);
-    Value zero;
-    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
-      zero = pickZero(stats.min, params.scale);
-      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
-    }
-    params = withExactReciprocal(params);
-    auto storeScale = scf::IfOp::create(
-        b,
-        andAll({valid,
-                arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0))
-                    .getResult()}),
-        false);
-    {
-      OpBuilder::InsertionGuard thenGuard(b);
-      b.setInsertionPoint(storeScale.thenBlock()->getTerminator());
-      memref::StoreOp::create(b, stored, scales, ValueRange{row, idx(0)});
-      if (zero)
-        memref::StoreOp::create(b, zero, zeros, ValueRange{row, idx(0)});
-    }
+    lowbit::GroupParams params = pickLaneGroupScale(
+        SmallVector<Value>(scalarLoop.getResults()), kWarpSize, Value(), {},
+        valid, lane, scales, zeros, row, idx(0));
 
     // Pass 2: codes, a vector's worth at a time ...
     scf::ForOp::create(

@@ -192,87 +192,16 @@ public:
     }
     SmallVector<Value> elements(loadIf.getResults());
 
-    // Statistics: this lane's elements, then the group's lanes (xor
-    // shuffles within aligned runs of `lanes` lanes; every lane of the
-    // warp takes part). max/min of NaN-free values are exact and
-    // order-independent, so this equals the reference's sequential scan.
+    // Statistics: this lane's elements, then the group's lanes; the
+    // scale, computed by every lane of the group, stored by the first.
     SmallVector<Value> acc(withMinMax ? 3 : 1, f32(0.0f));
     for (Value element : elements)
       acc = accumulate(acc, element, withMinMax);
-    acc = reduceWarp(std::move(acc), lanes, withMinMax);
-    lowbit::Stats stats = toStats(acc, withMinMax);
-
-    // The scale, computed by every lane of the group, stored by the first.
-    Value stored = pickScale(stats, globalValue, globalDivisor);
-    lowbit::GroupParams params;
-    params.global = globalValue;
-    params.scale = decodeScale(stored);
-    Value zero;
-    if (scaleKind() == lowbit::ScaleKind::Asymmetric) {
-      zero = pickZero(stats.min, params.scale);
-      params.zero = arith::ExtUIOp::create(b, b.getI32Type(), zero);
-    }
-    params = withExactReciprocal(params);
-    Value firstLane = andAll(
-        {valid, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0))
-                    .getResult()});
-    auto storeScale = scf::IfOp::create(b, firstLane, false);
-    {
-      OpBuilder::InsertionGuard thenGuard(b);
-      b.setInsertionPoint(storeScale.thenBlock()->getTerminator());
-      memref::StoreOp::create(b, stored, scales, ValueRange{row, groupCol});
-      if (zero)
-        memref::StoreOp::create(b, zero, zeros, ValueRange{row, groupCol});
-    }
-
-    // Codes: pairs through one vector<2xf32> encode (one x2 cvt where the
-    // chip has it), packed into this lane's bytes.
-    SmallVector<Value> codeValues;
-    for (int64_t i = 0; i < width; i += 2) {
-      auto [first, second] = quantizePair(elements[i], elements[i + 1], params);
-      codeValues.push_back(first);
-      codeValues.push_back(second);
-    }
-    SmallVector<Value> bytes;
-    if (!nibble) {
-      bytes = codeValues;
-    } else {
-      for (int64_t i = 0; i < width; i += 2)
-        bytes.push_back(packNibbles(codeValues[i], codeValues[i + 1]));
-    }
-    int64_t byteCount = bytes.size();
-    Value byteCol0 =
-        nibble ? arith::DivUIOp::create(b, col0, idx(2)).getResult() : col0;
-    auto storeIf = scf::IfOp::create(b, fast, true);
-    {
-      OpBuilder::InsertionGuard thenGuard(b);
-      b.setInsertionPoint(storeIf.thenBlock()->getTerminator());
-      Value packed = vector::FromElementsOp::create(
-          b, VectorType::get({byteCount}, b.getI8Type()), bytes);
-      storeVector(packed, codes, ValueRange{row, byteCol0});
-      b.setInsertionPoint(storeIf.elseBlock()->getTerminator());
-      for (int64_t j = 0; j < byteCount; ++j) {
-        // A byte exists when its first element does; in nibble packing a
-        // missing second element leaves the high nibble zero.
-        Value firstCol =
-            arith::AddIOp::create(b, col0, idx(nibble ? 2 * j : j));
-        auto byteIf =
-            scf::IfOp::create(b, inBounds(valid, firstCol, cols), false);
-        OpBuilder::InsertionGuard byteGuard(b);
-        b.setInsertionPoint(byteIf.thenBlock()->getTerminator());
-        Value byte = bytes[j];
-        if (nibble) {
-          Value secondCol = arith::AddIOp::create(b, firstCol, idx(1));
-          Value hasSecond = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                                  secondCol, cols);
-          byte =
-              select(hasSecond, byte, arith::AndIOp::create(b, byte, i8(0xF)));
-        }
-        memref::StoreOp::create(
-            b, byte, codes,
-            ValueRange{row, arith::AddIOp::create(b, byteCol0, idx(j))});
-      }
-    }
+    lowbit::GroupParams params =
+        pickLaneGroupScale(std::move(acc), lanes, globalValue, globalDivisor,
+                           valid, lane, scales, zeros, row, groupCol);
+    storeChunkCodes(elements, params, codes, row, col0, cols, valid, fast,
+                    nibble);
   }
 
   /// Dequantize: a grid-stride loop over warp segments of 512 code bytes.

@@ -1215,6 +1215,17 @@ std::string markdownHeader() {
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
 }
 
+/// `text` as one table cell: a fused spec's `|` would end the cell.
+static std::string markdownCell(std::string_view text) {
+  std::string cell;
+  for (char c : text) {
+    if (c == '|')
+      cell += '\\';
+    cell += c;
+  }
+  return cell;
+}
+
 std::string formatReportMarkdownRow(const SpecReport &report) {
   const LaunchReport &main = report.launches[size_t(report.mainLaunch)];
   const auto &b = main.launch.block;
@@ -1229,7 +1240,7 @@ std::string formatReportMarkdownRow(const SpecReport &report) {
   return fmt::format(
       "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f}% | {:.2f} "
       "({}) | {:.0f}% | {} |\n",
-      report.title, report.chip, launches, b[0] * b[1] * b[2],
+      markdownCell(report.title), report.chip, launches, b[0] * b[1] * b[2],
       widthsText(main.ptx.loadWidths), widthsText(main.ptx.storeWidths),
       perElementText(main.instructionsPerElement),
       resourceText(main.resources.registers), spillText(main.resources),

@@ -160,3 +160,51 @@ TEST_CASE("fused kernels: Hadamard blocks from 64 to 4096 columns, staged in "
           "[.sweep][emulator][fusion]") {
   checkStagedHadamard(/*everyCase=*/true);
 }
+
+TEST_CASE("fused kernels: rows that are not whole 16-byte chunks take the "
+          "column-by-column path, bit-exact in the emulator",
+          "[emulator][fusion]") {
+  // Rows of whole 16-byte chunks read each input's chunk with one vector
+  // load. 42 columns (and 20 of a 16-bit input) are not whole chunks: the
+  // rows are not 16-byte aligned, so every chunk is evaluated column by
+  // column, guarded, and the last is partial; 40 columns take the vector
+  // path in the same kernel. The schemes cover the row-group launch
+  // (nvfp4 with its statistics launch, mxfp8, int4_g128 with its zero
+  // points; silu_mul's input rows are twice its codes' rows) and the
+  // per-tensor launches.
+  const char *const specs[] = {
+      "rmsnorm(eps=1e-6) | quantize nvfp4 from=bf16",
+      "add_rmsnorm(eps=1e-5) | quantize mxfp8 from=f32",
+      "silu_mul | quantize int4_g128 from=f16",
+      "smooth | quantize fp8_e4m3 from=bf16",
+      "map(x * 0.5) | quantize int8 from=f32",
+  };
+  const std::pair<int64_t, int64_t> shapes[] = {{2, 42}, {3, 20}, {2, 40}};
+  emulator::Device device;
+  int exact = 0, refused = 0;
+  for (const char *spec : specs)
+    exact += checkSpec(std::string(spec) + " dynamic", device, refused, shapes);
+  CHECK(refused == 0);
+  CHECK(exact == int(std::size(specs) * std::size(shapes)));
+}
+
+TEST_CASE("fused kernels: per-token scales are bit-exact in the emulator",
+          "[emulator][fusion]") {
+  // One scale per row (no named scheme has it): the warp's statistics
+  // meet in xor shuffles over all 32 lanes and lane 0 stores the scale
+  // and zero point (GpuReductionBuilder::pickLaneGroupScale).
+  const char *const specs[] = {
+      "rmsnorm(eps=1e-6) | quantize scheme(format=e4m3,scale=per_token) "
+      "from=bf16",
+      "add_rmsnorm(eps=1e-5) | quantize "
+      "scheme(format=int4,scale=per_token,packing=nibble) from=f16",
+      "smooth | quantize scheme(format=uint8,scale=per_token,rule=minmax,"
+      "zero_point=true) from=f32",
+  };
+  emulator::Device device;
+  int exact = 0, refused = 0;
+  for (const char *spec : specs)
+    exact += checkSpec(std::string(spec) + " dynamic", device, refused);
+  CHECK(refused == 0);
+  CHECK(exact == int(std::size(specs) * std::size(kShapes)));
+}

@@ -47,6 +47,11 @@ grep -q '^| dequantize nvfp4 f32 | sm_100a | ' "$work/table.md"
 cat "$work/fused.txt"
 grep -Eq '^rmsnorm\(eps=1e-06\) \| quantize nvfp4 bf16 on sm_90a: [0-9]+ launch\(es\), [0-9.]+ B/elem moved \(minimum 2\.57\)' "$work/fused.txt"
 grep -Eq '^  fused     [0-9]+ launch\(es\), minimum 2\.57 B/elem; unfused 1 prologue kernel\(s\) \+ [0-9]+ launch\(es\), minimum 6\.57 B/elem \(2\.56x\)$' "$work/fused.txt"
+# Its table row escapes the spec's `|`, so the row keeps its 13 cells.
+"$lowbit" report 'rmsnorm | quantize nvfp4 from=bf16' --size 256x4096 \
+    --markdown > "$work/fused.md"
+grep -q '^| rmsnorm(eps=1e-06) \\| quantize nvfp4 bf16 | sm_90a | ' "$work/fused.md"
+[[ $(tail -1 "$work/fused.md" | sed 's/\\|//g' | tr -cd '|' | wc -c) == 14 ]]
 # A fused kernel the GPU lowering does not cover (Hadamard rows wider than
 # its 48 KiB of shared memory): the compiler's reason, and no output.
 if "$lowbit" report 'hadamard(64) | quantize mxfp4 rows=4 cols=16384' \
