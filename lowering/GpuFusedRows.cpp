@@ -104,8 +104,9 @@ public:
     for (auto [argument, buffer] :
          llvm::zip(body.getArguments(), argumentBuffers))
       buffers[argument] = buffer;
-    int64_t inputBytes = bytesOf(
-        cast<MemRefType>(argumentBuffers.front().getType()).getElementType());
+    inputType =
+        cast<MemRefType>(argumentBuffers.front().getType()).getElementType();
+    int64_t inputBytes = bytesOf(inputType);
     chunkWidth = kVectorBytes / inputBytes;
     // The input, and the operands generics read at (row or 0, column).
     auto takeVectors = [&](Value argument) {
@@ -192,7 +193,7 @@ public:
 
     Value cols = tensorDim(final, 1);
     int64_t groupSize = scheme.scale.groupSize;
-    if (int64_t lanes = chunkLanesPerGroup()) {
+    if (int64_t lanes = lanesPerGroup(scheme, inputType)) {
       emitChunkedRowGroups(final, codes, scales, zeros, globalValue,
                            globalDivisor, cols, valid, lanes);
       if (residual)
@@ -267,16 +268,6 @@ public:
   }
 
 private:
-  /// Lanes that share one group when each takes chunkWidth columns; 0 when
-  /// a group does not split that way (the group-per-lane loop then).
-  int64_t chunkLanesPerGroup() const {
-    int64_t groupSize = scheme.scale.groupSize;
-    if (groupSize % chunkWidth != 0)
-      return 0;
-    int64_t lanes = groupSize / chunkWidth;
-    return lanes <= kWarpSize && llvm::isPowerOf2_64(lanes) ? lanes : 0;
-  }
-
   /// The row-group codes with `lanes` lanes per group: the warp walks its
   /// row 32 chunks at a time, lane i taking chunk i of each step (all
   /// lanes run every step, for the shuffles), as the unfused row-group
@@ -291,9 +282,9 @@ private:
     Value bound = arith::SelectOp::create(b, valid, chunks, idx(0));
     // The codes' vector store needs aligned rows of codes too: an aligned
     // base, and rows of whole chunks (silu_mul's input rows are twice as
-    // long as its codes' rows).
+    // long as its codes' rows), so that every chunk in the row is whole.
     Value vectorRows =
-        andAll({vectorRowsReady(chunkWidth),
+        andAll({vectorRowsReady(),
                 isAligned(codes, nibble ? chunkWidth / 2 : chunkWidth),
                 divides(chunkWidth, cols)});
     scf::ForOp::create(
@@ -305,8 +296,9 @@ private:
                                                    chunk, chunks)
                                  .getResult()});
           Value col0 = mul(chunk, idx(chunkWidth));
+          Value whole = andAll({inRow, vectorRows});
           SmallVector<Value> elements =
-              chunkElements(final, col0, cols, inRow, vectorRows);
+              chunkElements(final, col0, cols, inRow, whole);
           SmallVector<Value> acc(withMinMax ? 3 : 1, f32(0.0f));
           for (Value element : elements)
             acc = accumulate(acc, element, withMinMax);
@@ -316,53 +308,44 @@ private:
               std::move(acc), lanes, globalValue, globalDivisor, inRow,
               groupLane, scales, zeros, row, group);
           storeChunkCodes(elements, params, codes, row, col0, cols, inRow,
-                          wholeChunk(inRow, vectorRows, col0, cols), nibble);
+                          whole, nibble);
           scf::YieldOp::create(b);
         });
   }
 
-  /// Whether every rank-2 input of chunkWidth-element vectors
-  /// (vectorBuffers) has 16-byte aligned rows.
-  Value vectorRowsReady(int64_t width) {
+  /// Whether every input in vectorBuffers has 16-byte aligned rows of
+  /// whole chunks.
+  Value vectorRowsReady() {
     SmallVector<Value> ready = {
         arith::ConstantOp::create(b, b.getBoolAttr(true))};
     for (Value buffer : vectorBuffers) {
       ready.push_back(isAligned(buffer, kVectorBytes));
-      ready.push_back(divides(width, dimOf(b, buffer, 1)));
+      ready.push_back(divides(chunkWidth, dimOf(b, buffer, 1)));
     }
     return andAll(ready);
   }
 
-  /// Whether the chunk at col0 lies inside the row and may use vectors.
-  Value wholeChunk(Value inRow, Value vectorRows, Value col0, Value cols) {
-    return andAll({inRow, vectorRows,
-                   arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
-                                         add(col0, idx(chunkWidth)), cols)
-                       .getResult()});
-  }
-
   /// The prologue's values at columns col0 .. col0 + chunkWidth - 1 of
-  /// `row` as f32 (0 past the row's end or where `inRow` fails). A whole
-  /// chunk with vector-ready rows reads each input's 16 bytes with one
-  /// ld.global.v4 (elementAt takes them from `chunk`); any other evaluates
-  /// column by column, guarded.
+  /// `row` as f32 (0 past the row's end or where `inRow` fails). Where
+  /// `whole` (the chunk is in the row, the rows vector-ready) each input's
+  /// 16 bytes are read with one ld.global.v4 (elementAt takes them from
+  /// `chunk`); elsewhere column by column, guarded.
   SmallVector<Value> chunkElements(Value final, Value col0, Value cols,
-                                   Value inRow, Value vectorRows) {
+                                   Value inRow, Value whole) {
     SmallVector<Type> types(chunkWidth, b.getF32Type());
-    auto wholeIf = scf::IfOp::create(
-        b, types, wholeChunk(inRow, vectorRows, col0, cols), true);
+    auto wholeIf = scf::IfOp::create(b, types, whole, true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(wholeIf.thenBlock());
     chunk = ChunkColumns();
     chunk->col0 = col0;
-    SmallVector<Value> whole;
+    SmallVector<Value> vectorValues;
     for (int64_t i = 0; i < chunkWidth; ++i) {
       Value col = add(col0, idx(i));
       chunk->offsets[col] = i;
-      whole.push_back(widen(elementAt(final, row, col)));
+      vectorValues.push_back(widen(elementAt(final, row, col)));
     }
     chunk.reset();
-    scf::YieldOp::create(b, whole);
+    scf::YieldOp::create(b, vectorValues);
     b.setInsertionPointToStart(wholeIf.elseBlock());
     SmallVector<Value> scalars;
     for (int64_t i = 0; i < chunkWidth; ++i) {
@@ -668,7 +651,9 @@ private:
   /// Staged rotations' last stages -> (shared memory, the warp's offset).
   DenseMap<Value, std::pair<Value, Value>> staged;
   Value row, lane;
-  /// Columns per lane in the chunked loops: 16 bytes of the input.
+  /// The input's element type, and the columns per lane in the chunked
+  /// loops: 16 bytes of it.
+  Type inputType;
   int64_t chunkWidth;
   /// The rank-2 inputs whose elements are chunkWidth to 16 bytes.
   SmallVector<Value> vectorBuffers;

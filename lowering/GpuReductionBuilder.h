@@ -19,6 +19,23 @@
 
 namespace lowbit::gpu_mapping {
 
+/// Lanes sharing one group of a row-group scheme when each lane takes 16
+/// bytes of `inputType` (a power of two up to 32); 0 when the scheme has
+/// no groups along its rows or a group does not split that way.
+inline int64_t lanesPerGroup(const lowbit::Scheme &scheme, Type inputType) {
+  const lowbit::ScaleSpec &scale = scheme.scale;
+  if (scale.granularity != lowbit::Granularity::Group || scale.axis != 1 ||
+      scale.layout != lowbit::ScaleLayout::RowMajor)
+    return 0;
+  int64_t width = kVectorBytes / bytesOf(inputType);
+  if (scale.groupSize % width != 0)
+    return 0;
+  int64_t lanes = scale.groupSize / width;
+  if (lanes > kWarpSize || (lanes & (lanes - 1)) != 0)
+    return 0;
+  return lanes;
+}
+
 /// The materialize ops that write a dynamic quantize's codes, scales and
 /// (asymmetric schemes) zero points into the kernel's parameters.
 struct QuantizeDestinations {
@@ -114,29 +131,34 @@ protected:
     return params;
   }
 
-  /// The codes of `elements`, columns col0 .. col0 + width - 1 of `row`:
-  /// pairs through one vector<2xf32> encode (one x2 cvt where the chip has
-  /// it), packed into this lane's bytes; one vector store where `fast`
+  /// The code bytes of an even number of consecutive `elements`: pairs
+  /// through one vector<2xf32> encode (one x2 cvt where the chip has it),
+  /// then two codes per byte when `nibble`.
+  SmallVector<Value> codeBytes(ArrayRef<Value> elements,
+                               const lowbit::GroupParams &params, bool nibble) {
+    SmallVector<Value> codeValues;
+    for (size_t i = 0; i + 1 < elements.size(); i += 2) {
+      auto [first, second] = quantizePair(elements[i], elements[i + 1], params);
+      codeValues.push_back(first);
+      codeValues.push_back(second);
+    }
+    if (!nibble)
+      return codeValues;
+    SmallVector<Value> bytes;
+    for (size_t i = 0; i + 1 < codeValues.size(); i += 2)
+      bytes.push_back(packNibbles(codeValues[i], codeValues[i + 1]));
+    return bytes;
+  }
+
+  /// The codes of `elements`, columns col0 .. col0 + width - 1 of `row`
+  /// (codeBytes); one vector store where `fast`
   /// (the caller checked the codes' alignment and that the chunk is
   /// whole), else a store per byte whose first column is in the row.
   void storeChunkCodes(ArrayRef<Value> elements,
                        const lowbit::GroupParams &params, Value codes,
                        Value row, Value col0, Value cols, Value valid,
                        Value fast, bool nibble) {
-    int64_t width = elements.size();
-    SmallVector<Value> codeValues;
-    for (int64_t i = 0; i < width; i += 2) {
-      auto [first, second] = quantizePair(elements[i], elements[i + 1], params);
-      codeValues.push_back(first);
-      codeValues.push_back(second);
-    }
-    SmallVector<Value> bytes;
-    if (!nibble) {
-      bytes = codeValues;
-    } else {
-      for (int64_t i = 0; i < width; i += 2)
-        bytes.push_back(packNibbles(codeValues[i], codeValues[i + 1]));
-    }
+    SmallVector<Value> bytes = codeBytes(elements, params, nibble);
     int64_t byteCount = bytes.size();
     Value byteCol0 =
         nibble ? arith::DivUIOp::create(b, col0, idx(2)).getResult() : col0;
@@ -168,7 +190,6 @@ protected:
     }
   }
 
-protected:
   /// Codes of columns [start, end) of `row` in pairs, every `step` columns
   /// (a missing second element reads 0; its code or nibble is not stored).
   /// `element` gives a column's value as f32.

@@ -93,17 +93,7 @@ public:
         [&](OpBuilder &, Location, Value vectorIndex, ValueRange) {
           SmallVector<Value> elements =
               loadWidened(input, row, vectorIndex, width);
-          SmallVector<Value> bytes;
-          for (int64_t i = 0; i < width; i += 2) {
-            auto [low, high] =
-                quantizePair(elements[i], elements[i + 1], params);
-            if (nibble) {
-              bytes.push_back(packNibbles(low, high));
-            } else {
-              bytes.push_back(low);
-              bytes.push_back(high);
-            }
-          }
+          SmallVector<Value> bytes = codeBytes(elements, params, nibble);
           int64_t byteCount = bytes.size();
           Value packed = vector::FromElementsOp::create(
               b, VectorType::get({byteCount}, b.getI8Type()), bytes);

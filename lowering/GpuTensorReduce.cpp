@@ -347,13 +347,8 @@ public:
     }
 
     // Pairs never straddle a piece (width is even).
-    SmallVector<Value> bytes;
-    for (int64_t i = 0; i < kElementsPerLane; i += 2) {
-      auto [low, high] =
-          quantizePair(loadIf.getResult(i), loadIf.getResult(i + 1), params);
-      bytes.push_back(low);
-      bytes.push_back(high);
-    }
+    SmallVector<Value> bytes = codeBytes(
+        SmallVector<Value>(loadIf.getResults()), params, /*nibble=*/false);
     auto storeIf = scf::IfOp::create(b, fast, true);
     OpBuilder::InsertionGuard storeGuard(b);
     b.setInsertionPoint(storeIf.thenBlock()->getTerminator());

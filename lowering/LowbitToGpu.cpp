@@ -56,22 +56,6 @@ namespace {
 // Which schemes this mapping covers
 //===----------------------------------------------------------------------===//
 
-/// Lanes sharing one group of `groupSize` elements when each lane loads
-/// 16 bytes of `inputType`; 0 when the group does not split that way.
-int64_t lanesPerGroup(const lowbit::Scheme &scheme, Type inputType) {
-  const lowbit::ScaleSpec &scale = scheme.scale;
-  if (scale.granularity != lowbit::Granularity::Group || scale.axis != 1 ||
-      scale.layout != lowbit::ScaleLayout::RowMajor)
-    return 0;
-  int64_t width = kVectorBytes / bytesOf(inputType);
-  if (scale.groupSize % width != 0)
-    return 0;
-  int64_t lanes = scale.groupSize / width;
-  if (lanes > kWarpSize || (lanes & (lanes - 1)) != 0)
-    return 0;
-  return lanes;
-}
-
 /// Dequantize: scale granularities whose group index is computable per run
 /// of 16 output bytes.
 bool dequantizeCovered(const lowbit::Scheme &scheme, Type outputType) {
